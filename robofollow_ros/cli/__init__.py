@@ -1,0 +1,88 @@
+"""The ``robofollow`` command: one subcommand per module of this package.
+
+Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+Errors derived from ``RoboFollowError`` are printed as one line on stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from robofollow_ros.errors import RoboFollowError
+
+SUBCOMMANDS: dict[str, str] = {
+    'tasks': 'robofollow_ros.cli.tasks',
+    'entropy': 'robofollow_ros.cli.entropy',
+    'score': 'robofollow_ros.cli.score',
+    'report': 'robofollow_ros.cli.report',
+    'eval': 'robofollow_ros.cli.eval',
+}
+
+DESCRIPTION = """\
+RoboFollow on ROS 2: does a robot policy really follow instructions?
+
+Every RoboFollow scene supports many tasks, so a policy must read the instruction. A referee scores
+each stage twice, Intent (right target?) and Execution (done?), plus a Completion Rate, over four
+levels: L0 training, L1 new layout, L2 new wording, L3 both.
+"""
+
+EPILOG = """\
+examples:
+  robofollow tasks --count                 evaluation tasks per scene and level
+  robofollow tasks --scene 4 --level 3     list the Scene 4 L3 tasks
+  robofollow entropy                       scene entropy H(T|S) of the training set
+  robofollow eval --in-process --policy expert --scene 1 --level 0
+  robofollow score run/episode_0001.json   score a trajectory file or a rosbag2 directory
+  robofollow report run/results.jsonl      tables (Markdown, CSV, JSON) and a plot
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog='robofollow',
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    subparsers = parser.add_subparsers(dest='command', metavar='COMMAND')
+    for name, module_name in SUBCOMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                continue
+            raise
+        sub = subparsers.add_parser(
+            name,
+            help=module.HELP,
+            description=getattr(module, 'DESCRIPTION', module.HELP),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(sub)
+        sub.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``robofollow`` command line; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, 'handler', None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except RoboFollowError as error:
+        print(f'robofollow {args.command}: error: {error}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f'robofollow {args.command}: interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Errors raised by robofollow_ros.
+
+Every error a user can cause (bad task id, malformed trajectory, dead policy server, truncated bag)
+derives from ``RoboFollowError`` so that the command line can print one clear line and exit non-zero.
+"""
+
+from __future__ import annotations
+
+
+class RoboFollowError(Exception):
+    """Base class of every robofollow_ros error."""
+
+
+class RegistryError(RoboFollowError):
+    """A lookup in the benchmark registry failed."""
+
+
+class UnknownTaskError(RegistryError):
+    """No task has the given id."""
+
+
+class UnknownSceneError(RegistryError):
+    """The scene number or name is not one of the four scene families."""
+
+
+class UnknownLevelError(RegistryError):
+    """The level is not one of L0-L3."""
+
+
+class UnknownLayoutError(RegistryError):
+    """No layout has the given name."""
+
+
+class UnknownObjectError(RegistryError):
+    """An object name is not part of the scene or layout."""
+
+
+class TrajectoryError(RoboFollowError):
+    """A trajectory is malformed: missing fields, non-finite values, unsorted time, unknown objects."""
+
+
+class BagError(RoboFollowError):
+    """A rosbag2 recording cannot be read or is incomplete."""
+
+
+class SimulationError(RoboFollowError):
+    """The simulator cannot build or run a scene."""
+
+
+class PolicyError(RoboFollowError):
+    """A policy failed, timed out or returned an invalid action chunk."""

@@ -1,0 +1,1 @@
+"""Thin rclpy nodes translating topics to calls into the core packages."""

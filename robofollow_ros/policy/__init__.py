@@ -1,0 +1,1 @@
+"""Policies: one interface (reset, set_instruction, predict) and its backends."""

@@ -1,0 +1,48 @@
+"""Default names of every topic and service of the package (DESIGN §4); each is a node parameter."""
+
+from __future__ import annotations
+
+from robofollow_ros.benchmark.types import Arm
+
+CLOCK = '/clock'
+JOINT_STATES = '/joint_states'
+INSTRUCTION = '/robofollow/instruction'
+EPISODE = '/robofollow/episode'
+RESULT = '/robofollow/result'
+SIM_RESET = '/robofollow/sim/reset'
+CAMERAS: tuple[str, str, str] = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+OBJECT_POSE_PREFIX = '/robofollow/objects/'
+EE_POSE_PREFIX = '/robofollow/ee/'
+WORLD_FRAME = 'world'
+
+
+def image_topic(camera: str) -> str:
+    """``/<camera>/image_raw`` (sensor_msgs/Image, rgb8)."""
+    return f'/{camera}/image_raw'
+
+
+def camera_info_topic(camera: str) -> str:
+    """``/<camera>/camera_info`` (sensor_msgs/CameraInfo)."""
+    return f'/{camera}/camera_info'
+
+
+def object_pose_topic(name: str) -> str:
+    """``/robofollow/objects/<name>/pose`` (geometry_msgs/PoseStamped, world frame)."""
+    return f'{OBJECT_POSE_PREFIX}{name}/pose'
+
+
+def object_name_from_topic(topic: str) -> str | None:
+    """Inverse of ``object_pose_topic``; ``None`` for any other topic."""
+    if topic.startswith(OBJECT_POSE_PREFIX) and topic.endswith('/pose'):
+        return topic[len(OBJECT_POSE_PREFIX) : -len('/pose')] or None
+    return None
+
+
+def ee_pose_topic(arm: Arm) -> str:
+    """``/robofollow/ee/<arm>/pose`` (geometry_msgs/PoseStamped of the TCP, world frame)."""
+    return f'{EE_POSE_PREFIX}{arm}/pose'
+
+
+def arm_trajectory_topic(arm: Arm) -> str:
+    """``/<arm>_arm_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory)."""
+    return f'/{arm}_arm_controller/joint_trajectory'

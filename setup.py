@@ -1,0 +1,42 @@
+"""Build script of the `robofollow` ROS 2 package (ament_python; also a plain Python package)."""
+
+from glob import glob
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+PACKAGE_NAME = 'robofollow'
+HERE = Path(__file__).parent
+
+
+def share(folder: str, pattern: str) -> tuple[str, list[str]]:
+    """Return a data_files entry installing ``folder/pattern`` under ``share/robofollow/folder``."""
+    return (f'share/{PACKAGE_NAME}/{folder}', sorted(glob(f'{folder}/{pattern}')))
+
+
+setup(
+    name=PACKAGE_NAME,
+    version='0.1.0',
+    description='RoboFollow instruction-following benchmark on ROS 2 and MuJoCo',
+    long_description=(HERE / 'README.md').read_text(encoding='utf-8') if (HERE / 'README.md').exists() else '',
+    long_description_content_type='text/markdown',
+    license='Apache-2.0',
+    python_requires='>=3.10',
+    packages=find_packages(include=['robofollow_ros', 'robofollow_ros.*']),
+    package_data={'robofollow_ros': ['py.typed']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE_NAME}']),
+        (f'share/{PACKAGE_NAME}', ['package.xml']),
+        share('launch', '*.launch.py'),
+        share('config', '*.yaml'),
+        share('config', '*.xml'),
+        share('urdf', '*.urdf'),
+    ],
+    install_requires=['setuptools', 'numpy', 'pyyaml'],
+    zip_safe=False,
+    entry_points={
+        'console_scripts': [
+            'robofollow = robofollow_ros.cli:main',
+        ],
+    },
+)
