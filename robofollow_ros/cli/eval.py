@@ -1,0 +1,72 @@
+"""``robofollow eval``: run an evaluation suite and write resumable result records."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from robofollow_ros.benchmark.registry import parse_level, parse_scene
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.episode import EpisodeLimits
+from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+from robofollow_ros.policy.factory import parse_policy_kwargs
+
+HELP = 'run evaluation episodes (in-process simulation) and write result records'
+DESCRIPTION = """\
+Run RoboFollow evaluation episodes and score them with the referee.
+
+--in-process runs the MuJoCo cell, the policy and the referee in this process, without ROS: the
+baseline that every ROS run is compared with. Results go to OUT/results.jsonl, one record per trial,
+flushed after each trial; running the same command again resumes where it stopped.
+"""
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [item for value in values or [] for item in value.split(',') if item.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options of ``robofollow eval``."""
+    parser.add_argument('--in-process', action='store_true', help='simulate, act and score in this process')
+    parser.add_argument('--policy', default='expert', help='expert, blind, hold, or module:function (default expert)')
+    parser.add_argument('--policy-kwargs', default=None, help='JSON object of keyword arguments for the policy')
+    parser.add_argument('--scene', action='append', help='scene 1-4 (repeat or comma-separate; default all)')
+    parser.add_argument('--level', action='append', help='level L0-L3 (repeat or comma-separate; default all)')
+    parser.add_argument('--tasks', default=None, help='only task ids matching this glob or substring')
+    parser.add_argument('--rounds', type=int, default=1, help='rounds per task (protocol: 10; default 1)')
+    parser.add_argument('--first-round', type=int, default=1, help='number of the first round (default 1)')
+    parser.add_argument('--variant', choices=('literal', 'published'), default='literal', help='Scene 2 L3 truth')
+    parser.add_argument('--out', type=Path, default=None, help='output folder (default runs/<policy>)')
+    parser.add_argument(
+        '--record', choices=('none', 'json', 'bag'), default='none', help='also save each episode for re-scoring'
+    )
+    parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
+    parser.add_argument('--quiet', action='store_true', help='no progress display')
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the suite; print where the results are."""
+    if not args.in_process:
+        raise RoboFollowError(
+            'only --in-process evaluation is available here; over ROS, use the launch files (robofollow launch sim)'
+        )
+    if args.rounds < 1 or args.first_round < 1:
+        raise RoboFollowError('--rounds and --first-round must be at least 1')
+    options = SuiteOptions(
+        out=args.out or Path('runs') / args.policy.replace(':', '_'),
+        policy=args.policy,
+        policy_kwargs=parse_policy_kwargs(args.policy_kwargs),
+        scenes=[parse_scene(value) for value in _split(args.scene)] or None,
+        levels=[parse_level(value) for value in _split(args.level)] or None,
+        pattern=args.tasks,
+        rounds=args.rounds,
+        first_round=args.first_round,
+        variant=args.variant,
+        record=args.record,
+        limits=EpisodeLimits(max_queries=args.max_queries),
+    )
+    records = run_suite(options, progress=not args.quiet)
+    completed = sum(bool(record.get('completion_ok')) for record in records)
+    print(f'{len(records)} trials in {options.out / "results.jsonl"}; completed {completed}/{len(records)}')
+    print(f'tables and plot: robofollow report {options.out / "results.jsonl"} --out {options.out / "report"}')
+    return 0

@@ -1,0 +1,72 @@
+"""A resumable results file: one JSON result record per line, flushed to disk after every trial."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from robofollow_ros.errors import RoboFollowError
+
+TrialKey = tuple[str, int]
+
+
+def trial_key(record: dict[str, Any]) -> TrialKey:
+    """The (task id, round) pair that identifies a trial."""
+    return str(record['task_id']), int(record.get('round', 0))
+
+
+def read_records(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield the records of a JSON Lines results file.
+
+    A final line cut short by a crash is skipped with a warning, so that everything recorded before it
+    survives; a malformed line elsewhere is an error.
+    """
+    lines = path.read_text(encoding='utf-8').splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            if number == len(lines):
+                print(f'warning: {path}:{number}: ignoring a truncated last record', file=sys.stderr)
+                return
+            raise RoboFollowError(f'{path}:{number}: not a JSON record: {error}') from error
+        if not isinstance(record, dict) or 'task_id' not in record:
+            raise RoboFollowError(f'{path}:{number}: a result record needs a task_id')
+        yield record
+
+
+class ResultsFile:
+    """Appends result records to ``path`` and knows which trials are already done."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.records: list[dict[str, Any]] = list(read_records(self.path)) if self.path.exists() else []
+        self._repair_truncated_tail()
+
+    def _repair_truncated_tail(self) -> None:
+        if not self.path.exists():
+            return
+        text = self.path.read_text(encoding='utf-8')
+        if text and not text.endswith('\n'):
+            kept = ''.join(json.dumps(record, sort_keys=True) + '\n' for record in self.records)
+            self.path.write_text(kept, encoding='utf-8')
+
+    def done(self) -> set[TrialKey]:
+        """Trials already recorded."""
+        return {trial_key(record) for record in self.records}
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record and force it to disk before returning."""
+        line = json.dumps(record, sort_keys=True, allow_nan=False) + '\n'
+        with self.path.open('a', encoding='utf-8') as stream:
+            stream.write(line)
+            stream.flush()
+            os.fsync(stream.fileno())
+        self.records.append(record)

@@ -1,0 +1,200 @@
+"""An evaluation suite run in-process: plan the trials, run and score each, flush, resume, summarise."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import platform
+import subprocess
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from robofollow_ros import __version__
+from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.types import Task, Variant
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.episode import EpisodeLimits, EpisodeOutcome, run_episode
+from robofollow_ros.evaluation.progress import Progress
+from robofollow_ros.evaluation.results import ResultsFile, TrialKey
+from robofollow_ros.policy.base import needs_images
+from robofollow_ros.policy.factory import make_policy
+from robofollow_ros.referee.score import score_episode
+
+RecordMode = Literal['none', 'json', 'bag']
+RESULTS_NAME = 'results.jsonl'
+RUN_NAME = 'run.json'
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    """What to evaluate and where to write it."""
+
+    out: Path
+    policy: str
+    policy_kwargs: dict[str, Any] = field(default_factory=dict)
+    scenes: Sequence[int] | None = None
+    levels: Sequence[int] | None = None
+    pattern: str | None = None
+    rounds: int = 1
+    first_round: int = 1
+    variant: Variant = 'literal'
+    record: RecordMode = 'none'
+    limits: EpisodeLimits = field(default_factory=EpisodeLimits)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One task in one round, with its protocol seed."""
+
+    task: Task
+    round: int
+    seed: int
+
+    @property
+    def key(self) -> TrialKey:
+        """The (task id, round) pair identifying the trial."""
+        return self.task.task_id, self.round
+
+
+def select_tasks(options: SuiteOptions) -> list[Task]:
+    """Evaluation tasks matching the scene, level and id-pattern filters, in registry order."""
+    scenes = list(options.scenes) if options.scenes else [None]
+    levels = list(options.levels) if options.levels else [None]
+    tasks = [
+        task
+        for scene in scenes
+        for level in levels
+        for task in registry.eval_tasks(scene=scene, level=level, variant=options.variant, pattern=options.pattern)
+    ]
+    if not tasks:
+        raise RoboFollowError('no evaluation task matches the given scene, level and pattern')
+    return tasks
+
+
+def plan_trials(options: SuiteOptions) -> list[Trial]:
+    """Every (task, round) of the suite with its seed (protocol §1.7)."""
+    rounds = range(options.first_round, options.first_round + options.rounds)
+    return [
+        Trial(task=task, round=round_, seed=registry.trial_seed(task.task_id, round_))
+        for round_ in rounds
+        for task in select_tasks(options)
+    ]
+
+
+def _git_commit() -> str | None:
+    try:
+        result = subprocess.run(
+            ['git', 'rev-parse', 'HEAD'], capture_output=True, text=True, check=True, cwd=Path(__file__).parent
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return result.stdout.strip() or None
+
+
+def _write_run_file(options: SuiteOptions, *, status: str, expected: int, completed: int) -> None:
+    run = {
+        'status': status,
+        'updated': _dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds'),
+        'robofollow_ros': __version__,
+        'git_commit': _git_commit(),
+        'python': platform.python_version(),
+        'metric_version': 'strict',
+        'runtime': 'in-process',
+        'completion_aggregation': 'task-macro',
+        'options': {**asdict(options), 'out': str(options.out)},
+        'expected_trials': expected,
+        'completed_trials': completed,
+    }
+    path = options.out / RUN_NAME
+    path.write_text(json.dumps(run, indent=2, default=str) + '\n', encoding='utf-8')
+
+
+def _record_episode(options: SuiteOptions, trial: Trial, outcome: EpisodeOutcome, record: dict[str, Any]) -> str:
+    folder = options.out / 'episodes'
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f'{trial.task.task_id}__r{trial.round:02d}'
+    meta = {
+        'task_id': trial.task.task_id,
+        'variant': options.variant,
+        'seed': trial.seed,
+        'round': trial.round,
+        'layout': trial.task.layout,
+        'level': trial.task.level_tag,
+        'arm': trial.task.arm,
+        'instruction': trial.task.instruction,
+    }
+    if options.record == 'bag':
+        from robofollow_ros.bags import write_episode_bag
+
+        path = folder / stem
+        write_episode_bag(path, meta=meta, trajectory=outcome.trajectory, result=record)
+    else:
+        from robofollow_ros.referee.trajectory_json import dump_trajectory
+
+        path = folder / f'{stem}.json'
+        dump_trajectory(path, outcome.trajectory, task_id=trial.task.task_id, variant=options.variant, meta=meta)
+    return str(path.relative_to(options.out))
+
+
+def make_record(trial: Trial, outcome: EpisodeOutcome, *, options: SuiteOptions) -> dict[str, Any]:
+    """Score the episode and return its result record with the trial's bookkeeping fields."""
+    layout = registry.layout_of(trial.task)
+    result = score_episode(
+        trial.task,
+        outcome.trajectory,
+        layout=layout,
+        meta={'seed': trial.seed, 'round': trial.round, 'variant': options.variant},
+    )
+    record = result.to_record()
+    record.update(
+        {
+            'round': trial.round,
+            'seed': trial.seed,
+            'policy': options.policy,
+            'policy_error': outcome.policy_error,
+            'queries': outcome.queries,
+            'executed_rows': outcome.executed_rows,
+            'sim_seconds': float(outcome.trajectory.t[-1] - outcome.trajectory.t[0]) if len(outcome.trajectory) else 0,
+            'wall_seconds': round(outcome.wall_seconds, 3),
+        }
+    )
+    return record
+
+
+def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str, Any]]:
+    """Run every trial not yet in ``out/results.jsonl``; returns all records of the suite."""
+    from robofollow_ros.sim.env import CellEnv
+
+    options.out.mkdir(parents=True, exist_ok=True)
+    results = ResultsFile(options.out / RESULTS_NAME)
+    trials = plan_trials(options)
+    done = results.done()
+    todo = [trial for trial in trials if trial.key not in done]
+    wanted = {trial.key for trial in trials}
+    _write_run_file(options, status='running', expected=len(trials), completed=len(trials) - len(todo))
+    display = Progress(len(trials), already_done=len(trials) - len(todo)) if progress else None
+    policy = make_policy(options.policy, kwargs=options.policy_kwargs)
+    env = CellEnv(render=needs_images(policy))
+    try:
+        for trial in todo:
+            outcome = run_episode(
+                env, policy, trial.task, seed=trial.seed, layout=registry.layout_of(trial.task), limits=options.limits
+            )
+            record = make_record(trial, outcome, options=options)
+            if options.record != 'none':
+                record['episode_file'] = _record_episode(options, trial, outcome, record)
+            results.append(record)
+            if display is not None:
+                display.update(record, wall_seconds=outcome.wall_seconds)
+    except BaseException:
+        _write_run_file(options, status='interrupted', expected=len(trials), completed=len(results.done() & wanted))
+        raise
+    finally:
+        close = getattr(policy, 'close', None)
+        if close is not None:
+            close()
+        env.close()
+    _write_run_file(options, status='complete', expected=len(trials), completed=len(results.done() & wanted))
+    return [record for record in results.records if (record['task_id'], record.get('round', 0)) in wanted]

@@ -1,0 +1,66 @@
+"""The one policy interface and the validation every action chunk passes before it moves an arm."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from robofollow_ros.errors import PolicyError
+
+ACTION_DIM = 14
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A policy maps an observation and an instruction to a chunk of absolute joint targets.
+
+    ``predict`` returns a float32 array of shape [T, 14] (T >= 1) laid out as
+    ``[left q1..q6, left gripper, right q1..q6, right gripper]``; grippers are normalised (1 open, 0 closed).
+    """
+
+    def reset(self) -> None:
+        """Forget everything about the previous episode."""
+
+    def set_instruction(self, text: str) -> None:
+        """Set the natural-language instruction of the episode."""
+
+    def predict(self, observation: Any) -> np.ndarray:
+        """Return the next action chunk for ``observation``."""
+
+
+@runtime_checkable
+class PrivilegedPolicy(Policy, Protocol):
+    """A simulation-only policy that is told the task and its layout (the expert and its baselines)."""
+
+    def bind_task(self, task: Any, layout: Any) -> None:
+        """Receive the episode's task (with ground truth) and layout before the first ``predict``."""
+
+
+def needs_images(policy: object) -> bool:
+    """Whether the evaluator must render camera images for ``policy`` (default: yes)."""
+    return bool(getattr(policy, 'needs_images', True))
+
+
+def validate_chunk(chunk: object, *, max_rows: int | None = None) -> np.ndarray:
+    """Return ``chunk`` as a float32 [T, 14] array, or raise ``PolicyError`` saying what is wrong.
+
+    Args:
+        chunk: what the policy returned.
+        max_rows: keep at most this many leading rows (the protocol executes at most 50 per query).
+    """
+    try:
+        array = np.asarray(chunk, dtype=np.float32)
+    except (TypeError, ValueError) as error:
+        raise PolicyError(f'action chunk is not numeric: {error}') from error
+    if array.ndim == 1 and array.shape[0] == ACTION_DIM:
+        array = array[None, :]
+    if array.ndim != 2 or array.shape[1] != ACTION_DIM or array.shape[0] < 1:
+        raise PolicyError(f'action chunk must have shape [T, {ACTION_DIM}] with T >= 1, got {list(array.shape)}')
+    finite = np.isfinite(array)
+    if not finite.all():
+        row, column = np.argwhere(~finite)[0]
+        raise PolicyError(f'action chunk has a non-finite value at row {row}, column {column}')
+    if max_rows is not None:
+        array = array[:max_rows]
+    return array
