@@ -5,11 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robofollow_ros.benchmark.registry import parse_level, parse_scene
 from robofollow_ros.errors import RoboFollowError
-from robofollow_ros.evaluation.episode import EpisodeLimits
-from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
-from robofollow_ros.policy.factory import parse_policy_kwargs
 
 HELP = 'run evaluation episodes (in-process simulation) and write result records'
 DESCRIPTION = """\
@@ -46,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
+    from robofollow_ros.benchmark.registry import parse_level, parse_scene
+    from robofollow_ros.evaluation.episode import EpisodeLimits
+    from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+    from robofollow_ros.policy.factory import parse_policy_kwargs
+
     if not args.in_process:
         raise RoboFollowError(
             'only --in-process evaluation is available here; over ROS, use the launch files (robofollow launch sim)'
