@@ -1,0 +1,46 @@
+"""The resumable results file keeps every record written before a crash."""
+
+import json
+
+import pytest
+
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.results import ResultsFile
+
+
+def record(task_id, round_, score=1.0):
+    return {'task_id': task_id, 'round': round_, 'intent_score': score}
+
+
+def test_records_survive_reopening(tmp_path):
+    path = tmp_path / 'results.jsonl'
+    results = ResultsFile(path)
+    results.append(record('L0_a', 1))
+    results.append(record('L0_b', 1))
+    reopened = ResultsFile(path)
+    assert reopened.done() == {('L0_a', 1), ('L0_b', 1)}
+    assert [r['task_id'] for r in reopened.records] == ['L0_a', 'L0_b']
+
+
+def test_a_truncated_last_line_is_dropped_and_the_file_repaired(tmp_path):
+    path = tmp_path / 'results.jsonl'
+    path.write_text(json.dumps(record('L0_a', 1)) + '\n' + '{"task_id": "L0_b", "rou', encoding='utf-8')
+    results = ResultsFile(path)
+    assert results.done() == {('L0_a', 1)}
+    results.append(record('L0_b', 1))
+    lines = path.read_text(encoding='utf-8').splitlines()
+    assert [json.loads(line)['task_id'] for line in lines] == ['L0_a', 'L0_b']
+
+
+def test_a_corrupt_line_in_the_middle_is_an_error(tmp_path):
+    path = tmp_path / 'results.jsonl'
+    path.write_text('{"task_id": "a", "round": 1}\nnot json\n{"task_id": "b", "round": 1}\n', encoding='utf-8')
+    with pytest.raises(RoboFollowError, match=':2:'):
+        ResultsFile(path)
+
+
+def test_non_finite_scores_are_refused(tmp_path):
+    results = ResultsFile(tmp_path / 'results.jsonl')
+    with pytest.raises(ValueError):
+        results.append(record('L0_a', 1, score=float('nan')))
+    assert results.done() == set()
