@@ -177,6 +177,8 @@ class Task:
     paraphrase); ``paraphrases`` holds every training paraphrase (just the instruction for evaluation
     tasks). ``reference`` is the correct referring expression for the source object in ``layout``.
     ``config`` is the training scene configuration the layout derives from (the six of protocol §2.0).
+    ``label`` is the training label an evaluation task is built on (``None`` for new compositions).
+    ``flags`` marks known quirks machine-readably (e.g. ``ambiguous_reference``) and ``note`` explains them.
     """
 
     task_id: str
@@ -191,6 +193,8 @@ class Task:
     reference: str = ''
     conditional: Conditional | None = None
     label: str | None = None
+    flags: tuple[str, ...] = ()
+    note: str = ''
 
     @property
     def arm(self) -> Arm:
