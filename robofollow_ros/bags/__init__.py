@@ -1,0 +1,29 @@
+"""rosbag2 recording and reading of evaluation episodes through ``rosbags`` (no ROS installation needed).
+
+An episode bag holds /robofollow/episode (JSON meta data), /joint_states (grippers normalised: 1 open,
+0 closed), /robofollow/ee/<arm>/pose, /robofollow/objects/<name>/pose, optionally /<camera>/image_raw,
+and /robofollow/result at the end. See docs/bags.md.
+"""
+
+from __future__ import annotations
+
+from robofollow_ros.bags.conventions import JOINT_NAMES, MAX_GAP_S
+from robofollow_ros.bags.reader import (
+    CameraStream,
+    EpisodeRecording,
+    load_episode,
+    read_episode_bag,
+    read_episode_result,
+)
+from robofollow_ros.bags.writer import write_episode_bag
+
+__all__ = [
+    'JOINT_NAMES',
+    'MAX_GAP_S',
+    'CameraStream',
+    'EpisodeRecording',
+    'load_episode',
+    'read_episode_bag',
+    'read_episode_result',
+    'write_episode_bag',
+]

@@ -1,0 +1,217 @@
+"""CDR encoding and decoding of the few message types an episode bag holds.
+
+Encoding goes through a rosbags typestore. Decoding PoseStamped, by far the most frequent message, reads
+the fixed CDR layout of whole batches with numpy (one pass per distinct message length); every other type,
+and any pose message whose layout is unusual, goes through the typestore.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys.store import Typestore
+
+from robofollow_ros.bags.conventions import IMAGE, IMAGE_ENCODING, JOINT_STATE, NS_PER_S, POSE_STAMPED, STRING
+from robofollow_ros.errors import BagError
+
+ENCAPSULATION_SIZE = 4
+CDR_LITTLE_ENDIAN = 1
+POSE_DOUBLES = 7
+STRING_LENGTH_OFFSET = 12
+STRING_OFFSET = 16
+
+
+@functools.cache
+def typestore_for(store: Stores) -> Typestore:
+    """The rosbags typestore of a ROS distribution (cached)."""
+    return get_typestore(store)
+
+
+def default_typestore() -> Typestore:
+    """The typestore used to decode bags: ROS 2 Kilted (these message types are equal in every ROS 2 release)."""
+    return typestore_for(Stores.ROS2_KILTED)
+
+
+@dataclass(frozen=True)
+class PoseSeries:
+    """Decoded PoseStamped messages, in message order.
+
+    Attributes:
+        stamp_ns: (k,) header stamps, nanoseconds.
+        position: (k, 3) metres.
+        quat: (k, 4) orientations (w, x, y, z).
+        frames: the distinct ``header.frame_id`` values met.
+    """
+
+    stamp_ns: np.ndarray
+    position: np.ndarray
+    quat: np.ndarray
+    frames: frozenset[str]
+
+
+@dataclass(frozen=True)
+class JointSample:
+    """One decoded JointState message."""
+
+    stamp_ns: int
+    names: list[str]
+    position: np.ndarray
+
+
+def _stamp(typestore: Typestore, stamp_ns: int) -> Any:
+    sec, nanosec = divmod(int(stamp_ns), NS_PER_S)
+    return typestore.types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec)
+
+
+def _header(typestore: Typestore, stamp_ns: int, frame: str) -> Any:
+    return typestore.types['std_msgs/msg/Header'](stamp=_stamp(typestore, stamp_ns), frame_id=frame)
+
+
+def encode_string(typestore: Typestore, text: str) -> memoryview:
+    """CDR of a std_msgs/String."""
+    return typestore.serialize_cdr(typestore.types[STRING](data=text), STRING)
+
+
+def encode_pose(
+    typestore: Typestore, stamp_ns: int, frame: str, position: Sequence[float], quat_wxyz: Sequence[float]
+) -> memoryview:
+    """CDR of a geometry_msgs/PoseStamped; ``quat_wxyz`` is (w, x, y, z)."""
+    types = typestore.types
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    pose = types['geometry_msgs/msg/Pose'](
+        position=types['geometry_msgs/msg/Point'](x=float(position[0]), y=float(position[1]), z=float(position[2])),
+        orientation=types['geometry_msgs/msg/Quaternion'](x=x, y=y, z=z, w=w),
+    )
+    return typestore.serialize_cdr(
+        types[POSE_STAMPED](header=_header(typestore, stamp_ns, frame), pose=pose), POSE_STAMPED
+    )
+
+
+def encode_joint_state(typestore: Typestore, stamp_ns: int, names: Sequence[str], position: np.ndarray) -> memoryview:
+    """CDR of a sensor_msgs/JointState with positions only (no velocity or effort)."""
+    empty = np.zeros(0, dtype=np.float64)
+    message = typestore.types[JOINT_STATE](
+        header=_header(typestore, stamp_ns, ''),
+        name=list(names),
+        position=np.asarray(position, dtype=np.float64),
+        velocity=empty,
+        effort=empty,
+    )
+    return typestore.serialize_cdr(message, JOINT_STATE)
+
+
+def encode_image(typestore: Typestore, stamp_ns: int, frame: str, pixels: np.ndarray) -> memoryview:
+    """CDR of a sensor_msgs/Image (rgb8) from an (h, w, 3) uint8 array."""
+    height, width, _ = pixels.shape
+    message = typestore.types[IMAGE](
+        header=_header(typestore, stamp_ns, frame),
+        height=height,
+        width=width,
+        encoding=IMAGE_ENCODING,
+        is_bigendian=0,
+        step=width * 3,
+        data=np.ascontiguousarray(pixels, dtype=np.uint8).reshape(-1),
+    )
+    return typestore.serialize_cdr(message, IMAGE)
+
+
+def decode_string(typestore: Typestore, data: bytes) -> str:
+    """Text of a std_msgs/String."""
+    return str(typestore.deserialize_cdr(data, STRING).data)
+
+
+def decode_json_object(typestore: Typestore, data: bytes, *, topic: str) -> dict[str, Any]:
+    """A std_msgs/String holding a JSON object, as a dict.
+
+    Raises:
+        BagError: the text is not a JSON object.
+    """
+    text = decode_string(typestore, data)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BagError(f'{topic}: message is not JSON ({err.msg} at character {err.pos})') from None
+    if not isinstance(value, dict):
+        raise BagError(f'{topic}: message is JSON but not an object ({text[:60]!r})')
+    return value
+
+
+def decode_joint_state(typestore: Typestore, data: bytes) -> JointSample:
+    """Stamp, names and positions of a sensor_msgs/JointState."""
+    message = typestore.deserialize_cdr(data, JOINT_STATE)
+    stamp = message.header.stamp
+    return JointSample(
+        stamp.sec * NS_PER_S + stamp.nanosec, list(message.name), np.asarray(message.position, np.float64)
+    )
+
+
+def decode_image(typestore: Typestore, data: bytes, *, topic: str) -> tuple[int, np.ndarray]:
+    """Stamp and (h, w, 3) uint8 RGB pixels of a sensor_msgs/Image (rgb8 or bgr8).
+
+    Raises:
+        BagError: another encoding, or a data size that does not match the header.
+    """
+    message = typestore.deserialize_cdr(data, IMAGE)
+    stamp = message.header.stamp
+    if message.encoding not in ('rgb8', 'bgr8'):
+        raise BagError(f'{topic}: image encoding {message.encoding!r} is not supported (rgb8, bgr8)')
+    height, width, step = int(message.height), int(message.width), int(message.step)
+    raw = np.asarray(message.data, dtype=np.uint8)
+    if step < width * 3 or raw.size != height * step:
+        raise BagError(f'{topic}: image data has {raw.size} bytes, expected {height} rows of {step}')
+    pixels = raw.reshape(height, step)[:, : width * 3].reshape(height, width, 3)
+    if message.encoding == 'bgr8':
+        pixels = pixels[:, :, ::-1]
+    return stamp.sec * NS_PER_S + stamp.nanosec, np.ascontiguousarray(pixels)
+
+
+def decode_poses(typestore: Typestore, messages: Sequence[bytes]) -> PoseSeries:
+    """Decode a batch of geometry_msgs/PoseStamped CDR messages.
+
+    Little-endian messages are read straight from their bytes, grouped by length and frame-id length;
+    anything else falls back to the typestore. The result keeps the order of ``messages``.
+    """
+    count = len(messages)
+    stamp_ns = np.empty(count, dtype=np.int64)
+    values = np.empty((count, POSE_DOUBLES), dtype=np.float64)
+    frames: set[str] = set()
+    groups: dict[tuple[int, bytes], list[int]] = defaultdict(list)
+    for index, data in enumerate(messages):
+        if len(data) > STRING_OFFSET and data[1] == CDR_LITTLE_ENDIAN:
+            groups[(len(data), bytes(data[STRING_LENGTH_OFFSET:STRING_OFFSET]))].append(index)
+        else:
+            stamp_ns[index], values[index], frame = _decode_pose_slow(typestore, data)
+            frames.add(frame)
+    for (length, string_length), indices in groups.items():
+        frame_end = STRING_OFFSET + int.from_bytes(string_length, 'little')
+        doubles = ENCAPSULATION_SIZE + -(-(frame_end - ENCAPSULATION_SIZE) // 8) * 8
+        if doubles + 8 * POSE_DOUBLES != length:
+            for index in indices:
+                stamp_ns[index], values[index], frame = _decode_pose_slow(typestore, messages[index])
+                frames.add(frame)
+            continue
+        block = np.frombuffer(b''.join(messages[i] for i in indices), dtype=np.uint8).reshape(len(indices), length)
+        sec = block[:, 4:8].copy().view('<i4').ravel().astype(np.int64)
+        nanosec = block[:, 8:12].copy().view('<u4').ravel().astype(np.int64)
+        stamp_ns[indices] = sec * NS_PER_S + nanosec
+        values[indices] = block[:, doubles:].copy().view('<f8')
+        names = np.unique(block[:, STRING_OFFSET : frame_end - 1], axis=0)
+        frames.update(bytes(name).decode() for name in names)
+    return PoseSeries(stamp_ns, values[:, 0:3], values[:, [6, 3, 4, 5]], frozenset(frames))
+
+
+def _decode_pose_slow(typestore: Typestore, data: bytes) -> tuple[int, np.ndarray, str]:
+    message = typestore.deserialize_cdr(data, POSE_STAMPED)
+    position, orientation, stamp = message.pose.position, message.pose.orientation, message.header.stamp
+    row = np.array(
+        [position.x, position.y, position.z, orientation.x, orientation.y, orientation.z, orientation.w],
+        dtype=np.float64,
+    )
+    return stamp.sec * NS_PER_S + stamp.nanosec, row, str(message.header.frame_id)

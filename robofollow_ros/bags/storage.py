@@ -1,0 +1,176 @@
+"""Pulling the serialized messages of the wanted topics out of a bag, repairing what can be repaired.
+
+Intact bags are read through rosbags. When rosbags cannot read a bag (no ``metadata.yaml``, an MCAP
+file without summary or footer, an SQLite file cut short or left with a write-ahead log), each storage
+file is read again by ``mcap_recovery`` or ``sqlite_recovery``, which keep every intact message, and
+``RawBag.recovered`` says what happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any
+
+import yaml
+from rosbags.rosbag2 import Reader
+
+from robofollow_ros.bags.conventions import STORAGE_SUFFIXES, STORAGES
+from robofollow_ros.bags.mcap_recovery import scan_mcap
+from robofollow_ros.bags.raw import RawBag, RawTopic, TopicFilter, topic_entry
+from robofollow_ros.bags.sqlite_recovery import has_wal, scan_sqlite
+from robofollow_ros.errors import BagError
+
+try:
+    from compression import zstd
+except ImportError:
+    from backports import zstd
+
+METADATA_FILE = 'metadata.yaml'
+
+
+@dataclass(frozen=True)
+class _Metadata:
+    storage: str
+    files: tuple[Path, ...]
+    compression_mode: str
+
+
+def read_raw(path: str | Path, *, wanted: TopicFilter) -> RawBag:
+    """Read the messages of the wanted topics of a rosbag2 directory or a single ``.mcap``/``.db3`` file.
+
+    Args:
+        path: bag directory, or one storage file.
+        wanted: keeps the topics for which it returns true.
+
+    Returns:
+        The messages, grouped by topic, with an account of any recovery.
+
+    Raises:
+        BagError: not a bag, unknown storage, or nothing readable is left.
+    """
+    bag = Path(path)
+    if not bag.exists():
+        raise BagError(f'{bag}: no such bag (file or directory)')
+    if bag.is_file():
+        storage = _storage_of_file(bag)
+        topics, notes = _read_files((bag,), storage, wanted, compression_mode='')
+        return _result(bag, storage, topics, notes)
+    metadata, problem = _metadata(bag)
+    if metadata is None:
+        files, storage = _storage_files(bag)
+        topics, notes = _read_files(files, storage, wanted, compression_mode='')
+        return _result(bag, storage, topics, [f'{problem}; read the storage files directly', *notes])
+    present = tuple(file for file in metadata.files if file.exists())
+    if not present:
+        names = ', '.join(file.name for file in metadata.files) or 'none listed'
+        raise BagError(f'{bag}: not a usable bag, its storage files are missing ({names})')
+    missing = [file.name for file in metadata.files if not file.exists()]
+    notes = [f'storage files missing: {", ".join(missing)}'] if missing else []
+    if not notes and not any(metadata.storage == 'sqlite3' and has_wal(file) for file in present):
+        try:
+            return RawBag(metadata.storage, _read_with_rosbags(bag, wanted))
+        except BagError:
+            raise
+        except Exception as err:  # rosbags raises many kinds (ReaderError, apsw, struct, zstd): all mean damage
+            notes.append(f'rosbags cannot read it ({err})')
+    if metadata.compression_mode == 'file':
+        raise BagError(f'{bag}: damaged and compressed file by file; it cannot be recovered ({"; ".join(notes)})')
+    topics, file_notes = _read_files(present, metadata.storage, wanted, compression_mode=metadata.compression_mode)
+    return _result(bag, metadata.storage, topics, [*notes, *file_notes])
+
+
+def _result(bag: Path, storage: str, topics: dict[str, RawTopic], notes: list[str]) -> RawBag:
+    if not notes:
+        return RawBag(storage, topics)
+    account = '; '.join(notes)
+    if not any(topics.values()):
+        raise BagError(f'{bag}: damaged bag and nothing usable is left ({account})')
+    return RawBag(storage, topics, account)
+
+
+def _storage_of_file(path: Path) -> str:
+    storage = STORAGE_SUFFIXES.get(path.suffix)
+    if storage is not None:
+        return storage
+    if path.suffix == '.bag':
+        raise BagError(f'{path}: ROS 1 bags are not supported (convert it with rosbags-convert)')
+    raise BagError(f'{path}: not a rosbag2 bag (expected a bag directory, a .mcap or a .db3 file)')
+
+
+def _metadata(bag: Path) -> tuple[_Metadata | None, str]:
+    source = bag / METADATA_FILE
+    if not source.exists():
+        return None, f'{METADATA_FILE} missing (recording not closed)'
+    try:
+        info: dict[str, Any] = yaml.safe_load(source.read_text())['rosbag2_bagfile_information']
+        storage = str(info['storage_identifier'])
+        files = tuple(bag / PurePath(name).name for name in info['relative_file_paths'])
+        compression_mode = str(info.get('compression_mode') or '').lower()
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as err:
+        return None, f'{METADATA_FILE} unreadable ({type(err).__name__}: {err})'
+    if storage not in STORAGES:
+        raise BagError(f'{bag}: unknown storage {storage!r} (supported: {", ".join(STORAGES)})')
+    return _Metadata(storage, files, '' if compression_mode == 'none' else compression_mode), ''
+
+
+def _storage_files(bag: Path) -> tuple[tuple[Path, ...], str]:
+    found = {storage: tuple(sorted(bag.glob(f'*{suffix}'))) for suffix, storage in STORAGE_SUFFIXES.items()}
+    kinds = [storage for storage, files in found.items() if files]
+    if not kinds:
+        raise BagError(f'{bag}: not a rosbag2 bag (no {METADATA_FILE}, no .mcap or .db3 file)')
+    if len(kinds) > 1:
+        raise BagError(f'{bag}: holds both .mcap and .db3 files and no {METADATA_FILE}; cannot tell which is the bag')
+    return found[kinds[0]], kinds[0]
+
+
+def _read_with_rosbags(path: Path, wanted: TopicFilter) -> dict[str, RawTopic]:
+    topics: dict[str, RawTopic] = {}
+    with Reader(path) as reader:
+        connections = [connection for connection in reader.connections if wanted(connection.topic)]
+        entries = {
+            connection.id: topic_entry(topics, connection.topic, connection.msgtype) for connection in connections
+        }
+        if connections:
+            for connection, log_ns, data in reader.messages(connections=connections):
+                entries[connection.id].add(log_ns, data)
+    return topics
+
+
+def _read_files(
+    files: tuple[Path, ...], storage: str, wanted: TopicFilter, *, compression_mode: str
+) -> tuple[dict[str, RawTopic], list[str]]:
+    topics: dict[str, RawTopic] = {}
+    notes: list[str] = []
+    for file in files:
+        file_topics, note = _read_file(file, storage, wanted, compression_mode=compression_mode)
+        if note:
+            notes.append(note)
+        for name, entry in file_topics.items():
+            merged = topic_entry(topics, name, entry.msgtype)
+            merged.log_ns.extend(entry.log_ns)
+            merged.data.extend(entry.data)
+    return topics, notes
+
+
+def _read_file(
+    path: Path, storage: str, wanted: TopicFilter, *, compression_mode: str
+) -> tuple[dict[str, RawTopic], str]:
+    reason = ''
+    if storage == 'sqlite3' and has_wal(path):
+        reason = 'left with a write-ahead log'
+    elif compression_mode != 'message':
+        try:
+            return _read_with_rosbags(path, wanted), ''
+        except BagError:
+            raise
+        except Exception as err:  # rosbags raises many kinds (ReaderError, apsw, struct, zstd): all mean damage
+            reason = f'rosbags cannot read it ({err})'
+    scan = scan_mcap(path, wanted=wanted) if storage == 'mcap' else scan_sqlite(path, wanted=wanted)
+    if compression_mode == 'message':
+        for entry in scan.topics.values():
+            entry.data = [zstd.decompress(data) for data in entry.data]
+    damage = '; '.join(scan.damage) or 'no damage found'
+    method = 'sequential scan' if storage == 'mcap' else 'page scan'
+    note = f'{path.name}: {reason}; {damage}; {scan.messages} messages recovered by {method}'
+    return scan.topics, note.removeprefix(f'{path.name}: ; ')

@@ -1,0 +1,221 @@
+"""Writing an evaluation episode as a rosbag2 (MCAP or SQLite3) through rosbags, without ROS.
+
+Message order: the episode message at the first frame time; then frame by frame the camera images, the
+joint states, the object poses and last the EE poses (so a frame whose EE pose was recorded has all its
+other signals recorded too, even in a bag cut short); the result record at the last frame time. Log
+times equal header stamps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores
+from rosbags.typesys.store import Typestore
+
+from robofollow_ros import topics
+from robofollow_ros.bags.cdr import encode_image, encode_joint_state, encode_pose, encode_string, typestore_for
+from robofollow_ros.bags.conventions import (
+    GRIPPER_JOINTS,
+    IMAGE,
+    JOINT_NAMES,
+    JOINT_STATE,
+    NS_PER_S,
+    POSE_STAMPED,
+    ROSBAG2_VERSION,
+    STORAGES,
+    STRING,
+    Storage,
+    camera_frame,
+)
+from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.errors import BagError, TrajectoryError
+from robofollow_ros.referee.trajectory import Trajectory
+
+IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
+GRIPPER_TOLERANCE = 1e-9
+MAX_STAMP_S = 2**31 - 1
+NAME_PATTERN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+PLUGINS = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
+_DEFAULT_DURATION = QosTime(0, 0)
+LATCHED_QOS = Qos(
+    QosHistory.KEEP_LAST,
+    1,
+    QosReliability.RELIABLE,
+    QosDurability.TRANSIENT_LOCAL,
+    _DEFAULT_DURATION,
+    _DEFAULT_DURATION,
+    QosLiveliness.AUTOMATIC,
+    _DEFAULT_DURATION,
+    False,
+)
+"""Offered QoS recorded for /robofollow/episode so that ``ros2 bag play`` republishes it transient-local."""
+
+
+def write_episode_bag(
+    path: str | Path,
+    *,
+    meta: Mapping[str, Any],
+    trajectory: Trajectory,
+    joint_positions: np.ndarray | None = None,
+    images: Mapping[str, Sequence[np.ndarray | None]] | None = None,
+    result: Mapping[str, Any] | None = None,
+    storage: Storage = 'mcap',
+    typestore: Stores | Typestore = Stores.ROS2_KILTED,
+) -> Path:
+    """Write one episode as a new rosbag2 directory.
+
+    Args:
+        path: bag directory to create; it must not exist.
+        meta: episode description (task_id, level, layout, seed, round, arm, instruction, variant), stored as
+            JSON on /robofollow/episode.
+        trajectory: frames to record; ``t`` (seconds, >= 0) becomes the header stamps. Missing orientations
+            (``ee_quat`` / ``obj_quat`` entries) are written as the identity quaternion.
+        joint_positions: (n, 14) joint positions in ``JOINT_NAMES`` order, grippers normalised (1 open, 0
+            closed) and equal to ``trajectory.grip``. Without it /joint_states carries only the two gripper
+            joints, so the bag still scores but cannot be replayed joint by joint.
+        images: camera name -> n entries, each an (h, w, 3) uint8 RGB array or ``None`` where that frame has
+            no image; written as /<camera>/image_raw (rgb8).
+        result: the result record, stored as JSON on /robofollow/result at the last frame time.
+        storage: ``mcap`` or ``sqlite3``.
+        typestore: ROS distribution (or typestore) whose message definitions are embedded.
+
+    Returns:
+        The bag directory.
+
+    Raises:
+        BagError: unknown storage, existing path, or meta/result that cannot be stored as JSON.
+        TrajectoryError: malformed trajectory, joint positions or images.
+    """
+    bag = Path(path)
+    if storage not in STORAGES:
+        raise BagError(f'unknown storage {storage!r} (supported: {", ".join(STORAGES)})')
+    if bag.exists():
+        raise BagError(f'{bag}: already exists; a bag is never overwritten')
+    frames_ns = _frame_stamps(trajectory)
+    joint_names, joints = _joint_rows(trajectory, joint_positions)
+    cameras = _camera_images(images, len(frames_ns))
+    meta_text = _json(meta, what='meta')
+    result_text = None if result is None else _json(result, what='result')
+    store = typestore_for(typestore) if isinstance(typestore, Stores) else typestore
+    ee_quat = {arm: _quats(trajectory.ee_quat.get(arm), len(frames_ns)) for arm in ARMS}
+    obj_quat = {name: _quats(trajectory.obj_quat.get(name), len(frames_ns)) for name in trajectory.obj_pos}
+
+    with Writer(bag, version=ROSBAG2_VERSION, storage_plugin=PLUGINS[storage]) as writer:
+        episode = writer.add_connection(topics.EPISODE, STRING, typestore=store, offered_qos_profiles=[LATCHED_QOS])
+        joint_states = writer.add_connection(topics.JOINT_STATES, JOINT_STATE, typestore=store)
+        image_conns = {
+            camera: writer.add_connection(topics.image_topic(camera), IMAGE, typestore=store) for camera in cameras
+        }
+        object_conns = {
+            name: writer.add_connection(topics.object_pose_topic(name), POSE_STAMPED, typestore=store)
+            for name in trajectory.obj_pos
+        }
+        ee_conns = {
+            arm: writer.add_connection(topics.ee_pose_topic(arm), POSE_STAMPED, typestore=store) for arm in ARMS
+        }
+        writer.write(episode, int(frames_ns[0]), encode_string(store, meta_text))
+        for i, stamp in enumerate(frames_ns.tolist()):
+            for camera, connection in image_conns.items():
+                pixels = cameras[camera][i]
+                if pixels is not None:
+                    writer.write(connection, stamp, encode_image(store, stamp, camera_frame(camera), pixels))
+            writer.write(joint_states, stamp, encode_joint_state(store, stamp, joint_names, joints[i]))
+            for name, connection in object_conns.items():
+                pose = encode_pose(store, stamp, topics.WORLD_FRAME, trajectory.obj_pos[name][i], obj_quat[name][i])
+                writer.write(connection, stamp, pose)
+            for arm, connection in ee_conns.items():
+                pose = encode_pose(store, stamp, topics.WORLD_FRAME, trajectory.ee[arm][i], ee_quat[arm][i])
+                writer.write(connection, stamp, pose)
+        if result_text is not None:
+            result_conn = writer.add_connection(topics.RESULT, STRING, typestore=store)
+            writer.write(result_conn, int(frames_ns[-1]), encode_string(store, result_text))
+    return bag
+
+
+def _json(value: Mapping[str, Any], *, what: str) -> str:
+    if not isinstance(value, Mapping):
+        raise BagError(f'{what} must be a mapping, got {type(value).__name__}')
+    try:
+        return json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise BagError(f'{what} cannot be stored as JSON: {err}') from None
+
+
+def _array(value: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if array.shape != shape:
+        raise TrajectoryError(f'{what} has shape {array.shape}, expected {shape}')
+    if not np.isfinite(array).all():
+        raise TrajectoryError(f'{what} holds non-finite values')
+    return array
+
+
+def _frame_stamps(trajectory: Trajectory) -> np.ndarray:
+    t = np.asarray(trajectory.t, dtype=np.float64)
+    if t.ndim != 1 or t.size == 0:
+        raise TrajectoryError(f'trajectory.t must be a non-empty 1-D array, got shape {t.shape}')
+    n = t.shape[0]
+    _array(t, (n,), 'trajectory.t')
+    if t[0] < 0 or t[-1] > MAX_STAMP_S:
+        raise TrajectoryError(f'trajectory.t must lie in [0, {MAX_STAMP_S}] s to fit a ROS time stamp')
+    stamps = np.round(t * NS_PER_S).astype(np.int64)
+    if (np.diff(stamps) <= 0).any():
+        raise TrajectoryError('trajectory.t must be strictly increasing (at nanosecond resolution)')
+    for arm in ARMS:
+        if arm not in trajectory.ee or arm not in trajectory.grip:
+            raise TrajectoryError(f'trajectory has no ee/grip entry for the {arm} arm')
+        _array(trajectory.ee[arm], (n, 3), f'trajectory.ee[{arm!r}]')
+        _array(trajectory.grip[arm], (n,), f'trajectory.grip[{arm!r}]')
+    for name, position in trajectory.obj_pos.items():
+        if not NAME_PATTERN.fullmatch(name):
+            raise TrajectoryError(f'object name {name!r} cannot be part of a topic name')
+        _array(position, (n, 3), f'trajectory.obj_pos[{name!r}]')
+    if unknown := set(trajectory.obj_quat) - set(trajectory.obj_pos):
+        raise TrajectoryError(f'trajectory.obj_quat names objects without positions: {sorted(unknown)}')
+    return stamps
+
+
+def _quats(value: Any, n: int) -> np.ndarray:
+    if value is None or np.size(value) == 0:
+        return np.tile(IDENTITY_QUAT, (n, 1))
+    return _array(value, (n, 4), 'orientation')
+
+
+def _joint_rows(trajectory: Trajectory, joint_positions: np.ndarray | None) -> tuple[tuple[str, ...], np.ndarray]:
+    n = len(trajectory)
+    grippers = np.stack([np.asarray(trajectory.grip[arm], dtype=np.float64) for arm in ARMS], axis=1)
+    if joint_positions is None:
+        return tuple(GRIPPER_JOINTS[arm] for arm in ARMS), grippers
+    joints = _array(joint_positions, (n, len(JOINT_NAMES)), 'joint_positions')
+    columns = [JOINT_NAMES.index(GRIPPER_JOINTS[arm]) for arm in ARMS]
+    if not np.allclose(joints[:, columns], grippers, rtol=0.0, atol=GRIPPER_TOLERANCE):
+        raise TrajectoryError('joint_positions gripper columns differ from trajectory.grip')
+    return JOINT_NAMES, joints
+
+
+def _camera_images(
+    images: Mapping[str, Sequence[np.ndarray | None]] | None, n: int
+) -> dict[str, Sequence[np.ndarray | None]]:
+    if not images:
+        return {}
+    for camera, frames in images.items():
+        if not NAME_PATTERN.fullmatch(camera):
+            raise TrajectoryError(f'camera name {camera!r} cannot be part of a topic name')
+        if len(frames) != n:
+            raise TrajectoryError(f'images[{camera!r}] has {len(frames)} entries, expected one per frame ({n})')
+        for i, pixels in enumerate(frames):
+            if pixels is None:
+                continue
+            if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] != 3:
+                raise TrajectoryError(
+                    f'images[{camera!r}][{i}] must be (h, w, 3) uint8 RGB, got {pixels.shape} {pixels.dtype}'
+                )
+    return dict(images)
