@@ -117,7 +117,7 @@ MOVED_LAYOUTS = ('scene1_1', 'scene1_2', 'scene1_3')
 
 @dataclass(frozen=True)
 class SpatialRef:
-    """"the block {relation} the {anchor}"."""
+    """A reference of the form "the block {relation} the {anchor}"."""
 
     relation: str
     anchor: str
@@ -250,9 +250,7 @@ def training_labels() -> tuple[Task, ...]:
 
 
 def _level0() -> list[Task]:
-    return [
-        _task(f'L0_{_label_id(item)}', 0, 'default', item, TRAINING_REFERENCES[item.block]) for item in _TRAINING
-    ]
+    return [_task(f'L0_{_label_id(item)}', 0, 'default', item, TRAINING_REFERENCES[item.block]) for item in _TRAINING]
 
 
 def _anchor_unmoved(layout: Layout, anchor: str | None) -> bool:

@@ -367,7 +367,8 @@ def evaluation_tasks(*, variant: Variant = 'literal') -> tuple[Task, ...]:
     level3: list[Task] = []
     for layout_name, selection in L1_SELECTION.items():
         layout_tag = layout_name.replace('.', '_')
-        for number, ((label_id, phrasing), picks) in enumerate(zip(selection, L3_PICKS[layout_name], strict=True), start=1):
+        pairs = zip(selection, L3_PICKS[layout_name], strict=True)
+        for number, ((label_id, phrasing), picks) in enumerate(pairs, start=1):
             label = _BY_ID[label_id]
             source_phrase = label.source_phrases[phrasing]
             words = _slug(source_phrase) + (f'_to_{_slug(label.target_phrase)}' if label.target_phrase else '')
