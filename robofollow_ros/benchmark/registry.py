@@ -26,6 +26,7 @@ __all__ = [
     'layout_names',
     'layout_of',
     'libero_reference_entropy',
+    'matches_pattern',
     'parse_level',
     'parse_scene',
     'perturbed_positions',
@@ -96,7 +97,8 @@ def get_task(task_id: str, *, variant: Variant = 'literal') -> Task:
         raise UnknownTaskError(f'unknown task {task_id!r}{hint}') from None
 
 
-def _matches(task_id: str, pattern: str | None) -> bool:
+def matches_pattern(task_id: str, pattern: str | None) -> bool:
+    """True if ``task_id`` matches ``pattern``: a glob if it holds ``*?[``, else a substring; ``None`` matches all."""
     if pattern is None:
         return True
     if any(char in pattern for char in '*?['):
@@ -126,12 +128,14 @@ def eval_tasks(
         for task in _evaluation(parse_variant(variant))
         if (wanted_scene is None or task.scene == wanted_scene)
         and (wanted_level is None or task.level == wanted_level)
-        and _matches(task.task_id, pattern)
+        and matches_pattern(task.task_id, pattern)
     ]
 
 
-def training_labels(*, scene: int | str | None = None, config: str | None = None) -> list[Task]:
-    """The 75 training labels in protocol order, optionally filtered by scene or configuration.
+def training_labels(
+    *, scene: int | str | None = None, config: str | None = None, pattern: str | None = None
+) -> list[Task]:
+    """The 75 training labels in protocol order, optionally filtered by scene, configuration or ID pattern.
 
     Raises:
         RegistryError: ``config`` is not one of the six training configurations.
@@ -142,7 +146,9 @@ def training_labels(*, scene: int | str | None = None, config: str | None = None
     return [
         task
         for task in _training()
-        if (wanted_scene is None or task.scene == wanted_scene) and (config is None or task.config == config)
+        if (wanted_scene is None or task.scene == wanted_scene)
+        and (config is None or task.config == config)
+        and matches_pattern(task.task_id, pattern)
     ]
 
 
