@@ -22,6 +22,7 @@ class Trajectory:
         ee_quat: per arm, (n, 4) TCP orientations (w, x, y, z); empty where not recorded.
         obj_quat: per object name, (n, 4) orientations (w, x, y, z); empty where not recorded.
         gaps: (start, end) seconds of detected signal dropouts, reported with the score.
+        dropped_frames: frames removed because a signal was missing or not finite.
     """
 
     t: np.ndarray
@@ -31,6 +32,17 @@ class Trajectory:
     ee_quat: Mapping[Arm, np.ndarray] = field(default_factory=dict)
     obj_quat: Mapping[str, np.ndarray] = field(default_factory=dict)
     gaps: tuple[tuple[float, float], ...] = ()
+    dropped_frames: int = 0
 
     def __len__(self) -> int:
         return int(self.t.shape[0])
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the first to the last frame (0 for fewer than two frames)."""
+        return float(self.t[-1] - self.t[0]) if len(self) > 1 else 0.0
+
+    @property
+    def object_names(self) -> tuple[str, ...]:
+        """Names of the recorded objects, in recording order."""
+        return tuple(self.obj_pos)

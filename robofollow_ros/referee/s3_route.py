@@ -1,0 +1,104 @@
+"""Scene 3: the route over the middle column and the orientation on the label (protocol §4.5, §4.6)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.referee.context import EpisodeContext
+from robofollow_ros.referee.stage import StageOutcome, failed
+
+ROUTE_NAME = 'stage2_route'
+ORIENTATION_NAME = 'stage3_orientation'
+
+
+def route_references(ctx: EpisodeContext) -> tuple[str, str]:
+    """The (correct, wrong) objects to pass over: via X → (X, partner X); around X → (partner X, X)."""
+    truth, partners = ctx.truth, ctx.config.scene3.partners
+    route_object = truth.route_object
+    if route_object not in partners:
+        raise RoboFollowError(f'Scene 3 route object {route_object!r} has no column partner in the referee config')
+    partner = partners[route_object]
+    if truth.route == 'via':
+        return route_object, partner
+    if truth.route == 'around':
+        return partner, route_object
+    raise RoboFollowError(f'Scene 3 route must be "via" or "around", got {truth.route!r}')
+
+
+def route_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
+    """Stage 2 of Scene 3 (Intent and Execution together).
+
+    After the source has been lifted (latched, from sample 0), some sample must have the source within
+    ``route_x_band`` in x and ``route_y_correct`` in y of the correct object, more than ``route_y_wrong``
+    in y from the wrong one, and nearer in y to the correct than to the wrong object.
+    """
+    signals, source, config = ctx.signals, ctx.source, ctx.config.scene3
+    correct, wrong = route_references(ctx)
+    here = signals.pos[source]
+    good, bad = signals.pos[correct], signals.pos[wrong]
+    latched = np.logical_or.accumulate(signals.rise(source) >= config.route_lift)
+    dy_good = np.abs(here[:, 1] - good[:, 1])
+    dy_bad = np.abs(here[:, 1] - bad[:, 1])
+    over = (
+        latched
+        & (np.abs(here[:, 0] - good[:, 0]) < config.route_x_band)
+        & (dy_good < config.route_y_correct)
+        & (dy_bad > config.route_y_wrong)
+        & (dy_good < dy_bad)
+    )
+    hits = np.flatnonzero(over)
+    if not hits.size:
+        return failed(ROUTE_NAME, maximum, f'{source} never crosses over {correct} (avoiding {wrong}) after a lift')
+    first = int(hits[0])
+    reason = f'{source} crosses over {correct} at {signals.when(first)}'
+    return StageOutcome(ROUTE_NAME, maximum, True, True, reason, reason, first)
+
+
+def yaw_of(quat: np.ndarray) -> float:
+    """Yaw (rad) of a unit quaternion (w, x, y, z)."""
+    w, x, y, z = (float(v) for v in quat)
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def yaw_error(yaw: float, target: float) -> float:
+    """Smallest |yaw - target| modulo π (a slab is symmetric under a half turn), in radians."""
+
+    def wrapped(angle: float) -> float:
+        return abs(math.atan2(math.sin(angle), math.cos(angle)))
+
+    return min(wrapped(yaw - target), wrapped(yaw - target - math.pi), wrapped(yaw - target + math.pi))
+
+
+def orientation_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
+    """Stage 3 of Scene 3, at the final sample only.
+
+    The source must lie on the label (xy distance below the label edge) with its yaw within the Intent
+    (40°) or Execution (20°) tolerance of the place mode's yaw, modulo π.
+    """
+    signals, source, config, truth = ctx.signals, ctx.source, ctx.config.scene3, ctx.truth
+    if truth.place_mode not in config.place_mode_yaw_deg:
+        raise RoboFollowError(f'unknown Scene 3 place mode {truth.place_mode!r}')
+    assert truth.target is not None
+    target_yaw = math.radians(config.place_mode_yaw_deg[truth.place_mode])
+    error = math.degrees(yaw_error(yaw_of(signals.quat[source][-1]), target_yaw))
+    distance = float(signals.xy_distance(source, truth.target)[-1])
+    on_label = distance < config.label_edge
+    where = f'{source} {distance:.3f} m from {truth.target}'
+    if not on_label:
+        reason = f'{where} at the end (needs < {config.label_edge} m)'
+        return failed(ORIENTATION_NAME, maximum, reason)
+    angle = f'{where}, yaw error {error:.1f}° for {truth.place_mode}'
+    intent = error <= config.orientation_intent_deg
+    execution = error <= config.orientation_exec_deg
+    return StageOutcome(
+        ORIENTATION_NAME,
+        maximum,
+        intent,
+        execution,
+        angle + ('' if intent else f' (needs ≤ {config.orientation_intent_deg}°)'),
+        angle + ('' if execution else f' (needs ≤ {config.orientation_exec_deg}°)'),
+        signals.last,
+    )

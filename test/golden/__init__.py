@@ -1,0 +1,1 @@
+"""Hand-written scenes and tasks for the referee's golden tests."""
