@@ -1,0 +1,234 @@
+"""``CellEnv``: the simulated cell as an episode environment (reset, execute action rows, observe, trajectory).
+
+Evaluation is synchronous (DESIGN §5): simulated time advances only inside ``execute``; one trajectory frame is
+recorded at reset and after every executed action row (protocol §4.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from robofollow_ros.benchmark.types import ARMS, Arm, Layout, ObjectSpec, Task
+from robofollow_ros.errors import SimulationError
+from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
+from robofollow_ros.sim.executor import JointExecutor
+from robofollow_ros.sim.kinematics import Kinematics
+from robofollow_ros.sim.model import CellModel
+from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
+from robofollow_ros.sim.recorder import FrameRecorder
+from robofollow_ros.sim.render import CameraRig
+from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, home_state
+from robofollow_ros.sim.spawn import spawn
+
+MODEL_CACHE_SIZE = 4
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the cell shows after a reset or an executed chunk.
+
+    Attributes:
+        images: camera name -> (H, W, 3) uint8 RGB; empty when images were not requested.
+        state: (14,) ``[left q1..q6, left grip, right q1..q6, right grip]``, grips normalised (1 open, 0 closed).
+        time: simulated seconds since the episode started.
+        ee_pos: per arm, TCP position (3,) in the world frame (privileged).
+        ee_quat: per arm, TCP orientation (w, x, y, z) (privileged).
+        object_pos: per scene item, position (3,) (privileged).
+        object_quat: per scene item, orientation (w, x, y, z) (privileged).
+        finger_opening: per arm, measured finger opening, normalised (1 open, 0 pads touching).
+    """
+
+    images: dict[str, np.ndarray]
+    state: np.ndarray
+    time: float
+    ee_pos: dict[Arm, np.ndarray] = field(default_factory=dict)
+    ee_quat: dict[Arm, np.ndarray] = field(default_factory=dict)
+    object_pos: dict[str, np.ndarray] = field(default_factory=dict)
+    object_quat: dict[str, np.ndarray] = field(default_factory=dict)
+    finger_opening: dict[Arm, float] = field(default_factory=dict)
+
+
+def _model_key(layout: Layout) -> tuple[tuple[str, ObjectSpec], ...]:
+    return tuple(sorted(((p.name, p.spec) for p in layout.placements), key=lambda item: item[0]))
+
+
+class CellEnv:
+    """The MuJoCo dual-arm cell.
+
+    Args:
+        render: whether observations include camera images unless a call says otherwise.
+        width, height: image size in pixels (default 320x240, protocol §1.3).
+    """
+
+    def __init__(self, *, render: bool = True, width: int = IMAGE_WIDTH, height: int = IMAGE_HEIGHT) -> None:
+        self.render_default = render
+        self.width = width
+        self.height = height
+        self._models: dict[tuple[tuple[str, ObjectSpec], ...], CellModel] = {}
+        self._rigs: dict[int, CameraRig] = {}
+        self._kinematics: dict[int, Kinematics] = {}
+        self.cell: CellModel | None = None
+        self.data: mujoco.MjData | None = None
+        self.executor: JointExecutor | None = None
+        self.recorder: FrameRecorder | None = None
+        self.task: Task | None = None
+        self.layout: Layout | None = None
+        self.seed: int | None = None
+        self._t0 = 0.0
+
+    def _model_for(self, layout: Layout) -> CellModel:
+        key = _model_key(layout)
+        cell = self._models.get(key)
+        if cell is None:
+            if len(self._models) >= MODEL_CACHE_SIZE:
+                oldest_key = next(iter(self._models))
+                self._forget(self._models.pop(oldest_key))
+            cell = CellModel.build(p.spec for p in sorted(layout.placements, key=lambda p: p.name))
+            self._models[key] = cell
+        return cell
+
+    def _forget(self, cell: CellModel) -> None:
+        rig = self._rigs.pop(id(cell), None)
+        if rig is not None:
+            rig.close()
+        self._kinematics.pop(id(cell), None)
+
+    def reset(
+        self,
+        task: Task,
+        *,
+        seed: int,
+        layout: Layout | None = None,
+        positions: Mapping[str, tuple[float, float]] | None = None,
+        images: bool | None = None,
+    ) -> Observation:
+        """Build (or re-lay) the scene of ``task`` and return the initial observation (trajectory frame 0).
+
+        Same task, layout and seed give the same initial state bit for bit. The compiled model is reused when
+        the layout's set of objects is unchanged.
+
+        Args:
+            task: the task; its ``layout`` names the layout when ``layout`` is not given.
+            seed: trial seed; drives the object-position perturbation (protocol §1.7).
+            layout: the layout to build (default: ``registry.layout_of(task)``).
+            positions: perturbed xy per item, overriding ``registry.perturbed_positions(layout, seed=seed)``.
+            images: render camera images (default: the ``render`` given to the constructor).
+
+        Raises:
+            SimulationError: the scene cannot be built or spawned.
+        """
+        if layout is None:
+            from robofollow_ros.benchmark import registry
+
+            layout = registry.layout_of(task)
+        if positions is None:
+            from robofollow_ros.benchmark import registry
+
+            positions = registry.perturbed_positions(layout, seed=seed)
+        cell = self._model_for(layout)
+        if self.cell is not cell:
+            self.data = mujoco.MjData(cell.model)
+            self.cell = cell
+        data = self.data
+        assert data is not None
+        mujoco.mj_resetData(cell.model, data)
+        home = home_state()
+        for arm in ARMS:
+            set_arm_joints(cell, data, arm, home[ARM_SLICE[arm]], home[GRIP_INDEX[arm]])
+        self.executor = JointExecutor(cell, data)
+        self.executor.hold(home)
+        spawn(cell, data, layout, positions)
+        mujoco.mj_forward(cell.model, data)
+        self.task, self.layout, self.seed = task, layout, seed
+        self._t0 = float(data.time)
+        self.recorder = FrameRecorder(cell, data, t0=self._t0)
+        self.recorder.record(self.executor.grip)
+        return self.observe(images=images)
+
+    def _require(self) -> tuple[CellModel, mujoco.MjData, JointExecutor, FrameRecorder]:
+        if self.cell is None or self.data is None or self.executor is None or self.recorder is None:
+            raise SimulationError('the environment has not been reset')
+        return self.cell, self.data, self.executor, self.recorder
+
+    def execute(self, actions: np.ndarray, *, images: bool | None = None) -> Observation:
+        """Execute every row of an action chunk (T, 14), recording one trajectory frame per row.
+
+        Raises:
+            PolicyError: the chunk has the wrong shape or non-finite values (nothing moves).
+            SimulationError: the environment has not been reset.
+        """
+        from robofollow_ros.policy.base import validate_chunk
+
+        chunk = validate_chunk(actions).astype(np.float64)
+        _, _, executor, recorder = self._require()
+        for row in chunk:
+            executor.execute_row(row)
+            recorder.record(executor.grip)
+        return self.observe(images=images)
+
+    def observe(self, *, images: bool | None = None) -> Observation:
+        """The current observation; camera images are rendered only when ``images`` (or the default) is true."""
+        cell, data, executor, _ = self._require()
+        want_images = self.render_default if images is None else images
+        rendered = self._rig(cell).render(data) if want_images else {}
+        ee_pos: dict[Arm, np.ndarray] = {}
+        ee_quat: dict[Arm, np.ndarray] = {}
+        for arm in ARMS:
+            ee_pos[arm], ee_quat[arm] = tcp_pose(cell, data, arm)
+        object_pos: dict[str, np.ndarray] = {}
+        object_quat: dict[str, np.ndarray] = {}
+        for name in cell.object_names:
+            object_pos[name], object_quat[name] = object_pose(cell, data, name)
+        return Observation(
+            images=rendered,
+            state=executor.state(),
+            time=float(data.time) - self._t0,
+            ee_pos=ee_pos,
+            ee_quat=ee_quat,
+            object_pos=object_pos,
+            object_quat=object_quat,
+            finger_opening={arm: finger_opening(cell, data, arm) for arm in ARMS},
+        )
+
+    def _rig(self, cell: CellModel) -> CameraRig:
+        rig = self._rigs.get(id(cell))
+        if rig is None:
+            rig = CameraRig(cell.model, width=self.width, height=self.height)
+            self._rigs[id(cell)] = rig
+        return rig
+
+    @property
+    def kinematics(self) -> Kinematics:
+        """FK/IK on the current model (its own scratch data; the simulation is not touched)."""
+        cell, _, _, _ = self._require()
+        kin = self._kinematics.get(id(cell))
+        if kin is None:
+            kin = Kinematics(cell)
+            self._kinematics[id(cell)] = kin
+        return kin
+
+    def state(self) -> np.ndarray:
+        """The current 14-D state (measured joints, commanded grips)."""
+        return self._require()[2].state()
+
+    def trajectory(self) -> Trajectory:
+        """Every frame recorded since the last reset (t = simulated seconds from the episode start)."""
+        return self._require()[3].trajectory()
+
+    def close(self) -> None:
+        """Release renderers and models."""
+        for cell in list(self._models.values()):
+            self._forget(cell)
+        self._models.clear()
+        self.cell = self.data = self.executor = self.recorder = None
+
+    def __enter__(self) -> CellEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,115 @@
+"""The action executor (protocol §1.5, DESIGN §5): one action row = one joint-space straight line.
+
+For each row the arms move from their current joint positions to the row's absolute targets along a straight line
+in joint space at constant speed, taking ``max(ROW_SECONDS, max_i |dq_i| / vmax_i, |dgrip| / GRIP_SPEED)`` seconds
+rounded up to whole physics steps. Position servos track the interpolated setpoint with the line's velocity as
+feed-forward. The grippers are interpolated linearly over the same steps. Nothing else advances simulated time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+
+from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.errors import PolicyError
+from robofollow_ros.sim.constants import GRIP_SPEED, ROW_SECONDS
+from robofollow_ros.sim.model import CellModel
+from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, STATE_DIM
+
+
+def validate_chunk(actions: object) -> np.ndarray:
+    """Return ``actions`` as a float64 (T, 14) array, or raise ``PolicyError`` (wrong shape, empty, NaN/Inf)."""
+    try:
+        array = np.asarray(actions, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise PolicyError(f'action chunk is not numeric: {exc}') from exc
+    if array.ndim != 2 or array.shape[1] != STATE_DIM or array.shape[0] < 1:
+        raise PolicyError(f'action chunk must have shape (T>=1, {STATE_DIM}), got {array.shape}')
+    if not np.all(np.isfinite(array)):
+        bad = np.argwhere(~np.isfinite(array))[0]
+        raise PolicyError(f'action chunk has a non-finite value at row {bad[0]}, column {bad[1]}')
+    return array
+
+
+class JointExecutor:
+    """Drives the arm and finger actuators of one ``MjData`` row by row.
+
+    The gripper element of the state is the gripper *command* (as in the published setup, where the recorded
+    gripper value is the commanded one); the measured finger opening is available from ``physics.finger_opening``.
+    """
+
+    def __init__(self, cell: CellModel, data: mujoco.MjData) -> None:
+        self.cell = cell
+        self.data = data
+        self.grip = np.ones(len(ARMS))
+        self._qpos = np.concatenate([cell.arms[a].qpos for a in ARMS])
+        self._pos_act = np.concatenate([cell.arms[a].pos_actuators for a in ARMS])
+        self._vel_act = np.concatenate([cell.arms[a].vel_actuators for a in ARMS])
+        self._finger_act = [cell.arms[a].finger_actuators for a in ARMS]
+        self._travel = np.array([cell.arms[a].finger_travel for a in ARMS])
+        self._vmax = cell.robot.joint_velocity()
+        self._lower = np.concatenate([cell.robot.arms[a].lower for a in ARMS])
+        self._upper = np.concatenate([cell.robot.arms[a].upper for a in ARMS])
+        self._dt = float(cell.model.opt.timestep)
+
+    def joints(self) -> np.ndarray:
+        """The 12 arm joint positions (left 1-6, right 1-6)."""
+        return self.data.qpos[self._qpos].copy()
+
+    def state(self) -> np.ndarray:
+        """The 14-D state: measured arm joints and the gripper commands (1 = open, 0 = closed)."""
+        state = np.empty(STATE_DIM)
+        joints = self.joints()
+        for i, arm in enumerate(ARMS):
+            state[ARM_SLICE[arm]] = joints[6 * i : 6 * i + 6]
+            state[GRIP_INDEX[arm]] = self.grip[i]
+        return state
+
+    def hold(self, state: np.ndarray) -> None:
+        """Command a standstill at ``state`` (14-D) without stepping."""
+        targets, grip = self._split(state)
+        self.grip = grip
+        self._command(targets, np.zeros_like(targets), grip)
+
+    def _split(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        targets = np.concatenate([row[ARM_SLICE[a]] for a in ARMS])
+        grip = np.array([row[GRIP_INDEX[a]] for a in ARMS])
+        return np.clip(targets, self._lower, self._upper), np.clip(grip, 0.0, 1.0)
+
+    def _command(self, q: np.ndarray, qdot: np.ndarray, grip: np.ndarray) -> None:
+        ctrl = self.data.ctrl
+        ctrl[self._pos_act] = q
+        ctrl[self._vel_act] = qdot
+        for i, actuators in enumerate(self._finger_act):
+            ctrl[actuators] = grip[i] * self._travel[i]
+
+    def row_steps(self, row: np.ndarray) -> int:
+        """Physics steps the executor spends on ``row`` from the current state."""
+        targets, grip = self._split(np.asarray(row, dtype=np.float64))
+        return self._steps(targets - self.joints(), grip - self.grip)
+
+    def _steps(self, dq: np.ndarray, dgrip: np.ndarray) -> int:
+        seconds = max(ROW_SECONDS, float(np.max(np.abs(dq) / self._vmax)), float(np.max(np.abs(dgrip))) / GRIP_SPEED)
+        return max(1, math.ceil(seconds / self._dt - 1e-9))
+
+    def execute_row(self, row: np.ndarray) -> int:
+        """Move to the absolute 14-D target ``row`` (clipped to joint limits and [0, 1] grip); returns steps run."""
+        targets, grip_target = self._split(row)
+        start = self.joints()
+        grip_start = self.grip.copy()
+        dq = targets - start
+        dgrip = grip_target - grip_start
+        steps = self._steps(dq, dgrip)
+        qdot = dq / (steps * self._dt)
+        model, data = self.cell.model, self.data
+        for k in range(1, steps + 1):
+            s = k / steps
+            self._command(start + s * dq, qdot, grip_start + s * dgrip)
+            mujoco.mj_step(model, data)
+        self._command(targets, np.zeros_like(qdot), grip_target)
+        self.grip = grip_target
+        mujoco.mj_kinematics(model, data)
+        return steps

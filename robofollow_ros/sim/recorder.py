@@ -1,0 +1,58 @@
+"""Records trajectory frames (protocol §4.1) from the simulation into a referee ``Trajectory``."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from robofollow_ros.benchmark.types import ARMS, Arm
+from robofollow_ros.errors import TrajectoryError
+from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.sim.model import CellModel
+from robofollow_ros.sim.rotations import quat_from_matrix
+
+
+class FrameRecorder:
+    """Appends one frame per call: time, TCP pose and grip per arm, pose of every scene item."""
+
+    def __init__(self, cell: CellModel, data: mujoco.MjData, *, t0: float) -> None:
+        self.cell = cell
+        self.data = data
+        self.t0 = t0
+        self._t: list[float] = []
+        self._ee: dict[Arm, list[np.ndarray]] = {arm: [] for arm in ARMS}
+        self._ee_quat: dict[Arm, list[np.ndarray]] = {arm: [] for arm in ARMS}
+        self._grip: dict[Arm, list[float]] = {arm: [] for arm in ARMS}
+        self._bodies = {name: index.body for name, index in cell.object_index.items()}
+        self._obj: dict[str, list[np.ndarray]] = {name: [] for name in self._bodies}
+        self._obj_quat: dict[str, list[np.ndarray]] = {name: [] for name in self._bodies}
+
+    def record(self, grip: np.ndarray) -> None:
+        """Append a frame; ``grip`` holds the (left, right) gripper values of the state vector."""
+        data = self.data
+        self._t.append(float(data.time) - self.t0)
+        for i, arm in enumerate(ARMS):
+            site = self.cell.arms[arm].tcp_site
+            self._ee[arm].append(data.site_xpos[site].copy())
+            self._ee_quat[arm].append(quat_from_matrix(data.site_xmat[site].reshape(3, 3)))
+            self._grip[arm].append(float(grip[i]))
+        for name, body in self._bodies.items():
+            self._obj[name].append(data.xpos[body].copy())
+            quat = data.xquat[body].copy()
+            self._obj_quat[name].append(quat if quat[0] >= 0.0 else -quat)
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    def trajectory(self) -> Trajectory:
+        """The frames recorded so far as column arrays."""
+        if not self._t:
+            raise TrajectoryError('no frame has been recorded')
+        return Trajectory(
+            t=np.array(self._t),
+            ee={arm: np.array(self._ee[arm]) for arm in ARMS},
+            grip={arm: np.array(self._grip[arm]) for arm in ARMS},
+            obj_pos={name: np.array(rows) for name, rows in self._obj.items()},
+            ee_quat={arm: np.array(self._ee_quat[arm]) for arm in ARMS},
+            obj_quat={name: np.array(rows) for name, rows in self._obj_quat.items()},
+        )
