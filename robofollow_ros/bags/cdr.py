@@ -202,7 +202,8 @@ def decode_poses(typestore: Typestore, messages: Sequence[bytes]) -> PoseSeries:
         nanosec = block[:, 8:12].copy().view('<u4').ravel().astype(np.int64)
         stamp_ns[indices] = sec * NS_PER_S + nanosec
         values[indices] = block[:, doubles:].copy().view('<f8')
-        names = np.unique(block[:, STRING_OFFSET : frame_end - 1], axis=0)
+        names = block[:, STRING_OFFSET : frame_end - 1]
+        names = names[:1] if (names == names[0]).all() else np.unique(names, axis=0)
         frames.update(bytes(name).decode() for name in names)
     return PoseSeries(stamp_ns, values[:, 0:3], values[:, [6, 3, 4, 5]], frozenset(frames))
 

@@ -160,8 +160,8 @@ class _Assembler:
         frames = frame_times([ee[arm][0] for arm in ARMS], required)
         if frames.size == 0:
             latest = max(required, key=lambda signal: signal.first_ns)
-            raise BagError(
-                f'{self.path}: no EE pose after every required signal has appeared '
+            raise self.error(
+                f'no EE pose after every required signal has appeared '
                 f'({latest.name} starts at {latest.first_ns / NS_PER_S:.3f} s)'
             )
         trajectory = Trajectory(
@@ -181,10 +181,15 @@ class _Assembler:
             meta['warnings'] = self.warnings
         return EpisodeRecording(meta, trajectory, joint_positions, _result(self.typestore, self.raw), cameras)
 
+    def error(self, problem: str) -> BagError:
+        if self.raw.recovered:
+            return BagError(f'{self.path}: damaged bag, nothing usable is left: {problem} [{self.raw.recovered}]')
+        return BagError(f'{self.path}: {problem}')
+
     def meta(self) -> dict[str, Any]:
         entry = _typed(self.raw, topics.EPISODE, STRING)
         if entry is None:
-            raise BagError(f'{self.path}: no {topics.EPISODE} message, so it is not an episode bag')
+            raise self.error(f'no {topics.EPISODE} message, so it is not an episode bag')
         first = min(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
         meta = decode_json_object(self.typestore, entry.data[first], topic=topics.EPISODE)
         if len({bytes(data) for data in entry.data}) > 1:
@@ -207,7 +212,7 @@ class _Assembler:
         topic = topics.ee_pose_topic(arm)
         signals = self.poses(topic)
         if signals is None:
-            raise BagError(f'{self.path}: no EE pose data for the {arm} arm ({topic})')
+            raise self.error(f'no EE pose data for the {arm} arm ({topic})')
         return signals
 
     def objects(self) -> dict[str, tuple[Signal, Signal]]:
@@ -237,9 +242,7 @@ class _Assembler:
     def gripper(self, arm: Arm, joints: dict[str, Signal]) -> Signal:
         signal = joints.get(GRIPPER_JOINTS[arm])
         if signal is None:
-            raise BagError(
-                f'{self.path}: no gripper data for the {arm} arm ({GRIPPER_JOINTS[arm]} in {topics.JOINT_STATES})'
-            )
+            raise self.error(f'no gripper data for the {arm} arm ({GRIPPER_JOINTS[arm]} in {topics.JOINT_STATES})')
         return signal
 
     def camera(self, topic: str) -> CameraStream | None:

@@ -47,7 +47,7 @@ def read_raw(path: str | Path, *, wanted: TopicFilter) -> RawBag:
         The messages, grouped by topic, with an account of any recovery.
 
     Raises:
-        BagError: not a bag, unknown storage, or nothing readable is left.
+        BagError: not a bag, unknown storage, or storage files that are not MCAP/SQLite at all.
     """
     bag = Path(path)
     if not bag.exists():
@@ -55,12 +55,12 @@ def read_raw(path: str | Path, *, wanted: TopicFilter) -> RawBag:
     if bag.is_file():
         storage = _storage_of_file(bag)
         topics, notes = _read_files((bag,), storage, wanted, compression_mode='')
-        return _result(bag, storage, topics, notes)
+        return _result(storage, topics, notes)
     metadata, problem = _metadata(bag)
     if metadata is None:
         files, storage = _storage_files(bag)
         topics, notes = _read_files(files, storage, wanted, compression_mode='')
-        return _result(bag, storage, topics, [f'{problem}; read the storage files directly', *notes])
+        return _result(storage, topics, [f'{problem}; read the storage files directly', *notes])
     present = tuple(file for file in metadata.files if file.exists())
     if not present:
         names = ', '.join(file.name for file in metadata.files) or 'none listed'
@@ -76,17 +76,14 @@ def read_raw(path: str | Path, *, wanted: TopicFilter) -> RawBag:
             notes.append(f'rosbags cannot read it ({err})')
     if metadata.compression_mode == 'file':
         raise BagError(f'{bag}: damaged and compressed file by file; it cannot be recovered ({"; ".join(notes)})')
-    topics, file_notes = _read_files(present, metadata.storage, wanted, compression_mode=metadata.compression_mode)
-    return _result(bag, metadata.storage, topics, [*notes, *file_notes])
+    topics, file_notes = _read_files(
+        present, metadata.storage, wanted, compression_mode=metadata.compression_mode, try_rosbags=not notes
+    )
+    return _result(metadata.storage, topics, [*notes, *file_notes])
 
 
-def _result(bag: Path, storage: str, topics: dict[str, RawTopic], notes: list[str]) -> RawBag:
-    if not notes:
-        return RawBag(storage, topics)
-    account = '; '.join(notes)
-    if not any(topics.values()):
-        raise BagError(f'{bag}: damaged bag and nothing usable is left ({account})')
-    return RawBag(storage, topics, account)
+def _result(storage: str, topics: dict[str, RawTopic], notes: list[str]) -> RawBag:
+    return RawBag(storage, topics, '; '.join(notes) or None)
 
 
 def _storage_of_file(path: Path) -> str:
@@ -138,12 +135,14 @@ def _read_with_rosbags(path: Path, wanted: TopicFilter) -> dict[str, RawTopic]:
 
 
 def _read_files(
-    files: tuple[Path, ...], storage: str, wanted: TopicFilter, *, compression_mode: str
+    files: tuple[Path, ...], storage: str, wanted: TopicFilter, *, compression_mode: str, try_rosbags: bool = True
 ) -> tuple[dict[str, RawTopic], list[str]]:
     topics: dict[str, RawTopic] = {}
     notes: list[str] = []
     for file in files:
-        file_topics, note = _read_file(file, storage, wanted, compression_mode=compression_mode)
+        file_topics, note = _read_file(
+            file, storage, wanted, compression_mode=compression_mode, try_rosbags=try_rosbags
+        )
         if note:
             notes.append(note)
         for name, entry in file_topics.items():
@@ -154,23 +153,22 @@ def _read_files(
 
 
 def _read_file(
-    path: Path, storage: str, wanted: TopicFilter, *, compression_mode: str
+    path: Path, storage: str, wanted: TopicFilter, *, compression_mode: str, try_rosbags: bool
 ) -> tuple[dict[str, RawTopic], str]:
-    reason = ''
+    reasons = []
     if storage == 'sqlite3' and has_wal(path):
-        reason = 'left with a write-ahead log'
-    elif compression_mode != 'message':
+        reasons.append('left with a write-ahead log')
+    elif try_rosbags and compression_mode != 'message':
         try:
             return _read_with_rosbags(path, wanted), ''
         except BagError:
             raise
         except Exception as err:  # rosbags raises many kinds (ReaderError, apsw, struct, zstd): all mean damage
-            reason = f'rosbags cannot read it ({err})'
+            reasons.append(f'rosbags cannot read it ({err})')
     scan = scan_mcap(path, wanted=wanted) if storage == 'mcap' else scan_sqlite(path, wanted=wanted)
     if compression_mode == 'message':
         for entry in scan.topics.values():
             entry.data = [zstd.decompress(data) for data in entry.data]
-    damage = '; '.join(scan.damage) or 'no damage found'
     method = 'sequential scan' if storage == 'mcap' else 'page scan'
-    note = f'{path.name}: {reason}; {damage}; {scan.messages} messages recovered by {method}'
-    return scan.topics, note.removeprefix(f'{path.name}: ; ')
+    details = [*reasons, *scan.damage, f'{scan.messages} messages recovered by {method}']
+    return scan.topics, f'{path.name}: {"; ".join(details)}'

@@ -1,0 +1,133 @@
+"""Episode bags written by write_episode_bag read back equal (MCAP and SQLite3, directory or single file)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from rosbags.rosbag2 import Reader
+from test_bags_support import META, OBJECTS, TS, synthetic_trajectory
+
+from robofollow_ros.bags import JOINT_NAMES, load_episode, read_episode_bag, read_episode_result, write_episode_bag
+from robofollow_ros.referee.trajectory import Trajectory
+
+STORAGES = ('mcap', 'sqlite3')
+SUFFIX = {'mcap': '.mcap', 'sqlite3': '.db3'}
+
+
+def assert_same_trajectory(actual: Trajectory, expected: Trajectory) -> None:
+    np.testing.assert_allclose(actual.t, expected.t, rtol=0, atol=1e-9)
+    for arm in ('left', 'right'):
+        np.testing.assert_array_equal(actual.ee[arm], expected.ee[arm])
+        np.testing.assert_array_equal(actual.grip[arm], expected.grip[arm])
+        np.testing.assert_array_equal(actual.ee_quat[arm], expected.ee_quat[arm])
+    assert sorted(actual.obj_pos) == sorted(expected.obj_pos)
+    for name in expected.obj_pos:
+        np.testing.assert_array_equal(actual.obj_pos[name], expected.obj_pos[name])
+        np.testing.assert_array_equal(actual.obj_quat[name], expected.obj_quat[name])
+
+
+@pytest.mark.parametrize('storage', STORAGES)
+def test_round_trip_directory_and_single_file(tmp_path, storage):
+    trajectory = synthetic_trajectory(150)
+    result = {'task_id': META['task_id'], 'success': True, 'intent_score': 0.75}
+    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=trajectory, result=result, storage=storage)
+
+    meta, back = read_episode_bag(bag)
+    assert meta == META
+    assert back.gaps == ()
+    assert_same_trajectory(back, trajectory)
+    assert read_episode_result(bag) == result
+
+    single = bag / f'bag{SUFFIX[storage]}'
+    meta_single, back_single = read_episode_bag(single)
+    assert meta_single == META
+    assert_same_trajectory(back_single, trajectory)
+
+
+@pytest.mark.parametrize('storage', STORAGES)
+def test_bag_layout_topics_types_and_counts(tmp_path, storage):
+    n = 40
+    trajectory = synthetic_trajectory(n)
+    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=trajectory, storage=storage)
+    with Reader(bag) as reader:
+        found = {c.topic: (c.msgtype, c.msgcount) for c in reader.connections}
+        episode = [c for c in reader.connections if c.topic == '/robofollow/episode']
+        first_log_ns = next(t for _, t, _ in reader.messages(connections=episode))
+    expected = {
+        '/robofollow/episode': ('std_msgs/msg/String', 1),
+        '/joint_states': ('sensor_msgs/msg/JointState', n),
+        '/robofollow/ee/left/pose': ('geometry_msgs/msg/PoseStamped', n),
+        '/robofollow/ee/right/pose': ('geometry_msgs/msg/PoseStamped', n),
+        **{f'/robofollow/objects/{name}/pose': ('geometry_msgs/msg/PoseStamped', n) for name in OBJECTS},
+    }
+    assert found == expected
+    assert first_log_ns == 5_000_000_000
+    assert read_episode_result(bag) is None
+
+
+@pytest.mark.parametrize('storage', STORAGES)
+def test_joint_positions_round_trip_and_gripper_only_default(tmp_path, storage):
+    n = 30
+    trajectory = synthetic_trajectory(n)
+    joints = np.random.default_rng(3).uniform(-2, 2, size=(n, 14))
+    joints[:, 6] = trajectory.grip['left']
+    joints[:, 13] = trajectory.grip['right']
+    full = load_episode(
+        write_episode_bag(
+            tmp_path / 'full', meta=META, trajectory=trajectory, joint_positions=joints, storage=storage
+        )
+    )
+    np.testing.assert_array_equal(full.joint_positions, joints)
+
+    grippers_only = load_episode(write_episode_bag(tmp_path / 'grip', meta=META, trajectory=trajectory, storage=storage))
+    assert np.isnan(grippers_only.joint_positions[:, [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12]]).all()
+    np.testing.assert_array_equal(grippers_only.joint_positions[:, 6], trajectory.grip['left'])
+    np.testing.assert_array_equal(grippers_only.joint_positions[:, 13], trajectory.grip['right'])
+    assert JOINT_NAMES[6] == 'left_gripper' and JOINT_NAMES[13] == 'right_gripper'
+    assert JOINT_NAMES[:6] == tuple(f'left_joint{i}' for i in range(1, 7))
+
+
+@pytest.mark.parametrize('storage', STORAGES)
+def test_images_round_trip(tmp_path, storage):
+    n = 12
+    trajectory = synthetic_trajectory(n)
+    rng = np.random.default_rng(7)
+    high = [rng.integers(0, 256, size=(24, 32, 3), dtype=np.uint8) for _ in range(n)]
+    wrist = [rng.integers(0, 256, size=(12, 16, 3), dtype=np.uint8) if i % 3 == 0 else None for i in range(n)]
+    bag = write_episode_bag(
+        tmp_path / 'bag',
+        meta=META,
+        trajectory=trajectory,
+        images={'cam_high': high, 'cam_left_wrist': wrist},
+        storage=storage,
+    )
+    recording = load_episode(bag, images=True)
+    assert sorted(recording.cameras) == ['cam_high', 'cam_left_wrist']
+    np.testing.assert_allclose(recording.cameras['cam_high'].t, trajectory.t, atol=1e-9, rtol=0)
+    for got, want in zip(recording.cameras['cam_high'].images, high, strict=True):
+        np.testing.assert_array_equal(got, want)
+    wrist_frames = [0, 3, 6, 9]
+    np.testing.assert_allclose(recording.cameras['cam_left_wrist'].t, trajectory.t[wrist_frames], atol=1e-9, rtol=0)
+    for got, i in zip(recording.cameras['cam_left_wrist'].images, wrist_frames, strict=True):
+        np.testing.assert_array_equal(got, wrist[i])
+    assert load_episode(bag).cameras == {}
+    _, back = read_episode_bag(bag)
+    assert_same_trajectory(back, trajectory)
+
+
+def test_missing_orientations_are_written_as_identity(tmp_path):
+    base = synthetic_trajectory(10)
+    trajectory = Trajectory(t=base.t, ee=base.ee, grip=base.grip, obj_pos=base.obj_pos)
+    _, back = read_episode_bag(write_episode_bag(tmp_path / 'bag', meta=META, trajectory=trajectory))
+    for quats in (*back.ee_quat.values(), *back.obj_quat.values()):
+        np.testing.assert_array_equal(quats, np.tile([1.0, 0.0, 0.0, 0.0], (10, 1)))
+
+
+def test_episode_meta_is_plain_json_on_a_string_topic(tmp_path):
+    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=synthetic_trajectory(5), storage='sqlite3')
+    with Reader(bag) as reader:
+        connection = next(c for c in reader.connections if c.topic == '/robofollow/episode')
+        (_, _, raw), *_ = list(reader.messages(connections=[connection]))
+    assert json.loads(TS.deserialize_cdr(raw, 'std_msgs/msg/String').data) == META
