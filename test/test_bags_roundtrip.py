@@ -75,13 +75,13 @@ def test_joint_positions_round_trip_and_gripper_only_default(tmp_path, storage):
     joints[:, 6] = trajectory.grip['left']
     joints[:, 13] = trajectory.grip['right']
     full = load_episode(
-        write_episode_bag(
-            tmp_path / 'full', meta=META, trajectory=trajectory, joint_positions=joints, storage=storage
-        )
+        write_episode_bag(tmp_path / 'full', meta=META, trajectory=trajectory, joint_positions=joints, storage=storage)
     )
     np.testing.assert_array_equal(full.joint_positions, joints)
 
-    grippers_only = load_episode(write_episode_bag(tmp_path / 'grip', meta=META, trajectory=trajectory, storage=storage))
+    grippers_only = load_episode(
+        write_episode_bag(tmp_path / 'grip', meta=META, trajectory=trajectory, storage=storage)
+    )
     assert np.isnan(grippers_only.joint_positions[:, [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12]]).all()
     np.testing.assert_array_equal(grippers_only.joint_positions[:, 6], trajectory.grip['left'])
     np.testing.assert_array_equal(grippers_only.joint_positions[:, 13], trajectory.grip['right'])

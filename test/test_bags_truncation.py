@@ -188,9 +188,7 @@ def test_sqlite_write_ahead_log_of_a_killed_recorder_is_merged(tmp_path):
     try:
         connection.execute('PRAGMA journal_mode=WAL')
         connection.execute('PRAGMA wal_autocheckpoint=0')
-        connection.execute(
-            "INSERT INTO topics VALUES (99, '/robofollow/result', 'std_msgs/msg/String', 'cdr', '', '')"
-        )
+        connection.execute("INSERT INTO topics VALUES (99, '/robofollow/result', 'std_msgs/msg/String', 'cdr', '', '')")
         connection.execute(
             'INSERT INTO messages (topic_id, timestamp, data) VALUES (99, ?, ?)',
             (round(trajectory.t[-1] * 1e9), string_cdr('{"task_id": "late", "success": true}')),
