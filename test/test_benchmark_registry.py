@@ -12,6 +12,7 @@ from robofollow_ros.benchmark import (
     layout_of,
     parse_level,
     parse_scene,
+    route_references,
     scene_objects,
     training_labels,
 )
@@ -182,3 +183,12 @@ def test_configs_are_the_six_training_configurations():
     assert {task.config for task in eval_tasks()} <= set(TRAINING_CONFIGS)
     for task in eval_tasks(scene=4):
         assert task.config in ('scene4_1', 'scene4_2', 'scene4_3')
+
+
+def test_route_references_follow_the_layout_columns():
+    assert route_references(get_task('L0_r_pick2_via4_to6_short_front')) == ('yellow_bar_4', 'blue_bar_5')
+    assert route_references(get_task('L0_l_pick5_around2_to1_long_right')) == ('green_bar_3', 'red_bar_2')
+    # In 3.3 red and yellow swap columns: green now shares the left column with yellow.
+    assert route_references(get_task('L1_scene3_3__l_pick5_around3_to1_short_right')) == ('yellow_bar_4', 'green_bar_3')
+    with pytest.raises(RegistryError):
+        route_references(get_task('L0_pickup_red_cylinder'))

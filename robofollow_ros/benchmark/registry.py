@@ -30,6 +30,7 @@ __all__ = [
     'parse_level',
     'parse_scene',
     'perturbed_positions',
+    'route_references',
     'scene_entropy',
     'scene_objects',
     'seed_offset',
@@ -178,6 +179,20 @@ def get_layout(scene: int | str, name: str) -> Layout:
 def layout_of(task: Task) -> Layout:
     """The layout a task is set in."""
     return get_layout(task.scene, task.layout)
+
+
+def route_references(task: Task) -> tuple[str, str]:
+    """Scene 3: the (correct, wrong) slab of the route stage in the task's layout (protocol §4.5).
+
+    "via X" must pass over X and not over its column partner; "around X" the other way round. The
+    partner is the other slab standing in X's column in this layout.
+
+    Raises:
+        RegistryError: the task has no route (not a Scene 3 task).
+    """
+    if task.truth.route_object is None:
+        raise RegistryError(f'task {task.task_id!r} has no route constraint')
+    return scene3.route_references(layout_of(task), task.truth)
 
 
 def scene_objects(scene: int | str) -> dict[str, ObjectSpec]:
