@@ -92,33 +92,29 @@ LAYOUTS: tuple[Layout, ...] = tuple(_swapped_layout(name, swaps) for name, swaps
 _LAYOUTS = {layout.name: layout for layout in LAYOUTS}
 
 
-def _d(text: str, **fields: str) -> Descriptor:
-    return Descriptor(f'the {text}', **fields)  # type: ignore[arg-type]
-
-
 PHRASES: dict[str, Descriptor] = {
-    d.slug.replace('_', ' '): d
-    for d in (
-        _d('larger red object', colour='red', size='larger'),
-        _d('red cylinder', colour='red', shape='cylinder'),
-        _d('leftmost cube', shape='cube', side='left'),
-        _d('rightmost cube', shape='cube', side='right'),
-        _d('smaller blue object', colour='blue', size='smaller'),
-        _d('blue cylinder', colour='blue', shape='cylinder'),
-        _d('left cylinder', shape='cylinder', side='left'),
-        _d('larger cylinder', shape='cylinder', size='larger'),
-        _d('larger blue object', colour='blue', size='larger'),
-        _d('blue cube', colour='blue', shape='cube'),
-        _d('larger cube', shape='cube', size='larger'),
-        _d('smaller red object', colour='red', size='smaller'),
-        _d('red cube', colour='red', shape='cube'),
-        _d('smaller cube', shape='cube', size='smaller'),
-        _d('right cylinder', shape='cylinder', side='right'),
-        _d('smaller cylinder', shape='cylinder', size='smaller'),
-        _d('green bowl', shape='bowl', colour='green'),
-        _d('yellow bowl', shape='bowl', colour='yellow'),
-        _d('left bowl', shape='bowl', side='left'),
-        _d('right bowl', shape='bowl', side='right'),
+    descriptor.slug.replace('_', ' '): descriptor
+    for descriptor in (
+        Descriptor('the larger red object', colour='red', size='larger'),
+        Descriptor('the red cylinder', colour='red', shape='cylinder'),
+        Descriptor('the leftmost cube', shape='cube', side='left'),
+        Descriptor('the rightmost cube', shape='cube', side='right'),
+        Descriptor('the smaller blue object', colour='blue', size='smaller'),
+        Descriptor('the blue cylinder', colour='blue', shape='cylinder'),
+        Descriptor('the left cylinder', shape='cylinder', side='left'),
+        Descriptor('the larger cylinder', shape='cylinder', size='larger'),
+        Descriptor('the larger blue object', colour='blue', size='larger'),
+        Descriptor('the blue cube', colour='blue', shape='cube'),
+        Descriptor('the larger cube', shape='cube', size='larger'),
+        Descriptor('the smaller red object', colour='red', size='smaller'),
+        Descriptor('the red cube', colour='red', shape='cube'),
+        Descriptor('the smaller cube', shape='cube', size='smaller'),
+        Descriptor('the right cylinder', shape='cylinder', side='right'),
+        Descriptor('the smaller cylinder', shape='cylinder', size='smaller'),
+        Descriptor('the green bowl', shape='bowl', colour='green'),
+        Descriptor('the yellow bowl', shape='bowl', colour='yellow'),
+        Descriptor('the left bowl', shape='bowl', side='left'),
+        Descriptor('the right bowl', shape='bowl', side='right'),
     )
 }
 
