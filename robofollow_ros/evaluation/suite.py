@@ -37,6 +37,7 @@ class SuiteOptions:
     scenes: Sequence[int] | None = None
     levels: Sequence[int] | None = None
     pattern: str | None = None
+    task_ids: Sequence[str] | None = None
     rounds: int = 1
     first_round: int = 1
     variant: Variant = 'literal'
@@ -59,7 +60,9 @@ class Trial:
 
 
 def select_tasks(options: SuiteOptions) -> list[Task]:
-    """Evaluation tasks matching the scene, level and id-pattern filters, in registry order."""
+    """Evaluation tasks matching the filters (or exactly ``task_ids``), in registry order."""
+    if options.task_ids:
+        return [registry.get_task(task_id, variant=options.variant) for task_id in options.task_ids]
     scenes = list(options.scenes) if options.scenes else [None]
     levels = list(options.levels) if options.levels else [None]
     tasks = [
