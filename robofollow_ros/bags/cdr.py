@@ -2,13 +2,17 @@
 
 Encoding goes through a rosbags typestore. Decoding PoseStamped, by far the most frequent message, reads
 the fixed CDR layout of whole batches with numpy (one pass per distinct message length); every other type,
-and any pose message whose layout is unusual, goes through the typestore.
+and any pose message whose layout is unusual, goes through the typestore's generated deserializers, called
+so that trailing bytes after the message are tolerated: rmw_fastrtps serializes e.g. a JointState with
+empty velocity/effort into a buffer 8 bytes longer than the message, which ``Typestore.deserialize_cdr``
+rejects ("CDR message size mismatch") although ROS 2 itself reads it.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import struct
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -122,9 +126,26 @@ def encode_image(typestore: Typestore, stamp_ns: int, frame: str, pixels: np.nda
     return typestore.serialize_cdr(message, IMAGE)
 
 
-def decode_string(typestore: Typestore, data: bytes) -> str:
+def deserialize(typestore: Typestore, data: bytes, msgtype: str, *, topic: str) -> Any:
+    """Deserialize one CDR message, ignoring bytes after its end.
+
+    Raises:
+        BagError: unknown encapsulation or a message that does not decode as ``msgtype``.
+    """
+    if len(data) < ENCAPSULATION_SIZE or data[0] != 0 or data[1] not in (0, CDR_LITTLE_ENDIAN):
+        raise BagError(f'{topic}: message is not plain CDR (encapsulation {bytes(data[:2]).hex()})')
+    msgdef = typestore.get_msgdef(msgtype)
+    decode = msgdef.deserialize_cdr_le if data[1] == CDR_LITTLE_ENDIAN else msgdef.deserialize_cdr_be
+    try:
+        message, _ = decode(data[ENCAPSULATION_SIZE:], 0, msgdef.cls, typestore)
+    except (struct.error, UnicodeDecodeError, ValueError, IndexError) as err:
+        raise BagError(f'{topic}: message does not decode as {msgtype} ({err})') from None
+    return message
+
+
+def decode_string(typestore: Typestore, data: bytes, *, topic: str) -> str:
     """Text of a std_msgs/String."""
-    return str(typestore.deserialize_cdr(data, STRING).data)
+    return str(deserialize(typestore, data, STRING, topic=topic).data)
 
 
 def decode_json_object(typestore: Typestore, data: bytes, *, topic: str) -> dict[str, Any]:
@@ -133,7 +154,7 @@ def decode_json_object(typestore: Typestore, data: bytes, *, topic: str) -> dict
     Raises:
         BagError: the text is not a JSON object.
     """
-    text = decode_string(typestore, data)
+    text = decode_string(typestore, data, topic=topic)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
@@ -143,9 +164,9 @@ def decode_json_object(typestore: Typestore, data: bytes, *, topic: str) -> dict
     return value
 
 
-def decode_joint_state(typestore: Typestore, data: bytes) -> JointSample:
+def decode_joint_state(typestore: Typestore, data: bytes, *, topic: str) -> JointSample:
     """Stamp, names and positions of a sensor_msgs/JointState."""
-    message = typestore.deserialize_cdr(data, JOINT_STATE)
+    message = deserialize(typestore, data, JOINT_STATE, topic=topic)
     stamp = message.header.stamp
     return JointSample(
         stamp.sec * NS_PER_S + stamp.nanosec, list(message.name), np.asarray(message.position, np.float64)
@@ -158,7 +179,7 @@ def decode_image(typestore: Typestore, data: bytes, *, topic: str) -> tuple[int,
     Raises:
         BagError: another encoding, or a data size that does not match the header.
     """
-    message = typestore.deserialize_cdr(data, IMAGE)
+    message = deserialize(typestore, data, IMAGE, topic=topic)
     stamp = message.header.stamp
     if message.encoding not in ('rgb8', 'bgr8'):
         raise BagError(f'{topic}: image encoding {message.encoding!r} is not supported (rgb8, bgr8)')
@@ -172,7 +193,7 @@ def decode_image(typestore: Typestore, data: bytes, *, topic: str) -> tuple[int,
     return stamp.sec * NS_PER_S + stamp.nanosec, np.ascontiguousarray(pixels)
 
 
-def decode_poses(typestore: Typestore, messages: Sequence[bytes]) -> PoseSeries:
+def decode_poses(typestore: Typestore, messages: Sequence[bytes], *, topic: str) -> PoseSeries:
     """Decode a batch of geometry_msgs/PoseStamped CDR messages.
 
     Little-endian messages are read straight from their bytes, grouped by length and frame-id length;
@@ -187,29 +208,29 @@ def decode_poses(typestore: Typestore, messages: Sequence[bytes]) -> PoseSeries:
         if len(data) > STRING_OFFSET and data[1] == CDR_LITTLE_ENDIAN:
             groups[(len(data), bytes(data[STRING_LENGTH_OFFSET:STRING_OFFSET]))].append(index)
         else:
-            stamp_ns[index], values[index], frame = _decode_pose_slow(typestore, data)
+            stamp_ns[index], values[index], frame = _decode_pose_slow(typestore, data, topic)
             frames.add(frame)
     for (length, string_length), indices in groups.items():
         frame_end = STRING_OFFSET + int.from_bytes(string_length, 'little')
         doubles = ENCAPSULATION_SIZE + -(-(frame_end - ENCAPSULATION_SIZE) // 8) * 8
-        if doubles + 8 * POSE_DOUBLES != length:
+        if doubles + 8 * POSE_DOUBLES > length:
             for index in indices:
-                stamp_ns[index], values[index], frame = _decode_pose_slow(typestore, messages[index])
+                stamp_ns[index], values[index], frame = _decode_pose_slow(typestore, messages[index], topic)
                 frames.add(frame)
             continue
         block = np.frombuffer(b''.join(messages[i] for i in indices), dtype=np.uint8).reshape(len(indices), length)
         sec = block[:, 4:8].copy().view('<i4').ravel().astype(np.int64)
         nanosec = block[:, 8:12].copy().view('<u4').ravel().astype(np.int64)
         stamp_ns[indices] = sec * NS_PER_S + nanosec
-        values[indices] = block[:, doubles:].copy().view('<f8')
+        values[indices] = block[:, doubles : doubles + 8 * POSE_DOUBLES].copy().view('<f8')
         names = block[:, STRING_OFFSET : frame_end - 1]
         names = names[:1] if (names == names[0]).all() else np.unique(names, axis=0)
         frames.update(bytes(name).decode() for name in names)
     return PoseSeries(stamp_ns, values[:, 0:3], values[:, [6, 3, 4, 5]], frozenset(frames))
 
 
-def _decode_pose_slow(typestore: Typestore, data: bytes) -> tuple[int, np.ndarray, str]:
-    message = typestore.deserialize_cdr(data, POSE_STAMPED)
+def _decode_pose_slow(typestore: Typestore, data: bytes, topic: str) -> tuple[int, np.ndarray, str]:
+    message = deserialize(typestore, data, POSE_STAMPED, topic=topic)
     position, orientation, stamp = message.pose.position, message.pose.orientation, message.header.stamp
     row = np.array(
         [position.x, position.y, position.z, orientation.x, orientation.y, orientation.z, orientation.w],

@@ -200,7 +200,7 @@ class _Assembler:
         entry = _typed(self.raw, topic, POSE_STAMPED)
         if entry is None:
             return None
-        series = decode_poses(self.typestore, entry.data)
+        series = decode_poses(self.typestore, entry.data, topic=topic)
         if series.frames - {topics.WORLD_FRAME}:
             frames = ', '.join(sorted(series.frames))
             self.warnings.append(f'{topic} is in frame {frames}, expected {topics.WORLD_FRAME}; used as is')
@@ -230,7 +230,7 @@ class _Assembler:
         stamps: dict[str, list[int]] = defaultdict(list)
         values: dict[str, list[float]] = defaultdict(list)
         for data in entry.data:
-            sample = decode_joint_state(self.typestore, data)
+            sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
             for name, position in zip(sample.names, sample.position, strict=False):
                 stamps[name].append(sample.stamp_ns)
                 values[name].append(float(position))

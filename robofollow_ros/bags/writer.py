@@ -105,8 +105,11 @@ def write_episode_bag(
     meta_text = _json(meta, what='meta')
     result_text = None if result is None else _json(result, what='result')
     store = typestore_for(typestore) if isinstance(typestore, Stores) else typestore
-    ee_quat = {arm: _quats(trajectory.ee_quat.get(arm), len(frames_ns)) for arm in ARMS}
-    obj_quat = {name: _quats(trajectory.obj_quat.get(name), len(frames_ns)) for name in trajectory.obj_pos}
+    n = len(frames_ns)
+    ee_quat = {arm: _quats(trajectory.ee_quat.get(arm), n, f'trajectory.ee_quat[{arm!r}]') for arm in ARMS}
+    obj_quat = {
+        name: _quats(trajectory.obj_quat.get(name), n, f'trajectory.obj_quat[{name!r}]') for name in trajectory.obj_pos
+    }
 
     with Writer(bag, version=ROSBAG2_VERSION, storage_plugin=PLUGINS[storage]) as writer:
         episode = writer.add_connection(topics.EPISODE, STRING, typestore=store, offered_qos_profiles=[LATCHED_QOS])
@@ -183,10 +186,10 @@ def _frame_stamps(trajectory: Trajectory) -> np.ndarray:
     return stamps
 
 
-def _quats(value: Any, n: int) -> np.ndarray:
+def _quats(value: Any, n: int, what: str) -> np.ndarray:
     if value is None or np.size(value) == 0:
         return np.tile(IDENTITY_QUAT, (n, 1))
-    return _array(value, (n, 4), 'orientation')
+    return _array(value, (n, 4), what)
 
 
 def _joint_rows(trajectory: Trajectory, joint_positions: np.ndarray | None) -> tuple[tuple[str, ...], np.ndarray]:
