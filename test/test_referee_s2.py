@@ -25,7 +25,9 @@ STACK = task(
     S2,
 )
 BOWL = task(
-    'L0_place_right_cube_in_green_bowl', GroundTruth(2, 'place_bowl', 'right', 'small_red_cube', target='green_bowl'), S2
+    'L0_place_right_cube_in_green_bowl',
+    GroundTruth(2, 'place_bowl', 'right', 'small_red_cube', target='green_bowl'),
+    S2,
 )
 PUSH = task(
     'L0_push_left_cube_to_red_cylinder',
