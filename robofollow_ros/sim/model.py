@@ -29,6 +29,8 @@ from robofollow_ros.sim.constants import (
     FINGER_KP,
     FINGER_KV,
     FINGER_PRIORITY,
+    FINGER_SOLIMP,
+    FINGER_SOLREF,
     IMAGE_HEIGHT,
     IMAGE_WIDTH,
     IMPRATIO,
@@ -53,6 +55,7 @@ def _configure_physics(spec: mujoco.MjSpec) -> None:
     spec.option.iterations = SOLVER_ITERATIONS
     spec.option.ls_iterations = SOLVER_LS_ITERATIONS
     spec.compiler.fusestatic = False
+    spec.compiler.discardvisual = False
 
 
 def _configure_visual(spec: mujoco.MjSpec) -> None:
@@ -60,17 +63,21 @@ def _configure_visual(spec: mujoco.MjSpec) -> None:
     spec.visual.quality.shadowsize = 0
     spec.visual.global_.offwidth = max(640, IMAGE_WIDTH)
     spec.visual.global_.offheight = max(480, IMAGE_HEIGHT)
-    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
-    spec.visual.headlight.diffuse = [0.45, 0.45, 0.45]
+    spec.visual.headlight.ambient = [0.3, 0.3, 0.3]
+    spec.visual.headlight.diffuse = [0.3, 0.3, 0.3]
     spec.visual.headlight.specular = [0.0, 0.0, 0.0]
-    for pos, direction in (((0.0, -0.6, 2.2), (0.0, 0.3, -1.0)), ((0.8, 0.4, 1.8), (-0.4, -0.3, -1.0))):
+    for pos, direction in (((0.0, -0.6, 2.2), (0.0, 0.4, -1.0)), ((0.8, 0.4, 1.8), (-0.5, -0.3, -1.0))):
         light = spec.worldbody.add_light(pos=list(pos), dir=list(direction))
+        light.type = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
         light.castshadow = False
-        light.diffuse = [0.5, 0.5, 0.5]
+        light.diffuse = [0.35, 0.35, 0.35]
         light.specular = [0.1, 0.1, 0.1]
     floor = spec.worldbody.add_geom(name='floor', type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3.0, 3.0, 0.05],
                                     rgba=[0.82, 0.82, 0.80, 1.0])
     floor.contype, floor.conaffinity = COLLISION['none']
+    backdrop = spec.worldbody.add_geom(name='backdrop', type=mujoco.mjtGeom.mjGEOM_BOX, size=[3.0, 0.01, 1.5],
+                                       pos=[0.0, 1.2, 1.5], rgba=[0.88, 0.89, 0.90, 1.0])
+    backdrop.contype, backdrop.conaffinity = COLLISION['none']
 
 
 def _configure_robot(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
@@ -90,6 +97,8 @@ def _configure_robot(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
                 geom.friction = np.array(FINGER_FRICTION)
                 geom.priority = FINGER_PRIORITY
                 geom.condim = 4
+                geom.solref = np.array(FINGER_SOLREF)
+                geom.solimp = np.array(FINGER_SOLIMP)
             else:
                 geom.friction = np.array(ARM_FRICTION)
         elif owner == 'table':
