@@ -147,6 +147,13 @@ def test_poses_in_another_frame_are_used_with_a_warning(tmp_path):
     assert trajectory.ee['left'].tolist() == [[1.0, 2.0, 3.0]]
 
 
+def test_several_episode_messages_use_the_first_with_a_warning(tmp_path):
+    later = ('/robofollow/episode', STRING, 1, string_cdr(json.dumps({'task_id': 'other'})))
+    meta, _ = read_episode_bag(write_raw_bag(tmp_path / 'bag', [later, EPISODE, GRIPPERS, LEFT, RIGHT]))
+    assert meta.pop('warnings') == ['2 different /robofollow/episode messages; the first one is used']
+    assert meta == META
+
+
 def with_changes(trajectory: Trajectory, **changes) -> Trajectory:
     fields = {name: getattr(trajectory, name) for name in ('t', 'ee', 'grip', 'obj_pos', 'ee_quat', 'obj_quat')}
     return Trajectory(**{**fields, **changes})

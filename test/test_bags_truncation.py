@@ -230,3 +230,37 @@ def test_cut_before_any_pose_names_what_is_missing(tmp_path):
     os.truncate(file, left_ee_offset(file.read_bytes(), trajectory, 0))
     with pytest.raises(BagError, match=r'no EE pose data for the left arm \(/robofollow/ee/left/pose\)'):
         read_episode_bag(bag)
+
+
+def top_level_chunks(content: bytes) -> list[int]:
+    """Offsets of the chunk records of an MCAP file (walking its records, independent of the code under test)."""
+    offsets, pos = [], 8
+    while pos + 9 <= len(content):
+        op, length = content[pos], int.from_bytes(content[pos + 1 : pos + 9], 'little')
+        if op == 0x06:
+            offsets.append(pos)
+        if op in (0x0F, 0x02):
+            break
+        pos += 9 + length
+    return offsets
+
+
+def test_mcap_chunk_failing_its_checksum_is_skipped(tmp_path):
+    n = 200
+    trajectory = synthetic_trajectory(n)
+    rng = np.random.default_rng(9)
+    images = [rng.integers(0, 256, size=(48, 64, 3), dtype=np.uint8) for _ in range(n)]
+    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=trajectory, images={'cam_high': images})
+    file = storage_file(bag, '.mcap')
+    content = bytearray(file.read_bytes())
+    _, second = top_level_chunks(bytes(content))
+    crc_at = second + 9 + 24
+    content[crc_at : crc_at + 4] = (0xDEADBEEF).to_bytes(4, 'little')
+    file.write_bytes(bytes(content))
+
+    recording = load_episode(bag, images=True)
+    assert 'fails its checksum; skipped' in recording.meta['recovered']
+    frames = len(recording.trajectory)
+    assert 0 < frames < n
+    assert_prefix(recording.trajectory, trajectory, frames)
+    assert len(recording.cameras['cam_high'].images) in (frames, frames + 1)
