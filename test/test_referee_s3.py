@@ -17,7 +17,7 @@ from robofollow_ros.referee.synthetic import Motion
 
 OBJECTS = standing(
     S3,
-    {name: 0.754 for name in ('red_bar_2', 'green_bar_3', 'yellow_bar_4', 'blue_bar_5')}
+    dict.fromkeys(('red_bar_2', 'green_bar_3', 'yellow_bar_4', 'blue_bar_5'), 0.754)
     | {
         'green_label_1': 0.741,
         'blue_label_6': 0.741,
