@@ -69,7 +69,10 @@ def test_wrong_arm_flag():
 
 
 def stages(*flags: tuple[bool, bool], maxima=(0.4, 0.4, 0.2)) -> list[StageOutcome]:
-    return [StageOutcome(f's{i}', m, i_ok, e_ok, 'r', 'r') for i, ((i_ok, e_ok), m) in enumerate(zip(flags, maxima))]
+    return [
+        StageOutcome(f's{i}', m, i_ok, e_ok, 'r', 'r')
+        for i, ((i_ok, e_ok), m) in enumerate(zip(flags, maxima, strict=True))
+    ]
 
 
 @pytest.mark.parametrize(
