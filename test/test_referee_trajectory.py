@@ -130,5 +130,5 @@ def test_short_dropouts_are_dropped_silently():
 def test_nan_everywhere_is_an_error_not_a_zero():
     trajectory = episode()
     trajectory.obj_pos['red_sphere'][:] = np.nan
-    with pytest.raises(TrajectoryError, match='only 0 of .* frames.*red_sphere'):
+    with pytest.raises(TrajectoryError, match=r'only 0 of .* frames.*red_sphere'):
         score_episode(PICKUP, trajectory, layout=S1)
