@@ -1,0 +1,133 @@
+"""The package builds with colcon into a ROS install tree (ament_python layout), as on a ROS machine.
+
+Runs the venv's ``colcon build`` on the repository (isolated install, no symlinks) into a temporary
+directory, then checks the ament index entry, the shared files, the console script in lib/robofollow
+(where ``ros2 run`` looks) and that the installed Python package is the one imported after sourcing the
+install's setup.sh.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = 'robofollow'
+SHARED_FOLDERS = ('config', 'launch', 'urdf')
+SOURCE_ARTIFACTS = ('build', 'install', 'log', f'{PACKAGE}.egg-info')
+
+
+def colcon_executable() -> str:
+    candidate = Path(sys.executable).with_name('colcon')
+    found = str(candidate) if candidate.exists() else shutil.which('colcon')
+    if found is None:
+        pytest.skip('colcon is not installed (colcon-core, colcon-ros, colcon-python-setup-py)')
+    return found
+
+
+def clean_environment(tmp_path: Path) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ('PYTHONPATH', 'AMENT_PREFIX_PATH', 'CMAKE_PREFIX_PATH') and not key.startswith('COLCON')
+    }
+    env['COLCON_HOME'] = str(tmp_path / 'colcon_home')
+    return env
+
+
+def shared_source_files() -> list[Path]:
+    return [
+        path
+        for folder in SHARED_FOLDERS
+        if (ROOT / folder).is_dir()
+        for path in sorted((ROOT / folder).rglob('*'))
+        if path.is_file() and not path.name.startswith(('.', 'README')) and '__pycache__' not in path.parts
+    ]
+
+
+@pytest.fixture(scope='module')
+def install(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
+    tmp_path = tmp_path_factory.mktemp('colcon')
+    env = clean_environment(tmp_path)
+    artifacts_before = {name for name in SOURCE_ARTIFACTS if (ROOT / name).exists()}
+    command = [
+        colcon_executable(),
+        '--log-base',
+        str(tmp_path / 'log'),
+        'build',
+        '--base-paths',
+        str(ROOT),
+        '--build-base',
+        str(tmp_path / 'build'),
+        '--install-base',
+        str(tmp_path / 'install'),
+    ]
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert result.stdout.count('Starting >>> ') == 1 and f'Finished <<< {PACKAGE}' in result.stdout
+    assert {name for name in SOURCE_ARTIFACTS if (ROOT / name).exists()} == artifacts_before
+    return tmp_path / 'install', tmp_path / 'install' / PACKAGE, env
+
+
+def sourced(install_base: Path, script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a shell snippet after sourcing the install's setup.sh, as a ROS user would."""
+    return subprocess.run(
+        ['bash', '-c', f'. "{install_base}/setup.sh" && {script}'],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_ament_index_and_package_manifest(install):
+    _, prefix, _ = install
+    assert (prefix / 'share/ament_index/resource_index/packages' / PACKAGE).is_file()
+    assert (prefix / 'share' / PACKAGE / 'package.xml').read_bytes() == (ROOT / 'package.xml').read_bytes()
+
+
+def test_config_launch_and_urdf_files_are_installed(install):
+    _, prefix, _ = install
+    for source in shared_source_files():
+        installed = prefix / 'share' / PACKAGE / source.relative_to(ROOT)
+        assert installed.is_file(), f'{source.relative_to(ROOT)} is not installed (setup.py data_files)'
+        assert installed.read_bytes() == source.read_bytes()
+
+
+def test_console_script_is_where_ros2_run_looks(install, tmp_path):
+    install_base, prefix, env = install
+    script = prefix / 'lib' / PACKAGE / PACKAGE
+    assert script.is_file()
+    assert script.stat().st_mode & stat.S_IXUSR
+    result = sourced(install_base, f'"{script}" --help', env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith('usage: robofollow')
+
+
+def test_installed_python_package_is_imported_after_sourcing(install, tmp_path):
+    install_base, prefix, env = install
+    site_packages = prefix / 'lib' / f'python{sys.version_info.major}.{sys.version_info.minor}' / 'site-packages'
+    installed_init = site_packages / 'robofollow_ros' / '__init__.py'
+    assert installed_init.is_file() and not installed_init.is_symlink()
+    assert not list(site_packages.glob('*.egg-link')), 'symlink/develop install instead of a copy'
+    probe = (
+        'import importlib.metadata, robofollow_ros, robofollow_ros.bags; '
+        'from ament_index_python.packages import get_package_share_directory; '
+        'print(robofollow_ros.__file__); print(robofollow_ros.bags.__file__); '
+        f"print(get_package_share_directory('{PACKAGE}')); "
+        f"print(importlib.metadata.distribution('{PACKAGE}').locate_file('robofollow_ros/__init__.py'))"
+    )
+    result = sourced(install_base, f'"{sys.executable}" -c "{probe}"', env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    module, bags, share, located = result.stdout.split()
+    assert Path(module) == installed_init
+    assert Path(bags) == site_packages / 'robofollow_ros' / 'bags' / '__init__.py'
+    assert Path(share) == prefix / 'share' / PACKAGE
+    assert Path(located) == installed_init
