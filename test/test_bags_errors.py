@@ -6,12 +6,13 @@ import json
 
 import numpy as np
 import pytest
-from rosbags.rosbag2 import StoragePlugin
+from rosbags.rosbag2 import StoragePlugin, Writer
 from test_bags_support import (
     JOINTS,
     META,
     POSE,
     STRING,
+    TS,
     joints_cdr,
     pose_cdr,
     string_cdr,
@@ -145,6 +146,17 @@ def test_poses_in_another_frame_are_used_with_a_warning(tmp_path):
     meta, trajectory = read_episode_bag(write_raw_bag(tmp_path / 'bag', [EPISODE, GRIPPERS, left, RIGHT]))
     assert meta['warnings'] == ['/robofollow/ee/left/pose is in frame base_link, expected world; used as is']
     assert trajectory.ee['left'].tolist() == [[1.0, 2.0, 3.0]]
+
+
+def test_object_topic_without_messages_is_left_out_with_a_warning(tmp_path):
+    bag = tmp_path / 'bag'
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        writer.add_connection('/robofollow/objects/ghost/pose', POSE, typestore=TS)
+        for topic, msgtype, log_ns, data in (EPISODE, GRIPPERS, LEFT, RIGHT):
+            writer.write(writer.add_connection(topic, msgtype, typestore=TS), log_ns, data)
+    meta, trajectory = read_episode_bag(bag)
+    assert meta['warnings'] == ['/robofollow/objects/ghost/pose has no messages; object ghost left out']
+    assert trajectory.obj_pos == {}
 
 
 def test_several_episode_messages_use_the_first_with_a_warning(tmp_path):

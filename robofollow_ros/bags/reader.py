@@ -100,7 +100,7 @@ def read_episode_result(path: str | Path) -> dict[str, Any] | None:
         BagError: not a bag, unknown storage, a result that is not a JSON object, or nothing readable.
     """
     raw = read_raw(path, wanted=lambda topic: topic == topics.RESULT)
-    return _result(default_typestore(), raw)
+    return _result(default_typestore(), raw, Path(path))
 
 
 def load_episode(path: str | Path, *, images: bool = False, max_gap: float = MAX_GAP_S) -> EpisodeRecording:
@@ -127,15 +127,15 @@ def _is_episode_topic(topic: str) -> bool:
     )
 
 
-def _typed(raw: RawBag, topic: str, msgtype: str) -> RawTopic | None:
+def _typed(raw: RawBag, topic: str, msgtype: str, path: Path) -> RawTopic | None:
     entry = raw.topics.get(topic)
     if entry is not None and entry.msgtype != msgtype:
-        raise BagError(f'{topic} has type {entry.msgtype}, expected {msgtype}')
+        raise BagError(f'{path}: {topic} has type {entry.msgtype}, expected {msgtype}')
     return entry if entry else None
 
 
-def _result(typestore: Typestore, raw: RawBag) -> dict[str, Any] | None:
-    entry = _typed(raw, topics.RESULT, STRING)
+def _result(typestore: Typestore, raw: RawBag, path: Path) -> dict[str, Any] | None:
+    entry = _typed(raw, topics.RESULT, STRING, path)
     if entry is None:
         return None
     last = max(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
@@ -179,7 +179,12 @@ class _Assembler:
             meta['recovered'] = self.raw.recovered
         if self.warnings:
             meta['warnings'] = self.warnings
-        return EpisodeRecording(meta, trajectory, joint_positions, _result(self.typestore, self.raw), cameras)
+        return EpisodeRecording(
+            meta, trajectory, joint_positions, _result(self.typestore, self.raw, self.path), cameras
+        )
+
+    def typed(self, topic: str, msgtype: str) -> RawTopic | None:
+        return _typed(self.raw, topic, msgtype, self.path)
 
     def error(self, problem: str) -> BagError:
         if self.raw.recovered:
@@ -187,7 +192,7 @@ class _Assembler:
         return BagError(f'{self.path}: {problem}')
 
     def meta(self) -> dict[str, Any]:
-        entry = _typed(self.raw, topics.EPISODE, STRING)
+        entry = self.typed(topics.EPISODE, STRING)
         if entry is None:
             raise self.error(f'no {topics.EPISODE} message, so it is not an episode bag')
         first = min(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
@@ -197,16 +202,17 @@ class _Assembler:
         return meta
 
     def poses(self, topic: str) -> tuple[Signal, Signal] | None:
-        entry = _typed(self.raw, topic, POSE_STAMPED)
+        entry = self.typed(topic, POSE_STAMPED)
         if entry is None:
             return None
         series = decode_poses(self.typestore, entry.data, topic=topic)
         if series.frames - {topics.WORLD_FRAME}:
             frames = ', '.join(sorted(series.frames))
             self.warnings.append(f'{topic} is in frame {frames}, expected {topics.WORLD_FRAME}; used as is')
-        return Signal.sorted(topic, series.stamp_ns, series.position), Signal.sorted(
-            topic, series.stamp_ns, series.quat
-        )
+        log_ns = np.asarray(entry.log_ns, dtype=np.int64)
+        position = Signal.sorted(topic, series.stamp_ns, series.position, log_ns=log_ns)
+        quat = Signal.sorted(topic, series.stamp_ns, series.quat, log_ns=log_ns)
+        return position, quat
 
     def ee(self, arm: Arm) -> tuple[Signal, Signal]:
         topic = topics.ee_pose_topic(arm)
@@ -219,23 +225,35 @@ class _Assembler:
         found: dict[str, tuple[Signal, Signal]] = {}
         for topic in sorted(self.raw.topics):
             name = topics.object_name_from_topic(topic)
-            if name is not None and (signals := self.poses(topic)) is not None:
+            if name is None:
+                continue
+            signals = self.poses(topic)
+            if signals is None:
+                self.warnings.append(f'{topic} has no messages; object {name} left out')
+            else:
                 found[name] = signals
         return found
 
     def joints(self) -> dict[str, Signal]:
-        entry = _typed(self.raw, topics.JOINT_STATES, JOINT_STATE)
+        entry = self.typed(topics.JOINT_STATES, JOINT_STATE)
         if entry is None:
             return {}
         stamps: dict[str, list[int]] = defaultdict(list)
+        logs: dict[str, list[int]] = defaultdict(list)
         values: dict[str, list[float]] = defaultdict(list)
-        for data in entry.data:
+        for data, log_ns in zip(entry.data, entry.log_ns, strict=True):
             sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
             for name, position in zip(sample.names, sample.position, strict=False):
                 stamps[name].append(sample.stamp_ns)
+                logs[name].append(log_ns)
                 values[name].append(float(position))
         return {
-            name: Signal.sorted(f'{topics.JOINT_STATES}[{name}]', np.array(stamps[name]), np.array(values[name]))
+            name: Signal.sorted(
+                f'{topics.JOINT_STATES}[{name}]',
+                np.array(stamps[name]),
+                np.array(values[name]),
+                log_ns=np.array(logs[name]),
+            )
             for name in stamps
         }
 
@@ -246,7 +264,7 @@ class _Assembler:
         return signal
 
     def camera(self, topic: str) -> CameraStream | None:
-        entry = _typed(self.raw, topic, IMAGE)
+        entry = self.typed(topic, IMAGE)
         if entry is None:
             return None
         decoded = [decode_image(self.typestore, data, topic=topic) for data in entry.data]

@@ -12,7 +12,7 @@ from robofollow_ros.bags.conventions import NS_PER_S
 
 @dataclass(frozen=True)
 class Signal:
-    """Samples of one signal, sorted by time; equal stamps keep their recording order.
+    """Samples of one signal, sorted by time (equal stamps by recording order).
 
     Attributes:
         name: what the signal is, for messages (a topic, or a joint name).
@@ -25,10 +25,11 @@ class Signal:
     values: np.ndarray
 
     @classmethod
-    def sorted(cls, name: str, stamp_ns: np.ndarray, values: np.ndarray) -> Signal:
-        """Build a signal from samples in recording order."""
-        order = np.argsort(stamp_ns, kind='stable')
-        return cls(name, np.asarray(stamp_ns, dtype=np.int64)[order], np.asarray(values)[order])
+    def sorted(cls, name: str, stamp_ns: np.ndarray, values: np.ndarray, *, log_ns: np.ndarray) -> Signal:
+        """Build a signal from samples in storage order; equal stamps are ordered by log time, then storage order."""
+        stamps = np.asarray(stamp_ns, dtype=np.int64)
+        order = np.lexsort((np.arange(stamps.shape[0]), np.asarray(log_ns, dtype=np.int64), stamps))
+        return cls(name, stamps[order], np.asarray(values)[order])
 
     @property
     def first_ns(self) -> int:
