@@ -74,7 +74,7 @@ FINGER_EFFORT = 15.0
 
 def fmt(values: tuple[float, ...] | list[float]) -> str:
     """Space-separated numbers with enough digits for millimetre geometry and inertias."""
-    return ' '.join(f'{v:.6g}' for v in values)
+    return ' '.join(f'{v:.9g}' for v in values)
 
 
 def box_inertia(mass: float, size: tuple[float, float, float]) -> tuple[float, float, float]:

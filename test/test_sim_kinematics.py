@@ -1,0 +1,114 @@
+"""Forward/inverse kinematics and the motion primitives built on them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
+from robofollow_ros.sim.model import CellModel
+from robofollow_ros.sim.motion import MotionPlanner, Plan, nearest_equivalent_turn
+from robofollow_ros.sim.robot import ARM_SLICE, home_state, load_robot
+from robofollow_ros.sim.rotations import top_down
+
+pytestmark = pytest.mark.sim
+
+
+@pytest.fixture(scope='module')
+def kin() -> Kinematics:
+    return Kinematics(CellModel.build([]))
+
+
+@pytest.fixture(scope='module')
+def planner(kin: Kinematics) -> MotionPlanner:
+    return MotionPlanner(kin)
+
+
+def test_top_down_yaw_convention() -> None:
+    assert top_down(0.0)[:, 0] == pytest.approx([0.0, 0.0, -1.0])
+    assert top_down(0.0)[:, 1] == pytest.approx([-1.0, 0.0, 0.0])
+    assert top_down(math.pi / 2.0)[:, 1] == pytest.approx([0.0, -1.0, 0.0])
+
+
+def test_fk_of_zero_pose_matches_the_urdf_geometry(kin: Kinematics) -> None:
+    pos, rot = kin.fk_matrix('left', np.zeros(6))
+    reach = 0.15 + 0.20 + 0.06 + 0.065
+    assert pos == pytest.approx([-0.28, -0.44 + reach, 0.74 + 0.05 + 0.07 + 0.35], abs=1e-6)
+    assert rot[:, 0] == pytest.approx([0.0, 1.0, 0.0], abs=1e-7)
+
+
+@pytest.mark.parametrize('arm', ['left', 'right'])
+def test_ik_recovers_random_top_down_poses(kin: Kinematics, arm: str) -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        target = np.array([rng.uniform(-0.2, 0.2), rng.uniform(-0.22, 0.0), rng.uniform(0.77, 0.95)])
+        yaw = rng.uniform(-math.pi / 2.0, math.pi / 2.0)
+        solution = kin.solve(arm, target, yaw=yaw, symmetric=False)
+        assert solution.success, (target, yaw)
+        desc = load_robot().arms[arm]
+        assert np.all(solution.q >= desc.lower - 1e-9) and np.all(solution.q <= desc.upper + 1e-9)
+        pos, rot = kin.fk_matrix(arm, solution.q)
+        assert pos == pytest.approx(target, abs=3e-4)
+        assert np.abs(rot - top_down(yaw)).max() < 5e-3
+
+
+def test_unreachable_pose_is_reported(kin: Kinematics) -> None:
+    far = np.array([0.9, 0.6, 0.75])
+    solution = kin.solve('left', far)
+    assert not solution.success
+    assert solution.position_error > 0.1
+    with pytest.raises(UnreachablePoseError, match='left arm cannot reach'):
+        kin.solve_or_raise('left', far)
+
+
+def test_symmetric_ik_prefers_the_solution_near_the_seed(kin: Kinematics) -> None:
+    target = np.array([0.0, -0.1, 0.8])
+    seed = kin.solve('right', target, yaw=0.0, symmetric=False).q
+    flipped = kin.solve('right', target, yaw=math.pi, seed=seed, symmetric=True)
+    assert flipped.success
+    assert np.abs(flipped.q - seed).max() < 1e-3
+
+
+def test_linear_move_keeps_the_tcp_on_the_straight_line(kin: Kinematics, planner: MotionPlanner) -> None:
+    plan = Plan(home_state())
+    plan.add(planner.move_to(plan.state, 'left', np.array([-0.10, -0.10, 0.85])))
+    start = kin.fk('left', plan.state[ARM_SLICE['left']])[0]
+    goal = np.array([0.05, -0.05, 0.80])
+    rows = planner.linear(plan.state, 'left', goal, yaw=0.3)
+    assert len(rows) == math.ceil(np.linalg.norm(goal - start) / planner.cartesian_step)
+    direction = (goal - start) / np.linalg.norm(goal - start)
+    for row in rows:
+        pos, rot = kin.fk_matrix('left', row[ARM_SLICE['left']])
+        offset = pos - start
+        assert np.linalg.norm(offset - (offset @ direction) * direction) < 1e-3
+        assert rot[:, 0] == pytest.approx([0.0, 0.0, -1.0], abs=5e-3)
+    assert kin.fk('left', rows[-1][ARM_SLICE['left']])[0] == pytest.approx(goal, abs=3e-4)
+    assert np.array_equal(rows[:, 7:], np.tile(plan.state[7:], (len(rows), 1))), 'the other arm must not move'
+
+
+def test_joint_rows_respect_the_velocity_limits(planner: MotionPlanner) -> None:
+    target = home_state()[ARM_SLICE['right']] + np.array([1.0, -0.3, 0.2, 0.5, 0.1, -2.0])
+    rows = planner.joint_rows(home_state(), 'right', target)
+    steps = np.diff(np.vstack([home_state(), rows]), axis=0)[:, ARM_SLICE['right']]
+    assert np.all(np.abs(steps) <= load_robot().arms['right'].velocity * 0.06 + 1e-12)
+    assert rows[-1][ARM_SLICE['right']] == pytest.approx(target)
+
+
+def test_grasp_sequence_opens_descends_closes_and_lifts(kin: Kinematics, planner: MotionPlanner) -> None:
+    goal = np.array([-0.14, -0.04, planner.grasp_height(0.76)])
+    rows = planner.grasp(home_state(), 'left', goal, pregrasp=0.08, lift=0.10)
+    z = np.array([kin.fk('left', r[ARM_SLICE['left']])[0][2] for r in rows])
+    closed = np.flatnonzero(rows[:, 6] == 0.0)
+    assert closed.size and np.all(rows[: closed[0], 6] == 1.0)
+    assert z[closed[0]] == pytest.approx(goal[2], abs=3e-4)
+    assert z[-1] == pytest.approx(goal[2] + 0.10, abs=3e-4)
+    assert planner.grasp_height(0.755) == pytest.approx(0.74 + planner.fingertip_offset + 0.003)
+    assert planner.grasp_height(0.775, top_z=0.81) == pytest.approx(0.81 - planner.palm_offset + 0.003)
+
+
+def test_nearest_equivalent_turn_uses_gripper_symmetry() -> None:
+    assert nearest_equivalent_turn(math.pi) == pytest.approx(0.0)
+    assert nearest_equivalent_turn(0.75 * math.pi) == pytest.approx(-0.25 * math.pi)
+    assert nearest_equivalent_turn(-0.6 * math.pi) == pytest.approx(0.4 * math.pi)

@@ -1,0 +1,127 @@
+"""The cell URDF: loads with yourdfpy, declares limits, matches its generator, and the arms reach every layout."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yourdfpy
+
+from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.scene4 import SLOTS
+from robofollow_ros.benchmark.types import ARMS, TABLE_Z
+from robofollow_ros.sim.constants import OPERATION_AREA, URDF_PATH
+from robofollow_ros.sim.kinematics import Kinematics
+from robofollow_ros.sim.model import CellModel
+from robofollow_ros.sim.motion import MotionPlanner
+from robofollow_ros.sim.robot import load_robot
+
+pytestmark = pytest.mark.sim
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope='module')
+def urdf() -> yourdfpy.URDF:
+    return yourdfpy.URDF.load(str(URDF_PATH))
+
+
+@pytest.fixture(scope='module')
+def kinematics() -> Kinematics:
+    return Kinematics(CellModel.build([]))
+
+
+def test_yourdfpy_loads_fourteen_actuated_joints(urdf: yourdfpy.URDF) -> None:
+    expected = [f'{arm}_joint{i}' for arm in ARMS for i in range(1, 7)]
+    expected += ['left_finger_left_joint', 'right_finger_left_joint']
+    assert sorted(urdf.actuated_joint_names) == sorted(expected)
+    assert urdf.joint_map['left_finger_right_joint'].mimic.joint == 'left_finger_left_joint'
+    assert 'world' in urdf.link_map and 'table' in urdf.link_map
+
+
+def test_every_moving_joint_has_position_velocity_and_effort_limits(urdf: yourdfpy.URDF) -> None:
+    moving = [j for j in urdf.joint_map.values() if j.type in ('revolute', 'prismatic')]
+    assert len(moving) == 16
+    for joint in moving:
+        assert joint.limit is not None, joint.name
+        assert joint.limit.lower < joint.limit.upper, joint.name
+        assert joint.limit.velocity > 0 and joint.limit.effort > 0, joint.name
+
+
+def test_every_moving_link_has_positive_mass_and_inertia(urdf: yourdfpy.URDF) -> None:
+    children = {j.child for j in urdf.joint_map.values() if j.type in ('revolute', 'prismatic')}
+    for name in children:
+        inertial = urdf.link_map[name].inertial
+        assert inertial is not None and inertial.mass > 0, name
+        assert np.all(np.linalg.eigvalsh(inertial.inertia) > 0), name
+
+
+def test_gripper_opens_at_least_eight_centimetres() -> None:
+    for arm in ARMS:
+        assert load_robot().arms[arm].opening >= 0.08
+
+
+def test_committed_urdf_matches_its_generator() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / 'tools' / 'make_cell_urdf.py'), '--check'], check=False)
+    assert result.returncode == 0, 'urdf/robofollow_cell.urdf is stale: run tools/make_cell_urdf.py'
+
+
+def test_table_top_is_at_protocol_height(urdf: yourdfpy.URDF) -> None:
+    urdf.update_cfg(np.zeros(len(urdf.actuated_joint_names)))
+    table = urdf.get_transform('table', 'world')
+    assert table[2, 3] == pytest.approx(TABLE_Z)
+
+
+def test_home_tcp_is_top_down_and_outside_the_operation_area(kinematics: Kinematics) -> None:
+    (x0, x1), (y0, y1), (z0, z1) = OPERATION_AREA
+    for arm in ARMS:
+        pos, rot = kinematics.fk_matrix(arm, kinematics.home(arm))
+        inside = x0 <= pos[0] <= x1 and y0 <= pos[1] <= y1 and z0 <= pos[2] <= z1
+        assert not inside, (arm, pos)
+        assert rot[:, 0] == pytest.approx([0.0, 0.0, -1.0], abs=1e-3)
+
+
+def _nominal_targets() -> list[tuple[str, float, float, float]]:
+    """(label, x, y, object-centre z) of every nominal item position of every layout, the S4 slots, and the S1
+    relative-placement targets of the published expert (protocol §8.1)."""
+    targets = []
+    for scene in (1, 2, 3, 4):
+        for name in registry.layout_names(scene):
+            layout = registry.get_layout(scene, name)
+            for placement in layout.placements:
+                x, y = placement.xy
+                spec = placement.spec
+                z = TABLE_Z + 2.0 * spec.half_height if placement.on else TABLE_Z + spec.half_height
+                targets.append((f'{name}/{placement.name}', x, y, z))
+    targets += [(f'slot{slot}', x, y, TABLE_Z + 0.024) for slot, (x, y) in SLOTS.items()]
+    block = TABLE_Z + 0.02
+    for name in registry.layout_names(1):
+        for placement in registry.get_layout(1, name).placements:
+            if placement.name.startswith('yellow_block'):
+                continue
+            x, y = placement.xy
+            reach = placement.spec.size[0] + 0.02
+            targets += [
+                (f'{name}/right of {placement.name}', x + reach + 0.06, y, block),
+                (f'{name}/left of {placement.name}', x - reach - 0.04, y, block),
+                (f'{name}/behind {placement.name}', x, y + 0.06, block),
+                (f'{name}/in front of {placement.name}', x, y - 0.05, block),
+            ]
+    return targets
+
+
+@pytest.mark.parametrize('arm', ARMS)
+def test_both_arms_reach_every_nominal_position_from_above(kinematics: Kinematics, arm: str) -> None:
+    planner = MotionPlanner(kinematics)
+    failures = []
+    for label, x, y, z in _nominal_targets():
+        for dx, dy in ((0.0, 0.0), (0.015, 0.015), (-0.015, -0.015)):
+            for height in (planner.grasp_height(z), planner.grasp_height(z) + 0.10):
+                for yaw in (0.0, math.pi / 2.0):
+                    solution = kinematics.solve(arm, [x + dx, y + dy, height], yaw=yaw)
+                    if not solution.success:
+                        failures.append((label, dx, dy, round(height, 3), yaw))
+    assert not failures, failures[:10]
