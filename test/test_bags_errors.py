@@ -109,6 +109,14 @@ def test_storage_files_that_are_not_what_their_name_says(tmp_path):
     fake_mcap.write_bytes(b'this is not mcap at all' * 10)
     with pytest.raises(BagError, match='not an MCAP file'):
         read_episode_bag(fake_mcap)
+    empty = tmp_path / 'empty.mcap'
+    empty.write_bytes(b'')
+    with pytest.raises(BagError, match=r'empty, or cut before the end of the MCAP magic \(0 bytes\)'):
+        read_episode_bag(empty)
+    stub = tmp_path / 'stub.db3'
+    stub.write_bytes(b'SQLite format 3\x00\x10')
+    with pytest.raises(BagError, match=r'empty, or cut inside the SQLite header \(17 bytes\)'):
+        read_episode_bag(stub)
     fake_db3 = tmp_path / 'fake.db3'
     fake_db3.write_bytes(b'this is not sqlite at all' * 10)
     with pytest.raises(BagError, match='not an SQLite database'):

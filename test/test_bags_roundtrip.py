@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
+from rosbags.typesys import Stores
 from test_bags_support import META, OBJECTS, TS, synthetic_trajectory
 
 from robofollow_ros.bags import JOINT_NAMES, load_episode, read_episode_bag, read_episode_result, write_episode_bag
@@ -40,6 +41,7 @@ def test_round_trip_directory_and_single_file(tmp_path, storage):
     assert_same_trajectory(back, trajectory)
     assert read_episode_result(bag) == result
 
+    assert read_episode_bag(bag / 'metadata.yaml')[0] == META
     single = bag / f'bag{SUFFIX[storage]}'
     meta_single, back_single = read_episode_bag(single)
     assert meta_single == META
@@ -131,3 +133,11 @@ def test_episode_meta_is_plain_json_on_a_string_topic(tmp_path):
         connection = next(c for c in reader.connections if c.topic == '/robofollow/episode')
         (_, _, raw), *_ = list(reader.messages(connections=[connection]))
     assert json.loads(TS.deserialize_cdr(raw, 'std_msgs/msg/String').data) == META
+
+
+def test_jazzy_typestore_bag_reads_back(tmp_path):
+    trajectory = synthetic_trajectory(20)
+    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=trajectory, typestore=Stores.ROS2_JAZZY)
+    meta, back = read_episode_bag(bag)
+    assert meta == META
+    assert_same_trajectory(back, trajectory)

@@ -167,6 +167,8 @@ def scan_mcap(path: Path, *, wanted: TopicFilter) -> McapScan:
         BagError: the file is not an MCAP file.
     """
     content = path.read_bytes()
+    if len(content) < len(MAGIC):
+        raise BagError(f'{path}: empty, or cut before the end of the MCAP magic ({len(content)} bytes)')
     if content[: len(MAGIC)] != MAGIC:
         raise BagError(f'{path}: not an MCAP file (bad magic bytes)')
     scanner = _Scanner(wanted)

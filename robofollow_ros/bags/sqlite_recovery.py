@@ -191,7 +191,9 @@ def scan_sqlite(path: Path, *, wanted: TopicFilter) -> SqliteScan:
         BagError: the file is not an SQLite database.
     """
     content = path.read_bytes()
-    if not content.startswith(SQLITE_MAGIC) or len(content) < FIRST_PAGE_HEADER:
+    if len(content) < FIRST_PAGE_HEADER and SQLITE_MAGIC.startswith(content[: len(SQLITE_MAGIC)]):
+        raise BagError(f'{path}: empty, or cut inside the SQLite header ({len(content)} bytes)')
+    if not content.startswith(SQLITE_MAGIC):
         raise BagError(f'{path}: not an SQLite database')
     (page_size,) = U16.unpack_from(content, 16)
     page_size = 65536 if page_size == 1 else page_size

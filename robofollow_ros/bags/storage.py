@@ -50,6 +50,8 @@ def read_raw(path: str | Path, *, wanted: TopicFilter) -> RawBag:
         BagError: not a bag, unknown storage, or storage files that are not MCAP/SQLite at all.
     """
     bag = Path(path)
+    if bag.name == METADATA_FILE:
+        bag = bag.parent
     if not bag.exists():
         raise BagError(f'{bag}: no such bag (file or directory)')
     if bag.is_file():
