@@ -1,0 +1,126 @@
+"""Report tables in the layout of the paper's Table 1 and a plot of IS / ES / CR from L0 to L3.
+
+Rows are scenes, columns L0-L3 with IS / ES / CR each, as percentages with one decimal. The ``Mean`` row
+is the unweighted mean of the rounded scene values, as on the project website, over the scenes that have
+that level.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from robofollow_ros.referee.aggregate import LEVEL_ORDER, GroupSummary
+
+METRICS = ('IS', 'ES', 'CR')
+
+
+@dataclass(frozen=True)
+class Table:
+    """Table 1: ``cells[row][level] = (IS, ES, CR)`` in percent; rows ``S1``..``S4`` then ``Mean``."""
+
+    levels: tuple[str, ...]
+    rows: tuple[str, ...]
+    cells: dict[str, dict[str, tuple[float, float, float]]]
+
+
+def _percent(value: float) -> float:
+    return round(100.0 * value, 1)
+
+
+def build_table(summaries: Sequence[GroupSummary]) -> Table:
+    """Arrange scene × level summaries as Table 1 (levels other than L0-L3 are left out)."""
+    cells: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for summary in summaries:
+        if summary.level not in LEVEL_ORDER:
+            continue
+        cells.setdefault(f'S{summary.scene}', {})[summary.level] = (
+            _percent(summary.mean_intent_score),
+            _percent(summary.mean_exec_score),
+            _percent(summary.completion_rate),
+        )
+    rows = tuple(sorted(cells))
+    levels = tuple(level for level in LEVEL_ORDER if any(level in cells[row] for row in rows))
+    mean: dict[str, tuple[float, float, float]] = {}
+    for level in levels:
+        values = [cells[row][level] for row in rows if level in cells[row]]
+        intent, execution, completion = (round(sum(v[k] for v in values) / len(values), 3) for k in range(3))
+        mean[level] = (intent, execution, completion)
+    if rows:
+        cells['Mean'] = mean
+        rows = (*rows, 'Mean')
+    return Table(levels=levels, rows=rows, cells=cells)
+
+
+def _fmt(value: float) -> str:
+    return f'{value:.1f}' if value == round(value, 1) else f'{value:.2f}'
+
+
+def to_markdown(table: Table) -> str:
+    """The table as GitHub Markdown, ``IS / ES / CR`` per level."""
+    header = '| Scene | ' + ' | '.join(f'{level} IS / ES / CR' for level in table.levels) + ' |'
+    rule = '|---|' + '---|' * len(table.levels)
+    lines = [header, rule]
+    for row in table.rows:
+        cells = []
+        for level in table.levels:
+            value = table.cells[row].get(level)
+            cells.append(' / '.join(_fmt(v) for v in value) if value else '–')
+        name = f'**{row}**' if row == 'Mean' else row
+        lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
+    return '\n'.join(lines) + '\n'
+
+
+def to_csv(table: Table) -> str:
+    """The table as CSV: one column per level and metric (``L0_IS``...)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator='\n')
+    writer.writerow(['scene', *(f'{level}_{metric}' for level in table.levels for metric in METRICS)])
+    for row in table.rows:
+        values: list[Any] = []
+        for level in table.levels:
+            values += list(table.cells[row].get(level, ('', '', '')))
+        writer.writerow([row, *values])
+    return out.getvalue()
+
+
+def to_json(table: Table, summaries: Sequence[GroupSummary], *, duplicates_skipped: int = 0) -> str:
+    """The groups (fractions), the table (percent) and bookkeeping as JSON."""
+    document = {
+        'groups': [summary.as_dict() for summary in summaries],
+        'table': {
+            row: {level: dict(zip(METRICS, value, strict=True)) for level, value in table.cells[row].items()}
+            for row in table.rows
+        },
+        'mean_rule': 'unweighted mean of the rounded scene values over the scenes present at each level',
+        'duplicates_skipped': duplicates_skipped,
+    }
+    return json.dumps(document, indent=2) + '\n'
+
+
+def plot(table: Table, path: str | Path) -> None:
+    """Write a PNG: one panel per scene (and the mean), IS / ES / CR against the level."""
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    rows = table.rows or ('Mean',)
+    figure, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.0), sharey=True, squeeze=False)
+    for axis, row in zip(axes[0], rows, strict=True):
+        levels = [level for level in table.levels if level in table.cells.get(row, {})]
+        for index, metric in enumerate(METRICS):
+            axis.plot(levels, [table.cells[row][level][index] for level in levels], marker='o', label=metric)
+        axis.set_title(row)
+        axis.set_ylim(0, 100)
+        axis.grid(alpha=0.3)
+    axes[0][0].set_ylabel('%')
+    axes[0][-1].legend(loc='upper right')
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
