@@ -28,8 +28,13 @@ from robofollow_ros.errors import BagError
 ENCAPSULATION_SIZE = 4
 CDR_LITTLE_ENDIAN = 1
 POSE_DOUBLES = 7
+SEC_OFFSET = 4
+NANOSEC_OFFSET = 8
 STRING_LENGTH_OFFSET = 12
 STRING_OFFSET = 16
+POSITION_COLUMNS = [0, 1, 2]
+QUAT_WXYZ_COLUMNS = [6, 3, 4, 5]
+"""Pose doubles are x, y, z, qx, qy, qz, qw on the wire; quaternions are returned (w, x, y, z)."""
 
 
 @functools.cache
@@ -219,14 +224,14 @@ def decode_poses(typestore: Typestore, messages: Sequence[bytes], *, topic: str)
                 frames.add(frame)
             continue
         block = np.frombuffer(b''.join(messages[i] for i in indices), dtype=np.uint8).reshape(len(indices), length)
-        sec = block[:, 4:8].copy().view('<i4').ravel().astype(np.int64)
-        nanosec = block[:, 8:12].copy().view('<u4').ravel().astype(np.int64)
+        sec = block[:, SEC_OFFSET:NANOSEC_OFFSET].copy().view('<i4').ravel().astype(np.int64)
+        nanosec = block[:, NANOSEC_OFFSET:STRING_LENGTH_OFFSET].copy().view('<u4').ravel().astype(np.int64)
         stamp_ns[indices] = sec * NS_PER_S + nanosec
         values[indices] = block[:, doubles : doubles + 8 * POSE_DOUBLES].copy().view('<f8')
         names = block[:, STRING_OFFSET : frame_end - 1]
         names = names[:1] if (names == names[0]).all() else np.unique(names, axis=0)
-        frames.update(bytes(name).decode() for name in names)
-    return PoseSeries(stamp_ns, values[:, 0:3], values[:, [6, 3, 4, 5]], frozenset(frames))
+        frames.update(bytes(name).decode(errors='replace') for name in names)
+    return PoseSeries(stamp_ns, values[:, POSITION_COLUMNS], values[:, QUAT_WXYZ_COLUMNS], frozenset(frames))
 
 
 def _decode_pose_slow(typestore: Typestore, data: bytes, topic: str) -> tuple[int, np.ndarray, str]:
