@@ -267,7 +267,7 @@ def _convert(kind: Any, value: Any, where: str) -> Any:
             _convert(key_kind, key, f'{where} key'): _convert(value_kind, item, f'{where}.{key}')
             for key, item in value.items()
         }
-    return _section(kind, value, where)
+    return _section(kind, value, f'{where}.')
 
 
 def _section(cls: type, data: Any, where: str) -> Any:
