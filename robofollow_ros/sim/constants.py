@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from robofollow_ros.benchmark.types import TABLE_Z
@@ -59,9 +60,9 @@ COLLISION = {
     'none': (0, 0),
 }
 
-HOME_Q = (0.0, -0.5, 0.77, 0.0, 1.3, 0.0)
-"""Home joints of each arm (joint1..6, rad): TCP pointing straight down 0.17 m in front of the base, 0.21 m above the
-table, i.e. behind the operation area (y < -0.15)."""
+HOME_Q = (0.0, -0.5, 0.77, 0.0, math.pi / 2.0 - 0.27, 0.0)
+"""Home joints of each arm (joint1..6, rad): TCP pointing straight down (joint2 + joint3 + joint5 = pi/2) at
+(-/+0.28, -0.270, 0.949), 0.17 m in front of the base and 0.21 m above the table, behind the operation area."""
 
 SPAWN_CLEARANCE_BOX = 0.001
 """Protocol §2.0: a cube's centre spawns at table + half-size + 0.001; spheres and cylinders touch the table."""

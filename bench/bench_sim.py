@@ -1,0 +1,119 @@
+"""Speed of the simulated cell against plain MuJoCo stepping of the same model, measured in the same run.
+
+Prints: plain ``mj_step`` steps/s (the baseline), the executor's steps/s, three-camera renders/s at 320x240, and
+the real-time factor of a 500-row scripted pick-and-place episode executed in 50-row chunks, without images and
+with all three cameras rendered after every row; then the process's peak RSS.
+
+Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_sim.py [--rows 500]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import mujoco
+import numpy as np
+
+from robofollow_ros.benchmark import registry
+from robofollow_ros.sim.env import CellEnv
+from robofollow_ros.sim.motion import MotionPlanner, Plan
+from robofollow_ros.sim.render import CameraRig
+
+TASK_ID = 'L0_place_yellow_block_3_behind_red_cylinder'
+SEED = 42
+CHUNK = 50
+
+
+def scripted_rows(env: CellEnv, state: np.ndarray, rows: int) -> np.ndarray:
+    """Alternating right/left pick-and-place cycles of the S1 blocks, truncated to ``rows``."""
+    planner = MotionPlanner(env.kinematics)
+    obs = env.observe(images=False)
+    plan = Plan(state)
+    cycles = (('right', 'yellow_block_3', (0.10, 0.02)), ('left', 'yellow_block_2', (-0.14, -0.10)))
+    height = planner.grasp_height(obs.object_pos['yellow_block_3'][2])
+    positions = {name: obs.object_pos[name][:2].copy() for _, name, _ in cycles}
+    turn = 0
+    while len(plan) < rows:
+        arm, name, target = cycles[turn % 2]
+        source = positions[name]
+        plan.add(planner.grasp(plan.state, arm, np.array([*source, height]), lift=0.08))
+        plan.add(planner.place(plan.state, arm, np.array([*target, height])))
+        plan.add(planner.home(plan.state, arm))
+        positions[name] = np.array(target)
+        cycles = (*cycles[:turn % 2], (arm, name, tuple(source)), *cycles[turn % 2 + 1 :])
+        turn += 1
+    return plan.rows()[:rows]
+
+
+def run_episode(env: CellEnv, rows: np.ndarray, *, images: bool) -> tuple[float, float]:
+    """Execute ``rows`` after a reset; returns (simulated seconds, wall seconds).
+
+    Without images the rows go in 50-row chunks (the evaluator's way); with images one row at a time, so that the
+    three cameras are rendered after every row (what a camera-streaming sim node or a video recorder does).
+    """
+    env.reset(registry.get_task(TASK_ID), seed=SEED, images=images)
+    size = 1 if images else CHUNK
+    start = time.perf_counter()
+    for i in range(0, len(rows), size):
+        obs = env.execute(rows[i : i + size], images=images)
+    return obs.time, time.perf_counter() - start
+
+
+def plain_steps_per_second(model: mujoco.MjModel, data: mujoco.MjData, steps: int) -> float:
+    scratch = mujoco.MjData(model)
+    scratch.qpos[:] = data.qpos
+    scratch.ctrl[:] = data.ctrl
+    start = time.perf_counter()
+    mujoco.mj_step(model, scratch, nstep=steps)
+    return steps / (time.perf_counter() - start)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--rows', type=int, default=500, help='rows of the scripted episode (default 500)')
+    args = parser.parse_args()
+    env = CellEnv(render=False)
+    obs = env.reset(registry.get_task(TASK_ID), seed=SEED)
+    rows = scripted_rows(env, obs.state, args.rows)
+    model, data = env.cell.model, env.data
+    dt = model.opt.timestep
+
+    plain = plain_steps_per_second(model, data, 10_000)
+    plain_rtf = plain * dt
+    print(f'model: nq {model.nq}, nv {model.nv}, ngeom {model.ngeom}, nu {model.nu}, timestep {dt} s')
+    print(f'baseline  plain mj_step(nstep)         {plain:10.0f} steps/s   real-time x{plain_rtf:6.1f}')
+
+    sim_s, wall_s = run_episode(env, rows, images=False)
+    steps = round(sim_s / dt)
+    exec_rtf = sim_s / wall_s
+    print(f'executor  {len(rows)} rows, no images       {steps / wall_s:10.0f} steps/s   real-time x{exec_rtf:6.1f}'
+          f'   ({exec_rtf / plain_rtf:.2f} of baseline; target >= 20x: {"ok" if exec_rtf >= 20 else "MISSED"})')
+
+    rig = CameraRig(model)
+    rig.render(data)
+    n_renders = 60
+    start = time.perf_counter()
+    for _ in range(n_renders):
+        rig.render(data)
+    renders = n_renders / (time.perf_counter() - start)
+    rig.close()
+    print(f'render    3 cameras at 320x240          {renders:10.1f} sets/s    '
+          f'({renders * 0.06:.2f} episode-seconds of images per wall second at one set per 0.06 s row)')
+
+    env_images = CellEnv(render=True)
+    sim_s, wall_s = run_episode(env_images, rows, images=True)
+    image_rtf = sim_s / wall_s
+    rate = len(rows) / wall_s
+    print(f'executor  {len(rows)} rows, 3 cams every row {rate:8.1f} rows/s    real-time x{image_rtf:6.1f}'
+          f'   ({image_rtf / plain_rtf:.3f} of baseline; target >= 3x: {"ok" if image_rtf >= 3 else "MISSED"})')
+    env_images.close()
+    env.close()
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f'peak RSS  {peak_mib:.0f} MiB (target < 1024 MiB: {"ok" if peak_mib < 1024 else "MISSED"})')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
