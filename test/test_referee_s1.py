@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from golden.episodes import HOME, pick, score, stage_scores, standing, still
 from golden.scenes import S1, task
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transforms3d.quaternions import quat2mat
 
 from robofollow_ros.benchmark.types import GroundTruth
 from robofollow_ros.errors import TrajectoryError
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.referee.signals import fingertip_points
 from robofollow_ros.referee.synthetic import Motion
 
 OBJECTS = standing(S1, {'red_cylinder': 0.765})
@@ -243,3 +248,11 @@ def test_idle_arm_in_operation_area_fails_finish():
     # 0.4 + 0.4 + finish 0 = 0.8 each; the left arm did not close, so no penalty
     assert (record['intent_score'], record['exec_score']) == (0.8, 0.8)
     assert 'operation area' in record['stages'][2]['intent_reason']
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=4, max_size=4).filter(lambda q: sum(v * v for v in q) > 0.01))
+def test_fingertip_rotation_matches_transforms3d(quat):
+    tcp = np.array([[0.1, -0.2, 0.9]])
+    expected = tcp[0] + quat2mat(quat) @ np.array([0.04, 0.0, 0.0])
+    np.testing.assert_allclose(fingertip_points(tcp, np.array([quat]), (0.04, 0.0, 0.0))[0], expected, atol=1e-12)
