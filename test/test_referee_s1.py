@@ -256,3 +256,12 @@ def test_fingertip_rotation_matches_transforms3d(quat):
     tcp = np.array([[0.1, -0.2, 0.9]])
     expected = tcp[0] + quat2mat(quat) @ np.array([0.04, 0.0, 0.0])
     np.testing.assert_allclose(fingertip_points(tcp, np.array([quat]), (0.04, 0.0, 0.0))[0], expected, atol=1e-12)
+
+
+def test_scene1_lift_counts_over_the_whole_episode():
+    # Bumped 0.02 up before the close and never lifted after it: Scenes 1-3 look at the whole episode → ES 0.8
+    # (stage 1) + finish 0.2 = 1.0 (contrast: Scene 4 looks only from the close)
+    motion = pickup_motion(lift=0.0)
+    motion.obj('yellow_block_1', (1.0, BLOCK_1), (1.2, (BLOCK_1[0], BLOCK_1[1], 0.78)), (1.4, BLOCK_1))
+    record = score(PICKUP, motion, S1)
+    assert record['stages'][0]['exec'] == 0.8

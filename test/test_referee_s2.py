@@ -242,3 +242,32 @@ def test_wrong_arm_penalty_in_scene2():
     assert record['wrong_arm_intervened'] is True
     assert record['events']['first_close_arm'] == 'right'
     assert (record['intent_score'], record['exec_score']) == (0.8, 0.8)
+
+
+@pytest.mark.parametrize(('above', 'stacked'), [(0.006, True), (0.004, False)])
+def test_stack_needs_the_source_above_the_target(above, stacked):
+    # released with the cube centre ``above`` over the cylinder centre: Execution needs > 0.005 at the opening
+    # and at the end; at 0.004 → 0.4 + 0 + 0 = 0.4, and the retry check fails too (same rule at the end)
+    motion = motion_with(
+        arm='left', name='large_blue_cube', start=CUBE, place=(BLUE_CYL[0], BLUE_CYL[1], BLUE_CYL[2] + above)
+    )
+    record = score(STACK, motion, S2)
+    assert record['exec_score'] == (1.0 if stacked else 0.4)
+
+
+@pytest.mark.parametrize(('push', 'bonus'), [(0.006, True), (0.004, False)])
+def test_push_retry_threshold(push, bonus):
+    # 0.006: the setup sees the cube move >= 0.005 (0.4), the push stage needs 0.01 (0), finish gated (0) → 0.4,
+    # and the retry bonus (>= 0.005 towards the target) adds 0.3 → 0.7. 0.004: the cube never moves 0.005, so
+    # even the setup fails → 0, and no retry bonus → 0.
+    record = score(PUSH, push_motion(push=push), S2)
+    assert record['intent_score'] == (0.7 if bonus else 0.0)
+    assert record['retry_bonus']['final_target_ok'] is bonus
+
+
+@pytest.mark.parametrize(('side', 'setup'), [(-0.069, True), (-0.071, False)])
+def test_push_setup_radius(side, setup):
+    # EE 0.069 m behind the cube while it moves: push setup Intent; at 0.071 m the setup fails and gates the rest
+    # (IS = 0 + 0 + 0), and the retry bonus (cube moved 0.05 m) lifts both totals to 0.3
+    record = score(PUSH, push_motion(side=side), S2)
+    assert record['intent_score'] == (1.0 if setup else 0.3)
