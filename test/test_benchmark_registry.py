@@ -9,6 +9,7 @@ from robofollow_ros.benchmark import (
     eval_tasks,
     get_layout,
     get_task,
+    layout_names,
     layout_of,
     parse_level,
     parse_scene,
@@ -139,12 +140,20 @@ def test_objects_are_specified_per_scene():
 
 
 def test_bowls_fit_the_in_bowl_test():
-    """Scale ×0.6 < ×0.7 < ×0.8 and an object centred in a bowl is within the 0.04 m in-bowl radius."""
+    """Green (×0.6) is smaller than yellow (×0.8), both hold a 4 cm object inside the 0.04 m in-bowl radius."""
     green, yellow, s4 = scene_objects(2)['green_bowl'], scene_objects(2)['yellow_bowl'], scene_objects(4)['bowl']
-    assert green.size[0] < s4.size[0] < yellow.size[0]
+    assert green.size[0] < yellow.size[0]
     for bowl in (green, yellow, s4):
         radius, height = bowl.size
         assert 0.04 <= radius <= 0.09 and 0.035 <= height <= 0.05
+
+
+def test_scene2_bowls_do_not_touch_in_any_layout():
+    green, yellow = scene_objects(2)['green_bowl'], scene_objects(2)['yellow_bowl']
+    for name in layout_names(2):
+        layout = get_layout(2, name)
+        (gx, gy), (yx, yy) = layout.placement('green_bowl').xy, layout.placement('yellow_bowl').xy
+        assert ((gx - yx) ** 2 + (gy - yy) ** 2) ** 0.5 > green.size[0] + yellow.size[0], name
 
 
 def test_layout_lookup_by_scene_and_name_with_aliases():

@@ -16,11 +16,6 @@ HOLD_ROWS = 50
 MAX_DRIFT = 0.001
 SPAWN_TOLERANCE = 0.003
 
-S2_BOWLS_OVERLAP = (
-    'registry: green_bowl (r 0.055) and yellow_bowl (r 0.07) stand 0.09 m apart, so they overlap by 3.5 cm and '
-    'push each other apart while settling; the radii must sum to < 0.09 m'
-)
-
 LAYOUTS = [(scene, name) for scene in (1, 2, 3, 4) for name in registry.layout_names(scene)]
 
 
@@ -54,13 +49,7 @@ def test_layout_stays_still_for_three_seconds_with_arms_home(env: CellEnv, scene
     assert np.abs(end.state - home_state()).max() < 2e-3
 
 
-@pytest.mark.parametrize(
-    ('scene', 'name'),
-    [
-        pytest.param(s, n, marks=pytest.mark.xfail(strict=True, reason=S2_BOWLS_OVERLAP)) if s == 2 else (s, n)
-        for s, n in LAYOUTS
-    ],
-)
+@pytest.mark.parametrize(('scene', 'name'), LAYOUTS)
 def test_items_settle_where_they_were_spawned(env: CellEnv, scene: int, name: str) -> None:
     layout, start = _reset(env, scene, name)
     spawn_xy = registry.perturbed_positions(layout, seed=11)

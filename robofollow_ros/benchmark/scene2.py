@@ -4,9 +4,10 @@ Colour, size, shape and left/right position are each shared by two objects, so n
 object. References are ``Descriptor``s grounded in the layout by ``references.resolve``.
 
 Bowls: the RoboTwin ``002_bowl`` meshes cannot be used, so both bowls are our own substitutes,
-``ObjectSpec(shape='bowl', size=(outer_radius, height))``, sized after the protocol's scale factors
-(green ×0.6 → outer radius 0.055 m, yellow ×0.8 → 0.07 m) and tall enough (0.04 / 0.045 m) that an
-object dropped in them ends with its centre within the 0.04 m xy in-bowl test; their origin is the
+``ObjectSpec(shape='bowl', size=(outer_radius, height))``, sized in the ratio of the protocol's scale
+factors (green ×0.6, yellow ×0.8 → outer radii 0.042 / 0.046 m) but small enough that the two bowls, whose
+nominal centres are only 0.09 m apart, do not touch; 0.035 / 0.038 m tall, so an object dropped in them ends
+with its centre within the 0.04 m xy in-bowl test; their origin is the
 bottom centre's xy at the nominal position. They are dynamic bodies, as in the protocol.
 
 Scene 2 L3 (protocol §9.2): the published ground truth keeps the positional phrases of the default
@@ -46,8 +47,8 @@ OBJECTS: dict[str, ObjectSpec] = {
         ObjectSpec('large_blue_cube', 'box', (0.03, 0.03, 0.03), BLUE, mass=0.2, friction=0.1, perturb=_UP),
         ObjectSpec('small_red_cube', 'box', (0.02, 0.02, 0.02), RED, mass=0.2, friction=0.1, perturb=_DOWN),
         ObjectSpec('small_blue_cylinder', 'cylinder', (0.02, 0.025), BLUE, mass=0.2, friction=0.12, perturb=_UP),
-        ObjectSpec('green_bowl', 'bowl', (0.055, 0.04), GREEN, mass=BOWL_MASS),
-        ObjectSpec('yellow_bowl', 'bowl', (0.07, 0.045), YELLOW, mass=BOWL_MASS),
+        ObjectSpec('green_bowl', 'bowl', (0.042, 0.035), GREEN, mass=BOWL_MASS),
+        ObjectSpec('yellow_bowl', 'bowl', (0.046, 0.038), YELLOW, mass=BOWL_MASS),
     )
 }
 
