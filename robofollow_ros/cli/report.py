@@ -26,28 +26,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read, deduplicate, summarise, write the tables and the plot, print the Markdown."""
-    from robofollow_ros.referee.aggregate import deduplicate, read_result_records, summarize
-    from robofollow_ros.referee.report import build_table, plot, to_csv, to_json, to_markdown
+    from robofollow_ros.referee.aggregate import read_result_records
+    from robofollow_ros.referee.report import write_report
 
     records = [record for name in args.results for record in read_result_records(Path(name))]
     if not records:
         raise RoboFollowError('no result records in ' + ', '.join(args.results))
-    kept, skipped = deduplicate(records)
-    for record in skipped:
+    out = Path(args.out) if args.out else Path(args.results[0]).resolve().parent
+    report = write_report(records, out)
+    for record in report.duplicates_skipped:
         print(
             f'warning: duplicate record skipped: {record["task_id"]} round {record.get("round")} '
             f'seed {record.get("seed")} variant {record.get("variant")}',
             file=sys.stderr,
         )
-    summaries = summarize(kept)
-    table = build_table(summaries)
-    out = Path(args.out) if args.out else Path(args.results[0]).resolve().parent
-    out.mkdir(parents=True, exist_ok=True)
-    markdown = to_markdown(table)
-    (out / 'summary.md').write_text(markdown, encoding='utf-8')
-    (out / 'summary.csv').write_text(to_csv(table), encoding='utf-8')
-    (out / 'summary.json').write_text(to_json(table, summaries, duplicates_skipped=len(skipped)), encoding='utf-8')
-    plot(table, out / 'summary.png')
-    sys.stdout.write(markdown)
-    print(f'\n{len(kept)} episodes in {len(summaries)} groups; tables and plot in {out}', file=sys.stderr)
+    sys.stdout.write(report.markdown)
+    episodes = sum(summary.episodes for summary in report.summaries)
+    print(f'\n{episodes} episodes in {len(report.summaries)} groups; tables and plot in {out}', file=sys.stderr)
     return 0

@@ -124,3 +124,31 @@ def plot(table: Table, path: str | Path) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A written report: the summaries, the table and where its files are."""
+
+    summaries: list[GroupSummary]
+    table: Table
+    markdown: str
+    out: Path
+    duplicates_skipped: list[dict[str, Any]]
+
+
+def write_report(records: Sequence[dict[str, Any]], out: str | Path) -> Report:
+    """Deduplicate ``records``, summarise them and write summary.md / .csv / .json / .png into ``out``."""
+    from robofollow_ros.referee.aggregate import deduplicate, summarize
+
+    kept, skipped = deduplicate(records)
+    summaries = summarize(kept)
+    table = build_table(summaries)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    markdown = to_markdown(table)
+    (folder / 'summary.md').write_text(markdown, encoding='utf-8')
+    (folder / 'summary.csv').write_text(to_csv(table), encoding='utf-8')
+    (folder / 'summary.json').write_text(to_json(table, summaries, duplicates_skipped=len(skipped)), encoding='utf-8')
+    plot(table, folder / 'summary.png')
+    return Report(summaries=summaries, table=table, markdown=markdown, out=folder, duplicates_skipped=skipped)
