@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     'score': 'robofollow_ros.cli.score',
     'report': 'robofollow_ros.cli.report',
     'eval': 'robofollow_ros.cli.eval',
+    'demo': 'robofollow_ros.cli.demo',
 }
 
 DESCRIPTION = """\
@@ -31,6 +32,7 @@ levels: L0 training, L1 new layout, L2 new wording, L3 both.
 
 EPILOG = """\
 examples:
+  robofollow demo                          expert vs language-blind baseline in simulation
   robofollow tasks --count                 evaluation tasks per scene and level
   robofollow tasks --scene 4 --level 3     list the Scene 4 L3 tasks
   robofollow entropy                       scene entropy H(T|S) of the training set
