@@ -9,7 +9,17 @@ from robofollow_ros.evaluation.results import ResultsFile
 
 
 def record(task_id, round_, score=1.0):
-    return {'task_id': task_id, 'round': round_, 'intent_score': score}
+    return {
+        'task_id': task_id,
+        'round': round_,
+        'scene': 1,
+        'level_tag': 'L0',
+        'intent_score': score,
+        'exec_score': score,
+        'intent_ok': True,
+        'exec_ok': True,
+        'completion_ok': True,
+    }
 
 
 def test_records_survive_reopening(tmp_path):
@@ -24,7 +34,7 @@ def test_records_survive_reopening(tmp_path):
 
 def test_a_truncated_last_line_is_dropped_and_the_file_repaired(tmp_path):
     path = tmp_path / 'results.jsonl'
-    path.write_text(json.dumps(record('L0_a', 1)) + '\n' + '{"task_id": "L0_b", "rou', encoding='utf-8')
+    path.write_text(json.dumps(record('L0_a', 1)) + '\n' + json.dumps(record('L0_b', 1))[:40], encoding='utf-8')
     results = ResultsFile(path)
     assert results.done() == {('L0_a', 1)}
     results.append(record('L0_b', 1))
@@ -34,7 +44,8 @@ def test_a_truncated_last_line_is_dropped_and_the_file_repaired(tmp_path):
 
 def test_a_corrupt_line_in_the_middle_is_an_error(tmp_path):
     path = tmp_path / 'results.jsonl'
-    path.write_text('{"task_id": "a", "round": 1}\nnot json\n{"task_id": "b", "round": 1}\n', encoding='utf-8')
+    lines = [json.dumps(record('a', 1)), 'not json', json.dumps(record('b', 1))]
+    path.write_text('\n'.join(lines) + '\n', encoding='utf-8')
     with pytest.raises(RoboFollowError, match=':2:'):
         ResultsFile(path)
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.referee.aggregate import read_result_records
 
 TrialKey = tuple[str, int]
 
@@ -19,35 +17,13 @@ def trial_key(record: dict[str, Any]) -> TrialKey:
     return str(record['task_id']), int(record.get('round', 0))
 
 
-def read_records(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield the records of a JSON Lines results file.
-
-    A final line cut short by a crash is skipped with a warning, so that everything recorded before it
-    survives; a malformed line elsewhere is an error.
-    """
-    lines = path.read_text(encoding='utf-8').splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            if number == len(lines):
-                print(f'warning: {path}:{number}: ignoring a truncated last record', file=sys.stderr)
-                return
-            raise RoboFollowError(f'{path}:{number}: not a JSON record: {error}') from error
-        if not isinstance(record, dict) or 'task_id' not in record:
-            raise RoboFollowError(f'{path}:{number}: a result record needs a task_id')
-        yield record
-
-
 class ResultsFile:
     """Appends result records to ``path`` and knows which trials are already done."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.records: list[dict[str, Any]] = list(read_records(self.path)) if self.path.exists() else []
+        self.records: list[dict[str, Any]] = read_result_records(self.path) if self.path.exists() else []
         self._repair_truncated_tail()
 
     def _repair_truncated_tail(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -56,6 +57,9 @@ def _check(record: Any, where: str) -> dict[str, Any]:
 def read_result_records(path: str | Path) -> list[dict[str, Any]]:
     """Records of a results file: a JSON array, a single JSON object, or JSON Lines.
 
+    In JSON Lines, a last line cut short without its newline (a run killed while writing) is skipped with
+    a warning, so that every record written before it is kept.
+
     Raises:
         RoboFollowError: unreadable file, invalid JSON, or a record without the fields a summary needs.
     """
@@ -81,6 +85,9 @@ def read_result_records(path: str | Path) -> list[dict[str, Any]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
+            if number == len(lines) and not text.endswith('\n'):
+                print(f'warning: {path}:{number}: ignoring a last record cut short (crashed run?)', file=sys.stderr)
+                break
             raise RoboFollowError(f'{path}:{number}: not a JSON record ({error.msg})') from error
         records.append(_check(record, f'{path}:{number}'))
     return records
