@@ -144,3 +144,17 @@ def test_empty_trajectory_is_a_clear_error():
     )
     with pytest.raises(TrajectoryError, match='empty trajectory'):
         score_episode(BEHIND, empty, layout=S1)
+
+
+def test_single_frame_trajectory_is_a_clear_error():
+    motion = still(Motion(duration=1.0), S1_OBJECTS)
+    full = pick(motion, arm='right', name='yellow_block_1', start=S1_OBJECTS['yellow_block_1']).sample(1 / 0.06)
+    one = Trajectory(
+        t=full.t[:1],
+        ee={arm: values[:1] for arm, values in full.ee.items()},
+        grip={arm: values[:1] for arm, values in full.grip.items()},
+        obj_pos={name: values[:1] for name, values in full.obj_pos.items()},
+        ee_quat={arm: values[:1] for arm, values in full.ee_quat.items()},
+    )
+    with pytest.raises(TrajectoryError, match=r'only 1 frame\(s\) recorded'):
+        score_episode(BEHIND, one, layout=S1)

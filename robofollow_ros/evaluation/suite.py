@@ -14,7 +14,7 @@ from typing import Any, Literal
 from robofollow_ros import __version__
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Task, Variant
-from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.errors import RoboFollowError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, EpisodeOutcome, run_episode
 from robofollow_ros.evaluation.progress import Progress
 from robofollow_ros.evaluation.results import ResultsFile, TrialKey
@@ -141,16 +141,42 @@ def _record_episode(options: SuiteOptions, trial: Trial, outcome: EpisodeOutcome
     return str(path.relative_to(options.out))
 
 
+def unscored_record(trial: Trial, *, reason: str, variant: Variant) -> dict[str, Any]:
+    """A zero-score record for an episode too short to score (e.g. the policy failed on its first query)."""
+    return {
+        'task_id': trial.task.task_id,
+        'instruction': trial.task.instruction,
+        'scene': trial.task.scene,
+        'layout': trial.task.layout,
+        'level_tag': trial.task.level_tag,
+        'arm': trial.task.arm,
+        'base_task_type': trial.task.truth.action,
+        'variant': variant,
+        'intent_score': 0.0,
+        'exec_score': 0.0,
+        'intent_ok': False,
+        'exec_ok': False,
+        'completion_ok': False,
+        'intent_msg': reason,
+        'exec_msg': reason,
+        'stages': [],
+    }
+
+
 def make_record(trial: Trial, outcome: EpisodeOutcome, *, options: SuiteOptions) -> dict[str, Any]:
     """Score the episode and return its result record with the trial's bookkeeping fields."""
     layout = registry.layout_of(trial.task)
-    result = score_episode(
-        trial.task,
-        outcome.trajectory,
-        layout=layout,
-        meta={'seed': trial.seed, 'round': trial.round, 'variant': options.variant},
-    )
-    record = result.to_record()
+    try:
+        result = score_episode(
+            trial.task,
+            outcome.trajectory,
+            layout=layout,
+            meta={'seed': trial.seed, 'round': trial.round, 'variant': options.variant},
+        )
+        record = result.to_record()
+    except TrajectoryError as error:
+        record = unscored_record(trial, reason=f'not scored: {error}', variant=options.variant)
+        record['frames'] = len(outcome.trajectory)
     record.update(
         {
             'round': trial.round,

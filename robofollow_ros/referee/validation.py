@@ -142,6 +142,8 @@ def prepare_trajectory(
     valid, bad_by_signal = _valid_rows(signals, n)
     kept = np.flatnonzero(valid)
     minimum = config.gaps.min_valid_frames
+    if kept.size < minimum and not bad_by_signal:
+        raise TrajectoryError(f'only {n} frame(s) recorded: scoring needs at least {minimum}')
     if kept.size < minimum:
         first_bad = min(bad_by_signal.items(), key=lambda item: int(np.argmax(item[1])))
         raise TrajectoryError(
