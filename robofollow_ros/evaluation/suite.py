@@ -20,6 +20,7 @@ from robofollow_ros.evaluation.progress import Progress
 from robofollow_ros.evaluation.results import ResultsFile, TrialKey
 from robofollow_ros.policy.base import needs_images
 from robofollow_ros.policy.factory import make_policy
+from robofollow_ros.referee.config import default_config
 from robofollow_ros.referee.score import score_episode
 
 RecordMode = Literal['none', 'json', 'bag']
@@ -103,7 +104,7 @@ def _write_run_file(options: SuiteOptions, *, status: str, expected: int, comple
         'robofollow_ros': __version__,
         'git_commit': _git_commit(),
         'python': platform.python_version(),
-        'metric_version': 'strict',
+        'metric_version': default_config().metric_version,
         'runtime': 'in-process',
         'completion_aggregation': 'task-macro',
         'options': {**asdict(options), 'out': str(options.out)},
