@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import platform
+import resource
 import subprocess
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -110,6 +111,7 @@ def _write_run_file(options: SuiteOptions, *, status: str, expected: int, comple
         'options': {**asdict(options), 'out': str(options.out)},
         'expected_trials': expected,
         'completed_trials': completed,
+        'peak_rss_mib': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
     }
     path = options.out / RUN_NAME
     path.write_text(json.dumps(run, indent=2, default=str) + '\n', encoding='utf-8')
