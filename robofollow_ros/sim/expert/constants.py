@@ -37,6 +37,12 @@ STACKED_RAISE_FRACTION = 0.9
 """A stacked object is grasped no higher than its centre + this fraction of its half-height."""
 BOWL_GRASP_OPENING = 0.75
 """Opening for an object inside a bowl: wide enough for a 4.8 cm cube, narrow enough to stay off the walls."""
+FINGER_PAD = 0.008
+"""Thickness of a finger pad outside its contact face, for clearance checks of the open fingers."""
+FINGER_ROOM = 0.015
+"""Open fingers closer than this to another item's footprint try another grasp yaw ..."""
+YAW_SWITCH_GAIN = 0.01
+"""... and take it if it gains at least this much room."""
 SUPPORT_RADIUS = 0.02
 """An object within this xy distance and at least SUPPORT_DROP lower supports the object above it."""
 SUPPORT_DROP = 0.005
@@ -79,8 +85,9 @@ S4_STACK_GAP = 0.002
 """S4 stack: release at target z + both half-heights + this (§8.1, the referee's expected centre)."""
 UNSTACK_CLEARANCE = 0.003
 """S4 unstack: release with the centre at table + half-height + this."""
-BOWL_DROP = 0.01
-"""S2 bowl: released with the object's bottom this far above the bowl floor."""
+BOWL_RIM_CLEARANCE = 0.005
+"""S2 bowl: released with the object's bottom this far above the rim (§8.1 releases 0.02 above the table, but
+fingers opening inside our bowls catch the walls)."""
 
 ROUTE_CARRY_HEIGHT = 0.09
 """S3: the carried slab's centre crosses the middle column this far above the table."""

@@ -69,13 +69,50 @@ def nearest_equivalent(angle: float, period: float, *, reference: float = 0.0) -
     return reference + (angle - reference + period / 2.0) % period - period / 2.0
 
 
-def grasp_pose(view: SceneView, name: str, *, fingertip_offset: float, min_tcp_z: float) -> GraspPose:
+def finger_clearance(view: SceneView, name: str, centre: np.ndarray, yaw: float, reach: float) -> float:
+    """Smallest gap between the two open fingertips of a grasp of ``name`` and any other item's footprint.
+
+    The fingers stand ``reach`` from ``centre`` along the closing axis (world x turned by ``yaw``).
+    """
+    axis = np.array([math.cos(yaw), math.sin(yaw)])
+    fingers = (centre[:2] + axis * reach, centre[:2] - axis * reach)
+    gaps = [
+        float(np.linalg.norm(finger - view.xy(other))) - footprint_radius(view.spec(other))
+        for other in view.layout.object_names
+        if other != name and view.spec(other).kind != 'label'
+        for finger in fingers
+    ]
+    return min(gaps, default=math.inf)
+
+
+def grasp_yaw(view: SceneView, name: str, centre: np.ndarray, reach: float) -> float:
+    """Gripper yaw for grasping ``name``: square across a face, turned where the open fingers have more room.
+
+    Candidates are the object's equivalent grasp yaws (a square box: two, a round object: four, a slab
+    only across its short side); the one nearest 0 wins unless another clears neighbouring items
+    (e.g. a bowl's rim) by ``YAW_SWITCH_GAIN`` more while the default is tighter than ``FINGER_ROOM``.
+    """
+    spec = view.spec(name)
+    period = symmetry_period(spec)
+    base = nearest_equivalent(view.yaw(name), period)
+    step = period if period > 0.0 else math.pi / 4.0
+    candidates = [nearest_equivalent(base + k * step, math.pi) for k in range(round(math.pi / step))]
+    room = [finger_clearance(view, name, centre, yaw, reach) for yaw in candidates]
+    best = int(np.argmax(room))
+    if room[0] < c.FINGER_ROOM and room[best] > room[0] + c.YAW_SWITCH_GAIN:
+        return candidates[best]
+    return candidates[0]
+
+
+def grasp_pose(
+    view: SceneView, name: str, *, fingertip_offset: float, min_tcp_z: float, finger_travel: float
+) -> GraspPose:
     """Where to put the TCP to grasp ``name`` from above.
 
     Cubes and cylinders are grasped slightly above their centre. An object resting on another is grasped
     high enough that the fingertips stay above its support; an object inside a bowl with a narrower
     opening so the fingers fit between it and the bowl wall. Boxes are grasped across a face (a slab
-    across its short side).
+    across its short side); the yaw avoids neighbours where it can (``grasp_yaw``).
     """
     spec = view.spec(name)
     centre = view.pos(name)
@@ -88,7 +125,7 @@ def grasp_pose(view: SceneView, name: str, *, fingertip_offset: float, min_tcp_z
         z = max(z, view.top_of(support) + c.FINGER_CLEARANCE + fingertip_offset)
         z = min(z, centre[2] + c.STACKED_RAISE_FRACTION * spec.half_height)
     opening = c.GRASP_OPENING if view.container_of(name) is None else c.BOWL_GRASP_OPENING
-    yaw = nearest_equivalent(view.yaw(name), symmetry_period(spec))
+    yaw = grasp_yaw(view, name, centre, opening * finger_travel + c.FINGER_PAD)
     return GraspPose(tcp=np.array([centre[0], centre[1], max(z, min_tcp_z)]), yaw=yaw, opening=opening)
 
 
@@ -137,10 +174,14 @@ def unstack_target(view: SceneView, source: str, slot_xy: tuple[float, float]) -
     return np.array([slot_xy[0], slot_xy[1], TABLE_Z + view.spec(source).half_height + c.UNSTACK_CLEARANCE])
 
 
-def bowl_target(view: SceneView, source: str, bowl: str, *, floor_above_origin: float) -> np.ndarray:
-    """Scene 2 bowl: over the bowl's centre, the object's bottom ``BOWL_DROP`` above the bowl floor."""
+def bowl_target(view: SceneView, source: str, bowl: str) -> np.ndarray:
+    """Scene 2 bowl: over the bowl's centre, the object's bottom ``BOWL_RIM_CLEARANCE`` above the rim.
+
+    Released there, the object drops into the bowl while the open fingers stay outside it (fingers
+    opening inside a bowl catch its walls and can lift it).
+    """
     centre = view.pos(bowl)
-    z = centre[2] + floor_above_origin + view.spec(source).half_height + c.BOWL_DROP
+    z = view.top_of(bowl) + view.spec(source).half_height + c.BOWL_RIM_CLEARANCE
     return np.array([centre[0], centre[1], z])
 
 

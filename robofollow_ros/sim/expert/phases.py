@@ -61,7 +61,13 @@ Phase = Callable[[PhaseContext], np.ndarray]
 def grasp(ctx: PhaseContext, arm: Arm, name: str, *, lift: float = c.LIFT_HEIGHT) -> np.ndarray:
     """Open, approach above ``name``, descend straight, close, lift straight by ``lift``."""
     motion = ctx.motion
-    pose = grasp_pose(ctx.view, name, fingertip_offset=motion.fingertip_offset, min_tcp_z=motion.min_tcp_z)
+    pose = grasp_pose(
+        ctx.view,
+        name,
+        fingertip_offset=motion.fingertip_offset,
+        min_tcp_z=motion.min_tcp_z,
+        finger_travel=motion.kin.cell.robot.arms[arm].finger_travel,
+    )
     up = np.array([0.0, 0.0, 1.0])
     plan = Plan(ctx.command)
     if float(plan.state[GRIP_INDEX[arm]]) != pose.opening:

@@ -19,7 +19,6 @@ from robofollow_ros.errors import PolicyError
 from robofollow_ros.sim.expert import constants as c
 from robofollow_ros.sim.expert import geometry as g
 from robofollow_ros.sim.expert.phases import Phase, PhaseContext, carry_and_release, go_home, grasp, push, then
-from robofollow_ros.sim.objects import bowl_inner_floor
 
 
 @dataclass(frozen=True)
@@ -107,8 +106,7 @@ def plan_place_bowl(assignment: Assignment) -> tuple[Phase, ...]:
     """Scene 2: put the source into the target bowl."""
     truth = assignment.truth
     bowl = _target(truth)
-    floor = bowl_inner_floor(assignment.layout.spec(bowl))
-    return _place(truth, lambda ctx: g.bowl_target(ctx.view, truth.source, bowl, floor_above_origin=floor))
+    return _place(truth, lambda ctx: g.bowl_target(ctx.view, truth.source, bowl))
 
 
 @planner('push')
