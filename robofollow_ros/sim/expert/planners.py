@@ -68,12 +68,12 @@ def _target(truth: GroundTruth) -> str:
     return truth.target
 
 
-def _place(truth: GroundTruth, goal: Callable[[PhaseContext], np.ndarray], **options: object) -> tuple[Phase, ...]:
+def _place(truth: GroundTruth, goal: Callable[[PhaseContext], np.ndarray]) -> tuple[Phase, ...]:
     """Grasp the source, then (from a fresh observation) carry it to ``goal(ctx)``, release, go home."""
     arm, source = truth.arm, truth.source
 
     def release(ctx: PhaseContext) -> np.ndarray:
-        return carry_and_release(ctx, arm, source, goal(ctx), **options)  # type: ignore[arg-type]
+        return carry_and_release(ctx, arm, source, goal(ctx))
 
     return partial(grasp, arm=arm, name=source), then(release, partial(go_home, arm=arm))
 
