@@ -121,11 +121,10 @@ def test_tcp_for_object_turns_the_held_offset_with_the_hand():
     assert tcp_for_object(goal, offset, math.pi / 2.0) == pytest.approx((0.1, -0.11, 0.82))
 
 
-def test_route_passes_over_the_slab_of_the_layout_and_the_referee_partner():
+def test_route_passes_over_the_column_partner_in_the_layout():
     task = registry.get_task('L1_scene3_3__l_pick5_around3_to1_short_right')
     layout = registry.layout_of(task)
-    # Layout 3.3 swaps red and yellow: green's column partner is now yellow (registry), while the
-    # referee's name pairs (red with green) name red, which now stands in the source's own column.
-    assert route_objects(task.truth, layout) == ('red_bar_2', 'yellow_bar_4')
+    # Layout 3.3 swaps red and yellow: "around green" passes over yellow, green's column partner there.
+    assert route_objects(task.truth, layout) == ('yellow_bar_4',)
     default = registry.get_task('L0_l_pick5_around3_to1_short_right')
     assert route_objects(default.truth, registry.layout_of(default)) == ('red_bar_2',)

@@ -10,6 +10,7 @@ import pytest
 from golden.episodes import HOME, score, stage_scores, standing, still
 from golden.scenes import S3, task
 
+from robofollow_ros.benchmark.registry import get_task, layout_of
 from robofollow_ros.benchmark.types import Arm, GroundTruth
 from robofollow_ros.errors import TrajectoryError
 from robofollow_ros.referee.score import score_episode
@@ -64,21 +65,23 @@ def carry(
     yaw_deg: float = 0.0,
     place_offset: tuple[float, float] = (0.0, 0.0),
     height: float = LIFTED,
+    objects: dict | None = None,
 ) -> Motion:
     """Grasp (close 2.0-2.3 s), lift by 0.10 (2.5-3.5 s), visit ``waypoints`` at ``height`` 1 s apart, go
     above the label, lower onto it, open and go home. The yaw turns to ``yaw_deg`` on the way to the label."""
-    start = OBJECTS[name]
-    spot = (OBJECTS[label][0] + place_offset[0], OBJECTS[label][1] + place_offset[1], 0.754)
+    objects = objects or OBJECTS
+    start = objects[name]
+    spot = (objects[label][0] + place_offset[0], objects[label][1] + place_offset[1], 0.754)
     keys = [(0.0, start), (2.5, start), (3.5, (start[0], start[1], LIFTED))]
     t = 3.5
     for x, y in waypoints:
         t += 1.0
         keys.append((t, (x, y, height)))
     keys += [(t + 1.0, (spot[0], spot[1], LIFTED)), (t + 1.5, spot)]
-    motion = still(Motion(duration=t + 5.0), OBJECTS)
+    motion = still(Motion(duration=t + 5.0), objects)
     motion.obj(name, *keys)
     motion.obj_yaw(name, (t, 0.0), (t + 1.5, math.radians(yaw_deg)))
-    for other in OBJECTS:
+    for other in objects:
         if other != name:
             motion.obj_yaw(other, (0.0, 0.0))
     ee_keys = [(0.0, HOME[arm])] + [(k_t, (p[0], p[1], p[2] + 0.04)) for k_t, p in keys[1:]]
@@ -202,3 +205,26 @@ def test_source_orientation_is_required():
     bare = type(trajectory)(t=trajectory.t, ee=trajectory.ee, grip=trajectory.grip, obj_pos=trajectory.obj_pos)
     with pytest.raises(TrajectoryError, match='red_bar_2'):
         score_episode(VIA, bare, layout=S3)
+
+
+def test_around_in_a_swapped_layout_means_over_the_partner_standing_in_that_column():
+    """Layout 3.3 swaps red and yellow: "around green" must pass over yellow (green's column partner there),
+    not over red, which now stands in the source's own column (registry.route_references)."""
+    task_33 = get_task('L1_scene3_3__l_pick5_around3_to1_short_right')
+    layout = layout_of(task_33)
+    objects = standing(layout, dict.fromkeys(('red_bar_2', 'green_bar_3', 'yellow_bar_4', 'blue_bar_5'), 0.754))
+    objects |= {'green_label_1': (-0.19, -0.13, 0.741), 'blue_label_6': (0.11, -0.13, 0.741)}
+    assert objects['yellow_bar_4'][:2] == (-0.09, -0.17) and objects['red_bar_2'][:2] == (0.01, -0.17)
+
+    def route(waypoints: list[tuple[float, float]]) -> tuple[float, float]:
+        motion = carry(arm='left', name='blue_bar_5', label='green_label_1', yaw_deg=90.0, waypoints=waypoints,
+                       objects=objects)
+        [stage] = [s for s in score(task_33, motion, layout)['stages'] if s['name'] == 'stage2_route']
+        return stage['intent'], stage['exec']
+
+    # leave the source column diagonally, then over yellow at (-0.09, -0.17): |dx| 0 < 0.01, |dy| 0 < 0.06 to
+    # yellow, 0.08 > 0.04 from green -> 0.3 / 0.3. (Within 0.01 of red's x the slab is still at y >= -0.106,
+    # 0.064 from red: the name-pair reading "over red" would have scored 0 here.)
+    assert route([(-0.04, -0.17), (-0.09, -0.17)]) == (0.3, 0.3)
+    # straight over green, the slab to go around: wherever |dx| < 0.01 to yellow, |dy| to green < 0.04 -> 0 / 0
+    assert route([(-0.09, -0.09)]) == (0.0, 0.0)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from robofollow_ros.benchmark.constants import FLAG_COMPLEMENTARY_ROUTE
 from robofollow_ros.benchmark.types import Arm, GroundTruth, Layout, ObjectSpec, Perturbation, Placement, Task
+from robofollow_ros.errors import RegistryError
 
 SCENE = 3
 CONFIG = 'scene3'
@@ -144,14 +145,14 @@ def partner(layout: Layout, slab: str) -> str:
     x = layout.placement(slab).xy[0]
     others = [p.name for p in layout.placements if p.spec.shape == 'box' and p.name != slab and abs(p.xy[0] - x) < 1e-6]
     if len(others) != 1:
-        raise ValueError(f'{slab} has no unique column partner in {layout.name}')
+        raise RegistryError(f'{slab} has no unique column partner in layout {layout.name!r}')
     return others[0]
 
 
 def route_references(layout: Layout, truth: GroundTruth) -> tuple[str, str]:
     """(correct, wrong) slab for the route stage: the one to pass over and the one to avoid (§4.5)."""
     if truth.route_object is None:
-        raise ValueError('ground truth has no route object')
+        raise RegistryError('ground truth has no route object')
     other = partner(layout, truth.route_object)
     return (truth.route_object, other) if truth.route == 'via' else (other, truth.route_object)
 

@@ -100,7 +100,6 @@ class Scene3Config:
     orientation_intent_deg: float
     orientation_exec_deg: float
     label_edge: float
-    partners: dict[str, str]
     place_mode_yaw_deg: dict[str, float]
 
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from robofollow_ros.benchmark import scene3
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.referee.context import EpisodeContext
 from robofollow_ros.referee.stage import StageOutcome, failed
@@ -15,17 +16,10 @@ ORIENTATION_NAME = 'stage3_orientation'
 
 
 def route_references(ctx: EpisodeContext) -> tuple[str, str]:
-    """The (correct, wrong) objects to pass over: via X → (X, partner X); around X → (partner X, X)."""
-    truth, partners = ctx.truth, ctx.config.scene3.partners
-    route_object = truth.route_object
-    if route_object not in partners:
-        raise RoboFollowError(f'Scene 3 route object {route_object!r} has no column partner in the referee config')
-    partner = partners[route_object]
-    if truth.route == 'via':
-        return route_object, partner
-    if truth.route == 'around':
-        return partner, route_object
-    raise RoboFollowError(f'Scene 3 route must be "via" or "around", got {truth.route!r}')
+    """The (correct, wrong) slabs to pass over and to avoid, from the registry (the column partners in the layout)."""
+    if ctx.truth.route not in ('via', 'around'):
+        raise RoboFollowError(f'Scene 3 route must be "via" or "around", got {ctx.truth.route!r}')
+    return scene3.route_references(ctx.layout, ctx.truth)
 
 
 def route_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
