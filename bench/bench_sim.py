@@ -2,7 +2,9 @@
 
 Prints: plain ``mj_step`` steps/s (the baseline), the executor's steps/s, three-camera renders/s at 320x240, and
 the real-time factor of a 500-row scripted pick-and-place episode executed in 50-row chunks, without images and
-with all three cameras rendered after every row; then the process's peak RSS.
+with all three cameras rendered after every row; the real-time factor of whole expert episodes (one task per scene
+and level, the evaluator's way, and again with the three cameras rendered after every row as when recording
+demonstrations); then the process's peak RSS.
 
 Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_sim.py [--rows 500]``
 """
@@ -61,6 +63,39 @@ def run_episode(env: CellEnv, rows: np.ndarray, *, images: bool) -> tuple[float,
     return obs.time, time.perf_counter() - start
 
 
+def expert_episodes(task_ids: list[str], *, images: bool) -> tuple[float, float]:
+    """Run the expert on ``task_ids`` (round 1 seeds); returns (simulated seconds, wall seconds) summed.
+
+    Without images the chunks go to the cell whole (the evaluator's way); with images one row at a time with the
+    three cameras rendered after every row.
+    """
+    from robofollow_ros.policy.base import validate_chunk
+    from robofollow_ros.sim.expert import ExpertPolicy
+
+    env = CellEnv(render=images)
+    policy = ExpertPolicy()
+    sim = wall = 0.0
+    for task_id in task_ids:
+        task = registry.get_task(task_id)
+        layout = registry.layout_of(task)
+        start = time.perf_counter()
+        obs = env.reset(task, seed=registry.trial_seed(task_id, 1), layout=layout, images=images)
+        policy.reset()
+        policy.bind_task(task, layout)
+        policy.set_instruction(task.instruction)
+        for _ in range(10):
+            chunk = validate_chunk(policy.predict(obs), max_rows=CHUNK)
+            if images:
+                for row in chunk:
+                    obs = env.execute(row[None, :], images=True)
+            else:
+                obs = env.execute(chunk, images=False)
+        wall += time.perf_counter() - start
+        sim += obs.time
+    env.close()
+    return sim, wall
+
+
 def plain_steps_per_second(model: mujoco.MjModel, data: mujoco.MjData, steps: int) -> float:
     scratch = mujoco.MjData(model)
     scratch.qpos[:] = data.qpos
@@ -110,6 +145,13 @@ def main() -> int:
           f'   ({image_rtf / plain_rtf:.3f} of baseline; target >= 3x: {"ok" if image_rtf >= 3 else "MISSED"})')
     env_images.close()
     env.close()
+
+    tasks = [registry.eval_tasks(scene=scene, level=level)[0].task_id for scene in (1, 2, 3, 4) for level in range(4)]
+    for images, label, target in ((False, 'no images          ', 20.0), (True, '3 cams every row   ', 3.0)):
+        sim_s, wall_s = expert_episodes(tasks, images=images)
+        rtf = sim_s / wall_s
+        print(f'expert    {len(tasks)} episodes, {label}{sim_s:6.1f} sim s      real-time x{rtf:6.1f}'
+              f'   ({rtf / plain_rtf:.3f} of baseline; target >= {target:.0f}x: {"ok" if rtf >= target else "MISSED"})')
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(f'peak RSS  {peak_mib:.0f} MiB (target < 1024 MiB: {"ok" if peak_mib < 1024 else "MISSED"})')
     return 0
