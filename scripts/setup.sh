@@ -23,9 +23,10 @@ ensure_gl_libraries() {
     fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "setup: installing EGL/OSMesa libraries for headless rendering"
-        apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            libegl1 libegl-mesa0 libgl1-mesa-dri libopengl0 libosmesa6 >/dev/null
+        if ! { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                libegl1 libegl-mesa0 libgl1-mesa-dri libopengl0 libosmesa6 >/dev/null; }; then
+            echo "setup: warning: could not install the EGL/OSMesa libraries; rendering may fail" >&2
+        fi
     else
         echo "setup: warning: EGL/OSMesa libraries missing; install libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6" >&2
     fi
