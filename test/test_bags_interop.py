@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import json
 
+import geometry_msgs.msg as geometry_msgs
 import numpy as np
 import pytest
+import rclpy.serialization as serialization
+import sensor_msgs.msg as sensor_msgs
+import std_msgs.msg as std_msgs
 from rosbags.rosbag2 import Reader
 from test_bags_support import META, POSE, synthetic_trajectory, write_raw_bag
 
 from robofollow_ros.bags import read_episode_bag, write_episode_bag
-
-serialization = pytest.importorskip('rclpy.serialization')
-geometry_msgs = pytest.importorskip('geometry_msgs.msg')
-sensor_msgs = pytest.importorskip('sensor_msgs.msg')
-std_msgs = pytest.importorskip('std_msgs.msg')
 
 
 def raw_messages(bag, topic):

@@ -85,15 +85,17 @@ def test_a_failing_policy_ends_the_episode_and_is_reported(tmp_path, policy, mes
         assert 'not scored: only 1 frame(s) recorded' in record['intent_msg'] and record['frames'] == 1
 
 
-def test_eval_with_recording_saves_episodes_that_score_the_same_offline(tmp_path, capsys):
+@pytest.mark.parametrize('record_as', ['json', 'bag'])
+def test_eval_with_recording_saves_episodes_that_score_the_same_offline(tmp_path, capsys, record_as):
     out = tmp_path / 'run'
-    assert main(['eval', '--in-process', '--policy', 'hold', '--tasks', TASK, '--out', str(out), '--quiet',
-                 '--record', 'json']) == 0
+    assert main(['eval', '--in-process', '--policy', 'expert', '--tasks', 'L0_place_yellow_block_2_behind_green_sphere',
+                 '--out', str(out), '--quiet', '--record', record_as]) == 0
     [record] = records(out / 'results.jsonl')
     capsys.readouterr()
     assert main(['score', str(out / record['episode_file'])]) == 0
     [rescored] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    for key in ('task_id', 'intent_score', 'exec_score', 'completion_ok', 'stages', 'seed', 'round'):
+    assert record['completion_ok'] is True and record['intent_score'] == 1.0
+    for key in ('task_id', 'intent_score', 'exec_score', 'completion_ok', 'stages', 'seed', 'round', 'frames'):
         assert rescored[key] == record[key], key
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 from golden.episodes import RATE, pick, standing, still
 
+from robofollow_ros.bags import write_episode_bag
 from robofollow_ros.benchmark import registry
 from robofollow_ros.cli import main
 from robofollow_ros.referee.aggregate import summarize
@@ -37,10 +38,9 @@ def test_score_a_trajectory_file(tmp_path, capsys):
 
 
 def test_score_a_bag(tmp_path, capsys):
-    bags = pytest.importorskip('robofollow_ros.bags')
     bag = tmp_path / 'episode_bag'
     meta = {'task_id': TASK_ID, 'variant': 'literal', 'seed': 439, 'round': 1, 'layout': 'default'}
-    bags.write_episode_bag(bag, meta=meta, trajectory=pickup_trajectory())
+    write_episode_bag(bag, meta=meta, trajectory=pickup_trajectory())
     assert main(['score', str(bag)]) == 0
     record = json.loads(capsys.readouterr().out)
     assert (record['intent_score'], record['exec_score'], record['seed']) == (1.0, 1.0, 439)
