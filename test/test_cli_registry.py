@@ -58,6 +58,15 @@ def test_training_split_lists_labels_with_paraphrases(capsys: pytest.CaptureFixt
     assert conditional['truth']['action'] == 'stack_on_target'
 
 
+def test_listing_filters_by_layout(capsys: pytest.CaptureFixture[str]):
+    assert main(['tasks', '--layout', 'scene2_5']) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    # layout 2.5 (bowls swapped): 4 L1 bowl placements and their 4 L3 rewrites
+    assert len(lines) == 8 and all(line.split('\t')[2] == 'scene2.5' for line in lines)
+    assert main(['tasks', '--layout', 'scene4.1', '--split', 'train']) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 16
+
+
 @pytest.mark.parametrize(
     ('argv', 'message'),
     [
@@ -65,6 +74,8 @@ def test_training_split_lists_labels_with_paraphrases(capsys: pytest.CaptureFixt
         (['tasks', '--level', 'L5'], "unknown level 'L5'"),
         (['tasks', '--pattern', 'no_such_task'], "no eval task ID matches 'no_such_task'"),
         (['tasks', '--split', 'train', '--level', '1'], 'training labels have no level'),
+        (['tasks', '--layout', 'scene9_9'], "unknown layout 'scene9_9'"),
+        (['tasks', '--layout', 'scene2.5', '--scene', '1'], "unknown layout 'scene2.5'"),
     ],
 )
 def test_bad_input_is_one_error_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]):

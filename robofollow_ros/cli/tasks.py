@@ -5,10 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 
-from robofollow_ros.benchmark import LEVELS, SCENES, VARIANTS, eval_tasks, training_labels
+from robofollow_ros.benchmark import (
+    LEVELS,
+    SCENES,
+    VARIANTS,
+    eval_tasks,
+    get_layout,
+    layout_names,
+    parse_scene,
+    training_labels,
+)
 from robofollow_ros.benchmark.serialize import task_to_dict
 from robofollow_ros.benchmark.types import Task
-from robofollow_ros.errors import RegistryError, UnknownTaskError
+from robofollow_ros.errors import RegistryError, UnknownLayoutError, UnknownTaskError
 
 HELP = 'list, filter and count training labels and evaluation tasks'
 DESCRIPTION = """\
@@ -19,6 +28,7 @@ examples:
   robofollow tasks --scene 4 --level L3        the Scene 4 L3 tasks
   robofollow tasks --pattern 'L1_s1*' --json   Scene 1 L1 tasks with ground truth, as JSON
   robofollow tasks --split train --scene s2    the Scene 2 training labels
+  robofollow tasks --layout scene2.5           the tasks of layout 2.5 (bowls swapped)
 """
 
 
@@ -30,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--split', choices=('eval', 'train'), default='eval', help='evaluation tasks or training labels'
     )
     parser.add_argument('--pattern', help='glob (with * ? [) or substring matched against the task ID')
+    parser.add_argument('--layout', help='only tasks in this layout (e.g. default, scene1_2, scene2.5, scene4.6)')
     parser.add_argument(
         '--variant', choices=VARIANTS, default='literal', help='Scene 2 L3 ground truth: literal reading or published'
     )
@@ -47,7 +58,23 @@ def _select(args: argparse.Namespace) -> list[Task]:
         tasks = eval_tasks(scene=args.scene, level=args.level, variant=args.variant, pattern=args.pattern)
     if args.pattern is not None and not tasks:
         raise UnknownTaskError(f'no {args.split} task ID matches {args.pattern!r}')
+    if args.layout is not None:
+        tasks = _in_layout(tasks, args.layout, scene=args.scene)
     return tasks
+
+
+def _in_layout(tasks: list[Task], name: str, *, scene: str | None) -> list[Task]:
+    scenes = [parse_scene(scene)] if scene is not None else list(SCENES)
+    known = {}
+    for number in scenes:
+        try:
+            known[number] = get_layout(number, name).name
+        except UnknownLayoutError:
+            continue
+    if not known:
+        choices = ', '.join(sorted({layout for number in scenes for layout in layout_names(number)}))
+        raise UnknownLayoutError(f'unknown layout {name!r}; layouts: {choices}')
+    return [task for task in tasks if known.get(task.scene) == get_layout(task.scene, task.layout).name]
 
 
 def _count_table(tasks: list[Task], *, split: str) -> str:
