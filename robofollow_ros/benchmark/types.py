@@ -197,6 +197,11 @@ class Task:
     note: str = ''
 
     @property
+    def resolved_truth(self) -> GroundTruth:
+        """What is performed and scored: the true branch of a conditional, else ``truth``."""
+        return self.conditional.resolved if self.conditional is not None else self.truth
+
+    @property
     def arm(self) -> Arm:
         """The designated (first-acting) arm."""
         return self.truth.arm

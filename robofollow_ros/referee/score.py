@@ -26,11 +26,6 @@ from robofollow_ros.referee.validation import prepare_trajectory
 BOOKKEEPING = ('seed', 'round', 'variant')
 
 
-def resolved_truth(task: Task) -> GroundTruth:
-    """The ground truth that is scored: the true branch of a conditional, else the task's truth."""
-    return task.conditional.resolved if task.conditional is not None else task.truth
-
-
 def is_conditional(task: Task) -> bool:
     """An if/else task (protocol §4.7 item 6)."""
     return task.conditional is not None or '_if_' in task.task_id or task.instruction.strip().lower().startswith('if ')
@@ -121,7 +116,7 @@ def score_episode(
         RoboFollowError: no scorer for the task's action, or the task does not fit the layout.
     """
     config = config or default_config()
-    truth = resolved_truth(task)
+    truth = task.resolved_truth
     _check_truth(truth, layout)
     scorer = scorer_for(truth.scene, truth.action)
     prepared = prepare_trajectory(trajectory, layout=layout, config=config, needs=scorer.requirements(truth))

@@ -17,7 +17,7 @@ from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Layout, Task
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.sim.expert.planners import Assignment
-from robofollow_ros.sim.expert.policy import ExpertPolicy, resolved_truth
+from robofollow_ros.sim.expert.policy import ExpertPolicy
 from robofollow_ros.sim.expert.routes import route_objects
 
 
@@ -29,7 +29,7 @@ def fixed_label(task: Task, layout: Layout) -> Task:
     """
     present = set(layout.object_names)
     for label in registry.training_labels(config=task.config):
-        truth = resolved_truth(label)
+        truth = label.resolved_truth
         names = (truth.source, truth.target, truth.route_object, truth.then_source)
         if all(name is None or name in present for name in names):
             return label
@@ -41,5 +41,5 @@ class BlindPolicy(ExpertPolicy):
 
     def assignment_for(self, task: Task, layout: Layout) -> Assignment:
         """The fixed label's ground truth in the episode's layout (the task's own truth is ignored)."""
-        truth = resolved_truth(fixed_label(task, layout))
+        truth = fixed_label(task, layout).resolved_truth
         return Assignment(truth=truth, layout=layout, route_objects=route_objects(truth, layout))

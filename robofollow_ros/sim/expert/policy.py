@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from robofollow_ros.benchmark.types import GroundTruth, Layout, Task
+from robofollow_ros.benchmark.types import Layout, Task
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.sim.expert.constants import IDLE_ROWS, ROWS_PER_QUERY
 from robofollow_ros.sim.expert.phases import Phase, PhaseContext
@@ -29,11 +29,6 @@ from robofollow_ros.sim.motion import MotionPlanner
 def robot_motion_planner() -> MotionPlanner:
     """A motion planner on a robot-only model of the cell (kinematics do not depend on the objects)."""
     return MotionPlanner(Kinematics(CellModel.build([])))
-
-
-def resolved_truth(task: Task) -> GroundTruth:
-    """The behaviour to perform: the true branch of a conditional, else the task's ground truth."""
-    return task.conditional.resolved if task.conditional is not None else task.truth
 
 
 class ExpertPolicy:
@@ -69,7 +64,7 @@ class ExpertPolicy:
 
     def assignment_for(self, task: Task, layout: Layout) -> Assignment:
         """What to do in this episode: the task's own ground truth."""
-        truth = resolved_truth(task)
+        truth = task.resolved_truth
         return Assignment(truth=truth, layout=layout, route_objects=route_objects(truth, layout))
 
     def bind_task(self, task: Task, layout: Layout) -> None:
