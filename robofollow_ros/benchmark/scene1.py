@@ -232,7 +232,6 @@ def _task(task_id: str, level: int | None, layout: str, item: _Tuple, ref: Spati
     return Task(
         task_id=task_id,
         scene=SCENE,
-        split='train' if level is None else 'eval',
         level=level,
         layout=layout,
         config=CONFIG,

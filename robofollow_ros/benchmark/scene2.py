@@ -328,7 +328,6 @@ def _task(
     return Task(
         task_id=task_id,
         scene=SCENE,
-        split='train' if level is None else 'eval',
         level=level,
         layout=layout_name,
         config=CONFIG,

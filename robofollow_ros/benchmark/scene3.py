@@ -219,7 +219,6 @@ def _task(task_id: str, level: int | None, layout_name: str, label: _Label, rewr
     return Task(
         task_id=task_id,
         scene=SCENE,
-        split='train' if level is None else 'eval',
         level=level,
         layout=layout_name,
         config=CONFIG,

@@ -278,7 +278,6 @@ def _task(task_id: str, level: int | None, layout_name: str, spec: Spec, label: 
     return Task(
         task_id=task_id,
         scene=SCENE,
-        split='train' if level is None else 'eval',
         level=level,
         layout=layout_name,
         config=_config_of(layout_name),

@@ -171,7 +171,7 @@ class Conditional:
 
 @dataclass(frozen=True)
 class Task:
-    """A training label or an evaluation task.
+    """A training label (``level`` None) or an evaluation task (``level`` 0-3).
 
     ``instruction`` is the one evaluation instruction (or, for a training label, the canonical first
     paraphrase); ``paraphrases`` holds every training paraphrase (just the instruction for evaluation
@@ -183,7 +183,6 @@ class Task:
 
     task_id: str
     scene: int
-    split: Split
     level: int | None
     layout: str
     config: str
@@ -195,6 +194,11 @@ class Task:
     label: str | None = None
     flags: tuple[str, ...] = ()
     note: str = ''
+
+    @property
+    def split(self) -> Split:
+        """``train`` for training labels (no level), ``eval`` for evaluation tasks."""
+        return 'train' if self.level is None else 'eval'
 
     @property
     def resolved_truth(self) -> GroundTruth:

@@ -92,7 +92,6 @@ def task(
     return Task(
         task_id=task_id,
         scene=truth.scene,
-        split='eval',
         level=level,
         layout=layout.name,
         config=layout.name,
