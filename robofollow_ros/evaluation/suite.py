@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from robofollow_ros import __version__
 from robofollow_ros.benchmark import registry
-from robofollow_ros.benchmark.types import Task, Variant
+from robofollow_ros.benchmark.types import Layout, Task, Variant
 from robofollow_ros.errors import RoboFollowError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, EpisodeOutcome, run_episode
 from robofollow_ros.evaluation.progress import Progress
-from robofollow_ros.evaluation.results import ResultsFile, TrialKey
+from robofollow_ros.evaluation.results import ResultsFile, TrialKey, trial_key
 from robofollow_ros.policy.base import needs_images
 from robofollow_ros.policy.factory import make_policy
 from robofollow_ros.referee.config import default_config
@@ -153,7 +153,7 @@ def unscored_record(trial: Trial, *, reason: str, variant: Variant) -> dict[str,
         'layout': trial.task.layout,
         'level_tag': trial.task.level_tag,
         'arm': trial.task.arm,
-        'base_task_type': trial.task.truth.action,
+        'base_task_type': trial.task.resolved_truth.action,
         'variant': variant,
         'intent_score': 0.0,
         'exec_score': 0.0,
@@ -166,9 +166,8 @@ def unscored_record(trial: Trial, *, reason: str, variant: Variant) -> dict[str,
     }
 
 
-def make_record(trial: Trial, outcome: EpisodeOutcome, *, options: SuiteOptions) -> dict[str, Any]:
+def make_record(trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, options: SuiteOptions) -> dict[str, Any]:
     """Score the episode and return its result record with the trial's bookkeeping fields."""
-    layout = registry.layout_of(trial.task)
     try:
         result = score_episode(
             trial.task,
@@ -211,10 +210,9 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
     env = CellEnv(render=needs_images(policy))
     try:
         for trial in todo:
-            outcome = run_episode(
-                env, policy, trial.task, seed=trial.seed, layout=registry.layout_of(trial.task), limits=options.limits
-            )
-            record = make_record(trial, outcome, options=options)
+            layout = registry.layout_of(trial.task)
+            outcome = run_episode(env, policy, trial.task, seed=trial.seed, layout=layout, limits=options.limits)
+            record = make_record(trial, outcome, layout=layout, options=options)
             if options.record != 'none':
                 record['episode_file'] = _record_episode(options, trial, outcome, record)
             results.append(record)
@@ -229,4 +227,4 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
             close()
         env.close()
     _write_run_file(options, status='complete', expected=len(trials), completed=len(results.done() & wanted))
-    return [record for record in results.records if (record['task_id'], record.get('round', 0)) in wanted]
+    return [record for record in results.records if trial_key(record) in wanted]
