@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.in_process:
         raise RoboFollowError(
-            'only --in-process evaluation is available here; over ROS, use the launch files (robofollow launch sim)'
+            'only --in-process evaluation is available so far (evaluation over ROS nodes is not in this package yet)'
         )
     if args.rounds < 1 or args.first_round < 1:
         raise RoboFollowError('--rounds and --first-round must be at least 1')
