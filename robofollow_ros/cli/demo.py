@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from robofollow_ros.referee.report import Table
 
 HELP = 'demo evaluation in simulation: expert vs language-blind baseline, one task per scene and level'
 DESCRIPTION = """\
@@ -38,7 +42,7 @@ def demo_task_ids() -> list[str]:
     return [tasks[len(tasks) // 2].task_id for tasks in cells]
 
 
-def side_by_side(tables: dict[str, object]) -> str:
+def side_by_side(tables: dict[str, Table]) -> str:
     """A Markdown table with IS / ES / CR of each policy per scene and level."""
     names = list(tables)
     first = tables[names[0]]
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         raise RoboFollowError('--rounds must be at least 1')
     task_ids = None if args.all else demo_task_ids()
-    tables = {}
+    tables: dict[str, Table] = {}
     for policy in POLICIES:
         out = args.out / policy
         options = SuiteOptions(
