@@ -31,7 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--tasks', default=None, help='only task ids matching this glob or substring')
     parser.add_argument('--rounds', type=int, default=1, help='rounds per task (protocol: 10; default 1)')
     parser.add_argument('--first-round', type=int, default=1, help='number of the first round (default 1)')
-    parser.add_argument('--variant', choices=('literal', 'published'), default='literal', help='Scene 2 L3 truth')
+    parser.add_argument(
+        '--variant',
+        default='published',
+        metavar='{published,corrected}',
+        help='truth and scoring rules (default published: the published benchmark; see docs/scoring.md)',
+    )
     parser.add_argument('--out', type=Path, default=None, help='output folder (default runs/<policy>)')
     parser.add_argument(
         '--record', choices=('none', 'json', 'bag'), default='none', help='also save each episode for re-scoring'
@@ -42,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
-    from robofollow_ros.benchmark.registry import parse_level, parse_scene
+    from robofollow_ros.benchmark.registry import parse_level, parse_scene, parse_variant
     from robofollow_ros.evaluation.episode import EpisodeLimits
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
@@ -62,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         pattern=args.tasks,
         rounds=args.rounds,
         first_round=args.first_round,
-        variant=args.variant,
+        variant=parse_variant(args.variant),
         record=args.record,
         limits=EpisodeLimits(max_queries=args.max_queries),
     )

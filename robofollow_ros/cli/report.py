@@ -14,7 +14,8 @@ Summarise result records (JSON Lines files or JSON arrays, e.g. results.jsonl of
 the output of `robofollow score`) per scene and level: mean Intent Score, mean Execution Score and the
 task-macro Completion Rate, in percent, laid out like the paper's Table 1, with the unweighted mean over
 scenes. Writes summary.md, summary.csv, summary.json and summary.png to --out and prints the Markdown.
-Records of the same trial (task, variant, round, seed) seen again are skipped with a warning.
+Records of the same trial (task, variant, round, seed) seen again are skipped with a warning; records of
+different variants (published, corrected) are refused: report each variant apart.
 """
 
 
@@ -42,5 +43,8 @@ def run(args: argparse.Namespace) -> int:
         )
     sys.stdout.write(report.markdown)
     episodes = sum(summary.episodes for summary in report.summaries)
-    print(f'\n{episodes} episodes in {len(report.summaries)} groups; tables and plot in {out}', file=sys.stderr)
+    print(
+        f'\n{episodes} episodes in {len(report.summaries)} groups, variant {report.variant}; tables and plot in {out}',
+        file=sys.stderr,
+    )
     return 0

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import Layout, Task, Variant
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.referee.trajectory import Trajectory
@@ -29,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('paths', nargs='+', metavar='PATH', help='trajectory JSON file or episode bag')
     parser.add_argument(
         '--variant',
-        choices=('literal', 'published'),
-        help='task variant (default: the one recorded with the episode, else literal)',
+        metavar='{published,corrected}',
+        help='truth and scoring rules (default: the variant recorded with the episode, else published)',
     )
     parser.add_argument('--config', metavar='FILE', help='referee constants overriding config/referee.yaml')
 
@@ -59,12 +61,12 @@ def _task_and_layout(task_id: str, variant: Variant, meta: dict[str, Any]) -> tu
     return task, layout
 
 
-def score_path(path: Path, *, variant: Variant | None = None, config: Any = None) -> dict[str, Any]:
+def score_path(path: Path, *, variant: str | None = None, config: Any = None) -> dict[str, Any]:
     """Score one trajectory file or bag and return its result record."""
     from robofollow_ros.referee.score import score_episode
 
     task_id, recorded_variant, meta, trajectory = _read(path)
-    chosen: Variant = variant or recorded_variant or 'literal'  # type: ignore[assignment]
+    chosen = parse_variant(variant or recorded_variant or DEFAULT_VARIANT)
     task, layout = _task_and_layout(task_id, chosen, meta)
     keep = {key: meta[key] for key in ('seed', 'round', 'recovered', 'warnings') if meta.get(key) is not None}
     result = score_episode(task, trajectory, layout=layout, config=config, meta=keep, variant=chosen)
@@ -78,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.referee.config import load_config
 
     config = load_config(args.config) if args.config else None
+    if args.variant is not None:
+        parse_variant(args.variant)
     for name in args.paths:
         path = Path(name)
         if not path.exists():

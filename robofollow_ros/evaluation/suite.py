@@ -42,7 +42,7 @@ class SuiteOptions:
     task_ids: Sequence[str] | None = None
     rounds: int = 1
     first_round: int = 1
-    variant: Variant = 'literal'
+    variant: Variant = 'published'
     record: RecordMode = 'none'
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
 
@@ -173,7 +173,8 @@ def make_record(trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, option
             trial.task,
             outcome.trajectory,
             layout=layout,
-            meta={'seed': trial.seed, 'round': trial.round, 'variant': options.variant},
+            meta={'seed': trial.seed, 'round': trial.round},
+            variant=options.variant,
         )
         record = result.to_record()
     except TrajectoryError as error:

@@ -89,9 +89,12 @@ def to_csv(table: Table) -> str:
     return out.getvalue()
 
 
-def to_json(table: Table, summaries: Sequence[GroupSummary], *, duplicates_skipped: int = 0) -> str:
-    """The groups (fractions), the table (percent) and bookkeeping as JSON."""
+def to_json(
+    table: Table, summaries: Sequence[GroupSummary], *, duplicates_skipped: int = 0, variant: str | None = None
+) -> str:
+    """The groups (fractions), the table (percent) and bookkeeping (variant, duplicates skipped) as JSON."""
     document = {
+        'variant': variant,
         'groups': [summary.as_dict() for summary in summaries],
         'table': {
             row: {level: dict(zip(METRICS, value, strict=True)) for level, value in table.cells[row].items()}
@@ -135,12 +138,18 @@ class Report:
     markdown: str
     out: Path
     duplicates_skipped: list[dict[str, Any]]
+    variant: str | None = None
 
 
 def write_report(records: Sequence[dict[str, Any]], out: str | Path) -> Report:
-    """Deduplicate ``records``, summarise them and write summary.md / .csv / .json / .png into ``out``."""
-    from robofollow_ros.referee.aggregate import deduplicate, summarize
+    """Deduplicate ``records``, summarise them and write summary.md / .csv / .json / .png into ``out``.
 
+    Raises:
+        RoboFollowError: the records mix variants (nothing is written).
+    """
+    from robofollow_ros.referee.aggregate import deduplicate, single_variant, summarize
+
+    variant = single_variant(records)
     kept, skipped = deduplicate(records)
     summaries = summarize(kept)
     table = build_table(summaries)
@@ -149,6 +158,9 @@ def write_report(records: Sequence[dict[str, Any]], out: str | Path) -> Report:
     markdown = to_markdown(table)
     (folder / 'summary.md').write_text(markdown, encoding='utf-8')
     (folder / 'summary.csv').write_text(to_csv(table), encoding='utf-8')
-    (folder / 'summary.json').write_text(to_json(table, summaries, duplicates_skipped=len(skipped)), encoding='utf-8')
+    summary = to_json(table, summaries, duplicates_skipped=len(skipped), variant=variant)
+    (folder / 'summary.json').write_text(summary, encoding='utf-8')
     plot(table, folder / 'summary.png')
-    return Report(summaries=summaries, table=table, markdown=markdown, out=folder, duplicates_skipped=skipped)
+    return Report(
+        summaries=summaries, table=table, markdown=markdown, out=folder, duplicates_skipped=skipped, variant=variant
+    )
