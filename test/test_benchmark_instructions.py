@@ -142,7 +142,8 @@ def test_scene2_corrected_and_published_disagree_exactly_on_flagged_tasks():
         assert (literal.truth != published.truth) == (FLAG_LITERAL_DIFFERS in literal.flags)
     flagged = [t.task_id for t in eval_tasks(scene=2, variant='corrected') if FLAG_LITERAL_DIFFERS in t.flags]
     assert len(flagged) == 8 and all(re.match(r'L3_scene2_[56]_0[1-4]_place_', t) for t in flagged)
-    literal = get_task('L3_scene2_5_01_place_right_cube_in_green_bowl_rightmost_cube_to_green_bowl', variant='corrected')
+    task_id = 'L3_scene2_5_01_place_right_cube_in_green_bowl_rightmost_cube_to_green_bowl'
+    literal = get_task(task_id, variant='corrected')
     assert 'left bowl' in literal.instruction
     assert literal.truth.target == 'yellow_bowl'
     assert (
