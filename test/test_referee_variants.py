@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from golden.episodes import HOME, TCP_ABOVE, add, pick, score, stage_scores, standing, still
-from golden.scenes import S2, S3, S4_1, task
+from golden.scenes import S1, S2, S3, S4_1, task
 from test_referee_s2 import BOWL, CUBE, GREEN_BOWL, PICKUP, PUSH, RED_CUBE, bowl_motion, push_motion
 from test_referee_s3 import VIA, carry
 from test_referee_s4 import OBJECTS as S4_OBJECTS
@@ -281,6 +281,57 @@ def test_rule7_frame_windows_count_executed_rows(motion, variant, executed, unit
     ]
     assert (record['intent_score'], record['exec_score']) == totals
     assert record['completion_ok'] is True
+
+
+# Rule 7, S1 final layout: the relation must hold on the table in the last 10 frames (rows), or over the last 0.6 s.
+BEHIND = task(
+    'L0_place_yellow_block_1_behind_red_cylinder',
+    GroundTruth(1, 'place_relative', 'right', 'yellow_block_1', target='red_cylinder', relation='behind'),
+    S1,
+)
+S1_ROW_TIMES = np.concatenate([np.arange(0.0, 8.0, 0.06), np.arange(8.0, 10.0 + 1e-9, 0.2)])
+
+
+def nudged_placement() -> Motion:
+    # placed behind the cylinder at 5.5 s and released (5.82 s); pushed aside (cos 0.62 < 0.71) from 8.1 s to
+    # 9.1 s, back in place from 9.3 s. Rows of 0.2 s from 8.0 s: the last 10 frames (8.2-10.0 s) include the
+    # nudge, the last 0.6 s do not.
+    objects = standing(S1, {'red_cylinder': 0.765})
+    block, spot = objects['yellow_block_1'], (0.10, 0.04, 0.76)
+    motion = pick(still(Motion(duration=10.0), objects), arm='right', name='yellow_block_1', start=block, place=spot)
+    aside = (0.20, 0.04, 0.76)
+    motion.obj(
+        'yellow_block_1',
+        (0.0, block),
+        (2.5, block),
+        (3.5, add(block, (0, 0, 0.10))),
+        (5.0, add(spot, (0, 0, 0.10))),
+        (5.5, spot),
+        (8.0, spot),
+        (8.1, aside),
+        (9.1, aside),
+        (9.3, spot),
+    )
+    return motion
+
+
+@pytest.mark.parametrize(
+    ('variant', 'executed', 'final'),
+    [('published', True, False), ('published', False, True), ('corrected', True, True)],
+)
+def test_rule7_final_layout_window_counts_executed_rows(variant, executed, final):
+    from robofollow_ros.referee.score import score_episode
+
+    trajectory = replace(nudged_placement().sample(times=S1_ROW_TIMES), frames_are_rows=executed)
+    record = score_episode(BEHIND, trajectory, layout=S1, variant=variant).to_record()
+    # every stage full in all three (1.0 / 1.0); Completion is the final-layout flag
+    assert (record['intent_score'], record['exec_score']) == (1.0, 1.0)
+    assert record['final_target_ok'] is final
+    assert record['completion_ok'] is final
+    frames = variant == 'published' and executed
+    assert record['window_units'] == ('frames' if frames else 'seconds')
+    # the window checked: the last 10 rows (8.2-10.0 s), or the samples after 10.0 - 0.6 s (9.6-10.0 s)
+    assert record['final_target_window'] == pytest.approx([8.2, 10.0] if frames else [9.6, 10.0])
 
 
 # Also in the code: the S4 sequence match distance is inclusive in published (d <= 0.07), strict in corrected.
