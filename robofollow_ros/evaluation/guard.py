@@ -65,15 +65,17 @@ class _Worker:
         while (job := self._jobs.get()) is not None:
             job.run()
 
-    def call(self, function: Callable[[], T], *, timeout: float) -> T:
-        """Run ``function`` on the worker; raise ``TimeoutError`` past ``timeout`` or re-raise its error."""
+    def call(self, function: Callable[[], Any], *, timeout: float) -> _Job:
+        """Run ``function`` on the worker and return the finished job; ``TimeoutError`` past ``timeout``.
+
+        The job's own exception is returned in ``job.error``, never raised here, so that an exception raised
+        in this (main) thread while waiting, such as Ctrl-C, is never mistaken for the policy's.
+        """
         job = _Job(function)
         self._jobs.put(job)
         if not job.done.wait(timeout):
             raise TimeoutError
-        if job.error is not None:
-            raise job.error
-        return job.result
+        return job
 
     def stop(self) -> None:
         """Let the thread end after its current job."""
@@ -118,21 +120,22 @@ class GuardedPolicy:
             raise PolicyFailure(f'policy {self.name!r} was abandoned after an earlier failure', kind=stage)
         limit = self.timeout if timeout is None else timeout
         try:
-            return self._worker.call(function, timeout=limit)
+            job = self._worker.call(function, timeout=limit)
         except TimeoutError:
             self._abandon()
             raise PolicyFailure(
                 f'{stage} did not return within {limit:g} s (instance abandoned; --query-timeout sets the limit)',
                 kind='timeout',
             ) from None
-        except PolicyError as error:
+        error = job.error
+        if error is None:
+            return job.result
+        if isinstance(error, PolicyError):
             raise PolicyFailure(str(error), kind=stage) from error
-        except Exception as error:
-            raise PolicyFailure(f'{stage} raised {type(error).__name__}: {error}', kind=stage) from error
-        except BaseException as error:
+        if not isinstance(error, Exception):
             # SystemExit / KeyboardInterrupt raised *by policy code* (real signals go to the main thread).
             self._abandon()
-            raise PolicyFailure(f'{stage} raised {type(error).__name__}: {error}', kind=stage) from None
+        raise PolicyFailure(f'{stage} raised {type(error).__name__}: {error}', kind=stage) from error
 
     def _abandon(self) -> None:
         self.abandoned = True
