@@ -46,7 +46,7 @@ def check_interface(policy: object, *, name: str) -> None:
     missing = [method for method in INTERFACE if not callable(getattr(policy, method, None))]
     if missing:
         raise PolicyError(
-            f'policy {name!r} built a {type(policy).__name__} without {", ".join(missing)}: '
+            f'policy {name!r} returned a {type(policy).__name__!r} that lacks {", ".join(missing)}: '
             'a policy needs reset(), set_instruction(text) and predict(observation)'
         )
 
