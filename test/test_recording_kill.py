@@ -59,7 +59,8 @@ def test_sigkill_at_random_points_while_recording_never_leaves_a_blocker(tmp_pat
         referenced = {record['episode_file'].split('/')[-1] for record in eval_process.result_lines(out)}
         if episodes.exists():
             leftovers += sum(is_partial(e) or e.name not in referenced for e in episodes.iterdir())
-    print(f'{mode}: {kills} kills, {leftovers} leftovers (partial or unrecorded episodes) seen after them')
+    with capsys.disabled():
+        print(f'\n{mode}: {kills} kills, {leftovers} leftovers (partial or unrecorded episodes) seen after them')
     assert kills >= 5, 'the kill loop must interrupt the run several times'
 
     finish = eval_process.run(eval_args(out, mode))
