@@ -112,7 +112,8 @@ METRIC_STYLES = {
 Y_LIMITS = (-5.0, 108.0)
 
 
-def _panels(tables: dict[str, Table], path: str | Path, *, title: str | None) -> None:
+def figure_of(tables: dict[str, Table], *, title: str | None = None) -> Any:
+    """A matplotlib figure: one panel per scene (and the mean); per policy and metric one styled line."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -148,18 +149,24 @@ def _panels(tables: dict[str, Table], path: str | Path, *, title: str | None) ->
     if title:
         figure.suptitle(title)
     figure.tight_layout()
+    return figure
+
+
+def _save(figure: Any, path: str | Path) -> None:
+    import matplotlib.pyplot as plt
+
     figure.savefig(path, dpi=100, bbox_inches='tight')
     plt.close(figure)
 
 
 def plot(table: Table, path: str | Path, *, title: str | None = None) -> None:
     """Write a PNG: one panel per scene (and the mean), IS / ES / CR against the level."""
-    _panels({'': table}, path, title=title)
+    _save(figure_of({'': table}, title=title), path)
 
 
 def plot_comparison(tables: dict[str, Table], path: str | Path, *, title: str | None = None) -> None:
     """Write a PNG comparing policies: one colour per policy, one marker and line style per metric."""
-    _panels(tables, path, title=title)
+    _save(figure_of(tables, title=title), path)
 
 
 @dataclass(frozen=True)
