@@ -49,3 +49,7 @@ class SimulationError(RoboFollowError):
 
 class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
+
+
+class PolicyConnectionError(PolicyError):
+    """The connection to a policy server broke or timed out (the request may or may not have run)."""

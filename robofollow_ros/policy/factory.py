@@ -13,6 +13,9 @@ BUILTIN_POLICIES: dict[str, str] = {
     'expert': 'robofollow_ros.sim.expert:ExpertPolicy',
     'blind': 'robofollow_ros.sim.expert:BlindPolicy',
     'hold': 'robofollow_ros.policy.hold:HoldPolicy',
+    'replay': 'robofollow_ros.policy.replay:ReplayPolicy',
+    'openpi': 'robofollow_ros.policy.openpi:OpenpiPolicy',
+    'robotwin-tcp': 'robofollow_ros.policy.robotwin_tcp:RobotwinTcpPolicy',
 }
 
 
