@@ -69,13 +69,14 @@ class OpenpiConnection:
             if attempt:
                 time.sleep(self.retry_interval)
             try:
-                self._socket = connect(
+                opening = connect(
                     self.uri,
                     compression=None,
                     max_size=self.max_frame_bytes,
                     open_timeout=self.timeout,
                     additional_headers=headers,
                 )
+                self._socket = opening.__enter__()  # a context manager since websockets 17, a connection before
                 break
             except (OSError, TimeoutError, websockets.InvalidHandshake) as error:
                 last_error = error

@@ -1,0 +1,102 @@
+"""Whole in-process episodes against ``robofollow serve-policy`` subprocesses, over both wire protocols."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+
+import pytest
+from remote_support import ServedPolicyProcess
+
+from robofollow_ros.cli import main
+
+pytestmark = pytest.mark.sim
+TASK = 'L0_pickup_yellow_block_2'
+PROTOCOLS = ('openpi', 'robotwin-tcp')
+LOCAL_ONLY = ('wall_seconds', 'policy', 'episode_file')
+
+
+def records(path):
+    return [json.loads(line) for line in (path / 'results.jsonl').read_text(encoding='utf-8').splitlines()]
+
+
+def evaluate(out, policy, *extra):
+    args = ['eval', '--in-process', '--policy', policy, '--tasks', TASK, '--out', str(out), '--quiet', *extra]
+    return main(args)
+
+
+def client_kwargs(port):
+    return json.dumps({'port': port, 'connect_retries': 1, 'timeout': 60})
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize('protocol', PROTOCOLS)
+def test_a_served_policy_gives_the_same_records_as_the_policy_in_process(tmp_path, protocol):
+    assert evaluate(tmp_path / 'direct', 'remote_support:make_wave', '--rounds', '2', '--record', 'json') == 0
+    with ServedPolicyProcess('--policy', 'remote_support:make_wave', '--protocol', protocol) as server:
+        assert '127.0.0.1' in server.announcement
+        remote = ['--policy-kwargs', client_kwargs(server.port), '--rounds', '2', '--record', 'json']
+        assert evaluate(tmp_path / 'remote', protocol, *remote) == 0
+        status, _ = server.stop()
+    assert status == 0
+
+    direct, served = records(tmp_path / 'direct'), records(tmp_path / 'remote')
+    assert len(direct) == len(served) == 2
+    for here, there in zip(direct, served, strict=True):
+        assert there['policy'] == protocol and there['policy_error'] is None
+        assert there['queries'] == 10 and there['executed_rows'] == 70
+        assert {k: v for k, v in here.items() if k not in LOCAL_ONLY} == {
+            k: v for k, v in there.items() if k not in LOCAL_ONLY
+        }
+        direct_frames = json.loads((tmp_path / 'direct' / here['episode_file']).read_text(encoding='utf-8'))
+        served_frames = json.loads((tmp_path / 'remote' / there['episode_file']).read_text(encoding='utf-8'))
+        assert direct_frames == served_frames
+
+
+@pytest.mark.parametrize('protocol', PROTOCOLS)
+def test_a_server_killed_mid_episode_is_that_trials_policy_error_and_the_run_goes_on(tmp_path, protocol):
+    served = ('--policy', 'remote_support:make_wave', '--policy-kwargs', '{"die_at": 3}', '--protocol', protocol)
+    with ServedPolicyProcess(*served) as server:
+        status = evaluate(tmp_path, protocol, '--policy-kwargs', client_kwargs(server.port), '--rounds', '3')
+        assert server.process.wait(timeout=30) == -signal.SIGKILL
+    assert status == 0
+    first, *later = records(tmp_path)
+    assert [record['round'] for record in (first, *later)] == [1, 2, 3]
+    assert first['queries'] == 2 and first['executed_rows'] == 14
+    assert 'connection' in first['policy_error']
+    for record in later:
+        assert record['queries'] == 0 and 'not reachable' in record['policy_error']
+    run = json.loads((tmp_path / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'complete' and run['completed_trials'] == 3
+
+
+@pytest.mark.parametrize('protocol', PROTOCOLS)
+@pytest.mark.parametrize('stop_with', [signal.SIGINT, signal.SIGTERM])
+def test_serve_policy_stops_cleanly_on_sigint_and_sigterm(protocol, stop_with):
+    with ServedPolicyProcess('--policy', 'hold', '--protocol', protocol) as server:
+        status, stderr = server.stop(stop_with)
+    assert status == 0, stderr
+    with socket.socket() as probe:
+        assert probe.connect_ex(('127.0.0.1', server.port)) != 0
+
+
+@pytest.mark.parametrize('protocol', PROTOCOLS)
+def test_a_dead_endpoint_is_one_clear_error_line(tmp_path, capsys, protocol):
+    port = free_port()
+    assert evaluate(tmp_path, protocol, '--policy-kwargs', client_kwargs(port)) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith('robofollow eval: error: ') and f'127.0.0.1:{port}' in line and 'not reachable' in line
+    assert not (tmp_path / 'results.jsonl').exists() or not records(tmp_path)
+
+
+@pytest.mark.parametrize('policy', ['expert', 'blind'])
+def test_serving_a_privileged_policy_is_refused_in_one_line(capsys, policy):
+    assert main(['serve-policy', '--policy', policy, '--port', '0']) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert 'privileged' in line and 'replay' in line
