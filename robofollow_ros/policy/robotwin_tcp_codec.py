@@ -74,12 +74,13 @@ def decode_message(body: bytes) -> Any:
         raise PolicyError(f'not a UTF-8 JSON robotwin-tcp message: {error}') from error
 
 
-def _receive_exactly(sock: socket.socket, size: int) -> bytes | None:
+def _receive_up_to(sock: socket.socket, size: int) -> bytes:
+    """``size`` bytes, or fewer if the peer closed the connection first."""
     chunks = bytearray()
     while len(chunks) < size:
         chunk = sock.recv(min(size - len(chunks), 1 << 20))
         if not chunk:
-            return None
+            break
         chunks += chunk
     return bytes(chunks)
 
@@ -91,13 +92,15 @@ def read_frame(sock: socket.socket, *, max_bytes: int = MAX_FRAME_BYTES) -> byte
         PolicyError: the announced length is 0 or above ``max_bytes`` (the body is left unread, so the
             stream cannot be resynchronised), or the connection closed in the middle of a frame.
     """
-    header = _receive_exactly(sock, HEADER.size)
-    if header is None:
+    header = _receive_up_to(sock, HEADER.size)
+    if not header:
         return None
+    if len(header) < HEADER.size:
+        raise PolicyError(f'connection closed after {len(header)} bytes of a frame header')
     (size,) = HEADER.unpack(header)
     if not 0 < size <= max_bytes:
         raise PolicyError(f'frame length {size} is outside (0, {max_bytes}]')
-    body = _receive_exactly(sock, size)
-    if body is None:
-        raise PolicyError(f'connection closed after {HEADER.size} of {HEADER.size + size} frame bytes')
+    body = _receive_up_to(sock, size)
+    if len(body) < size:
+        raise PolicyError(f'connection closed after {HEADER.size + len(body)} of {HEADER.size + size} frame bytes')
     return body
