@@ -23,7 +23,8 @@ from robofollow_ros.policy.openpi import OpenpiPolicy
 from robofollow_ros.policy.robotwin_tcp import RobotwinTcpPolicy
 from robofollow_ros.policy.server.openpi_server import OpenpiServer
 from robofollow_ros.policy.server.robotwin_tcp_server import RobotwinTcpServer
-from robofollow_ros.policy.server.served import ServedPolicy, wire_observation
+from robofollow_ros.policy.server.served import ServedPolicy
+from robofollow_ros.policy.wire import wire_observation
 
 CAMERAS = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
 

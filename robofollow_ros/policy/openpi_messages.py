@@ -16,20 +16,14 @@ import numpy as np
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.base import ACTION_DIM, validate_chunk
 from robofollow_ros.policy.openpi_images import OPENPI_IMAGE_SIZE, from_openpi, to_openpi
+from robofollow_ros.policy.wire import CAMERAS, observation_fields
 
-CAMERAS: tuple[str, ...] = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
 REQUIRED_CAMERA = 'cam_high'
 
 
 def observation_request(observation: Any, prompt: str, *, image_size: int = OPENPI_IMAGE_SIZE) -> dict[str, Any]:
     """The openpi request for an observation with ``images`` (h, w, 3) and a 14-D ``state``."""
-    images = getattr(observation, 'images', None) or {}
-    missing = [camera for camera in CAMERAS if camera not in images]
-    if missing:
-        raise PolicyError(f'the openpi policy needs camera images; the observation lacks {", ".join(missing)}')
-    state = np.asarray(observation.state, dtype=np.float32).reshape(-1)
-    if state.shape != (ACTION_DIM,):
-        raise PolicyError(f'the state must have {ACTION_DIM} values, got {state.shape[0]}')
+    images, state = observation_fields(observation, backend='openpi')
     return {
         'images': {camera: to_openpi(images[camera], size=image_size) for camera in CAMERAS},
         'state': state,

@@ -14,6 +14,7 @@ import numpy as np
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.base import ACTION_DIM
+from robofollow_ros.policy.wire import observation_fields
 
 COMMANDS: tuple[str, ...] = ('reset', 'set_instruction', 'predict')
 CAMERA_FIELDS: dict[str, str] = {
@@ -26,16 +27,10 @@ CAMERA_FIELDS: dict[str, str] = {
 
 def predict_payload(observation: Any, instruction: str) -> dict[str, Any]:
     """The ``predict`` payload for an observation with ``images`` and ``state``."""
-    images = getattr(observation, 'images', None) or {}
-    missing = [camera for camera in CAMERA_FIELDS.values() if camera not in images]
-    if missing:
-        raise PolicyError(f'the robotwin-tcp policy needs camera images; the observation lacks {", ".join(missing)}')
-    state = np.asarray(observation.state, dtype=np.float64).reshape(-1)
-    if state.shape != (ACTION_DIM,):
-        raise PolicyError(f'the state must have {ACTION_DIM} values, got {state.shape[0]}')
+    images, state = observation_fields(observation, backend='robotwin-tcp')
     return {
         'observation': {field: {'rgb': np.asarray(images[camera])} for field, camera in CAMERA_FIELDS.items()},
-        'joint_action': {'vector': state},
+        'joint_action': {'vector': state.astype(np.float64)},
         'instruction': instruction,
     }
 

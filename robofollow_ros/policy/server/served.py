@@ -10,13 +10,7 @@ import numpy as np
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.base import PrivilegedPolicy, validate_chunk
-
-
-def wire_observation(images: Mapping[str, np.ndarray], state: np.ndarray) -> Any:
-    """The observation a served policy receives: camera images and the 14-D state, nothing privileged."""
-    from robofollow_ros.sim.env import Observation
-
-    return Observation(images=dict(images), state=np.asarray(state, dtype=np.float32), time=0.0)
+from robofollow_ros.policy.wire import wire_observation
 
 
 class ServedPolicy:
