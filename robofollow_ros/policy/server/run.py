@@ -13,14 +13,14 @@ from robofollow_ros.policy.server.openpi_server import OpenpiServer
 from robofollow_ros.policy.server.robotwin_tcp_server import RobotwinTcpServer
 from robofollow_ros.policy.server.served import ServedPolicy
 
-Protocol = Literal['openpi', 'robotwin-tcp']
-PROTOCOLS: tuple[Protocol, ...] = ('openpi', 'robotwin-tcp')
-DEFAULT_PORTS: dict[Protocol, int] = {'openpi': 8000, 'robotwin-tcp': 8999}
-SCHEMES: dict[Protocol, str] = {'openpi': 'ws', 'robotwin-tcp': 'tcp'}
+WireProtocol = Literal['openpi', 'robotwin-tcp']
+PROTOCOLS: tuple[WireProtocol, ...] = ('openpi', 'robotwin-tcp')
+DEFAULT_PORTS: dict[WireProtocol, int] = {'openpi': 8000, 'robotwin-tcp': 8999}
+SCHEMES: dict[WireProtocol, str] = {'openpi': 'ws', 'robotwin-tcp': 'tcp'}
 
 
 def make_server(
-    served: ServedPolicy, *, protocol: Protocol, host: str, port: int, max_frame_bytes: int | None = None
+    served: ServedPolicy, *, protocol: WireProtocol, host: str, port: int, max_frame_bytes: int | None = None
 ) -> OpenpiServer | RobotwinTcpServer:
     """Bind a server for ``served`` speaking ``protocol``."""
     options: dict[str, Any] = {'host': host, 'port': port}
@@ -40,7 +40,7 @@ def serve_policy(
     name: str,
     *,
     kwargs: Mapping[str, Any] | None = None,
-    protocol: Protocol = 'openpi',
+    protocol: WireProtocol = 'openpi',
     host: str = '127.0.0.1',
     port: int | None = None,
     max_frame_bytes: int | None = None,
@@ -69,8 +69,9 @@ def serve_policy(
     try:
         worker.start()
         announce(f'serving {name} over {protocol} at {SCHEMES[protocol]}://{host}:{server.port}')
-        while not stop.wait(0.5) and worker.is_alive():
-            pass
+        while not stop.wait(0.5):
+            if not worker.is_alive():
+                raise PolicyError(f'the {protocol} server stopped unexpectedly')
     finally:
         server.shutdown()
         worker.join(timeout=10)
