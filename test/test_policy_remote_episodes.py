@@ -100,3 +100,14 @@ def test_serving_a_privileged_policy_is_refused_in_one_line(capsys, policy):
     assert main(['serve-policy', '--policy', policy, '--port', '0']) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert 'privileged' in line and 'replay' in line
+
+
+@pytest.mark.parametrize('protocol', PROTOCOLS)
+def test_serving_on_a_taken_port_is_one_error_line(capsys, protocol):
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(['serve-policy', '--policy', 'hold', '--protocol', protocol, '--port', str(port)]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith('robofollow serve-policy: error: cannot listen on 127.0.0.1:')

@@ -17,6 +17,8 @@ from websockets.sync.server import serve
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy import openpi_codec
+from robofollow_ros.policy.base import Policy, PrivilegedPolicy
+from robofollow_ros.policy.factory import make_policy
 from robofollow_ros.policy.hold import HoldPolicy
 from robofollow_ros.policy.openpi import OpenpiPolicy
 from robofollow_ros.policy.robotwin_tcp import RobotwinTcpPolicy
@@ -252,3 +254,16 @@ def test_robotwin_client_rejects_malformed_replies(reply, message):
         with pytest.raises(PolicyError, match=message):
             client.predict(observation())
         client.close()
+
+
+@pytest.mark.parametrize(('name', 'server_class'), [('openpi', OpenpiServer), ('robotwin-tcp', RobotwinTcpServer)])
+def test_network_backends_are_registered_user_policies(name, server_class):
+    with running(server_class) as server:
+        policy = make_policy(name, kwargs={'port': server.port, 'connect_retries': 1})
+        assert isinstance(policy, Policy) and not isinstance(policy, PrivilegedPolicy)
+        policy.reset()
+        policy.set_instruction('hold')
+        assert policy.predict(observation()).shape == (5, 14)
+        policy.close()
+    with pytest.raises(PolicyError, match='cannot build'):
+        make_policy(name, kwargs={'port': 1, 'no_such_option': True})
