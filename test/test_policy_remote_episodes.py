@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import signal
 import socket
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from remote_support import ServedPolicyProcess
 
 from robofollow_ros.cli import main
+from robofollow_ros.policy.factory import make_policy
 
 pytestmark = pytest.mark.sim
 TASK = 'L0_pickup_yellow_block_2'
@@ -111,3 +114,21 @@ def test_serving_on_a_taken_port_is_one_error_line(capsys, protocol):
         assert main(['serve-policy', '--policy', 'hold', '--protocol', protocol, '--port', str(port)]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith('robofollow serve-policy: error: cannot listen on 127.0.0.1:')
+
+
+@pytest.mark.parametrize('protocol', PROTOCOLS)
+def test_a_client_carries_on_with_a_server_restarted_between_episodes(protocol):
+    images = {camera: np.zeros((240, 320, 3), np.uint8) for camera in ('cam_high', 'cam_left_wrist', 'cam_right_wrist')}
+    observation = SimpleNamespace(images=images, state=np.zeros(14, np.float32))
+    with ServedPolicyProcess('--policy', 'hold', '--protocol', protocol) as first:
+        client = make_policy(protocol, kwargs={'port': first.port, 'connect_retries': 1})
+        client.reset()
+        client.set_instruction('hold')
+        assert client.predict(observation).shape == (5, 14)
+        assert first.stop()[0] == 0
+    with ServedPolicyProcess('--policy', 'hold', '--protocol', protocol, '--port', str(first.port)) as second:
+        client.reset()
+        client.set_instruction('hold')
+        assert client.predict(observation).shape == (5, 14)
+        client.close()
+        assert second.stop()[0] == 0
