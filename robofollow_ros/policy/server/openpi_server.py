@@ -35,14 +35,7 @@ def _health_check(connection: ServerConnection, request: Request) -> Response | 
 
 
 class OpenpiServer:
-    """A websocket server bound at construction (``port=0`` picks a free port, see ``port``).
-
-    Args:
-        served: the policy to serve.
-        host: address to bind; 127.0.0.1 keeps the policy off the network.
-        port: port to bind.
-        max_frame_bytes: largest request accepted.
-    """
+    """A websocket ``PolicyServer`` (see ``interface.py`` for the constructor's arguments)."""
 
     def __init__(
         self,

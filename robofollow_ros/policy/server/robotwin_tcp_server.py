@@ -40,14 +40,7 @@ def _error_reply(error: BaseException) -> dict[str, str]:
 
 
 class RobotwinTcpServer:
-    """A TCP server bound at construction (``port=0`` picks a free port, see ``port``).
-
-    Args:
-        served: the policy to serve.
-        host: address to bind; 127.0.0.1 keeps the policy off the network.
-        port: port to bind.
-        max_frame_bytes: largest request accepted.
-    """
+    """A TCP ``PolicyServer`` (see ``interface.py`` for the constructor's arguments)."""
 
     def __init__(
         self,

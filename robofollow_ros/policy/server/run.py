@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.factory import make_policy
+from robofollow_ros.policy.server.interface import PolicyServer
 from robofollow_ros.policy.server.openpi_server import OpenpiServer
 from robofollow_ros.policy.server.robotwin_tcp_server import RobotwinTcpServer
 from robofollow_ros.policy.server.served import ServedPolicy
@@ -21,7 +22,7 @@ SCHEMES: dict[WireProtocol, str] = {'openpi': 'ws', 'robotwin-tcp': 'tcp'}
 
 def make_server(
     served: ServedPolicy, *, protocol: WireProtocol, host: str, port: int, max_frame_bytes: int | None = None
-) -> OpenpiServer | RobotwinTcpServer:
+) -> PolicyServer:
     """Bind a server for ``served`` speaking ``protocol``."""
     options: dict[str, Any] = {'host': host, 'port': port}
     if max_frame_bytes is not None:
