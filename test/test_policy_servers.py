@@ -267,3 +267,21 @@ def test_network_backends_are_registered_user_policies(name, server_class):
         policy.close()
     with pytest.raises(PolicyError, match='cannot build'):
         make_policy(name, kwargs={'port': 1, 'no_such_option': True})
+
+
+def test_openpi_client_sends_the_api_key_from_the_environment(monkeypatch):
+    headers = []
+
+    def handler(connection):
+        headers.append(connection.request.headers.get('Authorization'))
+        connection.send(openpi_codec.packb({}))
+
+    monkeypatch.setenv('OPENPI_API_KEY', 'from-env')
+    with serve(handler, '127.0.0.1', 0) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        port = server.socket.getsockname()[1]
+        OpenpiPolicy('127.0.0.1', port, connect_retries=1).close()
+        OpenpiPolicy('127.0.0.1', port, connect_retries=1, api_key='given').close()
+        server.shutdown()
+    assert headers == ['Api-Key from-env', 'Api-Key given']

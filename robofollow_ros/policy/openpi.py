@@ -8,6 +8,7 @@ server that died between episodes shows up as that episode's policy error.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from robofollow_ros.policy.openpi_messages import actions_from_reply, observatio
 from robofollow_ros.policy.openpi_transport import DEFAULT_MAX_FRAME_BYTES, OpenpiConnection
 
 DEFAULT_PORT = 8000
+API_KEY_VARIABLE = 'OPENPI_API_KEY'
 
 
 class OpenpiPolicy:
@@ -25,7 +27,8 @@ class OpenpiPolicy:
     Args:
         host: server host, or a full ``ws://`` / ``wss://`` URI.
         port: server port (openpi's default 8000).
-        api_key: optional key, sent as ``Authorization: Api-Key <key>``.
+        api_key: optional key, sent as ``Authorization: Api-Key <key>``; default: the ``OPENPI_API_KEY``
+            environment variable, which keeps the key out of the run's recorded policy arguments.
         timeout: seconds to wait for a connection and for each reply.
         connect_retries: connection attempts (``retry_interval`` seconds apart) before a ``PolicyError``.
         image_size: side of the square images sent.
@@ -57,7 +60,7 @@ class OpenpiPolicy:
             timeout=timeout,
             connect_retries=connect_retries,
             retry_interval=retry_interval,
-            api_key=api_key,
+            api_key=api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE) or None,
             max_frame_bytes=max_frame_bytes,
         )
         self._connection.connect()
