@@ -132,3 +132,42 @@ def test_a_client_carries_on_with_a_server_restarted_between_episodes(protocol):
         assert client.predict(observation).shape == (5, 14)
         client.close()
         assert second.stop()[0] == 0
+
+
+class RowRecorder:
+    """Passes the expert through and keeps every row it commanded (at most 50 per query are executed)."""
+
+    def __init__(self, expert) -> None:
+        self.expert = expert
+        self.rows: list[list[float]] = []
+
+    def __getattr__(self, name):
+        return getattr(self.expert, name)
+
+    def predict(self, observation):
+        chunk = np.asarray(self.expert.predict(observation), dtype=np.float32)[:50]
+        self.rows.extend(chunk.tolist())
+        return chunk
+
+
+def test_a_served_replay_of_the_experts_rows_completes_the_task_like_the_replay_in_process(tmp_path):
+    from robofollow_ros.benchmark import registry
+    from robofollow_ros.evaluation.episode import run_episode
+    from robofollow_ros.sim.env import CellEnv
+
+    task = registry.get_task(TASK)
+    recorder = RowRecorder(make_policy('expert'))
+    with CellEnv(render=False) as env:
+        run_episode(env, recorder, task, seed=registry.trial_seed(TASK, 1), layout=registry.layout_of(task))
+    source = tmp_path / 'expert_rows.json'
+    source.write_text(json.dumps({'frames': [{'joints': row} for row in recorder.rows]}), encoding='utf-8')
+    replay_kwargs = json.dumps({'path': str(source)})
+
+    assert evaluate(tmp_path / 'direct', 'replay', '--policy-kwargs', replay_kwargs) == 0
+    with ServedPolicyProcess('--policy', 'replay', '--policy-kwargs', replay_kwargs) as server:
+        assert evaluate(tmp_path / 'served', 'openpi', '--policy-kwargs', client_kwargs(server.port)) == 0
+    [direct], [served] = records(tmp_path / 'direct'), records(tmp_path / 'served')
+    assert direct['completion_ok'] is True and served['policy_error'] is None
+    assert {k: v for k, v in direct.items() if k not in LOCAL_ONLY} == {
+        k: v for k, v in served.items() if k not in LOCAL_ONLY
+    }
