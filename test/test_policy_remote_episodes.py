@@ -17,7 +17,7 @@ from robofollow_ros.policy.factory import make_policy
 pytestmark = pytest.mark.sim
 TASK = 'L0_pickup_yellow_block_2'
 PROTOCOLS = ('openpi', 'robotwin-tcp')
-LOCAL_ONLY = ('wall_seconds', 'policy', 'episode_file')
+LOCAL_ONLY = ('wall_seconds', 'policy', 'episode_file', 'run_id')
 
 
 def records(path):
@@ -72,9 +72,10 @@ def test_a_server_killed_mid_episode_is_that_trials_policy_error_and_the_run_goe
     first, *later = records(tmp_path)
     assert [record['round'] for record in (first, *later)] == [1, 2, 3]
     assert first['queries'] == 2 and first['executed_rows'] == 14
-    assert 'connection' in first['policy_error']
+    assert first['error_kind'] == 'predict' and 'connection' in first['policy_error']
     for record in later:
-        assert record['queries'] == 0 and 'not reachable' in record['policy_error']
+        assert record['queries'] == 0 and record['error_kind'] == 'reset'
+        assert 'not reachable' in record['policy_error']
     run = json.loads((tmp_path / 'run.json').read_text(encoding='utf-8'))
     assert run['status'] == 'complete' and run['completed_trials'] == 3
 
@@ -90,12 +91,14 @@ def test_serve_policy_stops_cleanly_on_sigint_and_sigterm(protocol, stop_with):
 
 
 @pytest.mark.parametrize('protocol', PROTOCOLS)
-def test_a_dead_endpoint_is_one_clear_error_line(tmp_path, capsys, protocol):
+def test_a_dead_endpoint_is_one_clear_error_line_in_each_trials_record(tmp_path, capsys, protocol):
     port = free_port()
-    assert evaluate(tmp_path, protocol, '--policy-kwargs', client_kwargs(port)) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith('robofollow eval: error: ') and f'127.0.0.1:{port}' in line and 'not reachable' in line
-    assert not (tmp_path / 'results.jsonl').exists() or not records(tmp_path)
+    assert evaluate(tmp_path, protocol, '--policy-kwargs', client_kwargs(port), '--rounds', '2') == 0
+    for record in records(tmp_path):
+        assert record['error_kind'] == 'build' and record['queries'] == 0
+        error = record['policy_error']
+        assert '\n' not in error and f'127.0.0.1:{port}' in error and 'not reachable after 1 attempt(s)' in error
+    assert '2 with policy errors' in capsys.readouterr().out
 
 
 @pytest.mark.parametrize('policy', ['expert', 'blind'])
@@ -153,12 +156,15 @@ class RowRecorder:
 def test_a_served_replay_of_the_experts_rows_completes_the_task_like_the_replay_in_process(tmp_path):
     from robofollow_ros.benchmark import registry
     from robofollow_ros.evaluation.episode import run_episode
+    from robofollow_ros.evaluation.guard import GuardedPolicy
     from robofollow_ros.sim.env import CellEnv
 
     task = registry.get_task(TASK)
     recorder = RowRecorder(make_policy('expert'))
+    expert = GuardedPolicy.wrap(recorder, privileged=True, name='expert')
     with CellEnv(render=False) as env:
-        run_episode(env, recorder, task, seed=registry.trial_seed(TASK, 1), layout=registry.layout_of(task))
+        run_episode(env, expert, task, seed=registry.trial_seed(TASK, 1), layout=registry.layout_of(task))
+    expert.close()
     source = tmp_path / 'expert_rows.json'
     source.write_text(json.dumps({'frames': [{'joints': row} for row in recorder.rows]}), encoding='utf-8')
     replay_kwargs = json.dumps({'path': str(source)})

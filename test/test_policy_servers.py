@@ -250,8 +250,8 @@ def fake_tcp_server(reply):
 def test_robotwin_client_rejects_malformed_replies(reply, message):
     with fake_tcp_server(reply) as port:
         client = RobotwinTcpPolicy('127.0.0.1', port, connect_retries=1, timeout=5.0)
-        client.reset()
         with pytest.raises(PolicyError, match=message):
+            client.reset()
             client.predict(observation())
         client.close()
 

@@ -88,12 +88,12 @@ def test_unusable_replay_files_are_one_clear_error(tmp_path, document, message):
         ReplayPolicy(str(path))
 
 
-def test_a_missing_replay_source_fails_the_eval_command_in_one_line(tmp_path, capsys):
+def test_a_missing_replay_source_is_a_build_error_in_the_trials_record(tmp_path):
     kwargs = json.dumps({'path': str(tmp_path / 'nothing.json')})
     args = ['eval', '--in-process', '--policy', 'replay', '--policy-kwargs', kwargs, '--tasks', TASK, '--quiet']
-    assert main([*args, '--out', str(tmp_path / 'run')]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
-    assert 'replay source' in line and 'does not exist' in line
+    assert main([*args, '--out', str(tmp_path / 'run')]) == 0
+    [record] = [json.loads(line) for line in (tmp_path / 'run' / 'results.jsonl').read_text().splitlines()]
+    assert record['error_kind'] == 'build' and record['policy_error'].endswith('nothing.json does not exist')
 
 
 @pytest.mark.sim

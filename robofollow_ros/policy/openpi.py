@@ -1,9 +1,8 @@
 """``openpi``: a policy served by an openpi websocket server (pi0, pi0.5 and anything speaking that wire).
 
 Each ``predict`` sends the ALOHA observation (three letterboxed 224x224 CHW images, the 14-D state and the
-instruction as ``prompt``) and returns the reply's ``actions``. openpi has no reset message: a new episode
-opens a new connection (servers treat a connection as one task), lazily at the first ``predict``, so a
-server that died between episodes shows up as that episode's policy error.
+instruction as ``prompt``) and returns the reply's ``actions``. openpi has no reset message: ``reset``
+opens a new connection (servers treat a connection as one task; ours resets its policy).
 """
 
 from __future__ import annotations
@@ -71,8 +70,8 @@ class OpenpiPolicy:
         return self._connection.metadata
 
     def reset(self) -> None:
-        """End the server-side episode: the next ``predict`` opens a fresh connection."""
-        self._connection.close()
+        """Start a server-side episode on a fresh connection."""
+        self._connection.connect()
 
     def set_instruction(self, text: str) -> None:
         """Sent as ``prompt`` with every observation."""

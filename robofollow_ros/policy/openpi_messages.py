@@ -15,8 +15,9 @@ import numpy as np
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.base import ACTION_DIM, validate_chunk
+from robofollow_ros.policy.observation import CAMERAS
 from robofollow_ros.policy.openpi_images import OPENPI_IMAGE_SIZE, from_openpi, to_openpi
-from robofollow_ros.policy.wire import CAMERAS, observation_fields
+from robofollow_ros.policy.wire import observation_fields
 
 REQUIRED_CAMERA = 'cam_high'
 

@@ -1,9 +1,7 @@
 """``robotwin-tcp``: a policy behind the published RoboFollow length-prefixed JSON server (protocol §5.2).
 
-``reset`` and ``set_instruction`` are queued and sent, in order, right before the episode's first
-``predict``: the server sees the same command sequence, and a server that died between episodes shows up
-as that episode's policy error instead of ending the run. As the protocol says, only ``reset`` is retried
-(once, on a new connection) after a lost connection; ``set_instruction`` and ``predict`` are never replayed.
+Each call is one request on a persistent connection. As the protocol says, only ``reset`` is retried (once,
+on a new connection) after a lost connection; ``set_instruction`` and ``predict`` are never replayed.
 """
 
 from __future__ import annotations
@@ -55,32 +53,22 @@ class RobotwinTcpPolicy:
         )
         self._connection.connect()
         self._instruction = ''
-        self._pending: list[tuple[str, Any]] = []
 
     def reset(self) -> None:
-        """Queue ``reset`` (and drop commands queued for the previous episode)."""
-        self._pending = [('reset', None)]
+        """Send ``reset``; after a lost connection, reconnect and send it once more."""
+        try:
+            self._connection.call('reset', None)
+        except PolicyConnectionError:
+            self._connection.connect()
+            self._connection.call('reset', None)
 
     def set_instruction(self, text: str) -> None:
-        """Queue ``set_instruction``; the instruction also travels with every ``predict``."""
+        """Send ``set_instruction``; the instruction also travels with every ``predict``."""
         self._instruction = text
-        self._pending.append(('set_instruction', text))
-
-    def _flush(self) -> None:
-        pending, self._pending = self._pending, []
-        for command, payload in pending:
-            if command == 'reset':
-                try:
-                    self._connection.call(command, payload)
-                except PolicyConnectionError:
-                    self._connection.connect()
-                    self._connection.call(command, payload)
-            else:
-                self._connection.call(command, payload)
+        self._connection.call('set_instruction', text)
 
     def predict(self, observation: Any) -> np.ndarray:
         """Send the observation and return the server's validated float32 [T, 14] chunk."""
-        self._flush()
         return validate_chunk(self._connection.call('predict', predict_payload(observation, self._instruction)))
 
     def close(self) -> None:

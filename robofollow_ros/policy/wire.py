@@ -1,16 +1,16 @@
-"""What a remote policy is given: the three camera images and the 14-D state, nothing privileged."""
+"""What travels to a remote policy: the three camera images and the 14-D state of an ``Observation``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.base import ACTION_DIM
-
-CAMERAS: tuple[str, ...] = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+from robofollow_ros.policy.observation import CAMERAS, Observation
 
 
 def observation_fields(observation: Any, *, backend: str) -> tuple[Mapping[str, np.ndarray], np.ndarray]:
@@ -25,8 +25,6 @@ def observation_fields(observation: Any, *, backend: str) -> tuple[Mapping[str, 
     return images, state
 
 
-def wire_observation(images: Mapping[str, np.ndarray], state: np.ndarray) -> Any:
-    """The observation a served policy receives: camera images and the 14-D state."""
-    from robofollow_ros.sim.env import Observation
-
-    return Observation(images=dict(images), state=np.asarray(state, dtype=np.float32), time=0.0)
+def wire_observation(images: Mapping[str, np.ndarray], state: np.ndarray) -> Observation:
+    """The observation a served policy receives, as a user policy does in-process (read-only copies)."""
+    return Observation.from_environment(SimpleNamespace(images=images, state=state))

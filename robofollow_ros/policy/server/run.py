@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from robofollow_ros.errors import PolicyError
-from robofollow_ros.policy.factory import make_policy
+from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.policy.server.interface import PolicyServer
 from robofollow_ros.policy.server.openpi_server import OpenpiServer
 from robofollow_ros.policy.server.robotwin_tcp_server import RobotwinTcpServer
@@ -49,10 +49,21 @@ def serve_policy(
 ) -> None:
     """Serve the policy ``name`` until SIGINT or SIGTERM, then close it.
 
+    Raises:
+        PolicyError: ``name`` is privileged (``expert``, ``blind``: they need the scene's ground truth,
+            which a client cannot send), cannot be built, or the address cannot be bound.
+
     ``announce`` receives one line with the bound address once the server accepts connections
     (``port=0`` binds a free port, which that line names).
     """
-    served = ServedPolicy(make_policy(name, kwargs=kwargs), name=name)
+    factory = resolve_policy(name, kwargs=kwargs)
+    if factory.privileged:
+        raise PolicyError(
+            f'{name} is a privileged policy: it plans from the scene state, which does not travel over the wire; '
+            'serve a policy that needs only images, state and instruction (e.g. hold, or a replay of a recorded '
+            'expert episode)'
+        )
+    served = ServedPolicy(factory.build(), name=name)
     try:
         server = make_server(
             served,

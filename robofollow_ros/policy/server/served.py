@@ -9,25 +9,14 @@ from typing import Any
 import numpy as np
 
 from robofollow_ros.errors import PolicyError
-from robofollow_ros.policy.base import PrivilegedPolicy, validate_chunk
+from robofollow_ros.policy.base import validate_chunk
 from robofollow_ros.policy.wire import wire_observation
 
 
 class ServedPolicy:
-    """Wraps a policy for a server: serialises calls and validates every chunk before it leaves.
-
-    Raises:
-        PolicyError: on construction for a privileged policy (``expert``, ``blind``), which needs the
-            scene's ground truth and cannot get it from images and joint states on the wire.
-    """
+    """Wraps a user policy for a server: serialises calls and validates every chunk before it leaves."""
 
     def __init__(self, policy: Any, *, name: str) -> None:
-        if isinstance(policy, PrivilegedPolicy):
-            raise PolicyError(
-                f'{name} is a privileged policy: it plans from the scene state, which does not travel over the '
-                'wire; serve a policy that needs only images, state and instruction (e.g. hold, or replay of a '
-                'recorded expert episode)'
-            )
         self.policy = policy
         self.name = name
         self._instruction: str | None = None
