@@ -285,3 +285,22 @@ def test_openpi_client_sends_the_api_key_from_the_environment(monkeypatch):
         OpenpiPolicy('127.0.0.1', port, connect_retries=1, api_key='given').close()
         server.shutdown()
     assert headers == ['Api-Key from-env', 'Api-Key given']
+
+
+def test_serve_policy_bridges_a_robotwin_tcp_client_to_an_openpi_server():
+    with running(OpenpiServer) as upstream:
+        bridge = OpenpiPolicy('127.0.0.1', upstream.port, connect_retries=1)
+        server = RobotwinTcpServer(ServedPolicy(bridge, name='openpi'), port=0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        client = RobotwinTcpPolicy('127.0.0.1', server.port, connect_retries=1)
+        client.reset()
+        client.set_instruction('hold')
+        state = np.linspace(0, 1, 14, dtype=np.float32)
+        np.testing.assert_array_equal(client.predict(observation(state)), np.tile(state, (5, 1)))
+        with pytest.raises(PolicyError, match=r'openpi server error: .*model exploded'):
+            client.predict(observation(np.full(14, -1.0, dtype=np.float32)))
+        client.close()
+        server.shutdown()
+        thread.join(timeout=10)
+        bridge.close()
