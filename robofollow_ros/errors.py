@@ -27,6 +27,10 @@ class UnknownLevelError(RegistryError):
     """The level is not one of L0-L3."""
 
 
+class UnknownVariantError(RegistryError):
+    """The variant is not one of ``published`` and ``corrected``."""
+
+
 class UnknownLayoutError(RegistryError):
     """No layout has the given name."""
 
@@ -49,3 +53,7 @@ class SimulationError(RoboFollowError):
 
 class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
+
+
+class RunFolderError(RoboFollowError):
+    """An output folder cannot hold this run: in use by another run, holds another run, or is not a folder."""
