@@ -32,10 +32,15 @@ from robofollow_ros.diagnostics.probe import (
 from robofollow_ros.diagnostics.selection import Selection, mismatches, observed_selection, required_selection
 from robofollow_ros.errors import RegistryError
 from robofollow_ros.evaluation.episode import run_episode
-from robofollow_ros.policy.factory import make_policy
+from robofollow_ros.evaluation.guard import GuardedPolicy
+from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.sim.env import CellEnv
 
 SPREAD = [registry.eval_tasks(scene=scene, level=level)[3] for scene in (1, 2, 3, 4) for level in (0, 1, 2, 3)]
+
+
+def guarded(name: str) -> GuardedPolicy:
+    return GuardedPolicy(resolve_policy(name))
 
 
 @pytest.fixture(scope='module')
@@ -46,7 +51,7 @@ def env():
 
 def _episode(env, policy_name: str, task):
     layout = registry.layout_of(task)
-    outcome = run_episode(env, make_policy(policy_name), task, seed=registry.trial_seed(task.task_id, 1), layout=layout)
+    outcome = run_episode(env, guarded(policy_name), task, seed=registry.trial_seed(task.task_id, 1), layout=layout)
     return outcome.trajectory, layout
 
 
@@ -162,7 +167,7 @@ def test_probe_instructions_share_layout_and_seed():
 def test_probe_separates_the_expert_from_the_blind_baseline(env):
     sensitivity = {}
     for name in ('expert', 'blind'):
-        runs = run_probe(env, make_policy(name), ['scene4_3'])
+        runs = run_probe(env, guarded(name), ['scene4_3'])
         assert len(runs) == 9 and len({run.seed for run in runs}) == 1
         sensitivity[name] = sensitivity_by_scene(runs)[4]
     assert sensitivity['expert'].pairs == sensitivity['blind'].pairs > 10

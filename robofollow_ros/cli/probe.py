@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         sensitivity_markdown,
     )
     from robofollow_ros.errors import RoboFollowError
-    from robofollow_ros.policy.base import needs_images
-    from robofollow_ros.policy.factory import make_policy, parse_policy_kwargs
+    from robofollow_ros.evaluation.guard import GuardedPolicy
+    from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
     from robofollow_ros.sim.env import CellEnv
 
     if args.rounds < 1:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise RoboFollowError('--limit must be at least 2 (a probe compares pairs of instructions)')
     variant = parse_variant(args.variant)
     configs = resolve_configs([parse_scene(s) for s in _split(args.scene)] or None, _split(args.config) or None)
-    policy = make_policy(args.policy, kwargs=parse_policy_kwargs(args.policy_kwargs))
+    policy = GuardedPolicy(resolve_policy(args.policy, kwargs=parse_policy_kwargs(args.policy_kwargs)))
     done = 0
 
     def progress(run_: ProbeRun) -> None:
@@ -66,10 +66,19 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f'\rprobe: {done} runs ({run_.config}, round {run_.round})', end='', file=sys.stderr, flush=True)
 
-    with CellEnv(render=needs_images(policy)) as env:
-        runs = run_probe(
-            env, policy, configs, rounds=range(1, args.rounds + 1), variant=variant, limit=args.limit, on_run=progress
-        )
+    try:
+        with CellEnv(render=policy.needs_images) as env:
+            runs = run_probe(
+                env,
+                policy,
+                configs,
+                rounds=range(1, args.rounds + 1),
+                variant=variant,
+                limit=args.limit,
+                on_run=progress,
+            )
+    finally:
+        policy.close()
     if not args.quiet:
         print(file=sys.stderr)
     table = sensitivity_markdown(sensitivity_by_scene(runs), policy=args.policy)

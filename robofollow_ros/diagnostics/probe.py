@@ -22,7 +22,9 @@ from robofollow_ros.benchmark.constants import TRAINING_CONFIGS
 from robofollow_ros.benchmark.types import Layout, Task, Variant
 from robofollow_ros.diagnostics.selection import Selection, observed_selection, required_selection
 from robofollow_ros.errors import RegistryError, TrajectoryError
+from robofollow_ros.evaluation.environment import Environment
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
+from robofollow_ros.evaluation.guard import GuardedPolicy
 from robofollow_ros.referee.score import score_episode
 
 PROBE_ID_PREFIX = 'probe/'
@@ -173,8 +175,8 @@ def resolve_configs(scenes: Sequence[int] | None, configs: Sequence[str] | None)
 
 
 def run_probe(
-    env: Any,
-    policy: Any,
+    env: Environment,
+    policy: GuardedPolicy,
     configs: Sequence[str],
     *,
     rounds: Sequence[int] = (1,),
@@ -187,7 +189,7 @@ def run_probe(
 
     Args:
         env: an evaluation environment (``run_episode``'s).
-        policy: the policy under test.
+        policy: the policy under test (privileged or not, as its factory says).
         configs: training configurations to probe.
         rounds: rounds; each gives every instruction of a configuration one shared seed.
         variant: ground-truth variant of the L2 rewrites.
