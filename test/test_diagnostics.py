@@ -10,6 +10,7 @@ from robofollow_ros.benchmark import registry
 from robofollow_ros.cli import main
 from robofollow_ros.diagnostics.confusion import (
     NO_GRASP,
+    NOT_READ,
     OTHER_OBJECT,
     RIGHT_CHOICES,
     SAME_COLOUR,
@@ -29,11 +30,12 @@ from robofollow_ros.diagnostics.probe import (
     run_probe,
     sensitivity_by_scene,
 )
-from robofollow_ros.diagnostics.selection import Selection, mismatches, observed_selection, required_selection
 from robofollow_ros.errors import RegistryError
 from robofollow_ros.evaluation.episode import run_episode
 from robofollow_ros.evaluation.guard import GuardedPolicy
 from robofollow_ros.policy.factory import resolve_policy
+from robofollow_ros.referee.score import score_episode
+from robofollow_ros.referee.selection import Selection, mismatches, required_selection
 from robofollow_ros.sim.env import CellEnv
 
 SPREAD = [registry.eval_tasks(scene=scene, level=level)[3] for scene in (1, 2, 3, 4) for level in (0, 1, 2, 3)]
@@ -58,7 +60,7 @@ def _episode(env, policy_name: str, task):
 @pytest.mark.parametrize('task', SPREAD, ids=lambda task: task.task_id)
 def test_the_expert_goes_for_every_required_choice(env, task):
     trajectory, layout = _episode(env, 'expert', task)
-    observed = observed_selection(task, trajectory, layout=layout)
+    observed = score_episode(task, trajectory, layout=layout).selection
     required = required_selection(task)
     assert required.arm == task.resolved_truth.arm and required.object == task.resolved_truth.source
     assert mismatches(observed, required) == ()
@@ -79,14 +81,14 @@ def test_the_expert_goes_for_every_required_choice(env, task):
 def test_the_blind_baseline_is_confused_the_way_its_fixed_label_predicts(env, task_id, category, detail):
     task = registry.get_task(task_id)
     trajectory, layout = _episode(env, 'blind', task)
-    confusion = classify(observed_selection(task, trajectory, layout=layout), required_selection(task), layout)
+    confusion = classify(score_episode(task, trajectory, layout=layout).selection, required_selection(task), layout)
     assert (confusion.category, confusion.detail) == (category, detail)
 
 
 def test_a_policy_that_never_closes_grasped_nothing(env):
     task = registry.get_task('L0_s41_l_pick_red_sphere')
     trajectory, layout = _episode(env, 'hold', task)
-    observed = observed_selection(task, trajectory, layout=layout)
+    observed = score_episode(task, trajectory, layout=layout).selection
     assert observed == Selection(action='none')
     assert classify(observed, required_selection(task), layout).category == NO_GRASP
 
@@ -117,19 +119,33 @@ def test_colour_words_of_object_names():
     ]
 
 
-def test_confusion_table_counts_only_trials_without_full_intent():
+def _confusion_record(level: str, intent_ok: bool, observed: Selection | None, required: Selection) -> dict:
+    return {
+        'scene': 4,
+        'layout': 'scene4_1',
+        'level_tag': level,
+        'intent_ok': intent_ok,
+        'selection': None if observed is None else observed.to_dict(),
+        'required_selection': required.to_dict(),
+        'policy_error': None if observed is not None else 'policy raised RuntimeError: boom',
+    }
+
+
+def test_confusion_table_classifies_trials_without_full_intent_from_their_records():
+    wanted = Selection(arm='left', object='red_sphere', action='pickup')
     records = [
-        {'scene': 1, 'level_tag': 'L0', 'intent_ok': True, 'confusion': None},
-        {'scene': 1, 'level_tag': 'L0', 'intent_ok': False, 'confusion': {'category': WRONG_ARM, 'detail': 'a'}},
-        {'scene': 1, 'level_tag': 'L0', 'intent_ok': False, 'confusion': {'category': WRONG_ARM, 'detail': 'a'}},
-        {'scene': 1, 'level_tag': 'L1', 'intent_ok': False, 'confusion': {'category': SAME_COLOUR, 'detail': 'b'}},
-        {'scene': 2, 'level_tag': 'L1', 'intent_ok': False},
+        _confusion_record('L0', True, wanted, wanted),
+        _confusion_record('L0', False, Selection(arm='right', object='red_sphere'), wanted),
+        _confusion_record('L0', False, Selection(arm='right', object='blue_sphere'), wanted),
+        _confusion_record('L1', False, Selection(arm='left', object='red_cube_in_bowl', action='pickup'), wanted),
+        _confusion_record('L1', False, None, wanted),
     ]
     table = confusion_table(records)
     rows = {(row['scene'], row['level']): row for row in table.rows()}
-    assert (rows[(1, 'L0')]['trials'], rows[(1, 'L0')]['not_full'], rows[(1, 'L0')][WRONG_ARM]) == (3, 2, 2)
-    assert (rows[(1, 'L1')][SAME_COLOUR], rows[(2, 'L1')]['not_full']) == (1, 0)
-    assert table.top_details()[(1, 'L0')] == [('a', 2)]
+    assert (rows[(4, 'L0')]['trials'], rows[(4, 'L0')]['not_full'], rows[(4, 'L0')][WRONG_ARM]) == (3, 2, 2)
+    assert (rows[(4, 'L1')][SAME_COLOUR], rows[(4, 'L1')][NOT_READ]) == (1, 1)
+    assert table.top_details()[(4, 'L0')] == [('right arm instead of left', 2)]
+    assert ('policy raised RuntimeError: boom', 1) in table.top_details()[(4, 'L1')]
     markdown = table.markdown()
     assert WRONG_ARM in markdown and SAME_COLOUR in markdown and OTHER_OBJECT not in markdown
 
@@ -231,3 +247,38 @@ def test_mirage_gap_compares_the_same_trials_per_level():
     assert rows['all'].trials == 3 and rows['all'].policy.intent == pytest.approx((0.9 + 0.5) / 2)
     markdown = mirage_markdown(list(rows.values()), policy='expert', baseline='blind')
     assert '| L0 | 2 | 75.0 / 37.5 / 50.0 | 15.0 / 7.5 / 0.0 | +60.0 / +30.0 / +50.0 |' in markdown
+
+
+def test_report_shows_the_mirage_gap_and_confusion_of_a_real_run(tmp_path, capsys):
+    out = tmp_path / 'expert'
+    tasks = 'L1_s1*'
+    assert main(['eval', '--in-process', '--policy', 'expert', '--tasks', tasks, '--out', str(out), '--quiet']) == 0
+    records = [json.loads(line) for line in (out / 'results.jsonl').read_text(encoding='utf-8').splitlines()]
+    assert records and all(r['selection'] == r['required_selection'] for r in records)
+    capsys.readouterr()
+    assert main(['report', str(out / 'results.jsonl'), '--out', str(out / 'report')]) == 0
+    printed = capsys.readouterr()
+    assert f'same {len(records)} trials' in printed.err
+    baseline = [json.loads(line) for line in (out / 'report' / 'blind-baseline' / 'results.jsonl').open()]
+    assert sorted((r['task_id'], r['round']) for r in baseline) == sorted((r['task_id'], r['round']) for r in records)
+    document = json.loads((out / 'report' / 'diagnostics.json').read_text(encoding='utf-8'))
+    (gap_l1, gap_all) = document['mirage_gap']
+    assert gap_l1['level'] == 'L1' and gap_l1['trials'] == len(records)
+    assert gap_l1['policy']['intent'] == 1.0 and gap_l1['gap']['intent'] == pytest.approx(
+        1 - gap_l1['baseline']['intent']
+    )
+    assert gap_l1['baseline']['intent'] < 0.5 and gap_all['gap'] == gap_l1['gap']
+    assert 'Mirage gap: `expert` against the language-blind `blind`' in printed.out
+    assert document['confusion'][0]['not_full'] == 0
+    assert (out / 'report' / 'confusion.png').read_bytes()[:4] == b'\x89PNG'
+
+    blind_report = tmp_path / 'blind-report'
+    blind_results = out / 'report' / 'blind-baseline' / 'results.jsonl'
+    assert main(['report', str(blind_results), '--out', str(blind_report)]) == 0
+    blind = json.loads((blind_report / 'diagnostics.json').read_text(encoding='utf-8'))
+    assert blind['baseline'] is None and blind['confusion'][0]['not_full'] > 0
+    assert 'this run is the language-blind baseline itself' in capsys.readouterr().out
+    given = tmp_path / 'given'
+    assert main(['report', str(out / 'results.jsonl'), '--out', str(given), '--baseline', str(blind_results)]) == 0
+    assert json.loads((given / 'diagnostics.json').read_text(encoding='utf-8'))['mirage_gap'] == document['mirage_gap']
+    assert not (given / 'blind-baseline').exists()

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Layout
-from robofollow_ros.diagnostics.selection import Selection, mismatches
+from robofollow_ros.referee.selection import Selection, mismatches
 
 NO_GRASP = 'no grasp'
 WRONG_ARM = 'wrong arm'
@@ -24,6 +25,7 @@ SAME_COLOUR = 'same-colour distractor'
 SAME_SHAPE = 'same-shape distractor'
 OTHER_OBJECT = 'other object'
 RIGHT_CHOICES = 'right choices, not achieved'
+NOT_READ = 'not read'
 FIELD_CATEGORIES: dict[str, str] = {
     'action': 'wrong action',
     'target': 'wrong target',
@@ -42,6 +44,7 @@ CATEGORIES: tuple[str, ...] = (
     OTHER_OBJECT,
     *FIELD_CATEGORIES.values(),
     RIGHT_CHOICES,
+    NOT_READ,
 )
 
 
@@ -131,21 +134,30 @@ class ConfusionTable:
         return {group: self.details[group].most_common(most) for group in self.groups() if self.details.get(group)}
 
 
-def confusion_table(records: Iterable[Mapping[str, Any]]) -> ConfusionTable:
-    """Aggregate the ``confusion`` field of result records per scene and level.
+def record_confusion(record: Mapping[str, Any]) -> Confusion:
+    """The confusion of one result record (its ``selection`` and ``required_selection`` fields).
 
-    Records without Intent in full count as trials; those carrying a ``confusion`` entry are counted in
-    its category (records of trials that were never scored have none and count as trials only).
+    Records without them (never scored, or written before the referee read selections) are ``not read``.
     """
+    observed, required = record.get('selection'), record.get('required_selection')
+    if not observed or not required:
+        reason = record.get('policy_error') or record.get('intent_msg') or 'no selection in the record'
+        return Confusion(NOT_READ, str(reason))
+    layout = registry.get_layout(int(record['scene']), str(record['layout']))
+    return classify(Selection.from_dict(observed), Selection.from_dict(required), layout)
+
+
+def confusion_table(records: Iterable[Mapping[str, Any]]) -> ConfusionTable:
+    """Per scene and level: the trials, and the confusion category of each trial whose Intent is not full."""
     counts: dict[tuple[int, str], Counter[str]] = defaultdict(Counter)
     details: dict[tuple[int, str], Counter[str]] = defaultdict(Counter)
     trials: Counter[tuple[int, str]] = Counter()
     for record in records:
         group = (int(record['scene']), str(record['level_tag']))
         trials[group] += 1
-        confusion = record.get('confusion')
-        if record.get('intent_ok') or not confusion:
+        if record.get('intent_ok'):
             continue
-        counts[group][confusion['category']] += 1
-        details[group][confusion['detail']] += 1
+        confusion = record_confusion(record)
+        counts[group][confusion.category] += 1
+        details[group][confusion.detail] += 1
     return ConfusionTable(counts=dict(counts), trials=dict(trials), details=dict(details))

@@ -20,12 +20,12 @@ from typing import Any
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.constants import TRAINING_CONFIGS
 from robofollow_ros.benchmark.types import Layout, Task, Variant
-from robofollow_ros.diagnostics.selection import Selection, observed_selection, required_selection
 from robofollow_ros.errors import RegistryError, TrajectoryError
 from robofollow_ros.evaluation.environment import Environment
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.guard import GuardedPolicy
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.referee.selection import Selection, required_selection
 
 PROBE_ID_PREFIX = 'probe/'
 
@@ -207,8 +207,8 @@ def run_probe(
                 observed: Selection | None
                 intent: float | None
                 try:
-                    observed = observed_selection(task, outcome.trajectory, layout=layout)
-                    intent = score_episode(task, outcome.trajectory, layout=layout).intent_score
+                    result = score_episode(task, outcome.trajectory, layout=layout, variant=variant)
+                    observed, intent = result.selection, result.intent_score
                     error = outcome.policy_error
                 except TrajectoryError as failure:
                     observed, intent, error = None, None, f'not readable: {failure}'

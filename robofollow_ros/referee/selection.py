@@ -22,11 +22,8 @@ from robofollow_ros.referee.config import RefereeConfig, default_config
 from robofollow_ros.referee.events import close_event, first_close_arm, open_event
 from robofollow_ros.referee.s1_relation import DIRECTIONS
 from robofollow_ros.referee.s3_route import yaw_error, yaw_of
-from robofollow_ros.referee.scorers import scorer_for
-from robofollow_ros.referee.signals import EpisodeSignals, build_signals
+from robofollow_ros.referee.signals import EpisodeSignals
 from robofollow_ros.referee.source import find_support
-from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.referee.validation import prepare_trajectory
 
 ACTION_CLASSES: dict[str, str] = {
     'pickup': 'pickup',
@@ -110,19 +107,6 @@ def required_selection(task: Task) -> Selection:
         orientation=None if truth.place_mode is None else _mode_orientation(truth.place_mode),
         branch=None if conditional is None else ('then' if conditional.holds else 'else'),
         second=truth.then_source,
-    )
-
-
-def _signals(task: Task, trajectory: Trajectory, layout: Layout, config: RefereeConfig) -> EpisodeSignals:
-    truth = task.resolved_truth
-    scorer = scorer_for(truth.scene, truth.action)
-    prepared = prepare_trajectory(trajectory, layout=layout, config=config, needs=scorer.requirements(truth))
-    return build_signals(
-        prepared,
-        layout,
-        fingertip_offset=config.scene1.fingertip_offset if scorer.fingertip else None,
-        time_tolerance=config.time_tolerance,
-        origin=float(trajectory.t[0]),
     )
 
 
@@ -263,17 +247,12 @@ def _branch(task: Task, arm: Arm | None, grasped: str | None) -> str | None:
     return None
 
 
-def observed_selection(
-    task: Task, trajectory: Trajectory, *, layout: Layout, config: RefereeConfig | None = None
-) -> Selection:
-    """What the policy went for in ``trajectory``, with the choices the task's instruction constrains.
+def read_selection(task: Task, signals: EpisodeSignals, *, layout: Layout, config: RefereeConfig) -> Selection:
+    """What the policy went for, read from the signals the referee scores (``score_episode`` calls this).
 
-    Raises:
-        TrajectoryError: the trajectory is empty or lacks a signal the task's scorer needs.
+    ``result.selection`` of ``score_episode`` is the way to get it for a trajectory.
     """
-    config = config or default_config()
     truth: GroundTruth = task.resolved_truth
-    signals = _signals(task, trajectory, layout, config)
     push = truth.action == 'push'
     threshold = config.gripper.push_close if push else config.gripper.close
     closes = {arm: close_event(signals.grip[arm], threshold) for arm in ARMS}
