@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     'eval': 'robofollow_ros.cli.eval',
     'demo': 'robofollow_ros.cli.demo',
     'serve-policy': 'robofollow_ros.cli.serve_policy',
+    'probe': 'robofollow_ros.cli.probe',
 }
 
 DESCRIPTION = """\
