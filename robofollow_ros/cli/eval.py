@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
         force_new=args.force_new,
-        workers=args.workers or (0 if args.ray is not None else 1),
+        workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),
         use_ray=args.ray is not None,
         ray_address=args.ray or None,
     )
