@@ -72,4 +72,4 @@ def test_a_signal_stops_every_worker_and_the_run_resumes(tmp_path, one_process, 
 
 def test_workers_below_one_are_refused(tmp_path, capsys):
     assert main(cli_args(tmp_path / 'run', '--workers', '0')) == 2
-    assert capsys.readouterr().err.strip() == 'robofollow eval: --workers must be at least 1'
+    assert capsys.readouterr().err.strip() == 'robofollow eval: error: --workers must be at least 1'
