@@ -19,7 +19,8 @@ class SuiteOptions:
 
     ``workers`` simulators run the trials at once: worker processes on this machine, or Ray actors when
     ``use_ray`` is set (on the cluster at ``ray_address``, or a Ray instance started for the run when it is
-    ``None``; ``workers`` 0 means one actor per CPU of the cluster). One process (the caller) writes every file in either case.
+    ``None``; ``workers`` 0 means one actor per CPU of the cluster). One process (the caller) writes every
+    file in either case.
     """
 
     out: Path
