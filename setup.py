@@ -33,6 +33,7 @@ setup(
         share('urdf', '*.urdf'),
     ],
     install_requires=['setuptools', 'numpy', 'pyyaml', 'rosbags', 'transforms3d', 'mujoco', 'msgpack', 'websockets'],
+    extras_require={'ray': ['ray>=2.60']},
     zip_safe=False,
     entry_points={
         'console_scripts': [

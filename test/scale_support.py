@@ -22,12 +22,8 @@ def suite_options(out: Path, **changes) -> SuiteOptions:
 
 def cli_args(out: Path, *extra: str) -> list[str]:
     """The same 32 trials as ``robofollow eval`` arguments."""
-    return ['eval', '--in-process', '--scene', str(SCENE), '--level', f'L{LEVEL}', '--rounds', str(ROUNDS)] + [
-        '--out',
-        str(out),
-        '--quiet',
-        *extra,
-    ]
+    scope = ['--scene', str(SCENE), '--level', f'L{LEVEL}', '--rounds', str(ROUNDS)]
+    return ['eval', '--in-process', *scope, '--out', str(out), '--quiet', *extra]
 
 
 def comparable(records) -> dict:

@@ -18,6 +18,7 @@ from robofollow_ros import __version__
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Task
 from robofollow_ros.errors import RoboFollowError, RunFolderError
+from robofollow_ros.evaluation.dispatch import run_pool
 from robofollow_ros.evaluation.identity import RunIdentity, claim_run_folder
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.evaluation.options import SuiteOptions
@@ -94,6 +95,7 @@ def check_options(options: SuiteOptions) -> None:
         raise RoboFollowError('--max-queries and the actions per query must be at least 1')
     if options.workers < (0 if options.use_ray else 1):
         raise RoboFollowError('--workers must be at least 1')
+    run_pool(options)
     if not options.query_timeout > 0:
         raise RoboFollowError('--query-timeout must be a positive number of seconds')
     if options.out.exists() and not options.out.is_dir():
