@@ -4,13 +4,16 @@ Each worker process (started with the ``spawn`` method, so it shares no state wi
 ``TrialRunner`` and answers every trial it is sent with the trial's result; this process hands trials out
 from a ``TrialQueue`` and writes everything. A worker that dies mid-trial is replaced and its trial goes back
 to the front of the queue, so nothing is lost and nothing is recorded twice. Workers ignore Ctrl-C; the
-parent stops them (a stopped run resumes like a one-process run).
+parent stops them (a stopped run resumes like a one-process run), and a worker whose parent is gone exits
+when its pipe closes. Each worker runs in its own session: where the kernel shares the CPU between sessions
+(autogroup scheduling), N workers then get the share of N programs, not of one, as Ray's workers do.
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
 from collections.abc import Generator, Sequence
 from multiprocessing.connection import Connection, wait
@@ -32,6 +35,7 @@ def serve_trials(
 ) -> None:
     """A worker process: run every trial received on ``connection`` and send its result back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.setsid()
     try:
         with TrialRunner(options, identity=identity, policy_kwargs=policy_kwargs) as runner:
             while (trial := connection.recv()) is not None:
