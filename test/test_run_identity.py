@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import eval_process
 import pytest
@@ -186,3 +187,15 @@ def test_report_refuses_to_merge_runs_of_different_policies(tmp_path, capsys):
 
 def test_run_folder_error_is_a_robofollow_error():
     assert issubclass(RunFolderError, Exception)
+
+
+def test_ctrl_c_while_the_policy_is_thinking_stops_without_waiting_for_it(tmp_path):
+    out = tmp_path / 'run'
+    process = eval_process.start(eval_args(out), ROBOFOLLOW_TEST_SLEEP='600')
+    eval_process.wait_for_file(out / 'run.json', process)
+    time.sleep(1.0)  # the first predict is now sleeping on the policy's worker thread
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)  # a run that waited for the policy would hang for 600 s
+    assert process.returncode == 130 and 'interrupted (SIGINT)' in err
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'interrupted' and run['completed_trials'] == 0
