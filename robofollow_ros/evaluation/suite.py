@@ -383,10 +383,10 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
             if display is not None:
                 display.update(record, wall_seconds=wall)
 
-        status('running')
         slot = _PolicySlot(factory, timeout=options.query_timeout)
         try:
             with SignalStop().installed() as stop:
+                status('running')
                 _run_trials(
                     options, todo=todo, slot=slot, identity=identity, results=results, on_record=on_record, stop=stop
                 )
