@@ -166,12 +166,13 @@ def test_out_of_range_options_are_refused_up_front(tmp_path, capsys):
         (eval_args(tmp_path / 'c', '--rounds', '0'), '--rounds'),
         (eval_args(a_file), 'is a file, not a folder'),
         (eval_args(a_file / 'below'), 'cannot create --out'),
+        (eval_args(tmp_path / 'd', policy='telepathy'), "unknown policy 'telepathy'"),
     ]
     for args, message in cases:
         assert main(args) == 2
         err = capsys.readouterr().err
         assert message in err and err.count('\n') == 1, err
-    assert not (tmp_path / 'a').exists() and not (tmp_path / 'b').exists()
+    assert not any((tmp_path / name).exists() for name in 'abcd')
 
 
 def test_report_refuses_to_merge_runs_of_different_policies(tmp_path, capsys):

@@ -167,7 +167,7 @@ def check_options(options: SuiteOptions) -> None:
     """Refuse out-of-range options before anything runs.
 
     Raises:
-        RoboFollowError: a limit below 1, a timeout not above 0, or an ``out`` that is not a usable folder.
+        RoboFollowError: a limit below 1, a timeout not above 0, or an ``out`` that is a file.
     """
     if options.rounds < 1 or options.first_round < 1:
         raise RoboFollowError('--rounds and --first-round must be at least 1')
@@ -177,10 +177,18 @@ def check_options(options: SuiteOptions) -> None:
         raise RoboFollowError('--query-timeout must be a positive number of seconds')
     if options.out.exists() and not options.out.is_dir():
         raise RunFolderError(f'--out {options.out} is a file, not a folder')
+
+
+def make_out_folder(out: Path) -> None:
+    """Create the run folder (and its parents).
+
+    Raises:
+        RunFolderError: it cannot be created.
+    """
     try:
-        options.out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise RunFolderError(f'cannot create --out {options.out}: {error.strerror or error}') from error
+        raise RunFolderError(f'cannot create --out {out}: {error.strerror or error}') from error
 
 
 def episode_meta(trial: Trial, *, variant: Variant) -> dict[str, Any]:
@@ -345,6 +353,7 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
     identity = run_identity(options, privileged=factory.privileged)
     trials = plan_trials(options)
     wanted = {trial.key for trial in trials}
+    make_out_folder(options.out)
     with RunLock(options.out):
         results = ResultsFile(options.out / RESULTS_NAME)
         moved = claim_run_folder(
