@@ -6,12 +6,13 @@ import json
 import os
 import signal
 import time
+from typing import get_args
 
 import eval_process
 import pytest
 
+from robofollow_ros.benchmark.types import Variant
 from robofollow_ros.cli import main
-from robofollow_ros.errors import RunFolderError
 from robofollow_ros.evaluation import suite
 from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.evaluation.lock import RunLock
@@ -24,6 +25,11 @@ HOLD = 'policy_doubles:HoldingPolicy'
 
 def eval_args(out, *extra, policy=HOLD):
     return ['eval', '--in-process', '--policy', policy, '--tasks', TASKS, '--out', str(out), '--quiet', *extra]
+
+
+def one_line(err):
+    assert err.count('\n') == 1 and 'Traceback' not in err, err
+    return err
 
 
 def identity(**changes):
@@ -57,7 +63,6 @@ def test_identity_digest_is_stable_and_every_field_counts():
     [
         (['--max-queries', '3'], 'max_queries 10 there vs 3 here'),
         (['--policy-kwargs', '{"rows": 5}'], 'policy_kwargs {} there vs {"rows": 5} here'),
-        (['--variant', 'published'], 'variant "literal" there vs "published" here'),
         (['--query-timeout', '9'], 'query_timeout 300.0 there vs 9.0 here'),
     ],
 )
@@ -67,9 +72,19 @@ def test_resuming_with_another_identity_is_refused_in_one_line(tmp_path, capsys,
     before = (out / 'results.jsonl').read_bytes()
     capsys.readouterr()
     assert main(eval_args(out, *change)) == 2
-    err = capsys.readouterr().err
-    assert err.count('\n') == 1 and named in err and '--force-new' in err and 'new --out' in err
+    err = one_line(capsys.readouterr().err)
+    assert named in err and '--force-new' in err and 'new --out' in err
     assert (out / 'results.jsonl').read_bytes() == before
+
+
+def test_resuming_with_another_variant_is_refused(tmp_path, capsys):
+    out = tmp_path / 'run'
+    assert main(eval_args(out)) == 0
+    default = json.loads((out / 'identity.json').read_text(encoding='utf-8'))['variant']
+    other = next(variant for variant in get_args(Variant) if variant != default)
+    capsys.readouterr()
+    assert main(eval_args(out, '--variant', other)) == 2
+    assert f'variant "{default}" there vs "{other}" here' in one_line(capsys.readouterr().err)
 
 
 def test_another_policy_is_refused_and_force_new_sets_the_old_run_aside(tmp_path, capsys):
@@ -184,10 +199,6 @@ def test_report_refuses_to_merge_runs_of_different_policies(tmp_path, capsys):
     err = capsys.readouterr().err
     assert 'hold records of 2 different runs' in err and 'hold run' in err and err.count('\n') == 1
     assert main(['report', str(hold / 'results.jsonl'), str(hold / 'results.jsonl'), '--out', str(tmp_path)]) == 0
-
-
-def test_run_folder_error_is_a_robofollow_error():
-    assert issubclass(RunFolderError, Exception)
 
 
 def test_ctrl_c_while_the_policy_is_thinking_stops_without_waiting_for_it(tmp_path):
