@@ -100,6 +100,22 @@ def test_leftovers_without_a_record_are_replaced_not_blockers(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)['task_id'] == 'L0_pickup_yellow_block_2'
 
 
+def test_json_leftovers_without_a_record_are_replaced(tmp_path, capsys):
+    out = tmp_path / 'run'
+    episodes = out / 'episodes'
+    episodes.mkdir(parents=True)
+    stem = 'L0_pickup_yellow_block_2__r01'
+    (episodes / f'.{stem}.json.partial-12345').write_text('{"format": "robofollow-traj', encoding='utf-8')
+    (episodes / f'{stem}.json').write_text('{"format": "robofollow-trajectory/1", "task_id"', encoding='utf-8')
+    args = ['eval', '--in-process', '--policy', 'hold', '--tasks', 'L0_pickup_yellow_block_2', '--record', 'json']
+    assert main([*args, '--out', str(out), '--quiet']) == 0
+    assert sorted(entry.name for entry in episodes.iterdir()) == [f'{stem}.json']
+    capsys.readouterr()
+    assert main(['score', str(episodes / f'{stem}.json')]) == 0
+    [record] = eval_process.result_lines(out)
+    assert json.loads(capsys.readouterr().out)['exec_score'] == record['exec_score']
+
+
 def test_score_of_a_folder_skips_hidden_partials(tmp_path):
     folder = tmp_path / 'episodes'
     (folder / '.x.partial-1' / 'x').mkdir(parents=True)
