@@ -107,7 +107,11 @@ class GuardedPolicy:
         self.abandoned = False
         self._worker = _Worker(f'policy {factory.name}')
         self._policy: Any = None
-        self._policy = self._call('build', factory.build, timeout=BUILD_TIMEOUT_FACTOR * timeout)
+        try:
+            self._policy = self._call('build', factory.build, timeout=BUILD_TIMEOUT_FACTOR * timeout)
+        except PolicyFailure:
+            self._abandon()
+            raise
         self.needs_images = needs_images(self._policy)
 
     @classmethod
