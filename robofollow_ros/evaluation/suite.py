@@ -12,6 +12,7 @@ import threading
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Protocol
 
 from robofollow_ros import __version__
@@ -34,11 +35,57 @@ from robofollow_ros.referee.config import default_config
 __all__ = ['RunInterrupted', 'SuiteOptions', 'Trial', 'plan_trials', 'run_suite']
 
 RESULTS_NAME = 'results.jsonl'
-RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR)
+RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, 'report')
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """The run was stopped by a signal (SIGTERM); like Ctrl-C, it stops cleanly and resumes later."""
+    """The run was stopped by SIGINT (Ctrl-C) or SIGTERM; it stops cleanly and resumes later."""
+
+
+class SignalStop:
+    """Turns SIGINT and SIGTERM into ``RunInterrupted`` in the main thread, except inside ``shield()``.
+
+    A signal that arrives while a trial's episode and record are being written is held until the record and
+    ``run.json`` are complete, so that what is on disk always agrees.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.pending: str | None = None
+        self._shielded = 0
+
+    def _handle(self, number: int, frame: object) -> None:
+        name = signal.Signals(number).name
+        if self._shielded:
+            self.pending = self.pending or name
+            return
+        raise RunInterrupted(name)
+
+    @contextmanager
+    def installed(self) -> Iterator[SignalStop]:
+        """Install the handlers for the duration (only possible in the main thread; elsewhere a no-op)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = {number: signal.signal(number, self._handle) for number in self.SIGNALS}
+        try:
+            yield self
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    @contextmanager
+    def shield(self) -> Iterator[None]:
+        """Hold signals until the block is done, then act on the first one that arrived."""
+        self._shielded += 1
+        try:
+            yield
+        finally:
+            self._shielded -= 1
+        if not self._shielded and self.pending:
+            name, self.pending = self.pending, None
+            raise RunInterrupted(name)
 
 
 def select_tasks(options: SuiteOptions) -> list[Task]:
@@ -87,7 +134,8 @@ def check_options(options: SuiteOptions) -> None:
     """Refuse out-of-range options before anything runs.
 
     Raises:
-        RoboFollowError: a limit below 1, a timeout not above 0, or an ``out`` that is not a usable folder.
+        RoboFollowError: a limit below 1, a timeout not above 0, malformed pool endpoints, or an ``out`` that
+            is a file.
     """
     if options.rounds < 1 or options.first_round < 1:
         raise RoboFollowError('--rounds and --first-round must be at least 1')
@@ -100,27 +148,18 @@ def check_options(options: SuiteOptions) -> None:
         raise RoboFollowError('--query-timeout must be a positive number of seconds')
     if options.out.exists() and not options.out.is_dir():
         raise RunFolderError(f'--out {options.out} is a file, not a folder')
+
+
+def make_out_folder(out: Path) -> None:
+    """Create the run folder (and its parents).
+
+    Raises:
+        RunFolderError: it cannot be created.
+    """
     try:
-        options.out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise RunFolderError(f'cannot create --out {options.out}: {error.strerror or error}') from error
-
-
-@contextmanager
-def stop_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM into ``RunInterrupted`` in the main thread for the duration (nothing elsewhere)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(number: int, frame: object) -> None:
-        raise RunInterrupted(signal.Signals(number).name)
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        raise RunFolderError(f'cannot create --out {out}: {error.strerror or error}') from error
 
 
 class TrialExecutor(Protocol):
@@ -177,6 +216,7 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
     identity = run_identity(options, privileged=factory.privileged)
     trials = plan_trials(options)
     wanted = {trial.key for trial in trials}
+    make_out_folder(options.out)
     with RunLock(options.out):
         results = ResultsFile(options.out / RESULTS_NAME)
         moved = claim_run_folder(
@@ -215,23 +255,21 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
             if display is not None:
                 display.update(record, wall_seconds=wall)
 
-        status('running')
         executor = make_executor(options, identity=identity)
         by_key = {trial.key: trial for trial in todo}
         try:
-            with stop_on_sigterm():
+            with SignalStop().installed() as stop:
+                status('running')
                 stream = executor.results(todo)
                 try:
                     for result in stream:
-                        write_result(options, result, trial=by_key[result.key], results=results)
-                        on_record(result.record, float(result.record.get('wall_seconds', 0.0)))
+                        with stop.shield():
+                            write_result(options, result, trial=by_key[result.key], results=results)
+                            on_record(result.record, float(result.record.get('wall_seconds', 0.0)))
                 finally:
                     stream.close()
-        except RunInterrupted as stop:
-            status('interrupted', reason=str(stop))
-            raise
-        except KeyboardInterrupt:
-            status('interrupted', reason='SIGINT')
+        except KeyboardInterrupt as interrupt:
+            status('interrupted', reason=str(interrupt) or 'SIGINT')
             raise
         except BaseException as error:
             status('failed', reason=f'{type(error).__name__}: {error}')
