@@ -87,6 +87,7 @@ class RayTrials:
     """
 
     def __init__(self, options: SuiteOptions, *, identity: RunIdentity) -> None:
+        import_ray()
         self.options = options
         self.identity = identity
         self.problems: list[str] = []
