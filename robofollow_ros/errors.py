@@ -49,3 +49,7 @@ class SimulationError(RoboFollowError):
 
 class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
+
+
+class DatasetError(RoboFollowError):
+    """A demonstration collection or dataset cannot be written or read (options differ, malformed files)."""

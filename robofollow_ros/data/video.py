@@ -1,0 +1,154 @@
+"""Episode videos that play in a browser: H.264 (yuv420p, MP4) through PyAV's bundled FFmpeg.
+
+``write_episode_video`` lays the three cameras side by side with the instruction as a caption and ends with a card
+holding the instruction and the referee's stage results (IS / ES per stage, completion), so a video alone says what
+was asked and how it was scored. ``encode_frames`` is the plain encoder the LeRobot export shares.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import cv2
+import numpy as np
+
+from robofollow_ros.errors import DatasetError
+from robofollow_ros.sim.constants import CAMERAS
+
+CODEC = 'libx264'
+PIXEL_FORMAT = 'yuv420p'
+CAPTION_HEIGHT = 40
+END_CARD_SECONDS = 2.5
+FONT = cv2.FONT_HERSHEY_SIMPLEX
+
+
+def encode_frames(
+    path: Path, frames: Iterable[np.ndarray], *, fps: int, crf: int = 23, keyframe_every: int | None = None
+) -> int:
+    """Encode (H, W, 3) uint8 RGB frames as an H.264 MP4 at a constant ``fps`` from pts 0; returns the frame count.
+
+    The file is written under a temporary name and renamed when complete. Odd frame sizes are padded by one
+    pixel (yuv420p needs even sizes).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + '.tmp.mp4')
+    count = 0
+    with av.open(str(temporary), mode='w') as container:
+        stream = None
+        for frame in frames:
+            frame = _even(frame)
+            if stream is None:
+                stream = container.add_stream(CODEC, rate=fps)
+                stream.width, stream.height = frame.shape[1], frame.shape[0]
+                stream.pix_fmt = PIXEL_FORMAT
+                stream.time_base = Fraction(1, fps)
+                options = {'crf': str(crf), 'preset': 'veryfast', 'tune': 'stillimage'}
+                if keyframe_every:
+                    options['g'] = str(keyframe_every)
+                stream.options = options
+            video_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format='rgb24')
+            video_frame.pts = count
+            container.mux(stream.encode(video_frame))
+            count += 1
+        if stream is None:
+            raise DatasetError(f'{path}: no frames to encode')
+        container.mux(stream.encode(None))
+    os.replace(temporary, path)
+    return count
+
+
+def decode_frames(path: Path) -> np.ndarray:
+    """Every frame of a video as (N, H, W, 3) uint8 RGB."""
+    with av.open(str(path)) as container:
+        return np.stack([frame.to_ndarray(format='rgb24') for frame in container.decode(video=0)])
+
+
+def _even(frame: np.ndarray) -> np.ndarray:
+    height, width = frame.shape[:2]
+    if height % 2 == 0 and width % 2 == 0:
+        return frame
+    return np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)))
+
+
+def _text_lines(image: np.ndarray, lines: Sequence[str], *, top: int, scale: float, color=(255, 255, 255)) -> int:
+    step = int(30 * scale) + 6
+    for line in lines:
+        top += step
+        cv2.putText(image, line, (10, top), FONT, scale, color, 1, cv2.LINE_AA)
+    return top
+
+
+def _ascii(text: str) -> str:
+    return text.encode('ascii', 'replace').decode('ascii')
+
+
+def side_by_side(images: Mapping[str, np.ndarray], *, caption: str = '') -> np.ndarray:
+    """The cameras in ``CAMERAS`` order next to each other, above a caption strip."""
+    row = np.concatenate([images[name] for name in CAMERAS if name in images], axis=1)
+    strip = np.zeros((CAPTION_HEIGHT, row.shape[1], 3), dtype=np.uint8)
+    chars = max(20, row.shape[1] // 8)
+    _text_lines(strip, textwrap.wrap(_ascii(caption), chars)[:2], top=-6, scale=0.45)
+    return np.concatenate([row, strip], axis=0)
+
+
+def end_card(shape: tuple[int, ...], *, instruction: str, record: Mapping[str, Any]) -> np.ndarray:
+    """A card with the instruction and the referee's stage results."""
+    card = np.full(shape, 24, dtype=np.uint8)
+    chars = max(30, shape[1] // 9)
+    top = _text_lines(card, textwrap.wrap(_ascii(instruction), chars)[:3], top=0, scale=0.55)
+    done = bool(record.get('completion_ok'))
+    summary = (
+        f'IS {float(record.get("intent_score", 0)):.2f}  ES {float(record.get("exec_score", 0)):.2f}  '
+        f'CR {"complete" if done else "not complete"}'
+    )
+    top = _text_lines(card, [summary], top=top + 6, scale=0.6, color=(120, 230, 120) if done else (240, 120, 120))
+    lines = []
+    for stage in record.get('stages', []):
+        reason = stage.get('exec_reason') or stage.get('intent_reason') or ''
+        lines.append(
+            f'{stage["name"]}: intent {stage["intent"]:.2f} exec {stage["exec"]:.2f} / {stage["max"]:.2f}  {reason}'
+        )
+    wrapped = [part for line in lines for part in textwrap.wrap(_ascii(line), int(chars * 1.15))]
+    _text_lines(card, wrapped[: max(1, (shape[0] - top) // 22 - 1)], top=top + 4, scale=0.45)
+    return card
+
+
+def write_episode_video(
+    path: Path,
+    images: Mapping[str, np.ndarray],
+    *,
+    fps: int,
+    instruction: str,
+    record: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write the episode video: cameras side by side, captioned, then the end card when ``record`` is given.
+
+    Args:
+        path: the .mp4 file to write.
+        images: camera name -> (N, H, W, 3) uint8 RGB, every frame of the episode.
+        fps: frames per second (the row rate of the episode).
+        instruction: the instruction the policy was given.
+        record: the referee's result record (stages, IS, ES, completion).
+    """
+    if not images:
+        raise DatasetError('an episode video needs camera images')
+    count = min(len(frames) for frames in images.values())
+
+    def frames() -> Iterable[np.ndarray]:
+        last = None
+        for index in range(count):
+            last = side_by_side({name: stack[index] for name, stack in images.items()}, caption=instruction)
+            yield last
+        if record is not None and last is not None:
+            card = end_card(last.shape, instruction=instruction, record=record)
+            for _ in range(max(1, round(END_CARD_SECONDS * fps))):
+                yield card
+
+    encode_frames(path, frames(), fps=fps)
+    return path
