@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     'report': 'robofollow_ros.cli.report',
     'eval': 'robofollow_ros.cli.eval',
     'demo': 'robofollow_ros.cli.demo',
+    'collect': 'robofollow_ros.cli.collect',
 }
 
 DESCRIPTION = """\
@@ -40,6 +41,7 @@ examples:
   robofollow eval --in-process --policy expert --scene 1 --level 0
   robofollow score run/episode_0001.json   score a trajectory file or a rosbag2 directory
   robofollow report run/results.jsonl      tables (Markdown, CSV, JSON) and a plot
+  robofollow collect --scene 1 --episodes 2 --out demos --format lerobot
 """
 
 

@@ -42,6 +42,8 @@ class CollectOptions:
         episodes: accepted demonstrations wanted per label.
         bag: also write a rosbag2 per demonstration.
         video: also write a browser-playable MP4 per demonstration.
+        cameras: record the three cameras (off only to measure or check the expert quickly: such demonstrations
+            hold states and actions alone and cannot be exported to LeRobot or video).
         width, height: camera image size.
         max_attempts: attempts per label before giving up on it (the published collector's seed budget).
         max_queries: expert queries per episode (the protocol's evaluation budget).
@@ -52,6 +54,7 @@ class CollectOptions:
     episodes: int = 50
     bag: bool = False
     video: bool = False
+    cameras: bool = True
     width: int = IMAGE_WIDTH
     height: int = IMAGE_HEIGHT
     max_attempts: int = 5000
@@ -204,6 +207,8 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
 
     if options.episodes < 1 or options.max_attempts < 1:
         raise DatasetError('--episodes and --max-attempts must be at least 1')
+    if options.video and not options.cameras:
+        raise DatasetError('videos need the cameras')
     tasks = {label: registry.get_task(label) for label in options.labels}
     for label, task in tasks.items():
         if task.split != 'train':
@@ -215,8 +220,8 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
         wanted = options.episodes * len(tasks)
         already = sum(min(tally.accepted, options.episodes) for tally in tallies.values())
         display = CollectProgress(wanted, already=already) if progress else None
-        env = CellEnv(render=True, width=options.width, height=options.height)
-        capture = FrameCapture(env, images=True)
+        env = CellEnv(render=options.cameras, width=options.width, height=options.height)
+        capture = FrameCapture(env, images=options.cameras)
         policy = ExpertPolicy()
         limits = EpisodeLimits(max_queries=options.max_queries)
         try:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.benchmark.types import Task
-from robofollow_ros.evaluation.results import ResultsFile
 
 LEDGER_NAME = 'attempts.jsonl'
 
@@ -55,9 +54,39 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(temporary, path)
 
 
-def open_ledger(out: Path) -> ResultsFile:
-    """The attempts ledger: one record per attempt, keyed by (label id, attempt number)."""
-    return ResultsFile(out / LEDGER_NAME)
+class Ledger:
+    """Append-only JSON Lines file of attempts, each forced to disk before ``append`` returns.
+
+    A line cut short by a kill is dropped when the ledger is opened again (its attempt is simply redone).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: list[dict[str, Any]] = []
+        if not path.exists():
+            return
+        text = path.read_text(encoding='utf-8')
+        lines = text.split('\n')
+        complete, tail = lines[:-1], lines[-1]
+        for line in complete:
+            if line.strip():
+                self.records.append(json.loads(line))
+        if tail:
+            path.write_text(''.join(line + '\n' for line in complete if line.strip()), encoding='utf-8')
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record and force it to disk."""
+        line = json.dumps(record, sort_keys=True, allow_nan=False) + '\n'
+        with self.path.open('a', encoding='utf-8') as stream:
+            stream.write(line)
+            stream.flush()
+            os.fsync(stream.fileno())
+        self.records.append(record)
+
+
+def open_ledger(out: Path) -> Ledger:
+    """The attempts ledger of a collection: one record per attempt (``task_id`` = label, ``round`` = attempt)."""
+    return Ledger(out / LEDGER_NAME)
 
 
 def accepted(records: Iterable[dict[str, Any]], label: str) -> list[dict[str, Any]]:
@@ -66,3 +95,46 @@ def accepted(records: Iterable[dict[str, Any]], label: str) -> list[dict[str, An
         (record for record in records if record['task_id'] == label and record.get('accepted')),
         key=lambda record: int(record['episode']),
     )
+
+
+@dataclass(frozen=True)
+class StoredEpisode:
+    """One accepted demonstration of a collection."""
+
+    label: str
+    index: int
+    seed: int
+    instruction: str
+    hdf5: Path
+
+
+def stored_episodes(out: Path) -> list[StoredEpisode]:
+    """Accepted demonstrations of the collection in ``out``, label by label (collection order), episode order.
+
+    Raises:
+        DatasetError: ``out`` holds no collection.
+    """
+    from robofollow_ros.benchmark import registry
+    from robofollow_ros.data.manifest import MANIFEST_NAME
+    from robofollow_ros.errors import DatasetError
+
+    manifest = out / MANIFEST_NAME
+    if not manifest.exists():
+        raise DatasetError(f'{out} holds no demonstration collection (no {MANIFEST_NAME})')
+    labels = json.loads(manifest.read_text(encoding='utf-8'))['options']['labels']
+    records = open_ledger(out).records
+    episodes: list[StoredEpisode] = []
+    for label in labels:
+        task = registry.get_task(label)
+        for record in accepted(records, label):
+            index = int(record['episode'])
+            episodes.append(
+                StoredEpisode(
+                    label=label,
+                    index=index,
+                    seed=int(record['seed']),
+                    instruction=str(record['instruction']),
+                    hdf5=episode_paths(out, task, index).hdf5,
+                )
+            )
+    return episodes

@@ -28,39 +28,61 @@ END_CARD_SECONDS = 2.5
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 
 
-def encode_frames(
-    path: Path, frames: Iterable[np.ndarray], *, fps: int, crf: int = 23, keyframe_every: int | None = None
-) -> int:
-    """Encode (H, W, 3) uint8 RGB frames as an H.264 MP4 at a constant ``fps`` from pts 0; returns the frame count.
+class VideoWriter:
+    """Writes (H, W, 3) uint8 RGB frames to an H.264 MP4 at a constant frame rate, pts counting from 0.
 
-    The file is written under a temporary name and renamed when complete. Odd frame sizes are padded by one
-    pixel (yuv420p needs even sizes).
+    The file appears under its name only when ``close`` succeeds (written under a temporary name until then).
+    Odd frame sizes are padded by one pixel (yuv420p needs even sizes). B-frames are off so that every frame's
+    timestamp is exactly ``index / fps`` (what LeRobot's decoders check).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + '.tmp.mp4')
-    count = 0
-    with av.open(str(temporary), mode='w') as container:
-        stream = None
-        for frame in frames:
-            frame = _even(frame)
-            if stream is None:
-                stream = container.add_stream(CODEC, rate=fps)
-                stream.width, stream.height = frame.shape[1], frame.shape[0]
-                stream.pix_fmt = PIXEL_FORMAT
-                stream.time_base = Fraction(1, fps)
-                options = {'crf': str(crf), 'preset': 'veryfast', 'tune': 'stillimage'}
-                if keyframe_every:
-                    options['g'] = str(keyframe_every)
-                stream.options = options
-            video_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format='rgb24')
-            video_frame.pts = count
-            container.mux(stream.encode(video_frame))
-            count += 1
-        if stream is None:
-            raise DatasetError(f'{path}: no frames to encode')
-        container.mux(stream.encode(None))
-    os.replace(temporary, path)
-    return count
+
+    def __init__(self, path: Path, *, fps: int, crf: int = 23, keyframe_every: int | None = None) -> None:
+        self.path = path
+        self.fps = fps
+        self.count = 0
+        self._options = {'crf': str(crf), 'preset': 'veryfast', 'bf': '0', 'g': str(keyframe_every or 2 * fps)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._temporary = path.with_name(path.name + '.tmp.mp4')
+        self._container = av.open(str(self._temporary), mode='w')
+        self._stream: Any = None
+
+    def write(self, frame: np.ndarray) -> None:
+        """Append one frame."""
+        frame = _even(frame)
+        if self._stream is None:
+            stream = self._container.add_stream(CODEC, rate=self.fps)
+            stream.width, stream.height = frame.shape[1], frame.shape[0]
+            stream.pix_fmt = PIXEL_FORMAT
+            stream.time_base = Fraction(1, self.fps)
+            stream.options = self._options
+            self._stream = stream
+        video_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format='rgb24')
+        video_frame.pts = self.count
+        self._container.mux(self._stream.encode(video_frame))
+        self.count += 1
+
+    def close(self) -> None:
+        """Flush the encoder and publish the file.
+
+        Raises:
+            DatasetError: no frame was written.
+        """
+        if self._stream is None:
+            self._container.close()
+            self._temporary.unlink(missing_ok=True)
+            raise DatasetError(f'{self.path}: no frames to encode')
+        self._container.mux(self._stream.encode(None))
+        self._container.close()
+        os.replace(self._temporary, self.path)
+
+
+def encode_frames(path: Path, frames: Iterable[np.ndarray], *, fps: int, crf: int = 23) -> int:
+    """Encode frames into a new MP4 with ``VideoWriter``; returns the frame count."""
+    writer = VideoWriter(path, fps=fps, crf=crf)
+    for frame in frames:
+        writer.write(frame)
+    writer.close()
+    return writer.count
 
 
 def decode_frames(path: Path) -> np.ndarray:
