@@ -88,3 +88,7 @@ class FrameCapture:
             images={name: np.stack(frames) for name, frames in self._images.items()},
             times=np.asarray(self._times, dtype=np.float64),
         )
+
+    def close(self) -> None:
+        """Close the wrapped environment."""
+        self.env.close()

@@ -44,6 +44,7 @@ class SuiteOptions:
     first_round: int = 1
     variant: Variant = 'literal'
     record: RecordMode = 'none'
+    video: bool = False
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
 
 
@@ -207,7 +208,11 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
     _write_run_file(options, status='running', expected=len(trials), completed=len(trials) - len(todo))
     display = Progress(len(trials), already_done=len(trials) - len(todo)) if progress else None
     policy = make_policy(options.policy, kwargs=options.policy_kwargs)
-    env = CellEnv(render=needs_images(policy))
+    env: Any = CellEnv(render=needs_images(policy))
+    if options.video:
+        from robofollow_ros.data.capture import FrameCapture
+
+        env = FrameCapture(env)
     try:
         for trial in todo:
             layout = registry.layout_of(trial.task)
@@ -215,6 +220,11 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
             record = make_record(trial, outcome, layout=layout, options=options)
             if options.record != 'none':
                 record['episode_file'] = _record_episode(options, trial, outcome, record)
+            if options.video:
+                from robofollow_ros.data.video import save_trial_video
+
+                stem = f'{trial.task.task_id}__r{trial.round:02d}'
+                record['video_file'] = save_trial_video(options.out, stem, env.frames().images, record=record)
             results.append(record)
             if display is not None:
                 display.update(record, wall_seconds=outcome.wall_seconds)
