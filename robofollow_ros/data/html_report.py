@@ -27,7 +27,9 @@ th { background: #eef1f6; }
 table.table1 td { text-align: center; font-variant-numeric: tabular-nums; }
 tr.mean td { font-weight: 600; background: #f7f8fb; }
 td.ok { color: #187a32; font-weight: 600; } td.fail { color: #b3261e; font-weight: 600; }
-ul.stages { margin: 0; padding-left: 16px; } video { width: 360px; display: block; }
+ul.stages { margin: 0; padding-left: 16px; } video { width: 300px; display: block; }
+td.task { max-width: 200px; word-break: break-all; } td.instruction { min-width: 200px; max-width: 280px; }
+td.stages { min-width: 260px; }
 """
 
 
@@ -87,12 +89,12 @@ def trial_rows_html(records: Sequence[Mapping[str, Any]], *, run_dir: Path, page
         done = bool(record.get('completion_ok'))
         rows.append(
             '<tr class="trial">'
-            f'<td>{_e(record["task_id"])}</td><td>{_e(record.get("level_tag", ""))}</td>'
+            f'<td class="task">{_e(record["task_id"])}</td><td>{_e(record.get("level_tag", ""))}</td>'
             f'<td>{_e(record.get("round", ""))}</td><td>{_e(record.get("seed", ""))}</td>'
-            f'<td>{_e(record.get("instruction", ""))}</td>'
+            f'<td class="instruction">{_e(record.get("instruction", ""))}</td>'
             f'<td>{float(record.get("intent_score", 0.0)):.2f}</td><td>{float(record.get("exec_score", 0.0)):.2f}</td>'
             f'<td class="{"ok" if done else "fail"}">{"yes" if done else "no"}</td>'
-            f'<td>{_stages(record)}</td><td>{" ".join(media)}</td></tr>'
+            f'<td class="stages">{_stages(record)}</td><td>{" ".join(media)}</td></tr>'
         )
     head = ''.join(
         f'<th>{name}</th>'

@@ -44,7 +44,6 @@ JOINT_NAMES = (
 )
 """Names of the 14 values, as the published LeRobot conversion names them (protocol §8.3)."""
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
-IMAGE_STATS_STRIDE = 5
 VIDEO_CRF = 18
 
 
@@ -82,13 +81,38 @@ def _stats(values: np.ndarray) -> dict[str, Any]:
     return {key: np.atleast_1d(value).tolist() for key, value in stats.items()}
 
 
-def _image_stats(pixels: list[np.ndarray]) -> dict[str, Any]:
-    # LeRobot keeps image statistics per channel, scaled to [0, 1], shaped (3, 1, 1).
-    values = np.concatenate([frame.reshape(-1, 3) for frame in pixels]).astype(np.float64) / 255.0
-    stats = _stats(values)
-    return {
-        key: [[[v]] for v in value] if key != 'count' else [len(pixels)] for key, value in stats.items()
-    }
+class PixelHistogram:
+    """Per-channel histogram of uint8 pixels: exact image statistics in constant memory, however many frames."""
+
+    def __init__(self) -> None:
+        self.counts = np.zeros((3, 256), dtype=np.int64)
+        self.frames = 0
+
+    def add(self, frames: np.ndarray) -> None:
+        """Count the pixels of (N, H, W, 3) frames."""
+        for channel in range(3):
+            self.counts[channel] += np.bincount(frames[..., channel].ravel(), minlength=256)
+        self.frames += int(frames.shape[0])
+
+    def stats(self) -> dict[str, Any]:
+        """LeRobot's image statistics: per channel, scaled to [0, 1], shaped (3, 1, 1); quantiles by histogram."""
+        levels = np.arange(256) / 255.0
+        total = self.counts.sum(axis=1)
+        mean = (self.counts * levels).sum(axis=1) / total
+        std = np.sqrt((self.counts * (levels[None, :] - mean[:, None]) ** 2).sum(axis=1) / total)
+        present = self.counts > 0
+        cumulative = np.cumsum(self.counts, axis=1) / total[:, None]
+        values = {
+            'min': [levels[np.argmax(row)] for row in present],
+            'max': [levels[255 - np.argmax(row[::-1])] for row in present],
+            'mean': mean.tolist(),
+            'std': std.tolist(),
+        }
+        for q in QUANTILES:
+            values[f'q{round(q * 100):02d}'] = [levels[np.searchsorted(row, q)] for row in cumulative]
+        stats: dict[str, Any] = {key: [[[float(v)]] for v in value] for key, value in values.items()}
+        stats['count'] = [self.frames]
+        return stats
 
 
 def _features(height: int, width: int, fps: int) -> dict[str, Any]:
@@ -194,7 +218,7 @@ def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int) -> tuple[
     provenance: list[dict[str, Any]] = []
     states: list[np.ndarray] = []
     actions: list[np.ndarray] = []
-    pixels: dict[str, list[np.ndarray]] = {camera: [] for camera in CAMERAS}
+    pixels = {camera: PixelHistogram() for camera in CAMERAS}
     index = 0
     shape: tuple[int, int] | None = None
     files: _FileSet | None = None
@@ -222,7 +246,7 @@ def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int) -> tuple[
         for camera in CAMERAS:
             for frame in frames.images[camera][:length]:
                 files.videos[camera].write(frame)
-            pixels[camera] += list(frames.images[camera][:length:IMAGE_STATS_STRIDE])
+            pixels[camera].add(frames.images[camera][:length])
         states.append(frames.states[:length])
         actions.append(frames.actions[:length])
         files.frames_in_file += length
@@ -261,7 +285,7 @@ def _write_meta(
     tasks: dict[str, int],
     states: list[np.ndarray],
     actions: list[np.ndarray],
-    pixels: dict[str, list[np.ndarray]],
+    pixels: dict[str, PixelHistogram],
     *,
     shape: tuple[int, int],
     fps: int,
@@ -287,7 +311,7 @@ def _write_meta(
         'task_index': _stats(np.concatenate([np.full(len(s), tasks[r['tasks'][0]]) for s, r in zip(states, episode_rows)])[:, None]),
     }
     for camera in CAMERAS:
-        stats[image_key(camera)] = _image_stats(pixels[camera])
+        stats[image_key(camera)] = pixels[camera].stats()
     (meta / 'stats.json').write_text(json.dumps(stats, indent=1) + '\n', encoding='utf-8')
     info = {
         'codebase_version': CODEBASE_VERSION,
