@@ -56,9 +56,10 @@ def main() -> None:
         print(f'{len(labels)} labels x {args.episodes} demonstrations, one process')
         for name, result in (('expert, no images (baseline)', base), ('collector, three cameras 320x240', full)):
             rate = result['demos'] / result['cpu'] * 3600.0
+            size = result['bytes'] / max(result['demos'], 1) / 1e6
             print(
                 f'{name:36s} {rate:8.0f} demos/h per core (CPU {result["cpu"]:.1f} s, wall {result["wall"]:.1f} s), '
-                f'{result["demos"]}/{result["attempts"]} accepted, {result["bytes"] / max(result["demos"], 1) / 1e6:.2f} MB/demo'
+                f'{result["demos"]}/{result["attempts"]} accepted, {size:.2f} MB/demo'
             )
         print(f'ratio cameras / baseline: {(full["demos"] / full["cpu"]) / (base["demos"] / base["cpu"]):.3f}')
         if args.lerobot:

@@ -54,7 +54,9 @@ def test_collected_demonstrations_follow_the_raw_layout(tmp_path):
     assert json.loads((folder / 'complete.json').read_text())['episodes'] == 2
     for index, stored in enumerate(stored_episodes(tmp_path)):
         assert stored.instruction in label.paraphrases
-        assert json.loads((folder / 'instructions' / f'episode{index}.json').read_text())['seen'] == [stored.instruction]
+        assert json.loads((folder / 'instructions' / f'episode{index}.json').read_text())['seen'] == [
+            stored.instruction
+        ]
         with h5py.File(stored.hdf5) as file:
             n = file['joint_action/vector'].shape[0]
             assert file['joint_action/vector'].shape == (n, 14) and n > 20
@@ -107,8 +109,8 @@ def _ledger_lines(path: Path) -> int:
 
 def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path):
     command = [
-        sys.executable, '-c', 'import sys; from robofollow_ros.cli import main; sys.exit(main())', 'collect', '--labels', LABEL, '--episodes', '3',
-        '--image-size', '32x24', '--video', '--quiet',
+        sys.executable, '-c', 'import sys; from robofollow_ros.cli import main; sys.exit(main())',
+        'collect', '--labels', LABEL, '--episodes', '3', '--image-size', '32x24', '--video', '--quiet',
     ]  # fmt: skip
     killed, clean = tmp_path / 'killed', tmp_path / 'clean'
     process = subprocess.Popen([*command, '--out', str(killed)], env={**os.environ, 'MUJOCO_GL': 'egl'})
@@ -131,7 +133,7 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path):
         assert names == sorted(path.name for path in (clean / folder / kind).glob(pattern))
         assert len(names) == 3
     assert not list((killed / folder).rglob('*.tmp*'))
-    for a, b in zip(stored_episodes(killed), stored_episodes(clean)):
+    for a, b in zip(stored_episodes(killed), stored_episodes(clean), strict=True):
         frames_a, _ = read_raw_episode(a.hdf5, images=False)
         frames_b, _ = read_raw_episode(b.hdf5, images=False)
         np.testing.assert_array_equal(frames_a.states, frames_b.states)

@@ -72,7 +72,9 @@ def test_expert_through_gymnasium_gives_the_eval_record(tmp_path):
     assert main([*args, '--out', str(out), '--quiet']) == 0
     [expected] = [json.loads(line) for line in (out / 'results.jsonl').read_text().splitlines()]
 
-    env = gym.make('robofollow/RoboFollow-v0', task_id=TASK, round=1, variant='literal', terminate_on_completion=False, **SMALL)
+    env = gym.make(
+        'robofollow/RoboFollow-v0', task_id=TASK, round=1, variant='literal', terminate_on_completion=False, **SMALL
+    )
     steps, info, _ = _drive_expert(env)
     record = info['record']
     assert steps == expected['executed_rows']

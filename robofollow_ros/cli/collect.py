@@ -62,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
         raise DatasetError(f'unknown --format {", ".join(sorted(unknown))}: use hdf5, lerobot or bag')
     scenes = [parse_scene(value) for value in _split(args.scene)] or None
     patterns = _split(args.labels) or [None]
-    labels = list(dict.fromkeys(label for pattern in patterns for label in resolve_labels(scenes=scenes, pattern=pattern)))
+    labels = list(
+        dict.fromkeys(label for pattern in patterns for label in resolve_labels(scenes=scenes, pattern=pattern))
+    )
     options = CollectOptions(
         out=args.out,
         labels=labels,
@@ -78,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
     kept = sum(tally.accepted for tally in tallies.values())
     for tally in tallies.values():
         reasons = ', '.join(f'{reason} x{count}' for reason, count in sorted(tally.reasons.items()))
-        print(f'{tally.label}: {tally.accepted}/{tally.attempts} accepted{f" (rejected: {reasons})" if reasons else ""}')
+        print(
+            f'{tally.label}: {tally.accepted}/{tally.attempts} accepted{f" (rejected: {reasons})" if reasons else ""}'
+        )
     print(f'{kept} demonstrations from {attempts} attempts ({kept / max(attempts, 1):.1%} accepted) in {args.out}')
     if 'lerobot' in formats:
         from robofollow_ros.data.lerobot import export_lerobot

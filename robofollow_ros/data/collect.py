@@ -90,9 +90,7 @@ def resolve_labels(*, scenes: Sequence[int] | None = None, pattern: str | None =
         DatasetError: nothing matches.
     """
     labels = [
-        task.task_id
-        for scene in (scenes or [None])
-        for task in registry.training_labels(scene=scene, pattern=pattern)
+        task.task_id for scene in (scenes or [None]) for task in registry.training_labels(scene=scene, pattern=pattern)
     ]
     if not labels:
         raise DatasetError('no training label matches the given scene and labels')
@@ -212,7 +210,9 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
     tasks = {label: registry.get_task(label) for label in options.labels}
     for label, task in tasks.items():
         if task.split != 'train':
-            raise DatasetError(f'{label} is an evaluation task; collect training labels (robofollow tasks --split train)')
+            raise DatasetError(
+                f'{label} is an evaluation task; collect training labels (robofollow tasks --split train)'
+            )
     with FolderLock(options.out):
         open_manifest(options.out, collection_identity(options.identity()))
         ledger = open_ledger(options.out)

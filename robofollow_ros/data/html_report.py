@@ -62,9 +62,7 @@ def table_html(table: Table) -> str:
 def _stages(record: Mapping[str, Any]) -> str:
     items = []
     for stage in record.get('stages', []):
-        reasons = ' / '.join(
-            dict.fromkeys(str(r) for r in (stage.get('intent_reason'), stage.get('exec_reason')) if r)
-        )
+        reasons = ' / '.join(dict.fromkeys(str(r) for r in (stage.get('intent_reason'), stage.get('exec_reason')) if r))
         items.append(
             f'<li><b>{_e(stage["name"])}</b> IS {stage["intent"]:.2f} ES {stage["exec"]:.2f} / '
             f'{stage["max"]:.2f}: {_e(reasons)}</li>'
@@ -119,7 +117,8 @@ def write_html_report(
         options = run.get('options', {})
         details = (
             f'policy <b>{_e(options.get("policy", "?"))}</b>, variant {_e(options.get("variant", "?"))}, '
-            f'{_e(run.get("completed_trials", len(records)))} trials, robofollow_ros {_e(run.get("robofollow_ros", "?"))}, '
+            f'{_e(run.get("completed_trials", len(records)))} trials, '
+            f'robofollow_ros {_e(run.get("robofollow_ros", "?"))}, '
             f'status {_e(run.get("status", "?"))}'
         )
     completed = sum(bool(r.get('completion_ok')) for r in records)

@@ -308,7 +308,11 @@ def _write_meta(
         'frame_index': _stats(frame_index[:, None]),
         'episode_index': _stats(episode_index[:, None]),
         'index': _stats(np.arange(frames)[:, None]),
-        'task_index': _stats(np.concatenate([np.full(len(s), tasks[r['tasks'][0]]) for s, r in zip(states, episode_rows)])[:, None]),
+        'task_index': _stats(
+            np.concatenate([np.full(len(s), tasks[r['tasks'][0]]) for s, r in zip(states, episode_rows, strict=True)])[
+                :, None
+            ]
+        ),
     }
     for camera in CAMERAS:
         stats[image_key(camera)] = pixels[camera].stats()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import string
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -41,7 +41,7 @@ class RoboFollowEnv(gym.Env):
         render_mode: ``rgb_array`` (the three cameras side by side) or ``None``.
     """
 
-    metadata = {'render_modes': ['rgb_array'], 'render_fps': 17}
+    metadata: ClassVar[dict[str, Any]] = {'render_modes': ['rgb_array'], 'render_fps': 17}
 
     def __init__(
         self,
@@ -81,7 +81,7 @@ class RoboFollowEnv(gym.Env):
         image = spaces.Box(0, 255, (height, width, 3), dtype=np.uint8)
         self.observation_space = spaces.Dict(
             {
-                'pixels': spaces.Dict({camera: image for camera in CAMERAS}),
+                'pixels': spaces.Dict(dict.fromkeys(CAMERAS, image)),
                 'agent_pos': spaces.Box(-2 * np.pi, 2 * np.pi, (14,), dtype=np.float64),
                 'instruction': spaces.Text(max_length=MAX_INSTRUCTION, charset=INSTRUCTION_CHARSET),
             }
