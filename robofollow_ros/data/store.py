@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.benchmark.types import Task
+from robofollow_ros.evaluation.results import ResultsFile
 
 LEDGER_NAME = 'attempts.jsonl'
 
@@ -54,10 +55,11 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(temporary, path)
 
 
-class Ledger:
+class Ledger(ResultsFile):
     """Append-only JSON Lines file of attempts, each forced to disk before ``append`` returns.
 
-    A line cut short by a kill is dropped when the ledger is opened again (its attempt is simply redone).
+    A line cut short by a kill is dropped when the ledger is opened again (its attempt is simply redone). Unlike
+    evaluation results, attempt records carry no scores, so they are read without the result-record checks.
     """
 
     def __init__(self, path: Path) -> None:
@@ -65,23 +67,11 @@ class Ledger:
         self.records: list[dict[str, Any]] = []
         if not path.exists():
             return
-        text = path.read_text(encoding='utf-8')
-        lines = text.split('\n')
-        complete, tail = lines[:-1], lines[-1]
-        for line in complete:
-            if line.strip():
-                self.records.append(json.loads(line))
-        if tail:
-            path.write_text(''.join(line + '\n' for line in complete if line.strip()), encoding='utf-8')
-
-    def append(self, record: dict[str, Any]) -> None:
-        """Write one record and force it to disk."""
-        line = json.dumps(record, sort_keys=True, allow_nan=False) + '\n'
-        with self.path.open('a', encoding='utf-8') as stream:
-            stream.write(line)
-            stream.flush()
-            os.fsync(stream.fileno())
-        self.records.append(record)
+        lines = path.read_text(encoding='utf-8').split('\n')
+        complete = [line for line in lines[:-1] if line.strip()]
+        self.records = [json.loads(line) for line in complete]
+        if lines[-1]:
+            path.write_text(''.join(line + '\n' for line in complete), encoding='utf-8')
 
 
 def open_ledger(out: Path) -> Ledger:
