@@ -120,7 +120,7 @@ LOAD_WITH_LEROBOT = textwrap.dedent(
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
     dataset = LeRobotDataset('robofollow/demos', root=sys.argv[1], video_backend='pyav')
     items = []
-    for index in (0, len(dataset) - 1):
+    for index in [0, len(dataset) - 1, *map(int, sys.argv[2:])]:
         item = dataset[index]
         items.append({
             'task': item['task'],
@@ -128,6 +128,8 @@ LOAD_WITH_LEROBOT = textwrap.dedent(
             'image_shape': list(item['observation.images.cam_high'].shape),
             'image_mean': float(item['observation.images.cam_high'].mean()),
             'episode': int(item['episode_index']),
+            'frame': int(item['frame_index']),
+            'image': (item['observation.images.cam_left_wrist'] * 255).round().byte().permute(1, 2, 0).tolist(),
         })
     print(json.dumps({'frames': len(dataset), 'episodes': dataset.num_episodes, 'fps': dataset.fps, 'items': items}))
     """
@@ -151,20 +153,35 @@ def test_lerobot_loads_the_export(dataset, tmp_path):
     copy = tmp_path / 'dataset'
     shutil.copytree(root, copy)
     env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'HF_LEROBOT_HOME': str(tmp_path / 'home')}
+    episodes = pq.read_table(root / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    probe = int(episodes.iloc[2]['dataset_from_index']) + 7
     result = subprocess.run(
-        [_lerobot_python(), '-c', LOAD_WITH_LEROBOT, str(copy)], capture_output=True, text=True, env=env, check=False
+        [_lerobot_python(), '-c', LOAD_WITH_LEROBOT, str(copy), str(probe)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     data = pq.read_table(root / 'data' / 'chunk-000' / 'file-000.parquet').to_pandas()
     stored = stored_episodes(collection)
     assert loaded['frames'] == len(data) and loaded['episodes'] == len(stored) and loaded['fps'] == 17
-    first, last = loaded['items']
+    first, last, middle = loaded['items']
     assert first['task'] == stored[0].instruction and last['task'] == stored[-1].instruction
     assert last['episode'] == len(stored) - 1
     np.testing.assert_allclose(first['state'], data['observation.state'].iloc[0], atol=1e-6)
     np.testing.assert_allclose(last['state'], data['observation.state'].iloc[-1], atol=1e-6)
     assert first['image_shape'] == [3, 48, 64] and 0.05 < first['image_mean'] < 0.95
+    # Frame 7 of the third episode, decoded by LeRobot from the shared video file, is that episode's frame 7.
+    assert middle['episode'] == 2 and middle['frame'] == 7 and middle['task'] == stored[2].instruction
+    recorded, _ = read_raw_episode(stored[2].hdf5)
+    error = np.abs(np.array(middle['image'], dtype=np.int16) - recorded.images['cam_left_wrist'][7].astype(np.int16))
+    assert error.mean() < 4.0
+    neighbour = np.abs(
+        np.array(middle['image'], dtype=np.int16) - recorded.images['cam_left_wrist'][12].astype(np.int16)
+    )
+    assert neighbour.mean() > error.mean()
 
 
 def test_pixel_histogram_statistics_match_numpy():
