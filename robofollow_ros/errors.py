@@ -51,5 +51,9 @@ class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
 
 
+class RunFolderError(RoboFollowError):
+    """An output folder cannot hold this run: in use by another run, holds another run, or is not a folder."""
+
+
 class DatasetError(RoboFollowError):
     """A demonstration collection or dataset cannot be written or read (options differ, malformed files)."""

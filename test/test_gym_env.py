@@ -18,7 +18,10 @@ pytestmark = pytest.mark.sim
 
 TASK = 'L0_pickup_yellow_block_2'
 SMALL = {'width': 32, 'height': 24}
-BOOKKEEPING = {'policy', 'policy_error', 'queries', 'executed_rows', 'sim_seconds', 'wall_seconds'}
+BOOKKEEPING = {
+    'policy', 'privileged', 'run_id', 'policy_error', 'error_kind', 'scored',
+    'queries', 'executed_rows', 'sim_seconds', 'wall_seconds',
+}  # fmt: skip
 
 
 def test_every_registered_id_builds_and_resets():

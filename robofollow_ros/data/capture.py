@@ -37,7 +37,7 @@ class CapturedFrames:
 
 
 class FrameCapture:
-    """Wraps a ``CellEnv`` (reset / execute / trajectory) and captures every frame.
+    """Wraps a ``CellEnv`` (an evaluation ``Environment``: reset / execute / trajectory) and captures every frame.
 
     Args:
         env: the simulated cell.
@@ -58,20 +58,20 @@ class FrameCapture:
         for name, image in observation.images.items():
             self._images.setdefault(name, []).append(image)
 
-    def reset(self, task: Task, *, seed: int, layout: Layout | None = None) -> Any:
-        """Reset the cell and keep frame 0."""
+    def reset(self, task: Task, *, seed: int, layout: Layout | None = None, images: bool = False) -> Any:
+        """Reset the cell and keep frame 0 (with images when capturing them or when ``images`` asks)."""
         self._states, self._actions, self._images, self._times = [], [], {}, []
-        observation = self.env.reset(task, seed=seed, layout=layout, images=self.images)
+        observation = self.env.reset(task, seed=seed, layout=layout, images=self.images or images)
         self._keep(observation)
         return observation
 
-    def execute(self, actions: np.ndarray) -> Any:
+    def execute(self, actions: np.ndarray, *, images: bool = False) -> Any:
         """Execute ``actions`` row by row, keeping each commanded row and the frame it led to."""
         from robofollow_ros.policy.base import validate_chunk
 
         observation = None
         for row in validate_chunk(actions):
-            observation = self.env.execute(row[None, :], images=self.images)
+            observation = self.env.execute(row[None, :], images=self.images or images)
             self._actions.append(row.copy())
             self._keep(observation)
         return observation

@@ -200,8 +200,9 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
     Raises:
         DatasetError: the folder holds a collection with other options, or another collector uses it.
     """
+    from robofollow_ros.evaluation.guard import GuardedPolicy
+    from robofollow_ros.policy.factory import resolve_policy
     from robofollow_ros.sim.env import CellEnv
-    from robofollow_ros.sim.expert import ExpertPolicy
 
     if options.episodes < 1 or options.max_attempts < 1:
         raise DatasetError('--episodes and --max-attempts must be at least 1')
@@ -222,7 +223,7 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
         display = CollectProgress(wanted, already=already) if progress else None
         env = CellEnv(render=options.cameras, width=options.width, height=options.height)
         capture = FrameCapture(env, images=options.cameras)
-        policy = ExpertPolicy()
+        policy = GuardedPolicy(resolve_policy('expert'))
         limits = EpisodeLimits(max_queries=options.max_queries)
         try:
             for label, label_task in tasks.items():
@@ -267,5 +268,6 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
                         )
                 _finish_label(options, label_task, ledger.records, tally)
         finally:
+            policy.close()
             env.close()
     return tallies
