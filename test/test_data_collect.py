@@ -138,3 +138,12 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path):
         frames_b, _ = read_raw_episode(b.hdf5, images=False)
         np.testing.assert_array_equal(frames_a.states, frames_b.states)
         assert a.instruction == b.instruction
+
+
+def test_a_folder_in_use_is_refused(tmp_path, capsys):
+    from robofollow_ros.evaluation.lock import RunLock
+
+    with RunLock(tmp_path):
+        assert main(['collect', '--labels', LABEL, '--episodes', '1', '--out', str(tmp_path), '--quiet']) == 2
+    assert 'in use by another run' in capsys.readouterr().err
+    assert not (tmp_path / 'attempts.jsonl').exists()

@@ -19,13 +19,14 @@ from typing import Any
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Task
 from robofollow_ros.data.capture import CapturedFrames, FrameCapture
-from robofollow_ros.data.manifest import FolderLock, collection_identity, open_manifest
+from robofollow_ros.data.manifest import collection_identity, open_manifest
 from robofollow_ros.data.progress import CollectProgress
 from robofollow_ros.data.raw_hdf5 import write_raw_episode
 from robofollow_ros.data.seeds import draw_paraphrase, training_seed
 from robofollow_ros.data.store import accepted, episode_paths, label_dir, open_ledger, write_json
 from robofollow_ros.errors import DatasetError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
+from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, ROW_SECONDS
 
@@ -198,7 +199,8 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
         Per label, the attempts and acceptances so far (this run and earlier ones).
 
     Raises:
-        DatasetError: the folder holds a collection with other options, or another collector uses it.
+        DatasetError: the folder holds a collection with other options.
+        RunFolderError: another process collects into (or evaluates in) the folder.
     """
     from robofollow_ros.evaluation.guard import GuardedPolicy
     from robofollow_ros.policy.factory import resolve_policy
@@ -214,7 +216,8 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
             raise DatasetError(
                 f'{label} is an evaluation task; collect training labels (robofollow tasks --split train)'
             )
-    with FolderLock(options.out):
+    options.out.mkdir(parents=True, exist_ok=True)
+    with RunLock(options.out):
         open_manifest(options.out, collection_identity(options.identity()))
         ledger = open_ledger(options.out)
         tallies = _tallies(options, ledger.records)

@@ -1,23 +1,21 @@
-"""``collection.json``: the identity of a demonstration collection, and the lock on its folder.
+"""``collection.json``: the identity of a demonstration collection.
 
 A collection resumes only with the options and package version it was started with; anything else would mix
-demonstrations of different kinds in one data set. The lock keeps two collectors out of one folder.
+demonstrations of different kinds in one data set. (The folder lock is the evaluator's ``RunLock``.)
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from robofollow_ros import __version__
 from robofollow_ros.errors import DatasetError
 
 MANIFEST_NAME = 'collection.json'
-LOCK_NAME = '.collection.lock'
 FORMAT = 'robofollow-raw-v1'
 
 
@@ -69,36 +67,3 @@ def open_manifest(out: Path, identity: Mapping[str, Any]) -> None:
     temporary = path.with_name(path.name + '.tmp')
     temporary.write_text(json.dumps(dict(identity), indent=2, sort_keys=True) + '\n', encoding='utf-8')
     os.replace(temporary, path)
-
-
-class FolderLock:
-    """An exclusive ``flock`` on ``out/.collection.lock`` for the lifetime of a collection.
-
-    Raises:
-        DatasetError: another process holds the lock.
-    """
-
-    def __init__(self, out: Path) -> None:
-        self.path = out / LOCK_NAME
-        self._stream: IO[str] | None = None
-
-    def __enter__(self) -> FolderLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        stream = self.path.open('a+', encoding='utf-8')
-        try:
-            fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            stream.close()
-            raise DatasetError(f'{self.path.parent} is in use by another collector') from error
-        stream.seek(0)
-        stream.truncate()
-        stream.write(f'{os.getpid()}\n')
-        stream.flush()
-        self._stream = stream
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._stream is not None:
-            fcntl.flock(self._stream.fileno(), fcntl.LOCK_UN)
-            self._stream.close()
-            self._stream = None
