@@ -71,12 +71,12 @@ def _drive_expert(env):
 
 def test_expert_through_gymnasium_gives_the_eval_record(tmp_path):
     out = tmp_path / 'run'
-    args = ['eval', '--in-process', '--policy', 'expert', '--tasks', TASK, '--variant', 'literal']
+    args = ['eval', '--in-process', '--policy', 'expert', '--tasks', TASK, '--variant', 'published']
     assert main([*args, '--out', str(out), '--quiet']) == 0
     [expected] = [json.loads(line) for line in (out / 'results.jsonl').read_text().splitlines()]
 
     env = gym.make(
-        'robofollow/RoboFollow-v0', task_id=TASK, round=1, variant='literal', terminate_on_completion=False, **SMALL
+        'robofollow/RoboFollow-v0', task_id=TASK, round=1, variant='published', terminate_on_completion=False, **SMALL
     )
     steps, info, _ = _drive_expert(env)
     record = info['record']
@@ -85,7 +85,7 @@ def test_expert_through_gymnasium_gives_the_eval_record(tmp_path):
     assert record['completion_ok'] and info['is_success']
     env.close()
 
-    env = gym.make('robofollow/RoboFollow-v0', task_id=TASK, round=1, variant='literal', **SMALL)
+    env = gym.make('robofollow/RoboFollow-v0', task_id=TASK, round=1, variant='published', **SMALL)
     steps, info, reward = _drive_expert(env)
     # Completion (protocol §4.8) comes before the arms are home, so the finishing stage is not scored yet.
     assert reward == 1.0 and info['is_success'] and info['record']['completion_ok']

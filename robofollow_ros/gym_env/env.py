@@ -77,7 +77,7 @@ class RoboFollowEnv(gym.Env):
                 raise RoboFollowError(f'this simulator has one robot; robot={robot!r} cannot be chosen')
             cell_options['robot'] = robot
         self.cell = CellEnv(**cell_options)
-        description = load_robot()
+        description = getattr(self.cell, 'robot', None) or load_robot()
         image = spaces.Box(0, 255, (height, width, 3), dtype=np.uint8)
         self.observation_space = spaces.Dict(
             {
