@@ -146,3 +146,21 @@ def test_a_folder_in_use_is_refused(tmp_path, capsys):
         assert main(['collect', '--labels', LABEL, '--episodes', '1', '--out', str(tmp_path), '--quiet']) == 2
     assert 'in use by another run' in capsys.readouterr().err
     assert not (tmp_path / 'attempts.jsonl').exists()
+
+
+def test_bag_per_demonstration_replays_and_rescores(tmp_path):
+    from robofollow_ros.bags import load_episode
+    from robofollow_ros.referee.score import score_episode
+
+    assert main(['collect', '--labels', LABEL, '--episodes', '1', '--out', str(tmp_path), '--format', 'bag']
+                + ['--image-size', '32x24', '--quiet']) == 0  # fmt: skip
+    [stored] = stored_episodes(tmp_path)
+    recording = load_episode(tmp_path / f'scene1/scene1_{LABEL}/bags/episode0', images=True)
+    frames, _ = read_raw_episode(stored.hdf5)
+    assert recording.meta['seed'] == stored.seed and recording.meta['instruction'] == stored.instruction
+    np.testing.assert_allclose(recording.joint_positions, frames.states, atol=1e-6)
+    for camera in ('cam_high', 'cam_left_wrist', 'cam_right_wrist'):
+        assert len(recording.cameras[camera].images) == len(frames)
+    task = registry.get_task(LABEL)
+    rescored = score_episode(task, recording.trajectory, layout=registry.layout_of(task)).to_record()
+    assert rescored['completion_ok'] and rescored['exec_score'] == recording.result['exec_score']
