@@ -152,8 +152,8 @@ def test_bag_per_demonstration_replays_and_rescores(tmp_path):
     from robofollow_ros.bags import load_episode
     from robofollow_ros.referee.score import score_episode
 
-    assert main(['collect', '--labels', LABEL, '--episodes', '1', '--out', str(tmp_path), '--format', 'bag']
-                + ['--image-size', '32x24', '--quiet']) == 0  # fmt: skip
+    args = ['collect', '--labels', LABEL, '--episodes', '1', '--out', str(tmp_path), '--format', 'bag']
+    assert main([*args, '--image-size', '32x24', '--quiet']) == 0
     [stored] = stored_episodes(tmp_path)
     recording = load_episode(tmp_path / f'scene1/scene1_{LABEL}/bags/episode0', images=True)
     frames, _ = read_raw_episode(stored.hdf5)
