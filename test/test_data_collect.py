@@ -164,3 +164,16 @@ def test_bag_per_demonstration_replays_and_rescores(tmp_path):
     task = registry.get_task(LABEL)
     rescored = score_episode(task, recording.trajectory, layout=registry.layout_of(task)).to_record()
     assert rescored['completion_ok'] and rescored['exec_score'] == recording.result['exec_score']
+
+
+def test_incomplete_episodes_are_counted_not_kept(tmp_path):
+    # One query of 50 rows cannot finish a stack (about 110 rows): every attempt is rejected with a reason.
+    label = 'stack_left_cube_on_red_cylinder'
+    options = CollectOptions(out=tmp_path, labels=[label], episodes=1, max_attempts=2, max_queries=1, **SMALL)
+    tally = run_collection(options, progress=False)[label]
+    assert (tally.attempts, tally.accepted) == (2, 0)
+    assert sum(tally.reasons.values()) == 2 and all('not executed' in reason for reason in tally.reasons)
+    records = open_ledger(tmp_path).records
+    assert [record['accepted'] for record in records] == [False, False]
+    assert stored_episodes(tmp_path) == [] and not list(tmp_path.rglob('*.hdf5'))
+    assert run_collection(options, progress=False)[label].attempts == 2
