@@ -27,6 +27,10 @@ class UnknownLevelError(RegistryError):
     """The level is not one of L0-L3."""
 
 
+class UnknownVariantError(RegistryError):
+    """The variant is not one of ``published`` and ``corrected``."""
+
+
 class UnknownLayoutError(RegistryError):
     """No layout has the given name."""
 

@@ -18,7 +18,8 @@ task-macro Completion Rate, in percent, laid out like the paper's Table 1, with 
 scenes. Writes summary.md, summary.csv, summary.json and summary.png to --out and prints the Markdown.
 Records of the same trial (task, variant, round, seed) seen again are skipped with a warning. All records
 must come from one run (same policy and run identity, see `robofollow eval`): records of different runs
-are refused rather than merged into one table; report each run on its own.
+are refused rather than merged into one table; report each run on its own. So are records of different
+variants (published, corrected): their numbers are not comparable.
 """
 
 
@@ -74,5 +75,8 @@ def run(args: argparse.Namespace) -> int:
         print(f'HTML report: {page}', file=sys.stderr)
     sys.stdout.write(report.markdown)
     episodes = sum(summary.episodes for summary in report.summaries)
-    print(f'\n{episodes} episodes in {len(report.summaries)} groups; tables and plot in {out}', file=sys.stderr)
+    print(
+        f'\n{episodes} episodes in {len(report.summaries)} groups, variant {report.variant}; tables and plot in {out}',
+        file=sys.stderr,
+    )
     return 0

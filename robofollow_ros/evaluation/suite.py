@@ -50,7 +50,7 @@ class SuiteOptions:
     task_ids: Sequence[str] | None = None
     rounds: int = 1
     first_round: int = 1
-    variant: Variant = 'literal'
+    variant: Variant = 'published'
     record: RecordMode = 'none'
     video: bool = False
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
@@ -184,7 +184,8 @@ def make_record(
             trial.task,
             outcome.trajectory,
             layout=layout,
-            meta={'seed': trial.seed, 'round': trial.round, 'variant': options.variant},
+            meta={'seed': trial.seed, 'round': trial.round},
+            variant=options.variant,
         )
         record = {**result.to_record(), 'scored': True}
     except TrajectoryError as error:

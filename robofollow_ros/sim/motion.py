@@ -155,8 +155,9 @@ class MotionPlanner:
         Raises:
             UnreachablePoseError: no solution within the joint limits.
         """
-        return self.kin.solve_or_raise(arm, np.asarray(pos, dtype=np.float64), yaw=yaw,
-                                       seed=state[ARM_SLICE[arm]], symmetric=True)
+        return self.kin.solve_or_raise(
+            arm, np.asarray(pos, dtype=np.float64), yaw=yaw, seed=state[ARM_SLICE[arm]], symmetric=True
+        )
 
     def move_to(
         self, state: np.ndarray, arm: Arm, pos: np.ndarray, *, yaw: float = 0.0, grip: float | None = None
@@ -294,4 +295,3 @@ class MotionPlanner:
     def gripper_seconds(self, delta: float) -> float:
         """How long the executor spends on a gripper change of ``delta`` (normalised units)."""
         return max(ROW_SECONDS, abs(delta) / GRIP_SPEED)
-
