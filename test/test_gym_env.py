@@ -37,6 +37,8 @@ def test_every_registered_id_builds_and_resets():
         env.close()
 
 
+# Actions are absolute joint targets within the joint limits (as in gym-aloha), not a normalised [-1, 1] box.
+@pytest.mark.filterwarnings('ignore:.*symmetric and normalized space')
 def test_passes_the_gymnasium_env_checker():
     env = gym.make('robofollow/RoboFollow-v0', task_id=TASK, **SMALL)
     check_env(env.unwrapped, skip_render_check=False)
