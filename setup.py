@@ -39,6 +39,8 @@ setup(
         'rosbags',
         'transforms3d',
         'mujoco',
+        'msgpack',
+        'websockets',
         'h5py',
         'pyarrow',
         'pandas',

@@ -55,6 +55,10 @@ class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
 
 
+class PolicyConnectionError(PolicyError):
+    """The connection to a policy server broke or timed out (the request may or may not have run)."""
+
+
 class RunFolderError(RoboFollowError):
     """An output folder cannot hold this run: in use by another run, holds another run, or is not a folder."""
 

@@ -50,6 +50,7 @@ ensure_browser() {
 
 ensure_gl_libraries
 ensure_browser
+bash scripts/setup_openpi_client.sh
 
 if [ -f "$VENV/.robofollow-stamp" ] && [ "$(cat "$VENV/.robofollow-stamp")" = "$(stamp_of)" ]; then
     exit 0
