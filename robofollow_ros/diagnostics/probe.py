@@ -109,8 +109,13 @@ class Sensitivity:
         return None if self.pairs == 0 else self.changed / self.pairs
 
 
+PHYSICAL_ONLY = frozenset({'branch'})
+"""Fields left out of pair comparisons: a branch is named per task ("then" of one conditional can be the very
+same motion as "else" of another); the arm and object it resolves to are compared instead."""
+
+
 def _differing(a: Selection, b: Selection) -> tuple[str, ...]:
-    both = set(a.constrained()) & set(b.constrained())
+    both = (set(a.constrained()) & set(b.constrained())) - PHYSICAL_ONLY
     return tuple(name for name in sorted(both) if getattr(a, name) != getattr(b, name))
 
 
