@@ -69,3 +69,7 @@ class WorkerLostError(RoboFollowError):
 
 class PolicyPoolError(PolicyError):
     """Every policy server of an ``endpoints`` pool is unreachable."""
+
+
+class DatasetError(RoboFollowError):
+    """A demonstration collection or dataset cannot be written or read (options differ, malformed files)."""

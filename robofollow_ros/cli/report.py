@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``robofollow report``."""
     parser.add_argument('results', nargs='+', metavar='RESULTS', help='JSON Lines or JSON array of result records')
     parser.add_argument('--out', metavar='DIR', help='output directory (default: next to the first RESULTS file)')
+    parser.add_argument('--html', action='store_true', help='also write index.html: tables, plot, trials with videos')
     parser.add_argument(
         '--baseline',
         default='auto',
@@ -79,6 +80,13 @@ def run(args: argparse.Namespace) -> int:
             f'seed {record.get("seed")} variant {record.get("variant")}',
             file=sys.stderr,
         )
+    if args.html:
+        from robofollow_ros.data.html_report import write_html_report
+        from robofollow_ros.referee.aggregate import deduplicate
+
+        kept, _ = deduplicate(records)
+        page = write_html_report(kept, report.table, page_dir=out, run_dir=Path(args.results[0]).resolve().parent)
+        print(f'HTML report: {page}', file=sys.stderr)
     sys.stdout.write(report.markdown)
     policy = (report_about or {}).get('policy') or 'policy'
     baseline, note = _baseline(args.baseline, records, out=out, policy=policy)

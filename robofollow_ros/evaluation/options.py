@@ -34,6 +34,7 @@ class SuiteOptions:
     first_round: int = 1
     variant: Variant = 'published'
     record: RecordMode = 'none'
+    video: bool = False
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
     force_new: bool = False

@@ -12,6 +12,8 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from robofollow_ros.benchmark import registry
 from robofollow_ros.evaluation.dispatch import TrialQueue, new_binding, run_pool
 from robofollow_ros.evaluation.episode import run_episode
@@ -28,11 +30,12 @@ WALL_CLOCK_FIELDS = frozenset({'wall_seconds'})
 
 @dataclass(frozen=True)
 class TrialResult:
-    """A finished trial: its record, and its trajectory when the run saves episodes."""
+    """A finished trial: its record, its trajectory when the run saves episodes, its frames for a video."""
 
     key: tuple[str, int]
     record: dict[str, Any]
     trajectory: Trajectory | None = None
+    video_frames: dict[str, np.ndarray] | None = None
 
 
 class PolicySlot:
@@ -74,7 +77,12 @@ class TrialRunner:
         self.options = options
         self.identity = identity
         self.slot = self._slot(policy_kwargs)
-        self.env = CellEnv(render=False)
+        self.cell = CellEnv(render=False)
+        self.env: Any = self.cell
+        if options.video:
+            from robofollow_ros.data.capture import FrameCapture
+
+            self.env = FrameCapture(self.cell)
 
     def _slot(self, policy_kwargs: dict[str, Any] | None) -> PolicySlot:
         kwargs = self.options.policy_kwargs if policy_kwargs is None else policy_kwargs
@@ -96,12 +104,13 @@ class TrialRunner:
         outcome = run_episode(self.env, policy, trial.task, seed=trial.seed, layout=layout, limits=self.options.limits)
         record = make_record(trial, outcome, layout=layout, options=self.options, identity=self.identity)
         trajectory = outcome.trajectory if self.options.record != 'none' else None
-        return TrialResult(trial.key, record, trajectory)
+        frames = self.env.frames().images if self.options.video else None
+        return TrialResult(trial.key, record, trajectory, frames)
 
     def close(self) -> str | None:
         """Close the simulator and the policy; returns a problem met while closing the policy."""
         problem = self.slot.close()
-        self.env.close()
+        self.cell.close()
         return problem
 
     def __enter__(self) -> TrialRunner:

@@ -186,17 +186,22 @@ def make_executor(options: SuiteOptions, *, identity: RunIdentity) -> TrialExecu
 
 
 def write_result(options: SuiteOptions, result: TrialResult, *, trial: Trial, results: ResultsFile) -> None:
-    """Publish the trial's episode (when recording), then append its record: the single writer's step."""
+    """Publish the trial's episode and video (when asked), then append its record: the single writer's step."""
     record = result.record
+    stem = episode_stem(trial.task.task_id, trial.round)
     if options.record != 'none' and result.trajectory is not None:
         record['episode_file'] = save_episode(
             options.out,
             mode=options.record,
-            stem=episode_stem(trial.task.task_id, trial.round),
+            stem=stem,
             meta=episode_meta(trial, variant=options.variant),
             trajectory=result.trajectory,
             record=record,
         )
+    if options.video and result.video_frames is not None:
+        from robofollow_ros.data.video import save_trial_video
+
+        record['video_file'] = save_trial_video(options.out, stem, result.video_frames, record=record)
     results.append(record)
 
 
