@@ -46,8 +46,8 @@ Promise.all(videos.map(video => new Promise(resolve => {
 
 
 def report_args(run: Path) -> list[str]:
-    """``robofollow report --html`` of a run, without the mirage-gap baseline (not what is tested here)."""
-    return ['report', str(run / 'results.jsonl'), '--html', '--baseline', 'none', '--out', str(run / 'report')]
+    """``robofollow report --html`` of a run (the blind baseline for the mirage gap runs on its two trials)."""
+    return ['report', str(run / 'results.jsonl'), '--html', '--out', str(run / 'report')]
 
 
 def make_run(folder: Path) -> Path:
@@ -95,6 +95,15 @@ def check_page(run: Path, screenshot: Path, profile: Path) -> dict:
             ),
             'trial_rows': driver.execute_script("return document.querySelectorAll('tr.trial').length"),
             'plot_width': driver.execute_script("return document.querySelector('img').naturalWidth"),
+            'image_widths': driver.execute_script(
+                "return [...document.querySelectorAll('img')].map(i => i.naturalWidth)"
+            ),
+            'gap_rows': driver.execute_script(
+                "return [...document.querySelectorAll('table.gap tbody tr')].map(r => r.cells[0].textContent)"
+            ),
+            'confusion_rows': driver.execute_script(
+                "return document.querySelectorAll('table.confusion tbody tr').length"
+            ),
             'videos': driver.execute_async_script(PLAY_VIDEOS),
         }
         driver.execute_script('window.scrollTo(0, 0)')
@@ -115,6 +124,8 @@ def test_html_report_loads_and_plays_in_chromium(tmp_path):
     assert seen['table_rows'] == ['S1', 'Mean']
     assert seen['trial_rows'] == len(seen['videos']) >= 2
     assert seen['plot_width'] > 100
+    assert len(seen['image_widths']) == 2 and min(seen['image_widths']) > 100
+    assert seen['gap_rows'] == ['L0', 'All'] and seen['confusion_rows'] == 1
     for video in seen['videos']:
         assert video['error'] is None and video['readyState'] >= 2, video
         assert video['duration'] > 1.0 and video['currentTime'] > 0.3 and video['width'] == 960

@@ -1,4 +1,4 @@
-"""A static HTML page per run: Table 1, the plot, and one row per trial linking its video and trajectory file.
+"""A static HTML page per run: Table 1, the plot, the diagnostics, and one row per trial linking its video and file.
 
 The page is self-contained apart from the files it links (``summary.png`` next to it, the run's videos and episode
 files by relative paths), so a run folder can be copied or served as it is.
@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from robofollow_ros.diagnostics.confusion import CATEGORIES
+from robofollow_ros.diagnostics.mirage import ALL_LEVELS, Scores
+from robofollow_ros.diagnostics.report import PLOT_NAME, Diagnostics
 from robofollow_ros.referee.report import METRICS, Table
 
 PAGE_NAME = 'index.html'
@@ -24,7 +27,7 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #d5d9e2; padding: 4px 8px; vertical-align: top; }
 th { background: #eef1f6; }
-table.table1 td { text-align: center; font-variant-numeric: tabular-nums; }
+table.table1 td, table.diag td { text-align: center; font-variant-numeric: tabular-nums; }
 tr.mean td { font-weight: 600; background: #f7f8fb; }
 td.ok { color: #187a32; font-weight: 600; } td.fail { color: #b3261e; font-weight: 600; }
 ul.stages { margin: 0; padding-left: 16px; } video { width: 300px; display: block; }
@@ -101,6 +104,44 @@ def trial_rows_html(records: Sequence[Mapping[str, Any]], *, run_dir: Path, page
     return f'<table class="trials"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+def _percents(scores: Scores, *, signed: bool = False) -> str:
+    sign = '+' if signed else ''
+    return ' / '.join(f'{100 * v:{sign}.1f}' for v in (scores.intent, scores.exec, scores.completion))
+
+
+def diagnostics_html(diagnostics: Diagnostics, *, plot_name: str = PLOT_NAME) -> str:
+    """The mirage gap (when a baseline was run) and the intent confusion, as HTML sections."""
+    parts = []
+    if diagnostics.gap:
+        rows = ''.join(
+            f'<tr><th>{_e("All" if row.level == ALL_LEVELS else row.level)}</th><td>{row.trials}</td>'
+            f'<td>{_percents(row.policy)}</td><td>{_percents(row.baseline)}</td>'
+            f'<td>{_percents(row.gap, signed=True)}</td></tr>'
+            for row in diagnostics.gap
+        )
+        parts.append(
+            '<h2>Mirage gap: the policy against the language-blind baseline on the same trials</h2>'
+            '<table class="diag gap"><thead><tr><th>Level</th><th>Trials</th><th>Policy IS / ES / CR</th>'
+            f'<th>Blind IS / ES / CR</th><th>Gap</th></tr></thead><tbody>{rows}</tbody></table>'
+        )
+    confusion = diagnostics.confusion
+    used = [c for c in CATEGORIES if any(confusion.counts.get(g, {}).get(c) for g in confusion.groups())]
+    head = ''.join(f'<th>{_e(c)}</th>' for c in used)
+    rows = ''.join(
+        f'<tr><th>S{row["scene"]} {_e(row["level"])}</th><td>{row["trials"]}</td><td>{row["not_full"]}</td>'
+        + ''.join(f'<td>{row[c]}</td>' for c in used)
+        + '</tr>'
+        for row in confusion.rows()
+    )
+    parts.append(
+        '<h2>Intent confusion: what was chosen in trials whose Intent is not full</h2>'
+        '<table class="diag confusion"><thead><tr><th>Group</th><th>Trials</th><th>Not full</th>'
+        f'{head}</tr></thead><tbody>{rows}</tbody></table>'
+        f'<img alt="Intent confusion per scene and level" src="{_e(plot_name)}" width="640">'
+    )
+    return ''.join(parts)
+
+
 def write_html_report(
     records: Sequence[Mapping[str, Any]],
     table: Table,
@@ -108,8 +149,13 @@ def write_html_report(
     page_dir: Path,
     run_dir: Path,
     plot_name: str = 'summary.png',
+    diagnostics: Diagnostics | None = None,
 ) -> Path:
-    """Write ``page_dir/index.html`` for the run whose records (and linked files) live in ``run_dir``."""
+    """Write ``page_dir/index.html`` for the run whose records (and linked files) live in ``run_dir``.
+
+    With ``diagnostics`` (``robofollow_ros.diagnostics.report.write_diagnostics``, written to ``page_dir``), the page
+    also shows the mirage gap and the intent confusion.
+    """
     run_file = run_dir / 'run.json'
     details = ''
     if run_file.exists():
@@ -127,6 +173,7 @@ def write_html_report(
         f'<p class="meta">{len(records)} trials, {completed} complete</p>'
         f'<h2>Table 1: IS / ES / CR (%) per scene and level</h2>{table_html(table)}'
         f'<h2>From L0 to L3</h2><img alt="IS, ES and CR per level" src="{_e(plot_name)}" width="640">'
+        f'{diagnostics_html(diagnostics) if diagnostics is not None else ""}'
         f'<h2>Trials</h2>{trial_rows_html(records, run_dir=run_dir, page_dir=page_dir)}'
     )
     page = (
