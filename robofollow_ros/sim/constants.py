@@ -13,6 +13,9 @@ TIMESTEP = 0.004
 """Physics step (s): the protocol's 250 Hz, with the implicitfast integrator."""
 SOLVER_ITERATIONS = 30
 SOLVER_LS_ITERATIONS = 10
+MULTI_CCD = True
+"""Multiple contact points per convex-convex pair (MuJoCo's multiccd): a cylinder resting on a cylinder gets a ring of
+contacts instead of one point that can flip to a horizontal normal and kick the stack."""
 IMPRATIO = 30.0
 """Frictional-to-normal impedance ratio: with the stiff finger contacts it keeps friction grasps from creeping
 (measured < 0.15 mm/s for every object kind; ~2 mm/s at the default 1)."""
@@ -48,6 +51,9 @@ ARM_FRICTION = (0.6, 0.005, 0.0001)
 OBJECT_TORSION = 0.005
 OBJECT_ROLLING = 0.0001
 OBJECT_CONDIM = 3
+OBJECT_SOLREF = (0.008, 1.0)
+"""Object contacts as stiff as the timestep allows (2 steps): with MuJoCo's default 0.02 s an object dropped into a
+bowl sank 4-6 mm into its floor on impact."""
 
 ENV_BIT, OBJECT_BIT, LEFT_ARM_BIT, RIGHT_ARM_BIT = 1, 2, 4, 8
 """Collision groups: objects collide with everything; each arm with the table, objects and the other arm, never with
@@ -84,6 +90,11 @@ CAMERAS = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
 CAMERA_LINKS = {'cam_high': 'cam_high_link', 'cam_left_wrist': 'left_wrist_camera_link',
                 'cam_right_wrist': 'right_wrist_camera_link'}
 CAMERA_FOVY = 37.0
+CAMERA_NEAR = 0.005
+"""Near clipping plane (m). MuJoCo's default is 1 % of the model extent (~6.7 m with the floor and backdrop), which
+cut a held object out of the wrist cameras; the pads are ~0.05 m from a wrist camera."""
+CAMERA_FAR = 10.0
+"""Far clipping plane (m): the backdrop is ~2 m from every camera."""
 IMAGE_WIDTH = 320
 IMAGE_HEIGHT = 240
 

@@ -20,8 +20,10 @@ from robofollow_ros.sim.constants import (
     ARM_FRICTION,
     ARM_KP,
     ARM_KV,
+    CAMERA_FAR,
     CAMERA_FOVY,
     CAMERA_LINKS,
+    CAMERA_NEAR,
     CAMERAS,
     COLLISION,
     FINGER_FORCE,
@@ -34,6 +36,7 @@ from robofollow_ros.sim.constants import (
     IMAGE_HEIGHT,
     IMAGE_WIDTH,
     IMPRATIO,
+    MULTI_CCD,
     SOLVER_ITERATIONS,
     SOLVER_LS_ITERATIONS,
     TABLE_FRICTION,
@@ -54,8 +57,20 @@ def _configure_physics(spec: mujoco.MjSpec) -> None:
     spec.option.impratio = IMPRATIO
     spec.option.iterations = SOLVER_ITERATIONS
     spec.option.ls_iterations = SOLVER_LS_ITERATIONS
+    if MULTI_CCD:
+        _enable_multi_ccd(spec)
     spec.compiler.fusestatic = False
     spec.compiler.discardvisual = False
+
+
+def _enable_multi_ccd(spec: mujoco.MjSpec) -> None:
+    """MuJoCo 4 has multi-CCD on unless disabled; MuJoCo 3 has it off unless enabled."""
+    enable = getattr(mujoco.mjtEnableBit, 'mjENBL_MULTICCD', None)
+    if enable is not None:
+        spec.option.enableflags |= int(enable)
+    disable = getattr(mujoco.mjtDisableBit, 'mjDSBL_MULTICCD', None)
+    if disable is not None:
+        spec.option.disableflags &= ~int(disable)
 
 
 def _configure_visual(spec: mujoco.MjSpec) -> None:
@@ -138,6 +153,12 @@ def _configure_cameras(spec: mujoco.MjSpec) -> None:
     for camera in CAMERAS:
         spec.body(CAMERA_LINKS[camera]).add_camera(name=camera, fovy=CAMERA_FOVY, quat=quat,
                                                    resolution=[IMAGE_WIDTH, IMAGE_HEIGHT])
+
+
+def set_clip_planes(model: mujoco.MjModel) -> None:
+    """Put the cameras' clipping planes at ``CAMERA_NEAR`` / ``CAMERA_FAR`` metres (MuJoCo scales by the extent)."""
+    model.vis.map.znear = CAMERA_NEAR / model.stat.extent
+    model.vis.map.zfar = CAMERA_FAR / model.stat.extent
 
 
 def compose(objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None) -> mujoco.MjSpec:
@@ -239,6 +260,7 @@ class CellModel:
             model = spec.compile()
         except Exception as exc:  # compile errors surface as ValueError with MuJoCo's message
             raise SimulationError(f'cannot compile the cell model: {exc}') from exc
+        set_clip_planes(model)
         return cls(model, objects, robot)
 
     @property

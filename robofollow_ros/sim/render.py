@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 
 import mujoco
@@ -63,3 +64,22 @@ class CameraRig:
         for renderer in renderers:
             with contextlib.suppress(Exception):
                 renderer.close()
+
+
+def camera_matrix(
+    model: mujoco.MjModel, camera: str, *, width: int = IMAGE_WIDTH, height: int = IMAGE_HEIGHT
+) -> np.ndarray:
+    """The 3x3 pinhole intrinsics K of a MuJoCo camera rendered at ``width`` x ``height`` (square pixels, centred
+    principal point), as a ``sensor_msgs/CameraInfo`` for that image must state them."""
+    fovy = math.radians(float(model.cam_fovy[model.camera(camera).id]))
+    focal = 0.5 * height / math.tan(0.5 * fovy)
+    return np.array([[focal, 0.0, 0.5 * width], [0.0, focal, 0.5 * height], [0.0, 0.0, 1.0]])
+
+
+def project(data: mujoco.MjData, camera_id: int, k: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Pixel coordinates (N, 2) (u right, v down) of world ``points`` (N, 3) in a camera with intrinsics ``k``."""
+    rel = (np.asarray(points, dtype=np.float64) - data.cam_xpos[camera_id]) @ data.cam_xmat[camera_id].reshape(3, 3)
+    depth = -rel[:, 2]
+    u = k[0, 2] + k[0, 0] * rel[:, 0] / depth
+    v = k[1, 2] - k[1, 1] * rel[:, 1] / depth
+    return np.stack([u, v], axis=1)
