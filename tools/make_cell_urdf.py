@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -118,16 +119,21 @@ class UrdfBuilder:
         inertia: tuple[float, float, float] = (0.0, 0.0, 0.0),
         shapes: tuple[Shape, ...] = (),
         collide: bool = True,
+        full_inertia: Sequence[Sequence[float]] | None = None,
     ) -> None:
-        """Add a link; ``shapes`` are (geometry tag, attributes, xyz, rpy, material) used for visual and collision."""
+        """Add a link; ``shapes`` are (geometry tag, attributes, xyz, rpy, material) used for visual and collision.
+
+        ``inertia`` holds principal moments about ``com``; ``full_inertia`` (3x3, link axes) replaces it.
+        """
         element = ET.SubElement(self.robot, 'link', name=name)
         if mass is not None:
             inertial = ET.SubElement(element, 'inertial')
             ET.SubElement(inertial, 'origin', xyz=fmt(com), rpy='0 0 0')
             ET.SubElement(inertial, 'mass', value=f'{mass:.6g}')
-            ixx, iyy, izz = inertia
-            ET.SubElement(inertial, 'inertia', ixx=f'{ixx:.6g}', ixy='0', ixz='0', iyy=f'{iyy:.6g}', iyz='0',
-                          izz=f'{izz:.6g}')
+            tensor = full_inertia if full_inertia is not None else [[inertia[i] * (i == j) for j in range(3)]
+                                                                    for i in range(3)]
+            ET.SubElement(inertial, 'inertia', **{f'i{"xyz"[i]}{"xyz"[j]}': f'{tensor[i][j]:.6g}'
+                                                  for i in range(3) for j in range(i, 3)})
         for tag, attrs, xyz, rpy, material in shapes:
             visual = ET.SubElement(element, 'visual')
             ET.SubElement(visual, 'origin', xyz=fmt(xyz), rpy=fmt(rpy))
@@ -243,12 +249,13 @@ def add_arm(b: UrdfBuilder, side: str) -> None:
             rpy=(0.0, -WRIST_CAMERA_PITCH, 0.0))
 
 
-def add_head_camera(b: UrdfBuilder) -> None:
-    dx, dy, dz = (t - c for t, c in zip(HEAD_CAMERA_TARGET, HEAD_CAMERA_XYZ, strict=True))
+def add_head_camera(b: UrdfBuilder, xyz: Vec3 = HEAD_CAMERA_XYZ, target: Vec3 = HEAD_CAMERA_TARGET) -> None:
+    """``cam_high_link`` at ``xyz`` with its +x (the ROS optical forward) pointing at ``target``."""
+    dx, dy, dz = (t - c for t, c in zip(target, xyz, strict=True))
     yaw = math.atan2(dy, dx)
     pitch = -math.atan2(dz, math.hypot(dx, dy))
     b.link('cam_high_link')
-    b.joint('cam_high_joint', 'fixed', 'world', 'cam_high_link', xyz=HEAD_CAMERA_XYZ, rpy=(0.0, pitch, yaw))
+    b.joint('cam_high_joint', 'fixed', 'world', 'cam_high_link', xyz=xyz, rpy=(0.0, pitch, yaw))
 
 
 def build() -> ET.Element:

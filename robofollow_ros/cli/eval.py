@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robofollow_ros.cli.options import add_robot_argument
 from robofollow_ros.errors import RoboFollowError
 
 HELP = 'run evaluation episodes (in-process simulation) and write result records'
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
     parser.add_argument('--quiet', action='store_true', help='no progress display')
+    add_robot_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         variant=args.variant,
         record=args.record,
         limits=EpisodeLimits(max_queries=args.max_queries),
+        robot=args.robot,
     )
     records = run_suite(options, progress=not args.quiet)
     completed = sum(bool(record.get('completion_ok')) for record in records)

@@ -23,6 +23,7 @@ from robofollow_ros.policy.base import needs_images
 from robofollow_ros.policy.factory import make_policy
 from robofollow_ros.referee.config import default_config
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 RecordMode = Literal['none', 'json', 'bag']
 RESULTS_NAME = 'results.jsonl'
@@ -45,6 +46,7 @@ class SuiteOptions:
     variant: Variant = 'literal'
     record: RecordMode = 'none'
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
+    robot: str = DEFAULT_ROBOT
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ def _record_episode(options: SuiteOptions, trial: Trial, outcome: EpisodeOutcome
     meta = {
         'task_id': trial.task.task_id,
         'variant': options.variant,
+        'robot': options.robot,
         'seed': trial.seed,
         'round': trial.round,
         'layout': trial.task.layout,
@@ -184,6 +187,7 @@ def make_record(trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, option
             'round': trial.round,
             'seed': trial.seed,
             'policy': options.policy,
+            'robot': options.robot,
             'policy_error': outcome.policy_error,
             'queries': outcome.queries,
             'executed_rows': outcome.executed_rows,
@@ -207,7 +211,7 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
     _write_run_file(options, status='running', expected=len(trials), completed=len(trials) - len(todo))
     display = Progress(len(trials), already_done=len(trials) - len(todo)) if progress else None
     policy = make_policy(options.policy, kwargs=options.policy_kwargs)
-    env = CellEnv(render=needs_images(policy))
+    env = CellEnv(render=needs_images(policy), robot=options.robot)
     try:
         for trial in todo:
             layout = registry.layout_of(trial.task)

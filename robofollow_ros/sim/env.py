@@ -22,7 +22,8 @@ from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
 from robofollow_ros.sim.recorder import FrameRecorder
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, home_state
+from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, RobotDescription, load_robot
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.sim.spawn import spawn
 
 MODEL_CACHE_SIZE = 4
@@ -63,9 +64,16 @@ class CellEnv:
     Args:
         render: whether observations include camera images unless a call says otherwise.
         width, height: image size in pixels (default 320x240, protocol §1.3).
+        robot: registered robot name (``sim.robots``), e.g. ``primitive`` or ``aloha``.
+
+    Raises:
+        SimulationError: unknown robot.
     """
 
-    def __init__(self, *, render: bool = True, width: int = IMAGE_WIDTH, height: int = IMAGE_HEIGHT) -> None:
+    def __init__(
+        self, *, render: bool = True, width: int = IMAGE_WIDTH, height: int = IMAGE_HEIGHT, robot: str = DEFAULT_ROBOT
+    ) -> None:
+        self.robot: RobotDescription = load_robot(robot)
         self.render_default = render
         self.width = width
         self.height = height
@@ -88,7 +96,7 @@ class CellEnv:
             if len(self._models) >= MODEL_CACHE_SIZE:
                 oldest_key = next(iter(self._models))
                 self._forget(self._models.pop(oldest_key))
-            cell = CellModel.build(p.spec for p in sorted(layout.placements, key=lambda p: p.name))
+            cell = CellModel.build((p.spec for p in sorted(layout.placements, key=lambda p: p.name)), robot=self.robot)
             self._models[key] = cell
         return cell
 
@@ -137,7 +145,7 @@ class CellEnv:
         data = self.data
         assert data is not None
         mujoco.mj_resetData(cell.model, data)
-        home = home_state()
+        home = self.robot.home_state()
         for arm in ARMS:
             set_arm_joints(cell, data, arm, home[ARM_SLICE[arm]], home[GRIP_INDEX[arm]])
         self.executor = JointExecutor(cell, data)

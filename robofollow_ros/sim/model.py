@@ -16,20 +16,13 @@ import numpy as np
 from robofollow_ros.benchmark.types import ARMS, Arm, ObjectSpec
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.sim.constants import (
-    ARM_ARMATURE,
     ARM_FRICTION,
-    ARM_KP,
-    ARM_KV,
     CAMERA_FAR,
-    CAMERA_FOVY,
     CAMERA_LINKS,
     CAMERA_NEAR,
     CAMERAS,
     COLLISION,
-    FINGER_FORCE,
     FINGER_FRICTION,
-    FINGER_KP,
-    FINGER_KV,
     FINGER_PRIORITY,
     FINGER_SOLIMP,
     FINGER_SOLREF,
@@ -122,36 +115,40 @@ def _configure_robot(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
     for name in arm_of_body:
         if not name.endswith('base_link'):
             spec.body(name).gravcomp = 1.0
+    physics = robot.spec
     for arm in ARMS:
         desc = robot.arms[arm]
         for i, joint_name in enumerate(desc.joints):
             joint = spec.joint(joint_name)
-            joint.armature = ARM_ARMATURE[i]
+            joint.armature = physics.arm_armature[i]
+            if physics.arm_torque is not None:
+                joint.actfrcrange = [-physics.arm_torque[i], physics.arm_torque[i]]
+                joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_TRUE
             pos = spec.add_actuator(name=f'{joint_name}_pos', target=joint_name,
                                     trntype=mujoco.mjtTrn.mjTRN_JOINT)
-            pos.set_to_position(kp=ARM_KP[i])
+            pos.set_to_position(kp=physics.arm_kp[i])
             pos.ctrlrange = [desc.lower[i], desc.upper[i]]
             pos.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
         for i, joint_name in enumerate(desc.joints):
             vel = spec.add_actuator(name=f'{joint_name}_vel', target=joint_name,
                                     trntype=mujoco.mjtTrn.mjTRN_JOINT)
-            vel.set_to_velocity(kv=ARM_KV[i])
+            vel.set_to_velocity(kv=physics.arm_kv[i])
             vel.ctrlrange = [-2.0 * desc.velocity[i], 2.0 * desc.velocity[i]]
             vel.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
         for finger in desc.fingers:
             act = spec.add_actuator(name=f'{finger}_pos', target=finger, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-            act.set_to_position(kp=FINGER_KP, kv=FINGER_KV)
+            act.set_to_position(kp=physics.finger_kp, kv=physics.finger_kv)
             act.ctrlrange = [0.0, desc.finger_travel]
             act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            act.forcerange = [-FINGER_FORCE, FINGER_FORCE]
+            act.forcerange = [-physics.finger_force, physics.finger_force]
             act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
         spec.body(desc.tcp).add_site(name=desc.tcp, size=[0.004, 0.0, 0.0], rgba=[1.0, 0.2, 0.2, 0.0])
 
 
-def _configure_cameras(spec: mujoco.MjSpec) -> None:
+def _configure_cameras(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
     quat = quat_from_matrix(CAMERA_FROM_LINK)
     for camera in CAMERAS:
-        spec.body(CAMERA_LINKS[camera]).add_camera(name=camera, fovy=CAMERA_FOVY, quat=quat,
+        spec.body(CAMERA_LINKS[camera]).add_camera(name=camera, fovy=robot.spec.camera_fovy[camera], quat=quat,
                                                    resolution=[IMAGE_WIDTH, IMAGE_HEIGHT])
 
 
@@ -169,14 +166,16 @@ def compose(objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = N
     """
     robot = robot or load_robot()
     try:
-        spec = mujoco.MjSpec.from_file(str(robot.urdf))
+        spec = mujoco.MjSpec.from_string(robot.spec.urdf_text())
+    except SimulationError:
+        raise
     except Exception as exc:  # mujoco raises plain ValueError/Exception on parse errors
-        raise SimulationError(f'cannot load {robot.urdf}: {exc}') from exc
+        raise SimulationError(f'cannot load {robot.spec.urdf}: {exc}') from exc
     spec.modelname = 'robofollow_cell'
     _configure_physics(spec)
     _configure_visual(spec)
     _configure_robot(spec, robot)
-    _configure_cameras(spec)
+    _configure_cameras(spec, robot)
     seen: set[str] = set()
     for obj in objects:
         if obj.name in seen:

@@ -18,7 +18,7 @@ import numpy as np
 from robofollow_ros.benchmark.types import TABLE_Z, Arm
 from robofollow_ros.sim.constants import GRIP_SPEED, ROW_SECONDS
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, home_state
+from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX
 from robofollow_ros.sim.rotations import tcp_yaw, top_down, wrap_angle
 
 CARTESIAN_STEP = 0.01
@@ -289,7 +289,7 @@ class MotionPlanner:
 
     def home(self, state: np.ndarray, arm: Arm, *, grip: float | None = None) -> np.ndarray:
         """Joint-space move of ``arm`` back to its home joints (gripper kept unless ``grip`` is given)."""
-        return self.joint_rows(state, arm, home_state()[ARM_SLICE[arm]], grip=grip)
+        return self.joint_rows(state, arm, self.kin.home(arm), grip=grip)
 
     def gripper_seconds(self, delta: float) -> float:
         """How long the executor spends on a gripper change of ``delta`` (normalised units)."""
