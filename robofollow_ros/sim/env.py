@@ -42,6 +42,7 @@ class Observation:
         object_pos: per scene item, position (3,) (privileged).
         object_quat: per scene item, orientation (w, x, y, z) (privileged).
         finger_opening: per arm, measured finger opening, normalised (1 open, 0 pads touching).
+        robot: name of the cell's robot (privileged: built-in planners need its kinematics).
     """
 
     images: dict[str, np.ndarray]
@@ -52,6 +53,7 @@ class Observation:
     object_pos: dict[str, np.ndarray] = field(default_factory=dict)
     object_quat: dict[str, np.ndarray] = field(default_factory=dict)
     finger_opening: dict[Arm, float] = field(default_factory=dict)
+    robot: str = DEFAULT_ROBOT
 
 
 def _model_key(layout: Layout) -> tuple[tuple[str, ObjectSpec], ...]:
@@ -201,6 +203,7 @@ class CellEnv:
             object_pos=object_pos,
             object_quat=object_quat,
             finger_opening={arm: finger_opening(cell, data, arm) for arm in ARMS},
+            robot=self.robot.name,
         )
 
     def _rig(self, cell: CellModel) -> CameraRig:
