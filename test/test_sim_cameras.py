@@ -14,15 +14,16 @@ from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
 from robofollow_ros.sim.render import camera_matrix, project
+from robofollow_ros.sim.robots import robot_names
 
 pytestmark = pytest.mark.sim
 ITEM = 'large_blue_cube'
 """A 6 cm cube: held, its near corners are ~5 cm from the wrist camera (MuJoCo's default near plane was 6.7 cm)."""
 
 
-@pytest.fixture(scope='module')
-def held() -> CellEnv:
-    env = CellEnv(render=False)
+@pytest.fixture(scope='module', params=robot_names())
+def held(request: pytest.FixtureRequest) -> CellEnv:
+    env = CellEnv(render=False, robot=request.param)
     layout = registry.get_layout(2, 'default')
     start = env.reset(registry.training_labels(scene=2)[0], seed=3, layout=layout)
     planner = MotionPlanner(env.kinematics)

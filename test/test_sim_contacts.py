@@ -9,6 +9,7 @@ import pytest
 from robofollow_ros.benchmark import registry
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.physics import set_object_pose
+from robofollow_ros.sim.robots import robot_names
 
 pytestmark = pytest.mark.sim
 MAX_PENETRATION = 0.003
@@ -30,9 +31,9 @@ RELEASES = [
 """(scene, layout, dropped item, support, gap under its bottom, off-centre offset): the expert's releases."""
 
 
-@pytest.fixture(scope='module')
-def env() -> CellEnv:
-    with CellEnv(render=False) as cell:
+@pytest.fixture(scope='module', params=robot_names())
+def env(request: pytest.FixtureRequest) -> CellEnv:
+    with CellEnv(render=False, robot=request.param) as cell:
         yield cell
 
 

@@ -9,6 +9,7 @@ from robofollow_ros.benchmark import registry
 from robofollow_ros.sim import physics
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
+from robofollow_ros.sim.robots import robot_names
 
 pytestmark = pytest.mark.sim
 HOLD_ROWS = 17
@@ -31,9 +32,9 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope='module')
-def env() -> CellEnv:
-    cell_env = CellEnv(render=False)
+@pytest.fixture(scope='module', params=robot_names())
+def env(request: pytest.FixtureRequest) -> CellEnv:
+    cell_env = CellEnv(render=False, robot=request.param)
     yield cell_env
     cell_env.close()
 
