@@ -49,3 +49,7 @@ class SimulationError(RoboFollowError):
 
 class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
+
+
+class RunFolderError(RoboFollowError):
+    """An output folder cannot hold this run: in use by another run, holds another run, or is not a folder."""

@@ -118,9 +118,9 @@ def test_report_writes_table_one(tmp_path, capsys):
     captured = capsys.readouterr()
     assert 'duplicate record skipped: a round 1' in captured.err
     # S1 L0: IS 80.0, ES 56.7, CR 75.0. S2 L0: 60.0 / 60.0 / 0.0. S2 L1: 100 / 100 / 100. S3 L2: 30 / 30 / 0.
-    # Mean L0 over S1, S2: IS (80.0 + 60.0)/2 = 70.0, ES (56.7 + 60.0)/2 = 58.35, CR (75.0 + 0.0)/2 = 37.5
+    # Mean L0 over S1, S2: IS (80.0 + 60.0)/2 = 70.0, ES (56.7 + 60.0)/2 = 58.35 -> 58.4, CR (75.0 + 0.0)/2 = 37.5
     assert '| S1 | 80.0 / 56.7 / 75.0 | – | – |' in captured.out
-    assert '| **Mean** | 70.0 / 58.35 / 37.5 | 100.0 / 100.0 / 100.0 | 30.0 / 30.0 / 0.0 |' in captured.out
+    assert '| **Mean** | 70.0 / 58.4 / 37.5 | 100.0 / 100.0 / 100.0 | 30.0 / 30.0 / 0.0 |' in captured.out
     rows = list(csv.DictReader((out / 'summary.csv').open()))
     assert rows[0]['scene'] == 'S1' and rows[0]['L0_ES'] == '56.7'
     summary = json.loads((out / 'summary.json').read_text())

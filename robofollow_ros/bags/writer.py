@@ -9,7 +9,9 @@ times equal header stamps.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ from robofollow_ros.bags.conventions import (
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.textfiles import partial_path
 
 IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
 GRIPPER_TOLERANCE = 1e-9
@@ -87,6 +90,9 @@ def write_episode_bag(
         storage: ``mcap`` or ``sqlite3``.
         typestore: ROS distribution (or typestore) whose message definitions are embedded.
 
+    The bag is written inside a hidden temporary folder next to ``path`` and moved to ``path`` when complete,
+    so a process killed while writing never leaves a partial bag at ``path``.
+
     Returns:
         The bag directory.
 
@@ -111,35 +117,44 @@ def write_episode_bag(
         name: _quats(trajectory.obj_quat.get(name), n, f'trajectory.obj_quat[{name!r}]') for name in trajectory.obj_pos
     }
 
-    with Writer(bag, version=ROSBAG2_VERSION, storage_plugin=PLUGINS[storage]) as writer:
-        episode = writer.add_connection(topics.EPISODE, STRING, typestore=store, offered_qos_profiles=[LATCHED_QOS])
-        joint_states = writer.add_connection(topics.JOINT_STATES, JOINT_STATE, typestore=store)
-        image_conns = {
-            camera: writer.add_connection(topics.image_topic(camera), IMAGE, typestore=store) for camera in cameras
-        }
-        object_conns = {
-            name: writer.add_connection(topics.object_pose_topic(name), POSE_STAMPED, typestore=store)
-            for name in trajectory.obj_pos
-        }
-        ee_conns = {
-            arm: writer.add_connection(topics.ee_pose_topic(arm), POSE_STAMPED, typestore=store) for arm in ARMS
-        }
-        writer.write(episode, int(frames_ns[0]), encode_string(store, meta_text))
-        for i, stamp in enumerate(frames_ns.tolist()):
-            for camera, connection in image_conns.items():
-                pixels = cameras[camera][i]
-                if pixels is not None:
-                    writer.write(connection, stamp, encode_image(store, stamp, camera_frame(camera), pixels))
-            writer.write(joint_states, stamp, encode_joint_state(store, stamp, joint_names, joints[i]))
-            for name, connection in object_conns.items():
-                pose = encode_pose(store, stamp, topics.WORLD_FRAME, trajectory.obj_pos[name][i], obj_quat[name][i])
-                writer.write(connection, stamp, pose)
-            for arm, connection in ee_conns.items():
-                pose = encode_pose(store, stamp, topics.WORLD_FRAME, trajectory.ee[arm][i], ee_quat[arm][i])
-                writer.write(connection, stamp, pose)
-        if result_text is not None:
-            result_conn = writer.add_connection(topics.RESULT, STRING, typestore=store)
-            writer.write(result_conn, int(frames_ns[-1]), encode_string(store, result_text))
+    staging = partial_path(bag)
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    inner = staging / bag.name
+    try:
+        with Writer(inner, version=ROSBAG2_VERSION, storage_plugin=PLUGINS[storage]) as writer:
+            episode = writer.add_connection(topics.EPISODE, STRING, typestore=store, offered_qos_profiles=[LATCHED_QOS])
+            joint_states = writer.add_connection(topics.JOINT_STATES, JOINT_STATE, typestore=store)
+            image_conns = {
+                camera: writer.add_connection(topics.image_topic(camera), IMAGE, typestore=store) for camera in cameras
+            }
+            object_conns = {
+                name: writer.add_connection(topics.object_pose_topic(name), POSE_STAMPED, typestore=store)
+                for name in trajectory.obj_pos
+            }
+            ee_conns = {
+                arm: writer.add_connection(topics.ee_pose_topic(arm), POSE_STAMPED, typestore=store) for arm in ARMS
+            }
+            writer.write(episode, int(frames_ns[0]), encode_string(store, meta_text))
+            for i, stamp in enumerate(frames_ns.tolist()):
+                for camera, connection in image_conns.items():
+                    pixels = cameras[camera][i]
+                    if pixels is not None:
+                        writer.write(connection, stamp, encode_image(store, stamp, camera_frame(camera), pixels))
+                writer.write(joint_states, stamp, encode_joint_state(store, stamp, joint_names, joints[i]))
+                for name, connection in object_conns.items():
+                    pose = encode_pose(store, stamp, topics.WORLD_FRAME, trajectory.obj_pos[name][i], obj_quat[name][i])
+                    writer.write(connection, stamp, pose)
+                for arm, connection in ee_conns.items():
+                    pose = encode_pose(store, stamp, topics.WORLD_FRAME, trajectory.ee[arm][i], ee_quat[arm][i])
+                    writer.write(connection, stamp, pose)
+            if result_text is not None:
+                result_conn = writer.add_connection(topics.RESULT, STRING, typestore=store)
+                writer.write(result_conn, int(frames_ns[-1]), encode_string(store, result_text))
+        os.replace(inner, bag)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return bag
 
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import get_args
 
+from robofollow_ros.benchmark.types import Variant
 from robofollow_ros.cli.options import add_robot_argument
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+
+DEFAULT_VARIANT: Variant = 'literal'
 
 HELP = 'run evaluation episodes (in-process simulation) and write result records'
 DESCRIPTION = """\
@@ -14,7 +19,14 @@ Run RoboFollow evaluation episodes and score them with the referee.
 
 --in-process runs the MuJoCo cell, the policy and the referee in this process, without ROS: the
 baseline that every ROS run is compared with. Results go to OUT/results.jsonl, one record per trial,
-flushed after each trial; running the same command again resumes where it stopped.
+flushed after each trial; running the same command again resumes where it stopped. A folder holds one
+run: resuming with another policy, other --policy-kwargs, variant or limits is refused (use a new --out,
+or --force-new to set the old results aside), and a second run into a busy folder is refused.
+
+A custom policy (--policy module:function) must be importable (put its folder on PYTHONPATH). It sees
+only the three camera images, the 14-D joint state and the instruction; every call into it must return
+within --query-timeout seconds (building it, ten times that), or the trial records a timeout and the
+next trial gets a fresh instance. Failures of the policy are recorded per trial and the run goes on.
 """
 
 
@@ -32,12 +44,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--tasks', default=None, help='only task ids matching this glob or substring')
     parser.add_argument('--rounds', type=int, default=1, help='rounds per task (protocol: 10; default 1)')
     parser.add_argument('--first-round', type=int, default=1, help='number of the first round (default 1)')
-    parser.add_argument('--variant', choices=('literal', 'published'), default='literal', help='Scene 2 L3 truth')
+    parser.add_argument('--variant', choices=get_args(Variant), default=DEFAULT_VARIANT, help='Scene 2 L3 truth')
     parser.add_argument('--out', type=Path, default=None, help='output folder (default runs/<policy>)')
     parser.add_argument(
         '--record', choices=('none', 'json', 'bag'), default='none', help='also save each episode for re-scoring'
     )
     parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
+    parser.add_argument(
+        '--query-timeout',
+        type=float,
+        default=DEFAULT_QUERY_TIMEOUT,
+        help=f'seconds one call into the policy may take (default {DEFAULT_QUERY_TIMEOUT:g})',
+    )
+    parser.add_argument(
+        '--force-new', action='store_true', help='if --out holds another run, set it aside and start a new one'
+    )
     parser.add_argument('--quiet', action='store_true', help='no progress display')
     add_robot_argument(parser)
 
@@ -46,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
     from robofollow_ros.benchmark.registry import parse_level, parse_scene
     from robofollow_ros.evaluation.episode import EpisodeLimits
+    from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
 
@@ -53,8 +75,6 @@ def run(args: argparse.Namespace) -> int:
         raise RoboFollowError(
             'only --in-process evaluation is available so far (evaluation over ROS nodes is not in this package yet)'
         )
-    if args.rounds < 1 or args.first_round < 1:
-        raise RoboFollowError('--rounds and --first-round must be at least 1')
     options = SuiteOptions(
         out=args.out or Path('runs') / args.policy.replace(':', '_'),
         policy=args.policy,
@@ -67,10 +87,11 @@ def run(args: argparse.Namespace) -> int:
         variant=args.variant,
         record=args.record,
         limits=EpisodeLimits(max_queries=args.max_queries),
+        query_timeout=args.query_timeout,
+        force_new=args.force_new,
         robot=args.robot,
     )
     records = run_suite(options, progress=not args.quiet)
-    completed = sum(bool(record.get('completion_ok')) for record in records)
-    print(f'{len(records)} trials in {options.out / "results.jsonl"}; completed {completed}/{len(records)}')
+    print(f'{counts_line(trial_counts(records))}; results in {options.out / "results.jsonl"}')
     print(f'tables and plot: robofollow report {options.out / "results.jsonl"} --out {options.out / "report"}')
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.textfiles import read_utf8
 
 REQUIRED = ('task_id', 'scene', 'level_tag', 'intent_score', 'exec_score', 'intent_ok', 'exec_ok', 'completion_ok')
 LEVEL_ORDER = ('L0', 'L1', 'L2', 'L3')
@@ -64,10 +65,7 @@ def read_result_records(path: str | Path) -> list[dict[str, Any]]:
         RoboFollowError: unreadable file, invalid JSON, or a record without the fields a summary needs.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding='utf-8')
-    except OSError as error:
-        raise RoboFollowError(f'cannot read results {path}: {error.strerror or error}') from error
+    text = read_utf8(path, what='results', error=RoboFollowError)
     stripped = text.strip()
     if not stripped:
         return []

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.textfiles import read_utf8
 
 CONFIG_NAME = 'referee.yaml'
 
@@ -211,9 +212,7 @@ def default_config_path() -> Path:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding='utf-8'))
-    except OSError as error:
-        raise RoboFollowError(f'cannot read referee config {path}: {error.strerror}') from error
+        data = yaml.safe_load(read_utf8(path, what='referee config'))
     except yaml.YAMLError as error:
         raise RoboFollowError(f'referee config {path} is not valid YAML: {error}') from error
     if not isinstance(data, dict):

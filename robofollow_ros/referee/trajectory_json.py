@@ -20,6 +20,7 @@ import numpy as np
 from robofollow_ros.benchmark.types import ARMS, Variant
 from robofollow_ros.errors import TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.textfiles import read_utf8
 
 FORMAT = 'robofollow-trajectory/1'
 VARIANTS: tuple[Variant, ...] = ('literal', 'published')
@@ -170,10 +171,7 @@ def load_trajectory(path: str | Path) -> TrajectoryDocument:
         TrajectoryError: unreadable file, invalid JSON or an invalid document.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding='utf-8')
-    except OSError as error:
-        raise TrajectoryError(f'cannot read trajectory {path}: {error.strerror or error}') from error
+    text = read_utf8(path, what='trajectory', error=TrajectoryError)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
