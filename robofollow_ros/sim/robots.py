@@ -31,7 +31,7 @@ from robofollow_ros.sim.constants import (
 
 RobotName = Literal['aloha', 'primitive']
 URDF_DIR = Path(__file__).resolve().parents[2] / 'urdf'
-DEFAULT_ROBOT: RobotName = 'primitive'
+DEFAULT_ROBOT: RobotName = 'aloha'
 
 
 @dataclass(frozen=True)
