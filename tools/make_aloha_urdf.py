@@ -45,8 +45,8 @@ FINGER_EFFORT = 15.0
 TCP_X = 0.1287
 """TCP along the gripper link's +x: between the finger pads, 0.025 m behind the fingertips (as in the primitive
 cell), measured from the finger meshes' convex hulls (test/test_sim_urdf.py checks it)."""
-WRIST_CAMERA_XYZ = (0.07, 0.0, 0.085)
-WRIST_CAMERA_PITCH = 0.6
+WRIST_CAMERA_XYZ = (0.0, 0.0, 0.12)
+WRIST_CAMERA_PITCH = 0.45
 """Wrist cameras sit on top of the gripper (its +z side) and look forward-down at the fingers, as on an ALOHA."""
 HEAD_CAMERA_XYZ = (0.0, -0.36, 1.32)
 HEAD_CAMERA_TARGET = (0.0, 0.0, 0.74)
