@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from robofollow_ros.benchmark.types import TABLE_Z
-
-URDF_PATH = Path(__file__).resolve().parents[2] / 'urdf' / 'robofollow_cell.urdf'
 
 TIMESTEP = 0.004
 """Physics step (s): the protocol's 250 Hz, with the implicitfast integrator."""
@@ -27,7 +24,8 @@ GRIP_SPEED = 5.0
 protocol's 250 Hz, which is what the published executor spends on a gripper-only row)."""
 
 ARM_KP = (900.0, 1200.0, 900.0, 250.0, 250.0, 150.0)
-"""Position gains (N m / rad) of joints 1-6."""
+"""Position gains (N m / rad) of joints 1-6 of the primitive robot (ARM_* to FINGER_KV and HOME_Q are the primitive
+robot's; every robot's servo values are in ``sim/robots.py``)."""
 ARM_KV = (40.0, 50.0, 35.0, 8.0, 8.0, 5.0)
 """Velocity-feedback gains (N m s / rad) of joints 1-6, driven with the commanded joint velocity as feed-forward."""
 ARM_ARMATURE = (0.05, 0.05, 0.04, 0.01, 0.01, 0.01)
