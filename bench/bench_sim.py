@@ -138,13 +138,15 @@ def bench_robot(robot: str, *, rows_wanted: int) -> None:
     print(f'render    3 cameras at 320x240          {renders:10.1f} sets/s    '
           f'({renders * 0.06:.2f} episode-seconds of images per wall second at one set per 0.06 s row)')
 
-    env_images = CellEnv(render=True, robot=robot)
-    sim_s, wall_s = run_episode(env_images, rows, images=True)
-    image_rtf = sim_s / wall_s
-    rate = len(rows) / wall_s
-    print(f'executor  {len(rows)} rows, 3 cams every row {rate:8.1f} rows/s    real-time x{image_rtf:6.1f}'
-          f'   ({image_rtf / plain_rtf:.3f} of baseline; target >= 3x: {"ok" if image_rtf >= 3 else "MISSED"})')
-    env_images.close()
+    for hulls in (False, True) if model.nmesh else (False,):
+        env_images = CellEnv(render=True, robot=robot, visual_hulls=hulls)
+        sim_s, wall_s = run_episode(env_images, rows, images=True)
+        image_rtf = sim_s / wall_s
+        rate = len(rows) / wall_s
+        label = ', hulls' if hulls else ''
+        print(f'executor  {len(rows)} rows, 3 cams every row{label} {rate:8.1f} rows/s    real-time x{image_rtf:6.1f}'
+              f'   ({image_rtf / plain_rtf:.3f} of baseline; target >= 3x: {"ok" if image_rtf >= 3 else "MISSED"})')
+        env_images.close()
     env.close()
 
     tasks = [registry.eval_tasks(scene=scene, level=level)[0].task_id for scene in (1, 2, 3, 4) for level in range(4)]

@@ -67,15 +67,24 @@ class CellEnv:
         render: whether observations include camera images unless a call says otherwise.
         width, height: image size in pixels (default 320x240, protocol §1.3).
         robot: registered robot name (``sim.robots``), e.g. ``primitive`` or ``aloha``.
+        visual_hulls: draw mesh geoms as their convex hulls in camera images (default: the robot's setting);
+            faster software rendering of the ALOHA's meshes at the cost of blockier arms.
 
     Raises:
         SimulationError: unknown robot.
     """
 
     def __init__(
-        self, *, render: bool = True, width: int = IMAGE_WIDTH, height: int = IMAGE_HEIGHT, robot: str = DEFAULT_ROBOT
+        self,
+        *,
+        render: bool = True,
+        width: int = IMAGE_WIDTH,
+        height: int = IMAGE_HEIGHT,
+        robot: str = DEFAULT_ROBOT,
+        visual_hulls: bool | None = None,
     ) -> None:
         self.robot: RobotDescription = load_robot(robot)
+        self.visual_hulls = self.robot.spec.visual_hulls if visual_hulls is None else visual_hulls
         self.render_default = render
         self.width = width
         self.height = height
@@ -209,7 +218,7 @@ class CellEnv:
     def _rig(self, cell: CellModel) -> CameraRig:
         rig = self._rigs.get(id(cell))
         if rig is None:
-            rig = CameraRig(cell.model, width=self.width, height=self.height)
+            rig = CameraRig(cell.model, width=self.width, height=self.height, hulls=self.visual_hulls)
             self._rigs[id(cell)] = rig
         return rig
 

@@ -14,7 +14,11 @@ from robofollow_ros.sim.constants import CAMERAS, IMAGE_HEIGHT, IMAGE_WIDTH
 
 
 class CameraRig:
-    """Renders RGB images of named cameras of one model; one ``mujoco.Renderer`` per rendering thread."""
+    """Renders RGB images of named cameras of one model; one ``mujoco.Renderer`` per rendering thread.
+
+    With ``hulls`` mesh geoms are drawn as their convex hulls (the shapes MuJoCo collides with): far fewer
+    triangles, which is what a software rasteriser pays for.
+    """
 
     def __init__(
         self,
@@ -23,8 +27,11 @@ class CameraRig:
         width: int = IMAGE_WIDTH,
         height: int = IMAGE_HEIGHT,
         cameras: tuple[str, ...] = CAMERAS,
+        hulls: bool = False,
     ) -> None:
         self.model = model
+        self.scene_option = mujoco.MjvOption()
+        self.scene_option.flags[mujoco.mjtVisFlag.mjVIS_CONVEXHULL] = hulls
         self.width = width
         self.height = height
         self.cameras = cameras
@@ -52,7 +59,7 @@ class CameraRig:
         renderer = self._renderer()
         images: dict[str, np.ndarray] = {}
         for name, camera in self._camera_ids.items():
-            renderer.update_scene(data, camera=camera)
+            renderer.update_scene(data, camera=camera, scene_option=self.scene_option)
             images[name] = renderer.render().copy()
         return images
 

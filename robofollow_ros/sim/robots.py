@@ -51,6 +51,8 @@ class RobotSpec:
         finger_kp, finger_kv, finger_force: finger position servo gain (N/m), damping (N s/m), force limit (N).
         camera_fovy: vertical field of view (degrees) per camera.
         mesh_packages: URDF mesh URI prefix -> function returning the installed folder it stands for.
+        visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; ~2.5x
+            faster on llvmpipe for the ALOHA, but blockier arms and gripper, so off for every robot).
         description: one line for listings.
     """
 
@@ -68,6 +70,7 @@ class RobotSpec:
     finger_force: float
     camera_fovy: dict[str, float]
     mesh_packages: tuple[tuple[str, Callable[[], Path]], ...] = field(default=())
+    visual_hulls: bool = False
     description: str = ''
 
     def urdf_text(self) -> str:
