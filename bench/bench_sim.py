@@ -46,7 +46,7 @@ def scripted_rows(env: CellEnv, state: np.ndarray, rows: int) -> np.ndarray:
         plan.add(planner.place(plan.state, arm, np.array([*target, height])))
         plan.add(planner.home(plan.state, arm))
         positions[name] = np.array(target)
-        cycles = (*cycles[:turn % 2], (arm, name, tuple(source)), *cycles[turn % 2 + 1 :])
+        cycles = (*cycles[: turn % 2], (arm, name, tuple(source)), *cycles[turn % 2 + 1 :])
         turn += 1
     return plan.rows()[:rows]
 
@@ -124,8 +124,10 @@ def bench_robot(robot: str, *, rows_wanted: int) -> None:
     sim_s, wall_s = run_episode(env, rows, images=False)
     steps = round(sim_s / dt)
     exec_rtf = sim_s / wall_s
-    print(f'executor  {len(rows)} rows, no images       {steps / wall_s:10.0f} steps/s   real-time x{exec_rtf:6.1f}'
-          f'   ({exec_rtf / plain_rtf:.2f} of baseline; target >= 20x: {"ok" if exec_rtf >= 20 else "MISSED"})')
+    print(
+        f'executor  {len(rows)} rows, no images       {steps / wall_s:10.0f} steps/s   real-time x{exec_rtf:6.1f}'
+        f'   ({exec_rtf / plain_rtf:.2f} of baseline; target >= 20x: {"ok" if exec_rtf >= 20 else "MISSED"})'
+    )
 
     rig = CameraRig(model)
     rig.render(data)
@@ -135,8 +137,10 @@ def bench_robot(robot: str, *, rows_wanted: int) -> None:
         rig.render(data)
     renders = n_renders / (time.perf_counter() - start)
     rig.close()
-    print(f'render    3 cameras at 320x240          {renders:10.1f} sets/s    '
-          f'({renders * 0.06:.2f} episode-seconds of images per wall second at one set per 0.06 s row)')
+    print(
+        f'render    3 cameras at 320x240          {renders:10.1f} sets/s    '
+        f'({renders * 0.06:.2f} episode-seconds of images per wall second at one set per 0.06 s row)'
+    )
 
     for hulls in (False, True) if model.nmesh else (False,):
         env_images = CellEnv(render=True, robot=robot, visual_hulls=hulls)
@@ -144,8 +148,10 @@ def bench_robot(robot: str, *, rows_wanted: int) -> None:
         image_rtf = sim_s / wall_s
         rate = len(rows) / wall_s
         label = ', hulls' if hulls else ''
-        print(f'executor  {len(rows)} rows, 3 cams every row{label} {rate:8.1f} rows/s    real-time x{image_rtf:6.1f}'
-              f'   ({image_rtf / plain_rtf:.3f} of baseline; target >= 3x: {"ok" if image_rtf >= 3 else "MISSED"})')
+        print(
+            f'executor  {len(rows)} rows, 3 cams every row{label} {rate:8.1f} rows/s    real-time x{image_rtf:6.1f}'
+            f'   ({image_rtf / plain_rtf:.3f} of baseline; target >= 3x: {"ok" if image_rtf >= 3 else "MISSED"})'
+        )
         env_images.close()
     env.close()
 
@@ -153,8 +159,10 @@ def bench_robot(robot: str, *, rows_wanted: int) -> None:
     for images, label, target in ((False, 'no images          ', 20.0), (True, '3 cams every row   ', 3.0)):
         sim_s, wall_s = expert_episodes(tasks, images=images, robot=robot)
         rtf = sim_s / wall_s
-        print(f'expert    {len(tasks)} episodes, {label}{sim_s:6.1f} sim s      real-time x{rtf:6.1f}'
-              f'   ({rtf / plain_rtf:.3f} of baseline; target >= {target:.0f}x: {"ok" if rtf >= target else "MISSED"})')
+        print(
+            f'expert    {len(tasks)} episodes, {label}{sim_s:6.1f} sim s      real-time x{rtf:6.1f}'
+            f'   ({rtf / plain_rtf:.3f} of baseline; target >= {target:.0f}x: {"ok" if rtf >= target else "MISSED"})'
+        )
 
 
 def main() -> int:

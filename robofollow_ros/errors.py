@@ -27,6 +27,10 @@ class UnknownLevelError(RegistryError):
     """The level is not one of L0-L3."""
 
 
+class UnknownVariantError(RegistryError):
+    """The variant is not one of ``published`` and ``corrected``."""
+
+
 class UnknownLayoutError(RegistryError):
     """No layout has the given name."""
 
@@ -49,6 +53,10 @@ class SimulationError(RoboFollowError):
 
 class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
+
+
+class PolicyConnectionError(PolicyError):
+    """The connection to a policy server broke or timed out (the request may or may not have run)."""
 
 
 class RunFolderError(RoboFollowError):

@@ -28,8 +28,10 @@ def _assert_every_cell_at_99_percent(records: list[dict]) -> None:
 
 
 def test_expert_scores_at_least_99_percent_in_every_scene_and_level(tmp_path):
+    """Under the default variant (published): no published rule makes a task infeasible (docs/scoring.md)."""
     records = run_suite(SuiteOptions(out=tmp_path, policy='expert', rounds=1, robot=DEFAULT_ROBOT), progress=False)
     assert len(records) == 554
+    assert {(r['variant'], r['window_units']) for r in records} == {('published', 'frames')}
     assert {r['robot'] for r in records} == {DEFAULT_ROBOT}
     _assert_every_cell_at_99_percent(records)
 

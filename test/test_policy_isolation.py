@@ -73,7 +73,7 @@ def test_builtin_reference_policies_are_privileged_and_marked_everywhere(tmp_pat
     assert run_file(out)['privileged'] is True
     assert main(['report', str(out / 'results.jsonl'), '--out', str(out / 'report')]) == 0
     heading = (out / 'report' / 'summary.md').read_text(encoding='utf-8').splitlines()[0]
-    assert heading == f'Policy expert (privileged: ground-truth access) · run {record["run_id"]}'
+    assert heading == f'Policy expert (privileged: ground-truth access) · run {record["run_id"]} · variant published'
     assert json.loads((out / 'report' / 'summary.json').read_text())['run']['privileged'] is True
 
 

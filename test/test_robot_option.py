@@ -16,8 +16,19 @@ TASKS = 'L0_pickup_yellow_block_[23]'
 
 
 def eval_args(out, robot: str) -> list[str]:
-    return ['eval', '--in-process', '--policy', 'expert', '--tasks', TASKS, '--out', str(out), '--quiet',
-            '--robot', robot]
+    return [
+        'eval',
+        '--in-process',
+        '--policy',
+        'expert',
+        '--tasks',
+        TASKS,
+        '--out',
+        str(out),
+        '--quiet',
+        '--robot',
+        robot,
+    ]
 
 
 def test_registry_names_every_robot_and_the_default() -> None:
@@ -42,7 +53,15 @@ def test_records_and_identity_carry_the_robot_and_another_robot_is_refused(tmp_p
 
 
 def test_identities_written_before_robots_were_selectable_mean_the_primitive_robot() -> None:
-    current = RunIdentity(policy='expert', privileged=True, variant='literal', max_queries=10, actions_per_query=50,
-                          query_timeout=300.0, package_version='0.1.0', metric_version='m1')
+    current = RunIdentity(
+        policy='expert',
+        privileged=True,
+        variant='literal',
+        max_queries=10,
+        actions_per_query=50,
+        query_timeout=300.0,
+        package_version='0.1.0',
+        metric_version='m1',
+    )
     old = {k: v for k, v in current.as_dict().items() if k != 'robot'}
     assert RunIdentity.from_dict(old, source='old').robot == 'primitive'

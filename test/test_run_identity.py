@@ -29,7 +29,7 @@ def identity(**changes):
     base = {
         'policy': 'hold',
         'privileged': False,
-        'variant': 'literal',
+        'variant': 'published',
         'max_queries': 10,
         'actions_per_query': 50,
         'query_timeout': 300.0,
@@ -43,7 +43,7 @@ def identity(**changes):
 def test_identity_digest_is_stable_and_every_field_counts():
     assert identity().digest == identity().digest
     assert RunIdentity.from_dict(identity().as_dict(), source='x') == identity()
-    for change in ({'policy_kwargs': {'ckpt': 'b'}}, {'max_queries': 5}, {'variant': 'published'}, {'policy': 'x'}):
+    for change in ({'policy_kwargs': {'ckpt': 'b'}}, {'max_queries': 5}, {'variant': 'corrected'}, {'policy': 'x'}):
         assert identity(**change).digest != identity().digest
     assert identity().differences(identity(max_queries=5, policy_kwargs={'ckpt': 'b'})) == [
         'max_queries 10 there vs 5 here',
@@ -56,7 +56,7 @@ def test_identity_digest_is_stable_and_every_field_counts():
     [
         (['--max-queries', '3'], 'max_queries 10 there vs 3 here'),
         (['--policy-kwargs', '{"rows": 5}'], 'policy_kwargs {} there vs {"rows": 5} here'),
-        (['--variant', 'published'], 'variant "literal" there vs "published" here'),
+        (['--variant', 'corrected'], 'variant "published" there vs "corrected" here'),
         (['--query-timeout', '9'], 'query_timeout 300.0 there vs 9.0 here'),
     ],
 )

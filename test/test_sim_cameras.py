@@ -30,8 +30,11 @@ def held(request: pytest.FixtureRequest) -> CellEnv:
     centre = start.object_pos[ITEM]
     top = centre[2] + layout.spec(ITEM).half_height
     plan = Plan(start.state)
-    plan.add(planner.grasp(plan.state, 'right', np.array([*centre[:2], planner.grasp_height(centre[2], top_z=top)]),
-                           lift=0.10))
+    plan.add(
+        planner.grasp(
+            plan.state, 'right', np.array([*centre[:2], planner.grasp_height(centre[2], top_z=top)]), lift=0.10
+        )
+    )
     env.execute(plan.rows())
     yield env
     env.close()
@@ -52,8 +55,12 @@ def _silhouette(env: CellEnv, camera: str, item: str) -> np.ndarray:
     model, data = env.cell.model, env.data
     body = env.cell.object_index[item].body
     half = env.layout.spec(item).size
-    corners = np.array([data.xpos[body] + data.xmat[body].reshape(3, 3) @ (np.array(s) * half)
-                        for s in itertools.product((-1.0, 1.0), repeat=3)])
+    corners = np.array(
+        [
+            data.xpos[body] + data.xmat[body].reshape(3, 3) @ (np.array(s) * half)
+            for s in itertools.product((-1.0, 1.0), repeat=3)
+        ]
+    )
     pixels = project(data, model.camera(camera).id, camera_matrix(model, camera), corners)
     mask = np.zeros((IMAGE_HEIGHT, IMAGE_WIDTH), np.uint8)
     cv2.fillConvexPoly(mask, cv2.convexHull(np.round(pixels).astype(np.int32)), 1)

@@ -90,10 +90,13 @@ def test_every_moving_link_has_positive_mass_and_inertia(urdf: yourdfpy.URDF) ->
 
 def test_open_gripper_clears_the_largest_object(kinematics: Kinematics) -> None:
     planner = MotionPlanner(kinematics)
-    largest = max(2.0 * min(p.spec.size[0], p.spec.size[1]) if p.spec.shape == 'box' else 2.0 * p.spec.size[0]
-                  for scene in (1, 2, 3, 4) for name in registry.layout_names(scene)
-                  for p in registry.get_layout(scene, name).placements if p.spec.shape != 'label' and
-                  p.spec.shape != 'bowl')
+    largest = max(
+        2.0 * min(p.spec.size[0], p.spec.size[1]) if p.spec.shape == 'box' else 2.0 * p.spec.size[0]
+        for scene in (1, 2, 3, 4)
+        for name in registry.layout_names(scene)
+        for p in registry.get_layout(scene, name).placements
+        if p.spec.shape != 'label' and p.spec.shape != 'bowl'
+    )
     for arm in ARMS:
         assert planner.pad_gap(arm, 1.0) >= largest + 0.008
         assert planner.pad_gap(arm, 0.0) <= 1e-9, 'closed pads touch'

@@ -92,8 +92,11 @@ def _inertial(body: ET.Element) -> dict:
         return {}
     rot = _rotation(inertial)
     inertia = rot @ np.diag([float(v) for v in inertial.get('diaginertia', '').split()]) @ rot.T
-    return {'mass': float(inertial.get('mass', '0')), 'com': tuple(float(v) for v in inertial.get('pos', '').split()),
-            'full_inertia': inertia}
+    return {
+        'mass': float(inertial.get('mass', '0')),
+        'com': tuple(float(v) for v in inertial.get('pos', '').split()),
+        'full_inertia': inertia,
+    }
 
 
 def add_arm(b: UrdfBuilder, side: str, arm: ET.Element, meshes: dict[str, tuple[str, str]]) -> None:
@@ -119,16 +122,30 @@ def add_arm(b: UrdfBuilder, side: str, arm: ET.Element, meshes: dict[str, tuple[
             axis = sign * np.array([float(v) for v in joint.get('axis', '').split()])
             xyz = np.array([float(v) for v in body.get('pos', '').split()]) + FINGER_CLOSED * axis
             finger = _local(joint.get('name', ''))
-            b.joint(f'{p}{finger}', 'prismatic', parent, link, xyz=tuple(xyz), axis=tuple(axis),
-                    limit=(0.0, FINGER_OPEN - FINGER_CLOSED, FINGER_VELOCITY, FINGER_EFFORT),
-                    mimic=f'{p}left_finger' if finger == 'right_finger' else None)
+            b.joint(
+                f'{p}{finger}',
+                'prismatic',
+                parent,
+                link,
+                xyz=tuple(xyz),
+                axis=tuple(axis),
+                limit=(0.0, FINGER_OPEN - FINGER_CLOSED, FINGER_VELOCITY, FINGER_EFFORT),
+                mimic=f'{p}left_finger' if finger == 'right_finger' else None,
+            )
         else:
             name = _local(joint.get('name', ''))
             low, high = (float(v) for v in joint.get('range', '').split())
             xyz, rpy = _origin(body)
-            b.joint(f'{p}{name}', 'revolute', parent, link, xyz=xyz, rpy=rpy,
-                    axis=tuple(float(v) for v in joint.get('axis', '').split()),
-                    limit=(low, high, VELOCITY, EFFORT[JOINTS.index(name)]))
+            b.joint(
+                f'{p}{name}',
+                'revolute',
+                parent,
+                link,
+                xyz=xyz,
+                rpy=rpy,
+                axis=tuple(float(v) for v in joint.get('axis', '').split()),
+                limit=(low, high, VELOCITY, EFFORT[JOINTS.index(name)]),
+            )
         for child in body.findall('body'):
             visit(child, link)
 
@@ -136,8 +153,14 @@ def add_arm(b: UrdfBuilder, side: str, arm: ET.Element, meshes: dict[str, tuple[
     b.link(f'{p}tcp')
     b.joint(f'{p}tcp_joint', 'fixed', f'{p}gripper_link', f'{p}tcp', xyz=(TCP_X, 0.0, 0.0))
     b.link(f'{p}wrist_camera_link')
-    b.joint(f'{p}wrist_camera_joint', 'fixed', f'{p}gripper_link', f'{p}wrist_camera_link', xyz=WRIST_CAMERA_XYZ,
-            rpy=(0.0, WRIST_CAMERA_PITCH, 0.0))
+    b.joint(
+        f'{p}wrist_camera_joint',
+        'fixed',
+        f'{p}gripper_link',
+        f'{p}wrist_camera_link',
+        xyz=WRIST_CAMERA_XYZ,
+        rpy=(0.0, WRIST_CAMERA_PITCH, 0.0),
+    )
 
 
 def build(assets: Path) -> ET.Element:
@@ -168,8 +191,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--out', type=Path, default=OUT, help='output path (default: urdf/aloha_cell.urdf)')
     parser.add_argument('--check', action='store_true', help='exit 1 if the file on disk differs from the generated')
-    parser.add_argument('--resolve', type=Path, default=None,
-                        help='write a copy with file:// mesh paths of the installed gym-aloha here (for RViz)')
+    parser.add_argument(
+        '--resolve',
+        type=Path,
+        default=None,
+        help='write a copy with file:// mesh paths of the installed gym-aloha here (for RViz)',
+    )
     args = parser.parse_args()
     assets = gym_aloha_assets()
     text = render(assets)

@@ -130,10 +130,16 @@ class UrdfBuilder:
             inertial = ET.SubElement(element, 'inertial')
             ET.SubElement(inertial, 'origin', xyz=fmt(com), rpy='0 0 0')
             ET.SubElement(inertial, 'mass', value=f'{mass:.6g}')
-            tensor = full_inertia if full_inertia is not None else [[inertia[i] * (i == j) for j in range(3)]
-                                                                    for i in range(3)]
-            ET.SubElement(inertial, 'inertia', **{f'i{"xyz"[i]}{"xyz"[j]}': f'{tensor[i][j]:.6g}'
-                                                  for i in range(3) for j in range(i, 3)})
+            tensor = (
+                full_inertia
+                if full_inertia is not None
+                else [[inertia[i] * (i == j) for j in range(3)] for i in range(3)]
+            )
+            ET.SubElement(
+                inertial,
+                'inertia',
+                **{f'i{"xyz"[i]}{"xyz"[j]}': f'{tensor[i][j]:.6g}' for i in range(3) for j in range(i, 3)},
+            )
         for tag, attrs, xyz, rpy, material in shapes:
             visual = ET.SubElement(element, 'visual')
             ET.SubElement(visual, 'origin', xyz=fmt(xyz), rpy=fmt(rpy))
@@ -167,8 +173,14 @@ class UrdfBuilder:
             ET.SubElement(element, 'axis', xyz=fmt(axis))
         if limit is not None:
             lower, upper, velocity, effort = limit
-            ET.SubElement(element, 'limit', lower=f'{lower:.6g}', upper=f'{upper:.6g}', velocity=f'{velocity:.6g}',
-                          effort=f'{effort:.6g}')
+            ET.SubElement(
+                element,
+                'limit',
+                lower=f'{lower:.6g}',
+                upper=f'{upper:.6g}',
+                velocity=f'{velocity:.6g}',
+                effort=f'{effort:.6g}',
+            )
         if damping is not None:
             ET.SubElement(element, 'dynamics', damping=f'{damping:.6g}', friction='0')
         if mimic is not None:
@@ -192,8 +204,13 @@ def add_table(b: UrdfBuilder) -> None:
     b.link('table', shapes=(top,))
     leg_length = TABLE_TOP_Z - TABLE_THICKNESS
     legs = tuple(
-        ('cylinder', cyl(TABLE_LEG_RADIUS, leg_length),
-         (x, y, -TABLE_THICKNESS - leg_length / 2.0), (0.0, 0.0, 0.0), 'table_leg')
+        (
+            'cylinder',
+            cyl(TABLE_LEG_RADIUS, leg_length),
+            (x, y, -TABLE_THICKNESS - leg_length / 2.0),
+            (0.0, 0.0, 0.0),
+            'table_leg',
+        )
         for x in (TABLE_X[0] + 0.06, TABLE_X[1] - 0.06)
         for y in (TABLE_Y[0] + 0.06, TABLE_Y[1] - 0.06)
     )
@@ -206,47 +223,114 @@ def add_arm(b: UrdfBuilder, side: str) -> None:
     p = f'{side}_'
     dark, light, grip = 'arm_dark', 'arm_light', 'gripper'
     x, y = BASE_XY[side]
-    b.link(f'{p}base_link', mass=1.5, com=(0, 0, BASE_HEIGHT / 2),
-           inertia=cylinder_inertia(1.5, 0.06, BASE_HEIGHT, 'z'),
-           shapes=(('cylinder', cyl(0.06, BASE_HEIGHT), (0, 0, BASE_HEIGHT / 2), (0, 0, 0), dark),))
+    b.link(
+        f'{p}base_link',
+        mass=1.5,
+        com=(0, 0, BASE_HEIGHT / 2),
+        inertia=cylinder_inertia(1.5, 0.06, BASE_HEIGHT, 'z'),
+        shapes=(('cylinder', cyl(0.06, BASE_HEIGHT), (0, 0, BASE_HEIGHT / 2), (0, 0, 0), dark),),
+    )
     b.joint(f'{p}base_joint', 'fixed', 'table', f'{p}base_link', xyz=(x, y, 0.0), rpy=(0.0, 0.0, math.pi / 2.0))
     links = (
-        (f'{p}link1', 0.8, (0, 0, WAIST_HEIGHT / 2), cylinder_inertia(0.8, 0.045, WAIST_HEIGHT, 'z'),
-         (('cylinder', cyl(0.045, WAIST_HEIGHT), (0, 0, WAIST_HEIGHT / 2), (0, 0, 0), light),)),
-        (f'{p}link2', 0.9, (0, 0, UPPER_ARM / 2), cylinder_inertia(0.9, 0.03, UPPER_ARM, 'z'),
-         (('cylinder', cyl(0.03, UPPER_ARM - 0.02), (0, 0, UPPER_ARM / 2), (0, 0, 0), dark),
-          ('cylinder', cyl(0.038, 0.07), (0, 0, 0), AXIS_RPY['y'], light))),
-        (f'{p}link3', 0.5, (FOREARM_TO_ROLL / 2, 0, 0), cylinder_inertia(0.5, 0.028, FOREARM_TO_ROLL, 'x'),
-         (('cylinder', cyl(0.028, FOREARM_TO_ROLL), (FOREARM_TO_ROLL / 2, 0, 0), AXIS_RPY['x'], light),
-          ('cylinder', cyl(0.034, 0.06), (0, 0, 0), AXIS_RPY['y'], dark))),
-        (f'{p}link4', 0.4, (ROLL_TO_WRIST / 2, 0, 0), cylinder_inertia(0.4, 0.025, ROLL_TO_WRIST, 'x'),
-         (('cylinder', cyl(0.025, ROLL_TO_WRIST - 0.02), (ROLL_TO_WRIST / 2, 0, 0), AXIS_RPY['x'], dark),)),
-        (f'{p}link5', 0.25, (WRIST_TO_FLANGE / 2, 0, 0), cylinder_inertia(0.25, 0.025, WRIST_TO_FLANGE, 'x'),
-         (('cylinder', cyl(0.028, 0.05), (0, 0, 0), AXIS_RPY['y'], light),
-          ('cylinder', cyl(0.022, WRIST_TO_FLANGE), (WRIST_TO_FLANGE / 2, 0, 0), AXIS_RPY['x'], light))),
-        (f'{p}link6', 0.3, (PALM_LENGTH / 2, 0, 0), box_inertia(0.3, (PALM_LENGTH, 0.12, 0.04)),
-         (('box', box((PALM_LENGTH, 0.12, 0.04)), (PALM_LENGTH / 2, 0, 0), (0, 0, 0), grip),)),
+        (
+            f'{p}link1',
+            0.8,
+            (0, 0, WAIST_HEIGHT / 2),
+            cylinder_inertia(0.8, 0.045, WAIST_HEIGHT, 'z'),
+            (('cylinder', cyl(0.045, WAIST_HEIGHT), (0, 0, WAIST_HEIGHT / 2), (0, 0, 0), light),),
+        ),
+        (
+            f'{p}link2',
+            0.9,
+            (0, 0, UPPER_ARM / 2),
+            cylinder_inertia(0.9, 0.03, UPPER_ARM, 'z'),
+            (
+                ('cylinder', cyl(0.03, UPPER_ARM - 0.02), (0, 0, UPPER_ARM / 2), (0, 0, 0), dark),
+                ('cylinder', cyl(0.038, 0.07), (0, 0, 0), AXIS_RPY['y'], light),
+            ),
+        ),
+        (
+            f'{p}link3',
+            0.5,
+            (FOREARM_TO_ROLL / 2, 0, 0),
+            cylinder_inertia(0.5, 0.028, FOREARM_TO_ROLL, 'x'),
+            (
+                ('cylinder', cyl(0.028, FOREARM_TO_ROLL), (FOREARM_TO_ROLL / 2, 0, 0), AXIS_RPY['x'], light),
+                ('cylinder', cyl(0.034, 0.06), (0, 0, 0), AXIS_RPY['y'], dark),
+            ),
+        ),
+        (
+            f'{p}link4',
+            0.4,
+            (ROLL_TO_WRIST / 2, 0, 0),
+            cylinder_inertia(0.4, 0.025, ROLL_TO_WRIST, 'x'),
+            (('cylinder', cyl(0.025, ROLL_TO_WRIST - 0.02), (ROLL_TO_WRIST / 2, 0, 0), AXIS_RPY['x'], dark),),
+        ),
+        (
+            f'{p}link5',
+            0.25,
+            (WRIST_TO_FLANGE / 2, 0, 0),
+            cylinder_inertia(0.25, 0.025, WRIST_TO_FLANGE, 'x'),
+            (
+                ('cylinder', cyl(0.028, 0.05), (0, 0, 0), AXIS_RPY['y'], light),
+                ('cylinder', cyl(0.022, WRIST_TO_FLANGE), (WRIST_TO_FLANGE / 2, 0, 0), AXIS_RPY['x'], light),
+            ),
+        ),
+        (
+            f'{p}link6',
+            0.3,
+            (PALM_LENGTH / 2, 0, 0),
+            box_inertia(0.3, (PALM_LENGTH, 0.12, 0.04)),
+            (('box', box((PALM_LENGTH, 0.12, 0.04)), (PALM_LENGTH / 2, 0, 0), (0, 0, 0), grip),),
+        ),
     )
     parent = f'{p}base_link'
     for spec, (name, mass, com, inertia, shapes) in zip(ARM_JOINTS, links, strict=True):
         b.link(name, mass=mass, com=com, inertia=inertia, shapes=shapes)
-        b.joint(f'{p}{spec.name}', 'revolute', parent, name, xyz=spec.xyz, axis=spec.axis,
-                limit=(spec.lower, spec.upper, spec.velocity, spec.effort), damping=0.5)
+        b.joint(
+            f'{p}{spec.name}',
+            'revolute',
+            parent,
+            name,
+            xyz=spec.xyz,
+            axis=spec.axis,
+            limit=(spec.lower, spec.upper, spec.velocity, spec.effort),
+            damping=0.5,
+        )
         parent = name
     finger_size = (FINGER_LENGTH, FINGER_THICKNESS, FINGER_WIDTH)
     for finger, sign in (('left', 1.0), ('right', -1.0)):
         name = f'{p}finger_{finger}'
         centre = (FINGER_LENGTH / 2, sign * FINGER_THICKNESS / 2, 0.0)
-        b.link(name, mass=0.05, com=centre, inertia=box_inertia(0.05, finger_size),
-               shapes=(('box', box(finger_size), centre, (0, 0, 0), 'finger'),))
-        b.joint(f'{p}finger_{finger}_joint', 'prismatic', f'{p}link6', name, xyz=(PALM_LENGTH, 0.0, 0.0),
-                axis=(0.0, sign, 0.0), limit=(0.0, FINGER_TRAVEL, FINGER_VELOCITY, FINGER_EFFORT), damping=2.0,
-                mimic=f'{p}finger_left_joint' if finger == 'right' else None)
+        b.link(
+            name,
+            mass=0.05,
+            com=centre,
+            inertia=box_inertia(0.05, finger_size),
+            shapes=(('box', box(finger_size), centre, (0, 0, 0), 'finger'),),
+        )
+        b.joint(
+            f'{p}finger_{finger}_joint',
+            'prismatic',
+            f'{p}link6',
+            name,
+            xyz=(PALM_LENGTH, 0.0, 0.0),
+            axis=(0.0, sign, 0.0),
+            limit=(0.0, FINGER_TRAVEL, FINGER_VELOCITY, FINGER_EFFORT),
+            damping=2.0,
+            mimic=f'{p}finger_left_joint' if finger == 'right' else None,
+        )
     b.link(f'{p}tcp')
     b.joint(f'{p}tcp_joint', 'fixed', f'{p}link6', f'{p}tcp', xyz=(TCP_X, 0.0, 0.0))
     b.link(f'{p}wrist_camera_link')
-    b.joint(f'{p}wrist_camera_joint', 'fixed', f'{p}link6', f'{p}wrist_camera_link', xyz=WRIST_CAMERA_XYZ,
-            rpy=(0.0, -WRIST_CAMERA_PITCH, 0.0))
+    b.joint(
+        f'{p}wrist_camera_joint',
+        'fixed',
+        f'{p}link6',
+        f'{p}wrist_camera_link',
+        xyz=WRIST_CAMERA_XYZ,
+        rpy=(0.0, -WRIST_CAMERA_PITCH, 0.0),
+    )
 
 
 def add_head_camera(b: UrdfBuilder, xyz: Vec3 = HEAD_CAMERA_XYZ, target: Vec3 = HEAD_CAMERA_TARGET) -> None:

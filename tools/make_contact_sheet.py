@@ -99,8 +99,10 @@ def main() -> int:
     parser.add_argument('--out', type=Path, default=DOCS, help='folder for the PNG files (default docs/)')
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, image in ((f'{args.robot}_contact_sheet.png', contact_sheet(args.robot)),
-                        (f'{args.robot}_cell.png', cell_picture(args.robot))):
+    for name, image in (
+        (f'{args.robot}_contact_sheet.png', contact_sheet(args.robot)),
+        (f'{args.robot}_cell.png', cell_picture(args.robot)),
+    ):
         cv2.imwrite(str(args.out / name), np.ascontiguousarray(image[..., ::-1]), [cv2.IMWRITE_PNG_COMPRESSION, 9])
         print(args.out / name)
     return 0

@@ -27,7 +27,17 @@ GRIPPER_JOINTS: dict[str, str] = {arm: f'{arm}_gripper' for arm in ARMS}
 JOINT_NAMES: tuple[str, ...] = tuple(name for arm in ARMS for name in (*ARM_JOINTS[arm], GRIPPER_JOINTS[arm]))
 """The 14-value state layout: left q1..q6, left gripper, right q1..q6, right gripper."""
 
-EPISODE_KEYS: tuple[str, ...] = ('task_id', 'level', 'layout', 'seed', 'round', 'arm', 'instruction', 'variant')
+EPISODE_KEYS: tuple[str, ...] = (
+    'task_id',
+    'level',
+    'layout',
+    'seed',
+    'round',
+    'arm',
+    'instruction',
+    'variant',
+    'frames_are_rows',
+)
 """Keys of the /robofollow/episode JSON written by the evaluator (the reader returns whatever is there)."""
 
 IMAGE_ENCODING = 'rgb8'

@@ -172,6 +172,7 @@ class _Assembler:
             ee_quat={arm: hold(ee[arm][1], frames) for arm in ARMS},
             obj_quat={name: hold(quat, frames) for name, (_, quat) in objects.items()},
             gaps=gaps(required, frames, max_gap_ns=self.max_gap_ns),
+            frames_are_rows=meta.get('frames_are_rows') is True,
         )
         joint_positions = np.stack([hold_or_nan(joints.get(name), frames) for name in JOINT_NAMES], axis=1)
         cameras = {camera: stream for topic, camera in image_topics.items() if (stream := self.camera(topic))}

@@ -78,7 +78,8 @@ def write_episode_bag(
     Args:
         path: bag directory to create; it must not exist.
         meta: episode description (task_id, level, layout, seed, round, arm, instruction, variant), stored as
-            JSON on /robofollow/episode.
+            JSON on /robofollow/episode, with ``"frames_are_rows": true`` added when the trajectory's frames are
+            executed action rows.
         trajectory: frames to record; ``t`` (seconds, >= 0) becomes the header stamps. Missing orientations
             (``ee_quat`` / ``obj_quat`` entries) are written as the identity quaternion.
         joint_positions: (n, 14) joint positions in ``JOINT_NAMES`` order, grippers normalised (1 open, 0
@@ -108,7 +109,8 @@ def write_episode_bag(
     frames_ns = _frame_stamps(trajectory)
     joint_names, joints = _joint_rows(trajectory, joint_positions)
     cameras = _camera_images(images, len(frames_ns))
-    meta_text = _json(meta, what='meta')
+    rows = {'frames_are_rows': True} if trajectory.frames_are_rows else {}
+    meta_text = _json({**meta, **rows}, what='meta')
     result_text = None if result is None else _json(result, what='result')
     store = typestore_for(typestore) if isinstance(typestore, Stores) else typestore
     n = len(frames_ns)

@@ -22,6 +22,8 @@ SUBCOMMANDS: dict[str, str] = {
     'report': 'robofollow_ros.cli.report',
     'eval': 'robofollow_ros.cli.eval',
     'demo': 'robofollow_ros.cli.demo',
+    'serve-policy': 'robofollow_ros.cli.serve_policy',
+    'probe': 'robofollow_ros.cli.probe',
 }
 
 DESCRIPTION = """\
@@ -39,6 +41,7 @@ examples:
   robofollow tasks --scene 4 --level 3     list the Scene 4 L3 tasks
   robofollow entropy                       scene entropy H(T|S) of the training set
   robofollow eval --in-process --policy expert --scene 1 --level 0
+  robofollow serve-policy --policy hold --port 8000   serve a policy to openpi clients
   robofollow score run/episode_0001.json   score a trajectory file or a rosbag2 directory
   robofollow report run/results.jsonl      tables (Markdown, CSV, JSON) and a plot
 """

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import get_args
 
-from robofollow_ros.benchmark.types import Variant
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
 from robofollow_ros.cli.options import add_robot_argument
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
-
-DEFAULT_VARIANT: Variant = 'literal'
 
 HELP = 'run evaluation episodes (in-process simulation) and write result records'
 DESCRIPTION = """\
@@ -44,7 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--tasks', default=None, help='only task ids matching this glob or substring')
     parser.add_argument('--rounds', type=int, default=1, help='rounds per task (protocol: 10; default 1)')
     parser.add_argument('--first-round', type=int, default=1, help='number of the first round (default 1)')
-    parser.add_argument('--variant', choices=get_args(Variant), default=DEFAULT_VARIANT, help='Scene 2 L3 truth')
+    parser.add_argument(
+        '--variant',
+        default=DEFAULT_VARIANT,
+        metavar='{published,corrected}',
+        help='truth and scoring rules (default published: the published benchmark; see docs/scoring.md)',
+    )
     parser.add_argument('--out', type=Path, default=None, help='output folder (default runs/<policy>)')
     parser.add_argument(
         '--record', choices=('none', 'json', 'bag'), default='none', help='also save each episode for re-scoring'
@@ -65,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
-    from robofollow_ros.benchmark.registry import parse_level, parse_scene
+    from robofollow_ros.benchmark.registry import parse_level, parse_scene, parse_variant
     from robofollow_ros.evaluation.episode import EpisodeLimits
     from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
@@ -84,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         pattern=args.tasks,
         rounds=args.rounds,
         first_round=args.first_round,
-        variant=args.variant,
+        variant=parse_variant(args.variant),
         record=args.record,
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,

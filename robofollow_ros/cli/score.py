@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import Layout, Task, Variant
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.referee.trajectory import Trajectory
@@ -26,7 +28,6 @@ Every PATH is scored; each one that cannot be is reported on stderr with its nam
 is 2 at the end if any failed. A truncated bag that could be recovered is scored with a warning.
 """
 BAG_SUFFIXES = ('.mcap', '.db3')
-DEFAULT_VARIANT: Variant = 'literal'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('paths', nargs='+', metavar='PATH', help='trajectory JSON file, episode bag, or a folder')
     parser.add_argument(
         '--variant',
-        choices=get_args(Variant),
-        help='task variant (default: the one recorded with the episode, else literal)',
+        metavar='{published,corrected}',
+        help='truth and scoring rules (default: the variant recorded with the episode, else published)',
     )
     parser.add_argument('--config', metavar='FILE', help='referee constants overriding config/referee.yaml')
 
@@ -64,12 +65,12 @@ def _task_and_layout(task_id: str, variant: Variant, meta: dict[str, Any]) -> tu
     return task, layout
 
 
-def score_path(path: Path, *, variant: Variant | None = None, config: Any = None) -> dict[str, Any]:
+def score_path(path: Path, *, variant: str | None = None, config: Any = None) -> dict[str, Any]:
     """Score one trajectory file or bag and return its result record."""
     from robofollow_ros.referee.score import score_episode
 
     task_id, recorded_variant, meta, trajectory = _read(path)
-    chosen: Variant = variant or recorded_variant or DEFAULT_VARIANT  # type: ignore[assignment]
+    chosen = parse_variant(variant or recorded_variant or DEFAULT_VARIANT)
     task, layout = _task_and_layout(task_id, chosen, meta)
     keep = {key: meta[key] for key in ('seed', 'round', 'recovered', 'warnings') if meta.get(key) is not None}
     result = score_episode(task, trajectory, layout=layout, config=config, meta=keep, variant=chosen)
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.referee.config import load_config
 
     config = load_config(args.config) if args.config else None
+    if args.variant is not None:
+        parse_variant(args.variant)
     failures = scored = 0
     for name in args.paths:
         try:

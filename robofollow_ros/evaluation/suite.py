@@ -51,7 +51,7 @@ class SuiteOptions:
     task_ids: Sequence[str] | None = None
     rounds: int = 1
     first_round: int = 1
-    variant: Variant = 'literal'
+    variant: Variant = 'published'
     record: RecordMode = 'none'
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
@@ -187,7 +187,8 @@ def make_record(
             trial.task,
             outcome.trajectory,
             layout=layout,
-            meta={'seed': trial.seed, 'round': trial.round, 'variant': options.variant},
+            meta={'seed': trial.seed, 'round': trial.round},
+            variant=options.variant,
         )
         record = {**result.to_record(), 'scored': True}
     except TrajectoryError as error:

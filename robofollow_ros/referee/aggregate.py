@@ -96,6 +96,22 @@ def trial_identity(record: dict[str, Any]) -> tuple[Any, ...]:
     return (record['task_id'], record.get('variant'), record.get('round'), record.get('seed'))
 
 
+def single_variant(records: Iterable[dict[str, Any]]) -> str | None:
+    """The one variant of ``records`` (``None`` if they name none).
+
+    Raises:
+        RoboFollowError: the records mix variants; their numbers cannot share one table.
+    """
+    counts: dict[str, int] = defaultdict(int)
+    for record in records:
+        counts[str(record.get('variant'))] += 1
+    if len(counts) > 1:
+        mixed = ', '.join(f'{count} {name}' for name, count in sorted(counts.items()))
+        raise RoboFollowError(f'records of different variants ({mixed}) cannot share one table; report each apart')
+    variant = next(iter(counts), None)
+    return None if variant in (None, 'None') else variant
+
+
 def deduplicate(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Keep the first record of each trial; return (kept, skipped duplicates)."""
     seen: set[tuple[Any, ...]] = set()

@@ -89,9 +89,12 @@ def to_csv(table: Table) -> str:
     return out.getvalue()
 
 
-def to_json(table: Table, summaries: Sequence[GroupSummary], *, duplicates_skipped: int = 0) -> str:
-    """The groups (fractions), the table (percent) and bookkeeping as JSON."""
+def to_json(
+    table: Table, summaries: Sequence[GroupSummary], *, duplicates_skipped: int = 0, variant: str | None = None
+) -> str:
+    """The groups (fractions), the table (percent) and bookkeeping (variant, duplicates skipped) as JSON."""
     document = {
+        'variant': variant,
         'groups': [summary.as_dict() for summary in summaries],
         'table': {
             row: {level: dict(zip(METRICS, value, strict=True)) for level, value in table.cells[row].items()}
@@ -178,15 +181,19 @@ class Report:
     markdown: str
     out: Path
     duplicates_skipped: list[dict[str, Any]]
+    variant: str | None = None
 
 
 def run_title(about: Mapping[str, Any]) -> str:
-    """``Policy expert (privileged) · run 1a2b3c4d5e6f``: names the policy, its privilege and the run."""
+    """``Policy expert (privileged) · run 1a2b3c4d5e6f · variant published``: the policy, its privilege, the run
+    and the scoring variant."""
     parts = [f'Policy {about.get("policy") or "unknown"}']
     if about.get('privileged') is not None:
         parts[0] += ' (privileged: ground-truth access)' if about['privileged'] else ' (not privileged)'
     if about.get('run_id'):
         parts.append(f'run {about["run_id"]}')
+    if about.get('variant'):
+        parts.append(f'variant {about["variant"]}')
     return ' · '.join(parts)
 
 
@@ -199,21 +206,27 @@ def write_report(
         records: result records of one run.
         out: output folder.
         about: the run the records come from (``policy``, ``privileged``, ``run_id``); it titles the
-            Markdown and the plot and is stored in summary.json.
-    """
-    from robofollow_ros.referee.aggregate import deduplicate, summarize
+            Markdown and the plot (with the records' variant) and is stored in summary.json.
 
+    Raises:
+        RoboFollowError: the records mix variants (nothing is written).
+    """
+    from robofollow_ros.referee.aggregate import deduplicate, single_variant, summarize
+
+    variant = single_variant(records)
     kept, skipped = deduplicate(records)
     summaries = summarize(kept)
     table = build_table(summaries)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    title = run_title(about) if about else None
+    title = run_title({**about, 'variant': variant}) if about else None
     markdown = (f'{title}\n\n' if title else '') + to_markdown(table)
-    document = json.loads(to_json(table, summaries, duplicates_skipped=len(skipped)))
+    document = json.loads(to_json(table, summaries, duplicates_skipped=len(skipped), variant=variant))
     document['run'] = dict(about or {})
     (folder / 'summary.md').write_text(markdown, encoding='utf-8')
     (folder / 'summary.csv').write_text(to_csv(table), encoding='utf-8')
     (folder / 'summary.json').write_text(json.dumps(document, indent=2) + '\n', encoding='utf-8')
     plot(table, folder / 'summary.png', title=title)
-    return Report(summaries=summaries, table=table, markdown=markdown, out=folder, duplicates_skipped=skipped)
+    return Report(
+        summaries=summaries, table=table, markdown=markdown, out=folder, duplicates_skipped=skipped, variant=variant
+    )

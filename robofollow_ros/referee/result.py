@@ -8,6 +8,7 @@ from typing import Any
 
 from robofollow_ros.referee.adjustments import Adjustment
 from robofollow_ros.referee.gating import GatedStage
+from robofollow_ros.referee.selection import Selection
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,9 @@ class EpisodeResult:
 
     Attributes:
         task_id, instruction, scene, layout, level_tag, arm: the task.
-        variant, seed, round: bookkeeping passed in by the caller (``None`` when unknown).
+        variant: the scoring variant applied (``published`` or ``corrected``).
+        window_units: ``frames`` or ``seconds``: what the frame windows counted in this episode.
+        seed, round: bookkeeping passed in by the caller (``None`` when unknown).
         base_task_type: the ground-truth action (``pickup``, ``place_relative``...).
         intent_score, exec_score: adjusted totals IS and ES (0-1).
         intent_ok, exec_ok: totals at least 0.99 of the maximum ("full rate").
@@ -30,6 +33,8 @@ class EpisodeResult:
         dropped_frames, frames, duration: how much of the recording was scored.
         metric_version: the referee's metric identifier.
         extra: any other meta keys given by the caller, copied into the record.
+        selection: what the policy went for (arm, object, action, target...; ``referee.selection``).
+        required: what the instruction asks for, in the same terms.
     """
 
     task_id: str
@@ -51,6 +56,7 @@ class EpisodeResult:
     adjustments: tuple[Adjustment, ...]
     metric_version: str
     variant: str | None = None
+    window_units: str = 'seconds'
     seed: int | None = None
     round: int | None = None
     scene_fields: Mapping[str, Any] = field(default_factory=dict)
@@ -60,6 +66,8 @@ class EpisodeResult:
     frames: int = 0
     duration: float = 0.0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    selection: Selection | None = None
+    required: Selection | None = None
 
     def to_record(self) -> dict[str, Any]:
         """The JSON-able result record (one line of a results file)."""
@@ -72,6 +80,7 @@ class EpisodeResult:
                 'layout': self.layout,
                 'level_tag': self.level_tag,
                 'variant': self.variant,
+                'window_units': self.window_units,
                 'seed': self.seed,
                 'round': self.round,
                 'arm': self.arm,
@@ -104,6 +113,8 @@ class EpisodeResult:
                 'frames': self.frames,
                 'duration': self.duration,
                 'metric_version': self.metric_version,
+                'selection': None if self.selection is None else self.selection.to_dict(),
+                'required_selection': None if self.required is None else self.required.to_dict(),
             }
         )
         record.update(self.scene_fields)

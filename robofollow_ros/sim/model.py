@@ -80,11 +80,17 @@ def _configure_visual(spec: mujoco.MjSpec) -> None:
         light.castshadow = False
         light.diffuse = [0.35, 0.35, 0.35]
         light.specular = [0.1, 0.1, 0.1]
-    floor = spec.worldbody.add_geom(name='floor', type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3.0, 3.0, 0.05],
-                                    rgba=[0.82, 0.82, 0.80, 1.0])
+    floor = spec.worldbody.add_geom(
+        name='floor', type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3.0, 3.0, 0.05], rgba=[0.82, 0.82, 0.80, 1.0]
+    )
     floor.contype, floor.conaffinity = COLLISION['none']
-    backdrop = spec.worldbody.add_geom(name='backdrop', type=mujoco.mjtGeom.mjGEOM_BOX, size=[3.0, 0.01, 1.5],
-                                       pos=[0.0, 1.2, 1.5], rgba=[0.88, 0.89, 0.90, 1.0])
+    backdrop = spec.worldbody.add_geom(
+        name='backdrop',
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[3.0, 0.01, 1.5],
+        pos=[0.0, 1.2, 1.5],
+        rgba=[0.88, 0.89, 0.90, 1.0],
+    )
     backdrop.contype, backdrop.conaffinity = COLLISION['none']
 
 
@@ -124,14 +130,12 @@ def _configure_robot(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
             if physics.arm_torque is not None:
                 joint.actfrcrange = [-physics.arm_torque[i], physics.arm_torque[i]]
                 joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            pos = spec.add_actuator(name=f'{joint_name}_pos', target=joint_name,
-                                    trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            pos = spec.add_actuator(name=f'{joint_name}_pos', target=joint_name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
             pos.set_to_position(kp=physics.arm_kp[i])
             pos.ctrlrange = [desc.lower[i], desc.upper[i]]
             pos.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
         for i, joint_name in enumerate(desc.joints):
-            vel = spec.add_actuator(name=f'{joint_name}_vel', target=joint_name,
-                                    trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            vel = spec.add_actuator(name=f'{joint_name}_vel', target=joint_name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
             vel.set_to_velocity(kv=physics.arm_kv[i])
             vel.ctrlrange = [-2.0 * desc.velocity[i], 2.0 * desc.velocity[i]]
             vel.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
@@ -148,8 +152,9 @@ def _configure_robot(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
 def _configure_cameras(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
     quat = quat_from_matrix(CAMERA_FROM_LINK)
     for camera in CAMERAS:
-        spec.body(CAMERA_LINKS[camera]).add_camera(name=camera, fovy=robot.spec.camera_fovy[camera], quat=quat,
-                                                   resolution=[IMAGE_WIDTH, IMAGE_HEIGHT])
+        spec.body(CAMERA_LINKS[camera]).add_camera(
+            name=camera, fovy=robot.spec.camera_fovy[camera], quat=quat, resolution=[IMAGE_WIDTH, IMAGE_HEIGHT]
+        )
 
 
 def set_clip_planes(model: mujoco.MjModel) -> None:

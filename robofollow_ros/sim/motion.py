@@ -97,10 +97,13 @@ class MotionPlanner:
         self.palm_offset = -self._front_face(arm, palm_body)
         """Distance (m) from the TCP back to the palm face (up in a top-down grasp)."""
         pos, rot = self.kin.fk_matrix(arm, self.kin.home(arm))
-        fingers = sorted((int(model.jnt_bodyid[model.joint(f).id]) for f in cell.robot.arms[arm].fingers),
-                         key=lambda body: float((self.kin.data.xipos[body] - pos) @ rot[:, 1]))
-        self.closed_gap = -self._front_face(arm, fingers[1], axis=1, sign=-1.0) - self._front_face(arm, fingers[0],
-                                                                                                   axis=1)
+        fingers = sorted(
+            (int(model.jnt_bodyid[model.joint(f).id]) for f in cell.robot.arms[arm].fingers),
+            key=lambda body: float((self.kin.data.xipos[body] - pos) @ rot[:, 1]),
+        )
+        self.closed_gap = -self._front_face(arm, fingers[1], axis=1, sign=-1.0) - self._front_face(
+            arm, fingers[0], axis=1
+        )
         """Gap (m) between the finger pads at grip 0, measured from the geoms (negative: the pads overlap and
         the servos press them together)."""
         self._travel = {a: cell.robot.arms[a].finger_travel for a in cell.arms}
@@ -179,8 +182,9 @@ class MotionPlanner:
         Raises:
             UnreachablePoseError: no solution within the joint limits.
         """
-        return self.kin.solve_or_raise(arm, np.asarray(pos, dtype=np.float64), yaw=yaw,
-                                       seed=state[ARM_SLICE[arm]], symmetric=True)
+        return self.kin.solve_or_raise(
+            arm, np.asarray(pos, dtype=np.float64), yaw=yaw, seed=state[ARM_SLICE[arm]], symmetric=True
+        )
 
     def move_to(
         self, state: np.ndarray, arm: Arm, pos: np.ndarray, *, yaw: float = 0.0, grip: float | None = None
@@ -318,4 +322,3 @@ class MotionPlanner:
     def gripper_seconds(self, delta: float) -> float:
         """How long the executor spends on a gripper change of ``delta`` (normalised units)."""
         return max(ROW_SECONDS, abs(delta) / GRIP_SPEED)
-
