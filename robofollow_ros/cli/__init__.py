@@ -26,6 +26,8 @@ SUBCOMMANDS: dict[str, str] = {
     'probe': 'robofollow_ros.cli.probe',
 }
 
+RESUMABLE = frozenset({'eval', 'demo'})
+
 DESCRIPTION = """\
 RoboFollow on ROS 2: does a robot policy really follow instructions?
 
@@ -43,6 +45,7 @@ examples:
   robofollow eval --in-process --policy expert --scene 1 --level 0
   robofollow serve-policy --policy hold --port 8000   serve a policy to openpi clients
   robofollow score run/episode_0001.json   score a trajectory file or a rosbag2 directory
+  robofollow score run/episodes/           score every recorded episode of a run
   robofollow report run/results.jsonl      tables (Markdown, CSV, JSON) and a plot
 """
 
@@ -90,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as stop:
         # SIGTERM arrives as a KeyboardInterrupt subclass naming the signal; plain Ctrl-C names nothing.
         name = str(stop) or 'SIGINT'
-        print(f'robofollow {args.command}: interrupted ({name}); run the same command again to resume', file=sys.stderr)
+        resume = '; run the same command again to resume' if args.command in RESUMABLE else ''
+        print(f'robofollow {args.command}: interrupted ({name}){resume}', file=sys.stderr)
         return 143 if name == 'SIGTERM' else 130
     except BrokenPipeError:
         # The reader (e.g. `head`) went away: stop quietly, as command-line tools do.

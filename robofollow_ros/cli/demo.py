@@ -22,7 +22,8 @@ Run a small RoboFollow evaluation in the MuJoCo cell, in this process, and compa
 Each policy runs the middle evaluation task of every scene x level cell (16 tasks; --all for all 554).
 The gap between the two tables is what RoboFollow measures: a policy that ignores the instruction can
 look fine on some cells and collapses where the instruction matters. Expert episodes are saved as
-trajectory files that `robofollow score` re-scores offline.
+trajectory files that `robofollow score` re-scores offline. Running the demo again resumes it; results
+of another version of the package are moved aside into OUT/<policy>/superseded-<time>/ first.
 """
 
 POLICIES = ('expert', 'blind')
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
             task_ids=task_ids,
             rounds=args.rounds,
             record='json' if policy == 'expert' else 'none',
+            force_new=True,
             robot=args.robot,
         )
         print(f'== {policy}: {len(task_ids) if task_ids else 554} tasks x {args.rounds} round(s) -> {out}', flush=True)
