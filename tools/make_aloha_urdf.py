@@ -22,7 +22,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import numpy as np
-from make_cell_urdf import UrdfBuilder, Vec3, add_head_camera, add_table, document, write_or_check
+from make_cell_urdf import UrdfBuilder, Vec3, add_head_camera, document, table_cell, write_or_check
 from transforms3d.euler import euler2mat, mat2euler
 from transforms3d.quaternions import quat2mat
 
@@ -169,13 +169,7 @@ def build(assets: Path) -> ET.Element:
     if arm is None:
         raise SystemExit(f'{assets / "vx300s_left.xml"} has no arm body')
     meshes = _meshes(assets)
-    b = UrdfBuilder('aloha_cell')
-    b.material('table_wood', (0.62, 0.50, 0.38, 1.0))
-    b.material('table_leg', (0.25, 0.25, 0.25, 1.0))
-    b.material('viperx', (0.13, 0.13, 0.14, 1.0))
-    b.material('finger', (0.30, 0.30, 0.32, 1.0))
-    b.link('world')
-    add_table(b)
+    b = table_cell('aloha_cell', {'viperx': (0.13, 0.13, 0.14, 1.0), 'finger': (0.30, 0.30, 0.32, 1.0)})
     add_arm(b, 'left', arm, meshes)
     add_arm(b, 'right', arm, meshes)
     add_head_camera(b, HEAD_CAMERA_XYZ, HEAD_CAMERA_TARGET)

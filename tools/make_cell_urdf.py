@@ -342,17 +342,31 @@ def add_head_camera(b: UrdfBuilder, xyz: Vec3 = HEAD_CAMERA_XYZ, target: Vec3 = 
     b.joint('cam_high_joint', 'fixed', 'world', 'cam_high_link', xyz=xyz, rpy=(0.0, pitch, yaw))
 
 
-def build() -> ET.Element:
-    """Return the ``<robot>`` element of the whole cell."""
-    b = UrdfBuilder('robofollow_cell')
-    b.material('table_wood', (0.62, 0.50, 0.38, 1.0))
-    b.material('table_leg', (0.25, 0.25, 0.25, 1.0))
-    b.material('arm_dark', (0.18, 0.18, 0.20, 1.0))
-    b.material('arm_light', (0.72, 0.72, 0.74, 1.0))
-    b.material('gripper', (0.30, 0.30, 0.34, 1.0))
-    b.material('finger', (0.10, 0.10, 0.10, 1.0))
+def table_cell(name: str, materials: dict[str, tuple[float, float, float, float]]) -> UrdfBuilder:
+    """A builder holding the ``world`` link, the table and the table's and the given ``materials``."""
+    b = UrdfBuilder(name)
+    for material, rgba in {
+        'table_wood': (0.62, 0.50, 0.38, 1.0),
+        'table_leg': (0.25, 0.25, 0.25, 1.0),
+        **materials,
+    }.items():
+        b.material(material, rgba)
     b.link('world')
     add_table(b)
+    return b
+
+
+def build() -> ET.Element:
+    """Return the ``<robot>`` element of the whole cell."""
+    b = table_cell(
+        'robofollow_cell',
+        {
+            'arm_dark': (0.18, 0.18, 0.20, 1.0),
+            'arm_light': (0.72, 0.72, 0.74, 1.0),
+            'gripper': (0.30, 0.30, 0.34, 1.0),
+            'finger': (0.10, 0.10, 0.10, 1.0),
+        },
+    )
     add_arm(b, 'left')
     add_arm(b, 'right')
     add_head_camera(b)
