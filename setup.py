@@ -32,7 +32,21 @@ setup(
         share('config', '*.xml'),
         share('urdf', '*.urdf'),
     ],
-    install_requires=['setuptools', 'numpy', 'pyyaml', 'rosbags', 'transforms3d', 'mujoco', 'msgpack', 'websockets'],
+    install_requires=[
+        'setuptools',
+        'numpy',
+        'pyyaml',
+        'rosbags',
+        'transforms3d',
+        'mujoco',
+        'msgpack',
+        'websockets',
+        'h5py',
+        'pyarrow',
+        'pandas',
+        'av',
+        'gymnasium',
+    ],
     zip_safe=False,
     entry_points={
         'console_scripts': [

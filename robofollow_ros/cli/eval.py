@@ -51,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--record', choices=('none', 'json', 'bag'), default='none', help='also save each episode for re-scoring'
     )
+    parser.add_argument('--video', action='store_true', help='also write an MP4 of each episode (OUT/videos)')
     parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
     parser.add_argument(
         '--query-timeout',
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         first_round=args.first_round,
         variant=parse_variant(args.variant),
         record=args.record,
+        video=args.video,
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
         force_new=args.force_new,
