@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.cli.options import add_robot_argument
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 
@@ -62,6 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--force-new', action='store_true', help='if --out holds another run, set it aside and start a new one'
     )
     parser.add_argument('--quiet', action='store_true', help='no progress display')
+    add_robot_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
         force_new=args.force_new,
+        robot=args.robot,
     )
     records = run_suite(options, progress=not args.quiet)
     print(f'{counts_line(trial_counts(records))}; results in {options.out / "results.jsonl"}')

@@ -32,6 +32,7 @@ from robofollow_ros.evaluation.status import RUN_NAME, write_status
 from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
 from robofollow_ros.referee.config import default_config
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 RESULTS_NAME = 'results.jsonl'
 RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, 'report')
@@ -56,6 +57,7 @@ class SuiteOptions:
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
     force_new: bool = False
+    robot: str = DEFAULT_ROBOT
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ def run_identity(options: SuiteOptions, *, privileged: bool) -> RunIdentity:
         query_timeout=float(options.query_timeout),
         package_version=__version__,
         metric_version=default_config().metric_version,
+        robot=options.robot,
     )
 
 
@@ -192,11 +195,12 @@ def make_out_folder(out: Path) -> None:
         raise RunFolderError(f'cannot create --out {out}: {error.strerror or error}') from error
 
 
-def episode_meta(trial: Trial, *, variant: Variant) -> dict[str, Any]:
+def episode_meta(trial: Trial, *, variant: Variant, robot: str = DEFAULT_ROBOT) -> dict[str, Any]:
     """The episode description stored with a recorded episode."""
     return {
         'task_id': trial.task.task_id,
         'variant': variant,
+        'robot': robot,
         'seed': trial.seed,
         'round': trial.round,
         'layout': trial.task.layout,
@@ -268,6 +272,7 @@ def bookkeeping(
         'round': trial.round,
         'seed': trial.seed,
         'policy': identity.policy,
+        'robot': identity.robot,
         'privileged': identity.privileged,
         'run_id': identity.digest,
         'policy_error': policy_error,
@@ -314,7 +319,7 @@ def _run_trials(
 ) -> None:
     from robofollow_ros.sim.env import CellEnv
 
-    with CellEnv(render=False) as cell:
+    with CellEnv(render=False, robot=options.robot) as cell:
         env: Any = cell
         if options.video:
             from robofollow_ros.data.capture import FrameCapture
@@ -336,7 +341,7 @@ def _run_trials(
                         options.out,
                         mode=options.record,
                         stem=episode_stem(trial.task.task_id, trial.round),
-                        meta=episode_meta(trial, variant=options.variant),
+                        meta=episode_meta(trial, variant=options.variant, robot=options.robot),
                         trajectory=outcome.trajectory,
                         record=record,
                     )
