@@ -4,9 +4,10 @@ Prints: plain ``mj_step`` steps/s (the baseline), the executor's steps/s, three-
 the real-time factor of a 500-row scripted pick-and-place episode executed in 50-row chunks, without images and
 with all three cameras rendered after every row; the real-time factor of whole expert episodes (one task per scene
 and level, the evaluator's way, and again with the three cameras rendered after every row as when recording
-demonstrations); then the process's peak RSS.
+demonstrations); then the process's peak RSS. Every robot of ``sim.robots`` is measured in the same run, each
+against plain stepping of its own model.
 
-Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_sim.py [--rows 500]``
+Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_sim.py [--rows 500] [--robot aloha --robot primitive]``
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from robofollow_ros.benchmark import registry
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
 from robofollow_ros.sim.render import CameraRig
+from robofollow_ros.sim.robots import robot_names
 
 TASK_ID = 'L0_place_yellow_block_3_behind_red_cylinder'
 SEED = 42
@@ -44,7 +46,7 @@ def scripted_rows(env: CellEnv, state: np.ndarray, rows: int) -> np.ndarray:
         plan.add(planner.place(plan.state, arm, np.array([*target, height])))
         plan.add(planner.home(plan.state, arm))
         positions[name] = np.array(target)
-        cycles = (*cycles[:turn % 2], (arm, name, tuple(source)), *cycles[turn % 2 + 1 :])
+        cycles = (*cycles[: turn % 2], (arm, name, tuple(source)), *cycles[turn % 2 + 1 :])
         turn += 1
     return plan.rows()[:rows]
 
@@ -63,7 +65,7 @@ def run_episode(env: CellEnv, rows: np.ndarray, *, images: bool) -> tuple[float,
     return obs.time, time.perf_counter() - start
 
 
-def expert_episodes(task_ids: list[str], *, images: bool) -> tuple[float, float]:
+def expert_episodes(task_ids: list[str], *, images: bool, robot: str) -> tuple[float, float]:
     """Run the expert on ``task_ids`` (round 1 seeds); returns (simulated seconds, wall seconds) summed.
 
     Without images the chunks go to the cell whole (the evaluator's way); with images one row at a time with the
@@ -72,7 +74,7 @@ def expert_episodes(task_ids: list[str], *, images: bool) -> tuple[float, float]
     from robofollow_ros.policy.base import validate_chunk
     from robofollow_ros.sim.expert import ExpertPolicy
 
-    env = CellEnv(render=images)
+    env = CellEnv(render=images, robot=robot)
     policy = ExpertPolicy()
     sim = wall = 0.0
     for task_id in task_ids:
@@ -105,13 +107,12 @@ def plain_steps_per_second(model: mujoco.MjModel, data: mujoco.MjData, steps: in
     return steps / (time.perf_counter() - start)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--rows', type=int, default=500, help='rows of the scripted episode (default 500)')
-    args = parser.parse_args()
-    env = CellEnv(render=False)
+def bench_robot(robot: str, *, rows_wanted: int) -> None:
+    """Print every measure for one robot."""
+    print(f'== robot {robot}')
+    env = CellEnv(render=False, robot=robot)
     obs = env.reset(registry.get_task(TASK_ID), seed=SEED)
-    rows = scripted_rows(env, obs.state, args.rows)
+    rows = scripted_rows(env, obs.state, rows_wanted)
     model, data = env.cell.model, env.data
     dt = model.opt.timestep
 
@@ -123,8 +124,10 @@ def main() -> int:
     sim_s, wall_s = run_episode(env, rows, images=False)
     steps = round(sim_s / dt)
     exec_rtf = sim_s / wall_s
-    print(f'executor  {len(rows)} rows, no images       {steps / wall_s:10.0f} steps/s   real-time x{exec_rtf:6.1f}'
-          f'   ({exec_rtf / plain_rtf:.2f} of baseline; target >= 20x: {"ok" if exec_rtf >= 20 else "MISSED"})')
+    print(
+        f'executor  {len(rows)} rows, no images       {steps / wall_s:10.0f} steps/s   real-time x{exec_rtf:6.1f}'
+        f'   ({exec_rtf / plain_rtf:.2f} of baseline; target >= 20x: {"ok" if exec_rtf >= 20 else "MISSED"})'
+    )
 
     rig = CameraRig(model)
     rig.render(data)
@@ -134,24 +137,41 @@ def main() -> int:
         rig.render(data)
     renders = n_renders / (time.perf_counter() - start)
     rig.close()
-    print(f'render    3 cameras at 320x240          {renders:10.1f} sets/s    '
-          f'({renders * 0.06:.2f} episode-seconds of images per wall second at one set per 0.06 s row)')
+    print(
+        f'render    3 cameras at 320x240          {renders:10.1f} sets/s    '
+        f'({renders * 0.06:.2f} episode-seconds of images per wall second at one set per 0.06 s row)'
+    )
 
-    env_images = CellEnv(render=True)
-    sim_s, wall_s = run_episode(env_images, rows, images=True)
-    image_rtf = sim_s / wall_s
-    rate = len(rows) / wall_s
-    print(f'executor  {len(rows)} rows, 3 cams every row {rate:8.1f} rows/s    real-time x{image_rtf:6.1f}'
-          f'   ({image_rtf / plain_rtf:.3f} of baseline; target >= 3x: {"ok" if image_rtf >= 3 else "MISSED"})')
-    env_images.close()
+    for hulls in (False, True) if model.nmesh else (False,):
+        env_images = CellEnv(render=True, robot=robot, visual_hulls=hulls)
+        sim_s, wall_s = run_episode(env_images, rows, images=True)
+        image_rtf = sim_s / wall_s
+        rate = len(rows) / wall_s
+        label = ', hulls' if hulls else ''
+        print(
+            f'executor  {len(rows)} rows, 3 cams every row{label} {rate:8.1f} rows/s    real-time x{image_rtf:6.1f}'
+            f'   ({image_rtf / plain_rtf:.3f} of baseline; target >= 3x: {"ok" if image_rtf >= 3 else "MISSED"})'
+        )
+        env_images.close()
     env.close()
 
     tasks = [registry.eval_tasks(scene=scene, level=level)[0].task_id for scene in (1, 2, 3, 4) for level in range(4)]
     for images, label, target in ((False, 'no images          ', 20.0), (True, '3 cams every row   ', 3.0)):
-        sim_s, wall_s = expert_episodes(tasks, images=images)
+        sim_s, wall_s = expert_episodes(tasks, images=images, robot=robot)
         rtf = sim_s / wall_s
-        print(f'expert    {len(tasks)} episodes, {label}{sim_s:6.1f} sim s      real-time x{rtf:6.1f}'
-              f'   ({rtf / plain_rtf:.3f} of baseline; target >= {target:.0f}x: {"ok" if rtf >= target else "MISSED"})')
+        print(
+            f'expert    {len(tasks)} episodes, {label}{sim_s:6.1f} sim s      real-time x{rtf:6.1f}'
+            f'   ({rtf / plain_rtf:.3f} of baseline; target >= {target:.0f}x: {"ok" if rtf >= target else "MISSED"})'
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--rows', type=int, default=500, help='rows of the scripted episode (default 500)')
+    parser.add_argument('--robot', action='append', choices=robot_names(), help='robot to measure (default: all)')
+    args = parser.parse_args()
+    for robot in args.robot or robot_names():
+        bench_robot(robot, rows_wanted=args.rows)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(f'peak RSS  {peak_mib:.0f} MiB (target < 1024 MiB: {"ok" if peak_mib < 1024 else "MISSED"})')
     return 0

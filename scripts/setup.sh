@@ -14,7 +14,7 @@ if sys.version_info < (3, 10):
     sys.exit(f'robofollow_ros needs Python >= 3.10, found {sys.version.split()[0]}')
 PY
 
-stamp_of() { cat requirements.txt requirements-test.txt setup.py scripts/setup.sh | sha256sum | cut -d' ' -f1; }
+stamp_of() { cat requirements.txt requirements-test.txt requirements-nodeps.txt setup.py scripts/setup.sh | sha256sum | cut -d' ' -f1; }
 
 ensure_gl_libraries() {
     # MuJoCo renders headless through EGL (Mesa llvmpipe); OSMesa is the fallback.
@@ -60,6 +60,7 @@ echo "setup: creating $VENV (ROS 2 Kilted wheels, MuJoCo, rosbags, test tools)"
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip 'setuptools>=70,<80' wheel
 "$VENV/bin/python" -m pip install -q -r requirements.txt -r requirements-test.txt
+"$VENV/bin/python" -m pip install -q --no-deps -r requirements-nodeps.txt
 log="$(mktemp)"
 "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . >"$log" 2>&1 || { cat "$log"; exit 1; }
 rm -f "$log"

@@ -61,11 +61,12 @@ def wait_for_file(path: Path, process: subprocess.Popen[str], *, timeout: float 
 def wait_for_records(out: Path, count: int, process: subprocess.Popen[str], *, timeout: float = 120.0) -> None:
     """Wait until ``out/results.jsonl`` holds ``count`` complete records (or fail if the process ends first)."""
     deadline = time.monotonic() + timeout
+    path = out / 'results.jsonl'
     while time.monotonic() < deadline:
-        path = out / 'results.jsonl'
+        ended = process.poll() is not None
         if path.exists() and path.read_text(encoding='utf-8').count('\n') >= count:
             return
-        if process.poll() is not None:
+        if ended:  # looked at before reading the file, so records written just before the exit still count
             raise AssertionError(f'the run ended early: {process.communicate()}')
         time.sleep(0.05)
     raise AssertionError(f'no {count} records in {out} after {timeout} s')

@@ -12,16 +12,16 @@ from robofollow_ros.errors import PolicyError, SimulationError
 from robofollow_ros.sim.constants import TIMESTEP
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
-from robofollow_ros.sim.robot import home_state, load_robot
+from robofollow_ros.sim.robots import robot_names
 from robofollow_ros.sim.rotations import matrix_from_quat
 
 pytestmark = pytest.mark.sim
 TASK_ID = 'L0_place_yellow_block_3_behind_red_cylinder'
 
 
-@pytest.fixture(scope='module')
-def env() -> CellEnv:
-    cell_env = CellEnv(render=False)
+@pytest.fixture(scope='module', params=robot_names())
+def env(request: pytest.FixtureRequest) -> CellEnv:
+    cell_env = CellEnv(render=False, robot=request.param)
     yield cell_env
     cell_env.close()
 
@@ -59,7 +59,7 @@ def _assert_same(a, b) -> None:
 
 def test_same_task_and_seed_give_identical_trajectories(env: CellEnv) -> None:
     first, rows = _run(env, seed=42)
-    registry_env = CellEnv(render=False)
+    registry_env = CellEnv(render=False, robot=env.robot.name)
     try:
         other_layout = registry.get_layout(4, 'scene4_1')
         registry_env.reset(registry.training_labels(scene=4)[0], seed=1, layout=other_layout)
@@ -100,7 +100,7 @@ def test_row_duration_follows_nominal_time_and_velocity_limits(env: CellEnv) -> 
     assert after_small.time == pytest.approx(steps_of(0.06))
     big = after_small.state.copy()
     big[7] += 0.5
-    expected = steps_of(0.5 / load_robot().arms['right'].velocity[0])
+    expected = steps_of(0.5 / env.robot.arms['right'].velocity[0])
     after_big = env.execute(big[None])
     assert after_big.time - after_small.time == pytest.approx(expected, abs=1e-9)
     assert after_big.state[7] == pytest.approx(big[7], abs=0.01)
@@ -131,7 +131,12 @@ def test_bad_chunks_raise_policy_error_before_moving(env: CellEnv, chunk: np.nda
 def test_execute_before_reset_is_a_simulation_error() -> None:
     fresh = CellEnv(render=False)
     with pytest.raises(SimulationError):
-        fresh.execute(np.tile(home_state(), (1, 1)))
+        fresh.execute(np.tile(fresh.robot.home_state(), (1, 1)))
+
+
+def test_unknown_robot_is_a_simulation_error() -> None:
+    with pytest.raises(SimulationError, match='unknown robot'):
+        CellEnv(render=False, robot='ur5')
 
 
 def test_observation_tcp_frame_convention(env: CellEnv) -> None:
@@ -142,18 +147,28 @@ def test_observation_tcp_frame_convention(env: CellEnv) -> None:
         assert fingertip == pytest.approx(obs.ee_pos[arm] + np.array([0.0, 0.0, -0.04]), abs=1e-3)
         protocol_top_down = np.array([-0.5, 0.5, -0.5, -0.5])
         assert abs(float(obs.ee_quat[arm] @ protocol_top_down)) == pytest.approx(1.0, abs=1e-5)
-    assert obs.state == pytest.approx(home_state(), abs=2e-3)
+    assert obs.state == pytest.approx(env.robot.home_state(), abs=2e-3)
     assert obs.images == {}
 
 
-def test_images_are_rendered_only_when_requested() -> None:
-    rendering = CellEnv(render=True)
+@pytest.mark.parametrize('robot', robot_names())
+def test_images_are_rendered_only_when_requested(robot: str) -> None:
+    rendering = CellEnv(render=True, robot=robot)
     try:
         obs = rendering.reset(registry.get_task(TASK_ID), seed=5)
         assert set(obs.images) == {'cam_high', 'cam_left_wrist', 'cam_right_wrist'}
         for image in obs.images.values():
             assert image.shape == (240, 320, 3) and image.dtype == np.uint8
             assert image.std() > 5.0, 'a blank image'
-        assert rendering.execute(home_state()[None], images=False).images == {}
+        assert rendering.execute(rendering.robot.home_state()[None], images=False).images == {}
     finally:
         rendering.close()
+
+
+def test_visual_hulls_change_only_how_meshes_are_drawn() -> None:
+    images = {}
+    for hulls in (False, True):
+        with CellEnv(render=True, robot='aloha', visual_hulls=hulls) as cell:
+            images[hulls] = cell.reset(registry.get_task(TASK_ID), seed=5).images['cam_high']
+    differ = np.any(images[False] != images[True], axis=2)
+    assert 0 < differ.mean() < 0.15, 'only the arms (a small part of cam_high) may look different'

@@ -10,15 +10,33 @@ import pytest
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.motion import MotionPlanner, Plan, nearest_equivalent_turn
-from robofollow_ros.sim.robot import ARM_SLICE, home_state, load_robot
+from robofollow_ros.sim.robot import ARM_SLICE, load_robot
+from robofollow_ros.sim.robots import robot_names
 from robofollow_ros.sim.rotations import top_down
 
 pytestmark = pytest.mark.sim
 
 
-@pytest.fixture(scope='module')
-def kin() -> Kinematics:
-    return Kinematics(CellModel.build([]))
+ZERO_POSE_TCP = {
+    'primitive': [-0.28, -0.44 + 0.15 + 0.20 + 0.06 + 0.065, 0.74 + 0.05 + 0.07 + 0.35],
+    'aloha': [-0.25, -0.35 + 0.05955 + 0.2 + 0.1 + 0.069744 + 0.1287, 0.74 + 0.079 + 0.04805 + 0.3],
+}
+"""Left TCP at the zero pose: base + every link offset along the arm's reach (world +y) and up (URDF geometry)."""
+TOP_DOWN_BOX = {
+    'primitive': ((-0.2, 0.2), (-0.22, 0.0), (0.77, 0.95)),
+    'aloha': ((-0.2, 0.2), (-0.22, 0.0), (0.77, 0.90)),
+}
+"""Random top-down IK targets (x, y, z ranges): the operation area up to 0.16 m (ALOHA) / 0.21 m above the table;
+a ViperX reaching across to the far side cannot point straight down higher than that."""
+
+
+@pytest.fixture(scope='module', params=robot_names())
+def kin(request: pytest.FixtureRequest) -> Kinematics:
+    return Kinematics(CellModel.build([], robot=load_robot(request.param)))
+
+
+def home_state(kin: Kinematics) -> np.ndarray:
+    return kin.cell.robot.home_state()
 
 
 @pytest.fixture(scope='module')
@@ -34,20 +52,20 @@ def test_top_down_yaw_convention() -> None:
 
 def test_fk_of_zero_pose_matches_the_urdf_geometry(kin: Kinematics) -> None:
     pos, rot = kin.fk_matrix('left', np.zeros(6))
-    reach = 0.15 + 0.20 + 0.06 + 0.065
-    assert pos == pytest.approx([-0.28, -0.44 + reach, 0.74 + 0.05 + 0.07 + 0.35], abs=1e-6)
+    assert pos == pytest.approx(ZERO_POSE_TCP[kin.cell.robot.name], abs=1e-6)
     assert rot[:, 0] == pytest.approx([0.0, 1.0, 0.0], abs=1e-7)
 
 
 @pytest.mark.parametrize('arm', ['left', 'right'])
 def test_ik_recovers_random_top_down_poses(kin: Kinematics, arm: str) -> None:
     rng = np.random.default_rng(0)
+    box = TOP_DOWN_BOX[kin.cell.robot.name]
     for _ in range(25):
-        target = np.array([rng.uniform(-0.2, 0.2), rng.uniform(-0.22, 0.0), rng.uniform(0.77, 0.95)])
+        target = np.array([rng.uniform(*box[0]), rng.uniform(*box[1]), rng.uniform(*box[2])])
         yaw = rng.uniform(-math.pi / 2.0, math.pi / 2.0)
         solution = kin.solve(arm, target, yaw=yaw, symmetric=False)
         assert solution.success, (target, yaw)
-        desc = load_robot().arms[arm]
+        desc = kin.cell.robot.arms[arm]
         assert np.all(solution.q >= desc.lower - 1e-9) and np.all(solution.q <= desc.upper + 1e-9)
         pos, rot = kin.fk_matrix(arm, solution.q)
         assert pos == pytest.approx(target, abs=3e-4)
@@ -72,7 +90,7 @@ def test_symmetric_ik_prefers_the_solution_near_the_seed(kin: Kinematics) -> Non
 
 
 def test_linear_move_keeps_the_tcp_on_the_straight_line(kin: Kinematics, planner: MotionPlanner) -> None:
-    plan = Plan(home_state())
+    plan = Plan(home_state(kin))
     plan.add(planner.move_to(plan.state, 'left', np.array([-0.10, -0.10, 0.85])))
     start = kin.fk('left', plan.state[ARM_SLICE['left']])[0]
     goal = np.array([0.05, -0.05, 0.80])
@@ -88,24 +106,26 @@ def test_linear_move_keeps_the_tcp_on_the_straight_line(kin: Kinematics, planner
     assert np.array_equal(rows[:, 7:], np.tile(plan.state[7:], (len(rows), 1))), 'the other arm must not move'
 
 
-def test_joint_rows_respect_the_velocity_limits(planner: MotionPlanner) -> None:
-    target = home_state()[ARM_SLICE['right']] + np.array([1.0, -0.3, 0.2, 0.5, 0.1, -2.0])
-    rows = planner.joint_rows(home_state(), 'right', target)
-    steps = np.diff(np.vstack([home_state(), rows]), axis=0)[:, ARM_SLICE['right']]
-    assert np.all(np.abs(steps) <= load_robot().arms['right'].velocity * 0.06 + 1e-12)
+def test_joint_rows_respect_the_velocity_limits(kin: Kinematics, planner: MotionPlanner) -> None:
+    home = home_state(kin)
+    target = home[ARM_SLICE['right']] + np.array([1.0, -0.3, 0.2, 0.5, 0.1, -2.0])
+    rows = planner.joint_rows(home, 'right', target)
+    steps = np.diff(np.vstack([home, rows]), axis=0)[:, ARM_SLICE['right']]
+    assert np.all(np.abs(steps) <= kin.cell.robot.arms['right'].velocity * 0.06 + 1e-12)
     assert rows[-1][ARM_SLICE['right']] == pytest.approx(target)
 
 
 def test_grasp_sequence_opens_descends_closes_and_lifts(kin: Kinematics, planner: MotionPlanner) -> None:
     goal = np.array([-0.14, -0.04, planner.grasp_height(0.76)])
-    rows = planner.grasp(home_state(), 'left', goal, pregrasp=0.08, lift=0.10)
+    rows = planner.grasp(home_state(kin), 'left', goal, pregrasp=0.08, lift=0.10)
     z = np.array([kin.fk('left', r[ARM_SLICE['left']])[0][2] for r in rows])
     closed = np.flatnonzero(rows[:, 6] == 0.0)
     assert closed.size and np.all(rows[: closed[0], 6] == 1.0)
     assert z[closed[0]] == pytest.approx(goal[2], abs=3e-4)
     assert z[-1] == pytest.approx(goal[2] + 0.10, abs=3e-4)
     assert planner.grasp_height(0.755) == pytest.approx(0.74 + planner.fingertip_offset + 0.003)
-    assert planner.grasp_height(0.775, top_z=0.81) == pytest.approx(0.81 - planner.palm_offset + 0.003)
+    top = 0.775 + planner.palm_offset + 0.01
+    assert planner.grasp_height(0.775, top_z=top) == pytest.approx(top - planner.palm_offset + 0.003)
 
 
 def test_nearest_equivalent_turn_uses_gripper_symmetry() -> None:

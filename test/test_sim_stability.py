@@ -8,7 +8,7 @@ import pytest
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import TABLE_Z, Layout
 from robofollow_ros.sim.env import CellEnv
-from robofollow_ros.sim.robot import home_state
+from robofollow_ros.sim.robots import robot_names
 
 pytestmark = pytest.mark.sim
 HOLD_ROWS = 50
@@ -19,9 +19,9 @@ SPAWN_TOLERANCE = 0.003
 LAYOUTS = [(scene, name) for scene in (1, 2, 3, 4) for name in registry.layout_names(scene)]
 
 
-@pytest.fixture(scope='module')
-def env() -> CellEnv:
-    cell_env = CellEnv(render=False)
+@pytest.fixture(scope='module', params=robot_names())
+def env(request: pytest.FixtureRequest) -> CellEnv:
+    cell_env = CellEnv(render=False, robot=request.param)
     yield cell_env
     cell_env.close()
 
@@ -35,7 +35,8 @@ def _reset(env: CellEnv, scene: int, name: str, seed: int = 11) -> tuple[Layout,
 @pytest.mark.parametrize(('scene', 'name'), LAYOUTS)
 def test_layout_stays_still_for_three_seconds_with_arms_home(env: CellEnv, scene: int, name: str) -> None:
     layout, start = _reset(env, scene, name)
-    end = env.execute(np.tile(home_state(), (HOLD_ROWS, 1)))
+    home = env.robot.home_state()
+    end = env.execute(np.tile(home, (HOLD_ROWS, 1)))
     assert end.time == pytest.approx(HOLD_ROWS * 0.06)
     assert set(end.object_pos) == set(layout.object_names)
     for item in layout.object_names:
@@ -46,7 +47,7 @@ def test_layout_stays_still_for_three_seconds_with_arms_home(env: CellEnv, scene
     data = env.data
     assert np.all(np.isfinite(data.qpos)) and np.all(np.isfinite(data.qvel))
     assert float(np.max(np.abs(data.qvel))) < 0.05
-    assert np.abs(end.state - home_state()).max() < 2e-3
+    assert np.abs(end.state - home).max() < 2e-3
 
 
 @pytest.mark.parametrize(('scene', 'name'), LAYOUTS)

@@ -1,4 +1,5 @@
-"""The cell URDF: loads with yourdfpy, declares limits, matches its generator, and the arms reach every layout."""
+"""The cell URDFs (every robot): load with yourdfpy, declare limits, match their generators, meshes resolve, and
+the arms reach every layout."""
 
 from __future__ import annotations
 
@@ -14,32 +15,60 @@ import yourdfpy
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.scene4 import SLOTS
 from robofollow_ros.benchmark.types import ARMS, TABLE_Z
-from robofollow_ros.sim.constants import OPERATION_AREA, URDF_PATH
+from robofollow_ros.sim.constants import OPERATION_AREA
 from robofollow_ros.sim.kinematics import Kinematics
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.motion import MotionPlanner
 from robofollow_ros.sim.robot import load_robot
+from robofollow_ros.sim.robots import get_robot_spec, robot_names
 
 pytestmark = pytest.mark.sim
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope='module')
-def urdf() -> yourdfpy.URDF:
-    return yourdfpy.URDF.load(str(URDF_PATH))
+GENERATORS = {'primitive': 'make_cell_urdf.py', 'aloha': 'make_aloha_urdf.py'}
+
+
+@pytest.fixture(scope='module', params=robot_names())
+def robot(request: pytest.FixtureRequest) -> str:
+    return request.param
 
 
 @pytest.fixture(scope='module')
-def kinematics() -> Kinematics:
-    return Kinematics(CellModel.build([]))
+def urdf(robot: str, tmp_path_factory: pytest.TempPathFactory) -> yourdfpy.URDF:
+    path = tmp_path_factory.mktemp(robot) / 'cell.urdf'
+    path.write_text(get_robot_spec(robot).urdf_text())
+    return yourdfpy.URDF.load(str(path), load_meshes=False)
 
 
-def test_yourdfpy_loads_fourteen_actuated_joints(urdf: yourdfpy.URDF) -> None:
-    expected = [f'{arm}_joint{i}' for arm in ARMS for i in range(1, 7)]
-    expected += ['left_finger_left_joint', 'right_finger_left_joint']
+@pytest.fixture(scope='module')
+def kinematics(robot: str) -> Kinematics:
+    return Kinematics(CellModel.build([], robot=load_robot(robot)))
+
+
+def test_yourdfpy_loads_fourteen_actuated_joints(urdf: yourdfpy.URDF, robot: str) -> None:
+    spec = get_robot_spec(robot)
+    expected = [f'{arm}_{joint}' for arm in ARMS for joint in spec.joints]
+    expected += [f'{arm}_{spec.fingers[0]}' for arm in ARMS]
     assert sorted(urdf.actuated_joint_names) == sorted(expected)
-    assert urdf.joint_map['left_finger_right_joint'].mimic.joint == 'left_finger_left_joint'
+    for arm in ARMS:
+        assert urdf.joint_map[f'{arm}_{spec.fingers[1]}'].mimic.joint == f'{arm}_{spec.fingers[0]}'
     assert 'world' in urdf.link_map and 'table' in urdf.link_map
+    assert {'cam_high_link', 'left_wrist_camera_link', 'right_wrist_camera_link', 'left_tcp', 'right_tcp'} <= set(
+        urdf.link_map
+    )
+
+
+def test_every_mesh_resolves_to_an_installed_file(urdf: yourdfpy.URDF, robot: str) -> None:
+    meshes = [
+        geometry.mesh.filename
+        for link in urdf.link_map.values()
+        for element in (*link.visuals, *link.collisions)
+        if (geometry := element.geometry).mesh is not None
+    ]
+    assert bool(meshes) == bool(get_robot_spec(robot).mesh_packages)
+    for filename in meshes:
+        assert Path(filename).is_file(), filename
 
 
 def test_every_moving_joint_has_position_velocity_and_effort_limits(urdf: yourdfpy.URDF) -> None:
@@ -59,14 +88,24 @@ def test_every_moving_link_has_positive_mass_and_inertia(urdf: yourdfpy.URDF) ->
         assert np.all(np.linalg.eigvalsh(inertial.inertia) > 0), name
 
 
-def test_gripper_opens_at_least_eight_centimetres() -> None:
+def test_open_gripper_clears_the_largest_object(kinematics: Kinematics) -> None:
+    planner = MotionPlanner(kinematics)
+    largest = max(
+        2.0 * min(p.spec.size[0], p.spec.size[1]) if p.spec.shape == 'box' else 2.0 * p.spec.size[0]
+        for scene in (1, 2, 3, 4)
+        for name in registry.layout_names(scene)
+        for p in registry.get_layout(scene, name).placements
+        if p.spec.shape != 'label' and p.spec.shape != 'bowl'
+    )
     for arm in ARMS:
-        assert load_robot().arms[arm].opening >= 0.08
+        assert planner.pad_gap(arm, 1.0) >= largest + 0.008
+        assert planner.pad_gap(arm, 0.0) <= 1e-9, 'closed pads touch'
 
 
-def test_committed_urdf_matches_its_generator() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / 'tools' / 'make_cell_urdf.py'), '--check'], check=False)
-    assert result.returncode == 0, 'urdf/robofollow_cell.urdf is stale: run tools/make_cell_urdf.py'
+def test_committed_urdf_matches_its_generator(robot: str) -> None:
+    tool = ROOT / 'tools' / GENERATORS[robot]
+    result = subprocess.run([sys.executable, str(tool), '--check'], check=False)
+    assert result.returncode == 0, f'{get_robot_spec(robot).urdf.name} is stale: run tools/{tool.name}'
 
 
 def test_table_top_is_at_protocol_height(urdf: yourdfpy.URDF) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robofollow_ros.cli.options import add_robot_argument
 from robofollow_ros.errors import DatasetError
 
 HELP = 'collect expert demonstrations of the training labels (raw HDF5, LeRobot, rosbag2, videos)'
@@ -49,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--image-size', type=_size, default=(320, 240), help='camera image size WxH (default 320x240)')
     parser.add_argument('--max-attempts', type=int, default=5000, help='attempts per label (default 5000)')
     parser.add_argument('--quiet', action='store_true', help='no progress display')
+    add_robot_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         width=args.image_size[0],
         height=args.image_size[1],
         max_attempts=args.max_attempts,
+        robot=args.robot,
     )
     tallies = run_collection(options, progress=not args.quiet)
     attempts = sum(tally.attempts for tally in tallies.values())

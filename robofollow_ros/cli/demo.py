@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from robofollow_ros.cli.options import add_robot_argument
+
 if TYPE_CHECKING:
     from robofollow_ros.referee.report import Table
 
@@ -33,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--all', action='store_true', help='all 554 evaluation tasks instead of 16')
     parser.add_argument('--rounds', type=int, default=1, help='rounds per task (default 1)')
     parser.add_argument('--quiet', action='store_true', help='no per-trial progress lines')
+    add_robot_argument(parser)
 
 
 def demo_task_ids() -> list[str]:
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
             rounds=args.rounds,
             record='json' if policy == 'expert' else 'none',
             force_new=True,
+            robot=args.robot,
         )
         print(f'== {policy}: {len(task_ids) if task_ids else 554} tasks x {args.rounds} round(s) -> {out}', flush=True)
         records = run_suite(options, progress=not args.quiet)

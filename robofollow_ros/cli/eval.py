@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.cli.options import add_robot_argument
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 
@@ -82,6 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='run the simulators as Ray actors (on the cluster at ADDRESS, or a local Ray instance)',
     )
     parser.add_argument('--quiet', action='store_true', help='no progress display')
+    add_robot_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,9 +113,13 @@ def run(args: argparse.Namespace) -> int:
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
         force_new=args.force_new,
+<<<<<<< HEAD
         workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),
         use_ray=args.ray is not None,
         ray_address=args.ray or None,
+=======
+        robot=args.robot,
+>>>>>>> main
     )
     records = run_suite(options, progress=not args.quiet)
     print(f'{counts_line(trial_counts(records))}; results in {options.out / "results.jsonl"}')

@@ -29,6 +29,7 @@ from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, ROW_SECONDS
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 EPISODE_FORMATS = ('hdf5', 'bag')
 
@@ -48,6 +49,7 @@ class CollectOptions:
         width, height: camera image size.
         max_attempts: attempts per label before giving up on it (the published collector's seed budget).
         max_queries: expert queries per episode (the protocol's evaluation budget).
+        robot: the simulated cell's robot (``sim.robots``).
     """
 
     out: Path
@@ -60,6 +62,7 @@ class CollectOptions:
     height: int = IMAGE_HEIGHT
     max_attempts: int = 5000
     max_queries: int = 10
+    robot: str = DEFAULT_ROBOT
 
     def identity(self) -> dict[str, Any]:
         """The options a resumed collection must share (all but the folder)."""
@@ -224,7 +227,7 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
         wanted = options.episodes * len(tasks)
         already = sum(min(tally.accepted, options.episodes) for tally in tallies.values())
         display = CollectProgress(wanted, already=already) if progress else None
-        env = CellEnv(render=options.cameras, width=options.width, height=options.height)
+        env = CellEnv(render=options.cameras, width=options.width, height=options.height, robot=options.robot)
         capture = FrameCapture(env, images=options.cameras)
         policy = GuardedPolicy(resolve_policy('expert'))
         limits = EpisodeLimits(max_queries=options.max_queries)

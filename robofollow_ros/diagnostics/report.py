@@ -28,7 +28,7 @@ def blind_baseline(records: Sequence[Mapping[str, Any]], *, out: Path, progress:
     """Run the language-blind baseline in-process on the trials of ``records`` into ``out`` (resumable).
 
     Raises:
-        RoboFollowError: the records do not name their trials (task, round) or mix variants.
+        RoboFollowError: the records do not name their trials (task, round) or mix variants or robots.
     """
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 
@@ -37,6 +37,9 @@ def blind_baseline(records: Sequence[Mapping[str, Any]], *, out: Path, progress:
     variants = {record.get('variant') or 'published' for record in records}
     if len(variants) > 1:
         raise RoboFollowError(f'records of several variants ({", ".join(sorted(variants))})')
+    robots = {record.get('robot') or 'primitive' for record in records}
+    if len(robots) > 1:
+        raise RoboFollowError(f'records of several robots ({", ".join(sorted(robots))})')
     rounds = sorted({int(record['round']) for record in records})
     task_ids = sorted({str(record['task_id']) for record in records})
     options = SuiteOptions(
@@ -46,6 +49,7 @@ def blind_baseline(records: Sequence[Mapping[str, Any]], *, out: Path, progress:
         first_round=rounds[0],
         rounds=rounds[-1] - rounds[0] + 1,
         variant=variants.pop(),  # type: ignore[arg-type]
+        robot=robots.pop(),
     )
     return run_suite(options, progress=progress)
 

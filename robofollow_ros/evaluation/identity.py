@@ -25,6 +25,8 @@ from robofollow_ros.errors import RunFolderError
 from robofollow_ros.textfiles import read_utf8, write_atomically
 
 IDENTITY_NAME = 'identity.json'
+OPTIONAL_FIELDS = ('runtime', 'robot')
+"""Fields older identity files may lack (their defaults apply)."""
 DIGEST_LENGTH = 12
 
 
@@ -43,6 +45,8 @@ class RunIdentity:
         package_version: ``robofollow_ros.__version__``.
         metric_version: the referee's metric version.
         runtime: where episodes ran (``in-process``, ``ros-graph``...).
+        robot: the simulated cell's robot (``sim.robots``); runs recorded before robots were selectable used
+            the primitive one.
     """
 
     policy: str
@@ -55,6 +59,7 @@ class RunIdentity:
     metric_version: str
     policy_kwargs: Mapping[str, Any] = field(default_factory=dict)
     runtime: str = 'in-process'
+    robot: str = 'primitive'
 
     def as_dict(self) -> dict[str, Any]:
         """The identity as plain JSON values."""
@@ -74,7 +79,7 @@ class RunIdentity:
             RunFolderError: ``data`` lacks a field or is not a mapping.
         """
         names = [item.name for item in fields(cls)]
-        if not isinstance(data, Mapping) or any(name not in data for name in names if name != 'runtime'):
+        if not isinstance(data, Mapping) or any(name not in data for name in names if name not in OPTIONAL_FIELDS):
             raise RunFolderError(f'{source}: not a run identity (fields: {", ".join(names)})')
         return cls(**{name: data[name] for name in names if name in data})
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from robofollow_ros.benchmark.types import TABLE_Z
-
-URDF_PATH = Path(__file__).resolve().parents[2] / 'urdf' / 'robofollow_cell.urdf'
 
 TIMESTEP = 0.004
 """Physics step (s): the protocol's 250 Hz, with the implicitfast integrator."""
 SOLVER_ITERATIONS = 30
 SOLVER_LS_ITERATIONS = 10
+MULTI_CCD = True
+"""Multiple contact points per convex-convex pair (MuJoCo's multiccd): a cylinder resting on a cylinder gets a ring of
+contacts instead of one point that can flip to a horizontal normal and kick the stack."""
 IMPRATIO = 30.0
 """Frictional-to-normal impedance ratio: with the stiff finger contacts it keeps friction grasps from creeping
 (measured < 0.15 mm/s for every object kind; ~2 mm/s at the default 1)."""
@@ -24,7 +24,8 @@ GRIP_SPEED = 5.0
 protocol's 250 Hz, which is what the published executor spends on a gripper-only row)."""
 
 ARM_KP = (900.0, 1200.0, 900.0, 250.0, 250.0, 150.0)
-"""Position gains (N m / rad) of joints 1-6."""
+"""Position gains (N m / rad) of joints 1-6 of the primitive robot (ARM_* to FINGER_KV and HOME_Q are the primitive
+robot's; every robot's servo values are in ``sim/robots.py``)."""
 ARM_KV = (40.0, 50.0, 35.0, 8.0, 8.0, 5.0)
 """Velocity-feedback gains (N m s / rad) of joints 1-6, driven with the commanded joint velocity as feed-forward."""
 ARM_ARMATURE = (0.05, 0.05, 0.04, 0.01, 0.01, 0.01)
@@ -48,6 +49,9 @@ ARM_FRICTION = (0.6, 0.005, 0.0001)
 OBJECT_TORSION = 0.005
 OBJECT_ROLLING = 0.0001
 OBJECT_CONDIM = 3
+OBJECT_SOLREF = (0.008, 1.0)
+"""Object contacts as stiff as the timestep allows (2 steps): with MuJoCo's default 0.02 s an object dropped into a
+bowl sank 4-6 mm into its floor on impact."""
 
 ENV_BIT, OBJECT_BIT, LEFT_ARM_BIT, RIGHT_ARM_BIT = 1, 2, 4, 8
 """Collision groups: objects collide with everything; each arm with the table, objects and the other arm, never with
@@ -87,6 +91,11 @@ CAMERA_LINKS = {
     'cam_right_wrist': 'right_wrist_camera_link',
 }
 CAMERA_FOVY = 37.0
+CAMERA_NEAR = 0.005
+"""Near clipping plane (m). MuJoCo's default is 1 % of the model extent (~6.7 m with the floor and backdrop), which
+cut a held object out of the wrist cameras; the pads are ~0.05 m from a wrist camera."""
+CAMERA_FAR = 10.0
+"""Far clipping plane (m): the backdrop is ~2 m from every camera."""
 IMAGE_WIDTH = 320
 IMAGE_HEIGHT = 240
 

@@ -22,7 +22,8 @@ from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
 from robofollow_ros.sim.recorder import FrameRecorder
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, home_state
+from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, RobotDescription, load_robot
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.sim.spawn import spawn
 
 MODEL_CACHE_SIZE = 4
@@ -41,6 +42,7 @@ class Observation:
         object_pos: per scene item, position (3,) (privileged).
         object_quat: per scene item, orientation (w, x, y, z) (privileged).
         finger_opening: per arm, measured finger opening, normalised (1 open, 0 pads touching).
+        robot: name of the cell's robot (privileged: built-in planners need its kinematics).
     """
 
     images: dict[str, np.ndarray]
@@ -51,6 +53,7 @@ class Observation:
     object_pos: dict[str, np.ndarray] = field(default_factory=dict)
     object_quat: dict[str, np.ndarray] = field(default_factory=dict)
     finger_opening: dict[Arm, float] = field(default_factory=dict)
+    robot: str = DEFAULT_ROBOT
 
 
 def _model_key(layout: Layout) -> tuple[tuple[str, ObjectSpec], ...]:
@@ -63,9 +66,25 @@ class CellEnv:
     Args:
         render: whether observations include camera images unless a call says otherwise.
         width, height: image size in pixels (default 320x240, protocol §1.3).
+        robot: registered robot name (``sim.robots``), e.g. ``primitive`` or ``aloha``.
+        visual_hulls: draw mesh geoms as their convex hulls in camera images (default: the robot's setting);
+            faster software rendering of the ALOHA's meshes at the cost of blockier arms.
+
+    Raises:
+        SimulationError: unknown robot.
     """
 
-    def __init__(self, *, render: bool = True, width: int = IMAGE_WIDTH, height: int = IMAGE_HEIGHT) -> None:
+    def __init__(
+        self,
+        *,
+        render: bool = True,
+        width: int = IMAGE_WIDTH,
+        height: int = IMAGE_HEIGHT,
+        robot: str = DEFAULT_ROBOT,
+        visual_hulls: bool | None = None,
+    ) -> None:
+        self.robot: RobotDescription = load_robot(robot)
+        self.visual_hulls = self.robot.spec.visual_hulls if visual_hulls is None else visual_hulls
         self.render_default = render
         self.width = width
         self.height = height
@@ -88,7 +107,7 @@ class CellEnv:
             if len(self._models) >= MODEL_CACHE_SIZE:
                 oldest_key = next(iter(self._models))
                 self._forget(self._models.pop(oldest_key))
-            cell = CellModel.build(p.spec for p in sorted(layout.placements, key=lambda p: p.name))
+            cell = CellModel.build((p.spec for p in sorted(layout.placements, key=lambda p: p.name)), robot=self.robot)
             self._models[key] = cell
         return cell
 
@@ -137,7 +156,7 @@ class CellEnv:
         data = self.data
         assert data is not None
         mujoco.mj_resetData(cell.model, data)
-        home = home_state()
+        home = self.robot.home_state()
         for arm in ARMS:
             set_arm_joints(cell, data, arm, home[ARM_SLICE[arm]], home[GRIP_INDEX[arm]])
         self.executor = JointExecutor(cell, data)
@@ -193,12 +212,13 @@ class CellEnv:
             object_pos=object_pos,
             object_quat=object_quat,
             finger_opening={arm: finger_opening(cell, data, arm) for arm in ARMS},
+            robot=self.robot.name,
         )
 
     def _rig(self, cell: CellModel) -> CameraRig:
         rig = self._rigs.get(id(cell))
         if rig is None:
-            rig = CameraRig(cell.model, width=self.width, height=self.height)
+            rig = CameraRig(cell.model, width=self.width, height=self.height, hulls=self.visual_hulls)
             self._rigs[id(cell)] = rig
         return rig
 

@@ -17,7 +17,6 @@ import numpy as np
 
 from robofollow_ros.benchmark.types import Arm
 from robofollow_ros.errors import SimulationError
-from robofollow_ros.sim.constants import HOME_Q
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.rotations import quat_from_matrix, rotation_error, top_down, wrap_angle
 
@@ -82,7 +81,7 @@ class Kinematics:
         mujoco.mj_kinematics(self.model, self.data)
         joints = [self.model.joint(n).id for n in self.cell.robot.arms[arm].joints]
         anchors = [self.data.xanchor[j].copy() for j in joints]
-        base_body = self.model.body(f'{arm}_base_link').id
+        base_body = self.model.body(self.cell.robot.arms[arm].base).id
         base_pos = self.data.xpos[base_body].copy()
         base_rot = self.data.xmat[base_body].reshape(3, 3).copy()
         tcp = self.data.site_xpos[index.tcp_site].copy()
@@ -112,7 +111,7 @@ class Kinematics:
 
     def home(self, arm: Arm) -> np.ndarray:
         """The arm's home joints."""
-        return np.array(HOME_Q, dtype=np.float64)
+        return np.array(self.cell.robot.spec.home, dtype=np.float64)
 
     def closed_form_guess(self, arm: Arm, pos: np.ndarray, yaw: float) -> np.ndarray | None:
         """Joints that put the TCP at ``pos`` pointing down at ``yaw`` for the ideal planar arm; None if out of reach.

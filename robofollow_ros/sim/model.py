@@ -16,24 +16,20 @@ import numpy as np
 from robofollow_ros.benchmark.types import ARMS, Arm, ObjectSpec
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.sim.constants import (
-    ARM_ARMATURE,
     ARM_FRICTION,
-    ARM_KP,
-    ARM_KV,
-    CAMERA_FOVY,
+    CAMERA_FAR,
     CAMERA_LINKS,
+    CAMERA_NEAR,
     CAMERAS,
     COLLISION,
-    FINGER_FORCE,
     FINGER_FRICTION,
-    FINGER_KP,
-    FINGER_KV,
     FINGER_PRIORITY,
     FINGER_SOLIMP,
     FINGER_SOLREF,
     IMAGE_HEIGHT,
     IMAGE_WIDTH,
     IMPRATIO,
+    MULTI_CCD,
     SOLVER_ITERATIONS,
     SOLVER_LS_ITERATIONS,
     TABLE_FRICTION,
@@ -54,8 +50,20 @@ def _configure_physics(spec: mujoco.MjSpec) -> None:
     spec.option.impratio = IMPRATIO
     spec.option.iterations = SOLVER_ITERATIONS
     spec.option.ls_iterations = SOLVER_LS_ITERATIONS
+    if MULTI_CCD:
+        _enable_multi_ccd(spec)
     spec.compiler.fusestatic = False
     spec.compiler.discardvisual = False
+
+
+def _enable_multi_ccd(spec: mujoco.MjSpec) -> None:
+    """MuJoCo 4 has multi-CCD on unless disabled; MuJoCo 3 has it off unless enabled."""
+    enable = getattr(mujoco.mjtEnableBit, 'mjENBL_MULTICCD', None)
+    if enable is not None:
+        spec.option.enableflags |= int(enable)
+    disable = getattr(mujoco.mjtDisableBit, 'mjDSBL_MULTICCD', None)
+    if disable is not None:
+        spec.option.disableflags &= ~int(disable)
 
 
 def _configure_visual(spec: mujoco.MjSpec) -> None:
@@ -113,36 +121,46 @@ def _configure_robot(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
     for name in arm_of_body:
         if not name.endswith('base_link'):
             spec.body(name).gravcomp = 1.0
+    physics = robot.spec
     for arm in ARMS:
         desc = robot.arms[arm]
         for i, joint_name in enumerate(desc.joints):
             joint = spec.joint(joint_name)
-            joint.armature = ARM_ARMATURE[i]
+            joint.armature = physics.arm_armature[i]
+            if physics.arm_torque is not None:
+                joint.actfrcrange = [-physics.arm_torque[i], physics.arm_torque[i]]
+                joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_TRUE
             pos = spec.add_actuator(name=f'{joint_name}_pos', target=joint_name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-            pos.set_to_position(kp=ARM_KP[i])
+            pos.set_to_position(kp=physics.arm_kp[i])
             pos.ctrlrange = [desc.lower[i], desc.upper[i]]
             pos.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
         for i, joint_name in enumerate(desc.joints):
             vel = spec.add_actuator(name=f'{joint_name}_vel', target=joint_name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-            vel.set_to_velocity(kv=ARM_KV[i])
+            vel.set_to_velocity(kv=physics.arm_kv[i])
             vel.ctrlrange = [-2.0 * desc.velocity[i], 2.0 * desc.velocity[i]]
             vel.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
         for finger in desc.fingers:
             act = spec.add_actuator(name=f'{finger}_pos', target=finger, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-            act.set_to_position(kp=FINGER_KP, kv=FINGER_KV)
+            act.set_to_position(kp=physics.finger_kp, kv=physics.finger_kv)
             act.ctrlrange = [0.0, desc.finger_travel]
             act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            act.forcerange = [-FINGER_FORCE, FINGER_FORCE]
+            act.forcerange = [-physics.finger_force, physics.finger_force]
             act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
         spec.body(desc.tcp).add_site(name=desc.tcp, size=[0.004, 0.0, 0.0], rgba=[1.0, 0.2, 0.2, 0.0])
 
 
-def _configure_cameras(spec: mujoco.MjSpec) -> None:
+def _configure_cameras(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
     quat = quat_from_matrix(CAMERA_FROM_LINK)
     for camera in CAMERAS:
         spec.body(CAMERA_LINKS[camera]).add_camera(
-            name=camera, fovy=CAMERA_FOVY, quat=quat, resolution=[IMAGE_WIDTH, IMAGE_HEIGHT]
+            name=camera, fovy=robot.spec.camera_fovy[camera], quat=quat, resolution=[IMAGE_WIDTH, IMAGE_HEIGHT]
         )
+
+
+def set_clip_planes(model: mujoco.MjModel) -> None:
+    """Put the cameras' clipping planes at ``CAMERA_NEAR`` / ``CAMERA_FAR`` metres (MuJoCo scales by the extent)."""
+    model.vis.map.znear = CAMERA_NEAR / model.stat.extent
+    model.vis.map.zfar = CAMERA_FAR / model.stat.extent
 
 
 def compose(objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None) -> mujoco.MjSpec:
@@ -153,14 +171,16 @@ def compose(objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = N
     """
     robot = robot or load_robot()
     try:
-        spec = mujoco.MjSpec.from_file(str(robot.urdf))
+        spec = mujoco.MjSpec.from_string(robot.spec.urdf_text())
+    except SimulationError:
+        raise
     except Exception as exc:  # mujoco raises plain ValueError/Exception on parse errors
-        raise SimulationError(f'cannot load {robot.urdf}: {exc}') from exc
+        raise SimulationError(f'cannot load {robot.spec.urdf}: {exc}') from exc
     spec.modelname = 'robofollow_cell'
     _configure_physics(spec)
     _configure_visual(spec)
     _configure_robot(spec, robot)
-    _configure_cameras(spec)
+    _configure_cameras(spec, robot)
     seen: set[str] = set()
     for obj in objects:
         if obj.name in seen:
@@ -244,6 +264,7 @@ class CellModel:
             model = spec.compile()
         except Exception as exc:  # compile errors surface as ValueError with MuJoCo's message
             raise SimulationError(f'cannot compile the cell model: {exc}') from exc
+        set_clip_planes(model)
         return cls(model, objects, robot)
 
     @property

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 
+import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark.types import TABLE_Z, Arm
 from robofollow_ros.sim.constants import GRIP_SPEED, ROW_SECONDS
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, home_state
+from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX
 from robofollow_ros.sim.rotations import tcp_yaw, top_down, wrap_angle
 
 CARTESIAN_STEP = 0.01
@@ -95,18 +96,44 @@ class MotionPlanner:
         """Distance (m) from the TCP to the fingertips along the TCP's +x (down in a top-down grasp)."""
         self.palm_offset = -self._front_face(arm, palm_body)
         """Distance (m) from the TCP back to the palm face (up in a top-down grasp)."""
+        pos, rot = self.kin.fk_matrix(arm, self.kin.home(arm))
+        fingers = sorted(
+            (int(model.jnt_bodyid[model.joint(f).id]) for f in cell.robot.arms[arm].fingers),
+            key=lambda body: float((self.kin.data.xipos[body] - pos) @ rot[:, 1]),
+        )
+        self.closed_gap = -self._front_face(arm, fingers[1], axis=1, sign=-1.0) - self._front_face(
+            arm, fingers[0], axis=1
+        )
+        """Gap (m) between the finger pads at grip 0, measured from the geoms (negative: the pads overlap and
+        the servos press them together)."""
+        self._travel = {a: cell.robot.arms[a].finger_travel for a in cell.arms}
 
-    def _front_face(self, arm: Arm, body: int) -> float:
-        """Signed position, along the TCP's +x and relative to the TCP, of a body's foremost geom face."""
+    def _front_face(self, arm: Arm, body: int, *, axis: int = 0, sign: float = 1.0) -> float:
+        """Signed position, relative to the TCP along ``sign`` times its ``axis``-th axis (+x: toward the
+        fingertips), of a body's foremost geom face, with the fingers closed."""
         model, data = self.kin.model, self.kin.data
         pos, rot = self.kin.fk_matrix(arm, self.kin.home(arm))
-        axis = rot[:, 0]
+        direction = sign * rot[:, axis]
         faces = []
         for g in np.flatnonzero(model.geom_bodyid == body):
-            extent = float(np.sum(np.abs(data.geom_xmat[g].reshape(3, 3).T @ axis) * model.geom_size[g]))
-            centre = float((data.geom_xpos[g] - pos) @ axis)
-            faces.append(centre + extent)
+            geom_rot = data.geom_xmat[g].reshape(3, 3)
+            centre = float((data.geom_xpos[g] - pos) @ direction)
+            if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH:
+                mesh = model.geom_dataid[g]
+                start = model.mesh_vertadr[mesh]
+                vertices = model.mesh_vert[start : start + model.mesh_vertnum[mesh]]
+                faces.append(centre + float(np.max(vertices @ (geom_rot.T @ direction))))
+            else:
+                faces.append(centre + float(np.sum(np.abs(geom_rot.T @ direction) * model.geom_size[g])))
         return max(faces)
+
+    def pad_gap(self, arm: Arm, grip: float) -> float:
+        """Gap (m) between the finger pads at the normalised ``grip`` (0 closed, 1 open)."""
+        return self.closed_gap + 2.0 * self._travel[arm] * grip
+
+    def grip_for_gap(self, arm: Arm, gap: float) -> float:
+        """The normalised grip that opens the pads ``gap`` apart (clipped to [0, 1])."""
+        return float(np.clip((gap - self.closed_gap) / (2.0 * self._travel[arm]), 0.0, 1.0))
 
     @property
     def min_tcp_z(self) -> float:
@@ -290,7 +317,7 @@ class MotionPlanner:
 
     def home(self, state: np.ndarray, arm: Arm, *, grip: float | None = None) -> np.ndarray:
         """Joint-space move of ``arm`` back to its home joints (gripper kept unless ``grip`` is given)."""
-        return self.joint_rows(state, arm, home_state()[ARM_SLICE[arm]], grip=grip)
+        return self.joint_rows(state, arm, self.kin.home(arm), grip=grip)
 
     def gripper_seconds(self, delta: float) -> float:
         """How long the executor spends on a gripper change of ``delta`` (normalised units)."""

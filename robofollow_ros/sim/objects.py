@@ -24,6 +24,7 @@ from robofollow_ros.sim.constants import (
     OBJECT_CONDIM,
     OBJECT_PRIORITY,
     OBJECT_ROLLING,
+    OBJECT_SOLREF,
     OBJECT_TORSION,
 )
 from robofollow_ros.sim.rotations import quat_from_matrix
@@ -45,6 +46,7 @@ def _style(geom: mujoco.MjsGeom, spec: ObjectSpec, group: str) -> None:
     geom.friction = np.array([spec.friction, OBJECT_TORSION, OBJECT_ROLLING])
     geom.condim = OBJECT_CONDIM
     geom.priority = OBJECT_PRIORITY
+    geom.solref = np.array(OBJECT_SOLREF)
 
 
 def bowl_inner_floor(spec: ObjectSpec) -> float:

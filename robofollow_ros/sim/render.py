@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 
 import mujoco
@@ -13,7 +14,11 @@ from robofollow_ros.sim.constants import CAMERAS, IMAGE_HEIGHT, IMAGE_WIDTH
 
 
 class CameraRig:
-    """Renders RGB images of named cameras of one model; one ``mujoco.Renderer`` per rendering thread."""
+    """Renders RGB images of named cameras of one model; one ``mujoco.Renderer`` per rendering thread.
+
+    With ``hulls`` mesh geoms are drawn as their convex hulls (the shapes MuJoCo collides with): far fewer
+    triangles, which is what a software rasteriser pays for.
+    """
 
     def __init__(
         self,
@@ -22,8 +27,11 @@ class CameraRig:
         width: int = IMAGE_WIDTH,
         height: int = IMAGE_HEIGHT,
         cameras: tuple[str, ...] = CAMERAS,
+        hulls: bool = False,
     ) -> None:
         self.model = model
+        self.scene_option = mujoco.MjvOption()
+        self.scene_option.flags[mujoco.mjtVisFlag.mjVIS_CONVEXHULL] = hulls
         self.width = width
         self.height = height
         self.cameras = cameras
@@ -51,7 +59,7 @@ class CameraRig:
         renderer = self._renderer()
         images: dict[str, np.ndarray] = {}
         for name, camera in self._camera_ids.items():
-            renderer.update_scene(data, camera=camera)
+            renderer.update_scene(data, camera=camera, scene_option=self.scene_option)
             images[name] = renderer.render().copy()
         return images
 
@@ -63,3 +71,22 @@ class CameraRig:
         for renderer in renderers:
             with contextlib.suppress(Exception):
                 renderer.close()
+
+
+def camera_matrix(
+    model: mujoco.MjModel, camera: str, *, width: int = IMAGE_WIDTH, height: int = IMAGE_HEIGHT
+) -> np.ndarray:
+    """The 3x3 pinhole intrinsics K of a MuJoCo camera rendered at ``width`` x ``height`` (square pixels, centred
+    principal point), as a ``sensor_msgs/CameraInfo`` for that image must state them."""
+    fovy = math.radians(float(model.cam_fovy[model.camera(camera).id]))
+    focal = 0.5 * height / math.tan(0.5 * fovy)
+    return np.array([[focal, 0.0, 0.5 * width], [0.0, focal, 0.5 * height], [0.0, 0.0, 1.0]])
+
+
+def project(data: mujoco.MjData, camera_id: int, k: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Pixel coordinates (N, 2) (u right, v down) of world ``points`` (N, 3) in a camera with intrinsics ``k``."""
+    rel = (np.asarray(points, dtype=np.float64) - data.cam_xpos[camera_id]) @ data.cam_xmat[camera_id].reshape(3, 3)
+    depth = -rel[:, 2]
+    u = k[0, 2] + k[0, 0] * rel[:, 0] / depth
+    v = k[1, 2] - k[1, 1] * rel[:, 1] / depth
+    return np.stack([u, v], axis=1)

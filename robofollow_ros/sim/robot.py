@@ -1,17 +1,16 @@
-"""The robot as described by the URDF: joint names, limits and velocity limits per arm, and the 14-D layout."""
+"""The robot as described by its spec and URDF: joint names, limits and velocity limits per arm, the 14-D layout."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import numpy as np
 
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import SimulationError
-from robofollow_ros.sim.constants import HOME_Q, URDF_PATH
+from robofollow_ros.sim.robots import DEFAULT_ROBOT, RobotSpec, get_robot_spec
 
 ARM_DOF = 6
 STATE_DIM = 14
@@ -29,6 +28,7 @@ class ArmDescription:
         lower, upper: joint limits (rad), shape (6,).
         velocity: joint velocity limits (rad/s), shape (6,).
         fingers: the two prismatic finger joint names (the second mimics the first in the URDF).
+        base: name of the arm's base link.
         finger_travel: finger stroke (m); each finger moves 0 (closed) .. travel (open).
         finger_velocity: finger speed limit (m/s) from the URDF.
         tcp: name of the TCP link (frame between the finger pads, +x toward the fingertips).
@@ -40,6 +40,7 @@ class ArmDescription:
     upper: np.ndarray
     velocity: np.ndarray
     fingers: tuple[str, str]
+    base: str
     finger_travel: float
     finger_velocity: float
     tcp: str
@@ -52,10 +53,19 @@ class ArmDescription:
 
 @dataclass(frozen=True)
 class RobotDescription:
-    """Both arms of the cell."""
+    """Both arms of the cell and the spec they were read for."""
 
     arms: dict[Arm, ArmDescription]
-    urdf: Path
+    spec: RobotSpec
+
+    @property
+    def name(self) -> str:
+        """The robot's registry name."""
+        return self.spec.name
+
+    def home_state(self) -> np.ndarray:
+        """The 14-D home configuration: both arms at the spec's home joints with open grippers."""
+        return np.array([*self.spec.home, 1.0, *self.spec.home, 1.0], dtype=np.float64)
 
     def state_lower(self) -> np.ndarray:
         """Lower bounds of the 14-D state/action vector (gripper 0)."""
@@ -70,9 +80,9 @@ class RobotDescription:
         return np.concatenate([self.arms[a].velocity for a in ARMS])
 
 
-def home_state() -> np.ndarray:
-    """The 14-D home configuration: both arms at ``HOME_Q`` with open grippers."""
-    return np.array([*HOME_Q, 1.0, *HOME_Q, 1.0], dtype=np.float64)
+def home_state(robot: str = DEFAULT_ROBOT) -> np.ndarray:
+    """The 14-D home configuration of a registered robot (open grippers)."""
+    return load_robot(robot).home_state()
 
 
 def _limit(joint: ET.Element, name: str) -> ET.Element:
@@ -83,12 +93,14 @@ def _limit(joint: ET.Element, name: str) -> ET.Element:
 
 
 @cache
-def load_robot(urdf: Path = URDF_PATH) -> RobotDescription:
-    """Read joint names, limits and velocity limits of both arms from the URDF.
+def load_robot(name: str = DEFAULT_ROBOT) -> RobotDescription:
+    """Read joint names, limits and velocity limits of both arms of a registered robot from its URDF.
 
     Raises:
-        SimulationError: the file is missing or lacks an expected joint or limit.
+        SimulationError: unknown robot, or the URDF is missing or lacks an expected joint or limit.
     """
+    spec = get_robot_spec(name)
+    urdf = spec.urdf
     try:
         root = ET.parse(urdf).getroot()
     except (OSError, ET.ParseError) as exc:
@@ -96,8 +108,8 @@ def load_robot(urdf: Path = URDF_PATH) -> RobotDescription:
     joints = {j.get('name'): j for j in root.iter('joint')}
     arms: dict[Arm, ArmDescription] = {}
     for arm in ARMS:
-        names = tuple(f'{arm}_joint{i}' for i in range(1, ARM_DOF + 1))
-        fingers = (f'{arm}_finger_left_joint', f'{arm}_finger_right_joint')
+        names = tuple(f'{arm}_{joint}' for joint in spec.joints)
+        fingers = (f'{arm}_{spec.fingers[0]}', f'{arm}_{spec.fingers[1]}')
         missing = [n for n in (*names, *fingers) if n not in joints]
         if missing:
             raise SimulationError(f'URDF {urdf} lacks joints {missing}')
@@ -110,8 +122,9 @@ def load_robot(urdf: Path = URDF_PATH) -> RobotDescription:
             upper=np.array([float(lim.get('upper')) for lim in limits]),
             velocity=np.array([float(lim.get('velocity')) for lim in limits]),
             fingers=fingers,
+            base=f'{arm}_base_link',
             finger_travel=float(finger_limit.get('upper')),
             finger_velocity=float(finger_limit.get('velocity')),
             tcp=f'{arm}_tcp',
         )
-    return RobotDescription(arms=arms, urdf=urdf)
+    return RobotDescription(arms=arms, spec=spec)

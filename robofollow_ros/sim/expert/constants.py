@@ -26,7 +26,10 @@ GRASP_OPENING = 1.0
 """Gripper command while approaching a grasp."""
 RELEASE_OPENING = 0.8
 """Gripper command when releasing: above the referee's open threshold (0.7) yet narrow enough that the open
-fingers stay clear of neighbouring objects and bowl walls."""
+fingers stay clear of neighbouring objects and bowl walls ..."""
+RELEASE_CLEARANCE = 0.005
+"""... and wider when needed, so that each pad stands at least this far off the released object (a 6 cm cube in
+the ALOHA gripper, whose pads are 69 mm apart fully open)."""
 
 FINGER_CLEARANCE = 0.006
 """Fingertips stay at least this far above the top of a support under the grasped object, or a bowl rim."""

@@ -129,6 +129,13 @@ def grasp_pose(
     return GraspPose(tcp=np.array([centre[0], centre[1], max(z, min_tcp_z)]), yaw=yaw, opening=opening)
 
 
+def grasp_width(spec: ObjectSpec) -> float:
+    """Width of an object between the fingers of a top-down grasp (boxes are held across their narrower side)."""
+    if spec.shape == 'box':
+        return 2.0 * min(spec.size[0], spec.size[1])
+    return 2.0 * spec.size[0]
+
+
 def table_centre_z(spec: ObjectSpec) -> float:
     """Centre height of ``spec`` standing on the table (protocol §8.1: table + half-height + 0.001)."""
     return TABLE_Z + spec.half_height + c.TABLE_PLACE_CLEARANCE

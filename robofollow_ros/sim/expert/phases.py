@@ -18,6 +18,7 @@ from robofollow_ros.sim.expert import constants as c
 from robofollow_ros.sim.expert.geometry import (
     PushPath,
     grasp_pose,
+    grasp_width,
     hand_turn,
     symmetry_period,
     tcp_for_object,
@@ -108,7 +109,8 @@ def carry_and_release(
     release = tcp_for_object(goal, offset, turn)
     plan.add(motion.linear(plan.state, arm, release + up * c.PLACE_APPROACH, yaw=hand_goal_yaw))
     plan.add(motion.linear(plan.state, arm, release, step=c.DESCENT_STEP))
-    plan.add(motion.gripper(plan.state, arm, c.RELEASE_OPENING))
+    width = grasp_width(ctx.view.spec(name)) + 2.0 * c.RELEASE_CLEARANCE
+    plan.add(motion.gripper(plan.state, arm, max(c.RELEASE_OPENING, motion.grip_for_gap(arm, width))))
     plan.add(motion.linear(plan.state, arm, release + up * c.RETREAT_HEIGHT))
     return plan.rows()
 

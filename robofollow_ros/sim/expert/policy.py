@@ -23,12 +23,14 @@ from robofollow_ros.sim.expert.scene import SceneView
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.motion import MotionPlanner
+from robofollow_ros.sim.robot import load_robot
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 
 @cache
-def robot_motion_planner() -> MotionPlanner:
+def robot_motion_planner(robot: str = DEFAULT_ROBOT) -> MotionPlanner:
     """A motion planner on a robot-only model of the cell (kinematics do not depend on the objects)."""
-    return MotionPlanner(Kinematics(CellModel.build([])))
+    return MotionPlanner(Kinematics(CellModel.build([], robot=load_robot(robot))))
 
 
 class ExpertPolicy:
@@ -89,7 +91,7 @@ class ExpertPolicy:
             context = PhaseContext(
                 view=SceneView.from_observation(observation, self.assignment.layout),
                 command=self._command,
-                motion=robot_motion_planner(),
+                motion=robot_motion_planner(getattr(observation, 'robot', DEFAULT_ROBOT)),
             )
             try:
                 self._pending = np.asarray(phase(context), dtype=np.float64).reshape(-1, 14)

@@ -1,0 +1,144 @@
+"""Robots as data: every robot the cell can be built with, by name (``--robot``).
+
+A ``RobotSpec`` says where the robot's URDF is, how its joints are named and ordered in the 14-D layout, its home
+pose, its servo physics and its camera mounts (the camera links are in the URDF). Kinematics and limits are read
+from the URDF (``robot.load_robot``); everything MuJoCo-specific is applied by ``model.compose``. The 14-D layout,
+the TCP convention (a ``<arm>_tcp`` link between the finger pads, +x toward the fingertips, fingertips 0.025 m
+beyond it) and every scoring rule are the same for every robot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from robofollow_ros.errors import SimulationError
+from robofollow_ros.sim.assets import gym_aloha_assets
+from robofollow_ros.sim.constants import (
+    ARM_ARMATURE,
+    ARM_KP,
+    ARM_KV,
+    CAMERA_FOVY,
+    CAMERAS,
+    FINGER_FORCE,
+    FINGER_KP,
+    FINGER_KV,
+    HOME_Q,
+)
+
+RobotName = Literal['aloha', 'primitive']
+URDF_DIR = Path(__file__).resolve().parents[2] / 'urdf'
+DEFAULT_ROBOT: RobotName = 'aloha'
+
+
+@dataclass(frozen=True)
+class RobotSpec:
+    """One robot of the cell (both arms alike, named ``left_*`` / ``right_*`` in the URDF).
+
+    Attributes:
+        name: registry name (``--robot``).
+        urdf: the cell's URDF (table, both arms, camera links).
+        joints: per-arm joint names without the ``<arm>_`` prefix, base to wrist: state columns 1-6 of each arm.
+        fingers: per-arm finger joint names without the prefix; each moves 0 (closed) .. its upper limit (open);
+            the second mimics the first in the URDF and is actuated on its own in the simulation.
+        home: home joints of each arm (the TCP pointing down, outside the operation area).
+        arm_kp, arm_kv, arm_armature: per joint position gain (N m/rad), commanded-velocity gain (N m s/rad) and
+            armature (kg m^2).
+        arm_torque: per joint limit of the summed actuator torque (N m), or None for unlimited.
+        finger_kp, finger_kv, finger_force: finger position servo gain (N/m), damping (N s/m), force limit (N).
+        camera_fovy: vertical field of view (degrees) per camera.
+        mesh_packages: URDF mesh URI prefix -> function returning the installed folder it stands for.
+        visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; ~2.5x
+            faster on llvmpipe for the ALOHA, but blockier arms and gripper, so off for every robot).
+        description: one line for listings.
+    """
+
+    name: str
+    urdf: Path
+    joints: tuple[str, ...]
+    fingers: tuple[str, str]
+    home: tuple[float, ...]
+    arm_kp: tuple[float, ...]
+    arm_kv: tuple[float, ...]
+    arm_armature: tuple[float, ...]
+    arm_torque: tuple[float, ...] | None
+    finger_kp: float
+    finger_kv: float
+    finger_force: float
+    camera_fovy: dict[str, float]
+    mesh_packages: tuple[tuple[str, Callable[[], Path]], ...] = field(default=())
+    visual_hulls: bool = False
+    description: str = ''
+
+    def urdf_text(self) -> str:
+        """The URDF with mesh URIs resolved to the installed packages' folders.
+
+        Raises:
+            SimulationError: the file cannot be read or a mesh package is not installed.
+        """
+        try:
+            text = self.urdf.read_text()
+        except OSError as exc:
+            raise SimulationError(f'cannot read URDF {self.urdf}: {exc}') from exc
+        for prefix, resolve in self.mesh_packages:
+            if prefix in text:
+                text = text.replace(prefix, f'{resolve()}/')
+        return text
+
+
+PRIMITIVE = RobotSpec(
+    name='primitive',
+    urdf=URDF_DIR / 'robofollow_cell.urdf',
+    joints=tuple(f'joint{i}' for i in range(1, 7)),
+    fingers=('finger_left_joint', 'finger_right_joint'),
+    home=HOME_Q,
+    arm_kp=ARM_KP,
+    arm_kv=ARM_KV,
+    arm_armature=ARM_ARMATURE,
+    arm_torque=None,
+    finger_kp=FINGER_KP,
+    finger_kv=FINGER_KV,
+    finger_force=FINGER_FORCE,
+    camera_fovy=dict.fromkeys(CAMERAS, CAMERA_FOVY),
+    description='two 6-DoF arms built from primitives (box / cylinder links, slide fingers)',
+)
+
+ALOHA = RobotSpec(
+    name='aloha',
+    urdf=URDF_DIR / 'aloha_cell.urdf',
+    joints=('waist', 'shoulder', 'elbow', 'forearm_roll', 'wrist_angle', 'wrist_rotate'),
+    fingers=('left_finger', 'right_finger'),
+    home=(0.0, -0.6, 0.5, 0.0, math.pi / 2.0 + 0.1, 0.0),
+    arm_kp=(400.0, 900.0, 700.0, 120.0, 150.0, 60.0),
+    arm_kv=(25.0, 45.0, 35.0, 5.0, 6.0, 3.0),
+    arm_armature=(0.06, 0.12, 0.08, 0.03, 0.03, 0.01),
+    arm_torque=(10.6, 21.2, 21.2, 10.6, 10.6, 4.1),
+    finger_kp=FINGER_KP,
+    finger_kv=FINGER_KV,
+    finger_force=FINGER_FORCE,
+    camera_fovy={'cam_high': 52.0, 'cam_left_wrist': 58.0, 'cam_right_wrist': 58.0},
+    mesh_packages=(('package://gym_aloha/assets/', gym_aloha_assets),),
+    description='two ViperX 300 6DoF arms with grippers (ALOHA), meshes from the installed gym-aloha package',
+)
+
+ROBOTS: dict[str, RobotSpec] = {spec.name: spec for spec in (ALOHA, PRIMITIVE)}
+
+
+def robot_names() -> tuple[str, ...]:
+    """Every registered robot name, sorted."""
+    return tuple(sorted(ROBOTS))
+
+
+def get_robot_spec(name: str) -> RobotSpec:
+    """The registered robot called ``name``.
+
+    Raises:
+        SimulationError: no robot has that name.
+    """
+    try:
+        return ROBOTS[name]
+    except KeyError:
+        raise SimulationError(f'unknown robot {name!r}; choose one of {", ".join(robot_names())}') from None
