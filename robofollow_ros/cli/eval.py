@@ -113,13 +113,10 @@ def run(args: argparse.Namespace) -> int:
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
         force_new=args.force_new,
-<<<<<<< HEAD
         workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),
         use_ray=args.ray is not None,
         ray_address=args.ray or None,
-=======
         robot=args.robot,
->>>>>>> main
     )
     records = run_suite(options, progress=not args.quiet)
     print(f'{counts_line(trial_counts(records))}; results in {options.out / "results.jsonl"}')

@@ -11,6 +11,7 @@ from robofollow_ros.benchmark.types import Variant
 from robofollow_ros.evaluation.episode import EpisodeLimits
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 from robofollow_ros.evaluation.recording import RecordMode
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class SuiteOptions:
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
     force_new: bool = False
+    robot: str = DEFAULT_ROBOT
     workers: int = 1
     ray_address: str | None = None
     use_ray: bool = False

@@ -13,6 +13,7 @@ from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.results import TrialKey
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,12 @@ class Trial:
         return self.task.task_id, self.round
 
 
-def episode_meta(trial: Trial, *, variant: Variant) -> dict[str, Any]:
+def episode_meta(trial: Trial, *, variant: Variant, robot: str = DEFAULT_ROBOT) -> dict[str, Any]:
     """The episode description stored with a recorded episode."""
     return {
         'task_id': trial.task.task_id,
         'variant': variant,
+        'robot': robot,
         'seed': trial.seed,
         'round': trial.round,
         'layout': trial.task.layout,
@@ -105,6 +107,7 @@ def bookkeeping(
         'round': trial.round,
         'seed': trial.seed,
         'policy': identity.policy,
+        'robot': identity.robot,
         'privileged': identity.privileged,
         'run_id': identity.digest,
         'policy_error': policy_error,

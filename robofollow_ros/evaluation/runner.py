@@ -77,7 +77,7 @@ class TrialRunner:
         self.options = options
         self.identity = identity
         self.slot = self._slot(policy_kwargs)
-        self.cell = CellEnv(render=False)
+        self.cell = CellEnv(render=False, robot=options.robot)
         self.env: Any = self.cell
         if options.video:
             from robofollow_ros.data.capture import FrameCapture

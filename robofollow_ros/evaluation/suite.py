@@ -31,57 +31,13 @@ from robofollow_ros.evaluation.runner import InProcessTrials, TrialResult
 from robofollow_ros.evaluation.status import RUN_NAME, write_status
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.referee.config import default_config
-<<<<<<< HEAD
 
 __all__ = ['RunInterrupted', 'SuiteOptions', 'Trial', 'plan_trials', 'run_suite']
-=======
-from robofollow_ros.referee.score import score_episode
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
->>>>>>> main
 
 RESULTS_NAME = 'results.jsonl'
 RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, 'report')
 
 
-<<<<<<< HEAD
-=======
-@dataclass(frozen=True)
-class SuiteOptions:
-    """What to evaluate and where to write it."""
-
-    out: Path
-    policy: str
-    policy_kwargs: dict[str, Any] = field(default_factory=dict)
-    scenes: Sequence[int] | None = None
-    levels: Sequence[int] | None = None
-    pattern: str | None = None
-    task_ids: Sequence[str] | None = None
-    rounds: int = 1
-    first_round: int = 1
-    variant: Variant = 'published'
-    record: RecordMode = 'none'
-    video: bool = False
-    limits: EpisodeLimits = field(default_factory=EpisodeLimits)
-    query_timeout: float = DEFAULT_QUERY_TIMEOUT
-    force_new: bool = False
-    robot: str = DEFAULT_ROBOT
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One task in one round, with its protocol seed."""
-
-    task: Task
-    round: int
-    seed: int
-
-    @property
-    def key(self) -> TrialKey:
-        """The (task id, round) pair identifying the trial."""
-        return self.task.task_id, self.round
-
-
->>>>>>> main
 class RunInterrupted(KeyboardInterrupt):
     """The run was stopped by SIGINT (Ctrl-C) or SIGTERM; it stops cleanly and resumes later."""
 
@@ -207,7 +163,6 @@ def make_out_folder(out: Path) -> None:
         raise RunFolderError(f'cannot create --out {out}: {error.strerror or error}') from error
 
 
-<<<<<<< HEAD
 class TrialExecutor(Protocol):
     """Runs trials somewhere and hands their results back, each once, as they finish."""
 
@@ -216,21 +171,6 @@ class TrialExecutor(Protocol):
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
         """The result of every trial in ``todo`` (in any order); stops its simulators when closed."""
         ...
-=======
-def episode_meta(trial: Trial, *, variant: Variant, robot: str = DEFAULT_ROBOT) -> dict[str, Any]:
-    """The episode description stored with a recorded episode."""
-    return {
-        'task_id': trial.task.task_id,
-        'variant': variant,
-        'robot': robot,
-        'seed': trial.seed,
-        'round': trial.round,
-        'layout': trial.task.layout,
-        'level': trial.task.level_tag,
-        'arm': trial.task.arm,
-        'instruction': trial.task.instruction,
-    }
->>>>>>> main
 
 
 def make_executor(options: SuiteOptions, *, identity: RunIdentity) -> TrialExecutor:
@@ -255,107 +195,15 @@ def write_result(options: SuiteOptions, result: TrialResult, *, trial: Trial, re
             options.out,
             mode=options.record,
             stem=stem,
-            meta=episode_meta(trial, variant=options.variant),
+            meta=episode_meta(trial, variant=options.variant, robot=options.robot),
             trajectory=result.trajectory,
             record=record,
         )
     if options.video and result.video_frames is not None:
         from robofollow_ros.data.video import save_trial_video
 
-<<<<<<< HEAD
         record['video_file'] = save_trial_video(options.out, stem, result.video_frames, record=record)
     results.append(record)
-=======
-
-def bookkeeping(
-    trial: Trial, *, identity: RunIdentity, policy_error: str | None, error_kind: str | None
-) -> dict[str, Any]:
-    """The fields every record of a run carries besides its scores."""
-    return {
-        'round': trial.round,
-        'seed': trial.seed,
-        'policy': identity.policy,
-        'robot': identity.robot,
-        'privileged': identity.privileged,
-        'run_id': identity.digest,
-        'policy_error': policy_error,
-        'error_kind': error_kind,
-    }
-
-
-def build_failure_record(trial: Trial, failure: PolicyFailure, *, identity: RunIdentity) -> dict[str, Any]:
-    """The record of a trial whose policy could not be built: unscored, with the failure."""
-    record = unscored_record(trial, reason=f'not run: {failure}', variant=identity.variant)  # type: ignore[arg-type]
-    record.update(bookkeeping(trial, identity=identity, policy_error=str(failure), error_kind=failure.kind))
-    record.update({'queries': 0, 'executed_rows': 0, 'frames': 0, 'sim_seconds': 0.0, 'wall_seconds': 0.0})
-    return record
-
-
-class _PolicySlot:
-    """Holds the current policy instance; builds a fresh one when there is none or it was abandoned."""
-
-    def __init__(self, factory: PolicyFactory, *, timeout: float) -> None:
-        self.factory = factory
-        self.timeout = timeout
-        self.policy: GuardedPolicy | None = None
-
-    def get(self) -> GuardedPolicy:
-        if self.policy is None or self.policy.abandoned:
-            self.close()
-            self.policy = GuardedPolicy(self.factory, timeout=self.timeout)
-        return self.policy
-
-    def close(self) -> str | None:
-        policy, self.policy = self.policy, None
-        return None if policy is None else policy.close()
-
-
-def _run_trials(
-    options: SuiteOptions,
-    *,
-    todo: Sequence[Trial],
-    slot: _PolicySlot,
-    identity: RunIdentity,
-    results: ResultsFile,
-    on_record: Callable[[dict[str, Any], float], None],
-    stop: SignalStop,
-) -> None:
-    from robofollow_ros.sim.env import CellEnv
-
-    with CellEnv(render=False, robot=options.robot) as cell:
-        env: Any = cell
-        if options.video:
-            from robofollow_ros.data.capture import FrameCapture
-
-            env = FrameCapture(cell)
-        for trial in todo:
-            layout = registry.layout_of(trial.task)
-            try:
-                policy = slot.get()
-            except PolicyFailure as failure:
-                outcome = None
-                record = build_failure_record(trial, failure, identity=identity)
-            else:
-                outcome = run_episode(env, policy, trial.task, seed=trial.seed, layout=layout, limits=options.limits)
-                record = make_record(trial, outcome, layout=layout, options=options, identity=identity)
-            with stop.shield():
-                if outcome is not None and options.record != 'none':
-                    record['episode_file'] = save_episode(
-                        options.out,
-                        mode=options.record,
-                        stem=episode_stem(trial.task.task_id, trial.round),
-                        meta=episode_meta(trial, variant=options.variant, robot=options.robot),
-                        trajectory=outcome.trajectory,
-                        record=record,
-                    )
-                if outcome is not None and options.video:
-                    from robofollow_ros.data.video import save_trial_video
-
-                    stem = episode_stem(trial.task.task_id, trial.round)
-                    record['video_file'] = save_trial_video(options.out, stem, env.frames().images, record=record)
-                results.append(record)
-                on_record(record, 0.0 if outcome is None else outcome.wall_seconds)
->>>>>>> main
 
 
 def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str, Any]]:
