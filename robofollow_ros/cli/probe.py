@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from robofollow_ros.cli.options import add_robot_argument
+
 HELP = 'instruction sensitivity: same scene and seed, one run per instruction the scene admits'
 DESCRIPTION = """\
 Counterfactual-instruction probe. For every training configuration, the cell is reset to the same
@@ -33,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--variant', default='published', help='ground-truth variant of the L2 rewrites')
     parser.add_argument('--out', type=Path, default=None, help='write probe.jsonl and sensitivity.md here')
     parser.add_argument('--quiet', action='store_true', help='no progress line')
+    add_robot_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             print(f'\rprobe: {done} runs ({run_.config}, round {run_.round})', end='', file=sys.stderr, flush=True)
 
     try:
-        with CellEnv(render=policy.needs_images) as env:
+        with CellEnv(render=policy.needs_images, robot=args.robot) as env:
             runs = run_probe(
                 env,
                 policy,
