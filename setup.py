@@ -47,6 +47,7 @@ setup(
         'av',
         'gymnasium',
     ],
+    extras_require={'ray': ['ray>=2.60']},
     zip_safe=False,
     entry_points={
         'console_scripts': [

@@ -63,5 +63,13 @@ class RunFolderError(RoboFollowError):
     """An output folder cannot hold this run: in use by another run, holds another run, or is not a folder."""
 
 
+class WorkerLostError(RoboFollowError):
+    """Simulator workers (processes or Ray actors) kept dying on a trial, or none is left to run trials."""
+
+
+class PolicyPoolError(PolicyError):
+    """Every policy server of an ``endpoints`` pool is unreachable."""
+
+
 class DatasetError(RoboFollowError):
     """A demonstration collection or dataset cannot be written or read (options differ, malformed files)."""

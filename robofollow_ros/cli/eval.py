@@ -24,6 +24,12 @@ A custom policy (--policy module:function) must be importable (put its folder on
 only the three camera images, the 14-D joint state and the instruction; every call into it must return
 within --query-timeout seconds (building it, ten times that), or the trial records a timeout and the
 next trial gets a fresh instance. Failures of the policy are recorded per trial and the run goes on.
+
+--workers N runs N simulators as separate processes of this machine; --ray [ADDRESS] runs them as Ray
+actors on a cluster (or on a Ray instance started for the run; needs `pip install .[ray]`). Either way this
+process writes every file, a lost worker's trial runs again, and the records are those of a one-process run.
+--policy-kwargs '{"endpoints": ["host:port", ...]}' spreads a network policy (openpi, robotwin-tcp) over a
+pool of servers: each simulator talks to one, and a server that goes down leaves the pool.
 """
 
 
@@ -62,6 +68,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--force-new', action='store_true', help='if --out holds another run, set it aside and start a new one'
     )
+    parser.add_argument(
+        '--workers',
+        type=int,
+        default=None,
+        help='simulators running trials at once (default 1; with --ray, one per CPU)',
+    )
+    parser.add_argument(
+        '--ray',
+        nargs='?',
+        const='',
+        default=None,
+        metavar='ADDRESS',
+        help='run the simulators as Ray actors (on the cluster at ADDRESS, or a local Ray instance)',
+    )
     parser.add_argument('--quiet', action='store_true', help='no progress display')
     add_robot_argument(parser)
 
@@ -93,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
         force_new=args.force_new,
+        workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),
+        use_ray=args.ray is not None,
+        ray_address=args.ray or None,
         robot=args.robot,
     )
     records = run_suite(options, progress=not args.quiet)

@@ -1,77 +1,41 @@
-"""An evaluation suite run in-process: plan the trials, run and score each, flush, resume, summarise."""
+"""An evaluation suite: plan the trials, run and score each (here, in worker processes or on Ray), write, resume.
+
+However many simulators run the trials, this process is the one writer: it appends each finished trial's
+record to the results file (after publishing its episode), rewrites ``run.json`` and resumes a stopped run.
+"""
 
 from __future__ import annotations
 
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from robofollow_ros import __version__
 from robofollow_ros.benchmark import registry
-from robofollow_ros.benchmark.types import Layout, Task, Variant
-from robofollow_ros.errors import RoboFollowError, RunFolderError, TrajectoryError
-from robofollow_ros.evaluation.episode import EpisodeLimits, EpisodeOutcome, run_episode
-from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT, GuardedPolicy, PolicyFailure
+from robofollow_ros.benchmark.types import Task
+from robofollow_ros.errors import RoboFollowError, RunFolderError
+from robofollow_ros.evaluation.dispatch import run_pool
 from robofollow_ros.evaluation.identity import RunIdentity, claim_run_folder
 from robofollow_ros.evaluation.lock import RunLock
+from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.progress import Progress
-from robofollow_ros.evaluation.recording import (
-    EPISODES_DIR,
-    RecordMode,
-    clean_episodes,
-    episode_stem,
-    save_episode,
-)
-from robofollow_ros.evaluation.results import ResultsFile, TrialKey, trial_key
+from robofollow_ros.evaluation.recording import EPISODES_DIR, clean_episodes, episode_stem, save_episode
+from robofollow_ros.evaluation.records import Trial, episode_meta
+from robofollow_ros.evaluation.results import ResultsFile, trial_key
+from robofollow_ros.evaluation.runner import InProcessTrials, TrialResult
 from robofollow_ros.evaluation.status import RUN_NAME, write_status
-from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
+from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.referee.config import default_config
-from robofollow_ros.referee.score import score_episode
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
+
+__all__ = ['RunInterrupted', 'SuiteOptions', 'Trial', 'plan_trials', 'run_suite']
 
 RESULTS_NAME = 'results.jsonl'
 RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, 'report')
-
-
-@dataclass(frozen=True)
-class SuiteOptions:
-    """What to evaluate and where to write it."""
-
-    out: Path
-    policy: str
-    policy_kwargs: dict[str, Any] = field(default_factory=dict)
-    scenes: Sequence[int] | None = None
-    levels: Sequence[int] | None = None
-    pattern: str | None = None
-    task_ids: Sequence[str] | None = None
-    rounds: int = 1
-    first_round: int = 1
-    variant: Variant = 'published'
-    record: RecordMode = 'none'
-    video: bool = False
-    limits: EpisodeLimits = field(default_factory=EpisodeLimits)
-    query_timeout: float = DEFAULT_QUERY_TIMEOUT
-    force_new: bool = False
-    robot: str = DEFAULT_ROBOT
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One task in one round, with its protocol seed."""
-
-    task: Task
-    round: int
-    seed: int
-
-    @property
-    def key(self) -> TrialKey:
-        """The (task id, round) pair identifying the trial."""
-        return self.task.task_id, self.round
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -171,12 +135,16 @@ def check_options(options: SuiteOptions) -> None:
     """Refuse out-of-range options before anything runs.
 
     Raises:
-        RoboFollowError: a limit below 1, a timeout not above 0, or an ``out`` that is a file.
+        RoboFollowError: a limit below 1, a timeout not above 0, malformed pool endpoints, or an ``out`` that
+            is a file.
     """
     if options.rounds < 1 or options.first_round < 1:
         raise RoboFollowError('--rounds and --first-round must be at least 1')
     if options.limits.max_queries < 1 or options.limits.actions_per_query < 1:
         raise RoboFollowError('--max-queries and the actions per query must be at least 1')
+    if options.workers < (0 if options.use_ray else 1):
+        raise RoboFollowError('--workers must be at least 1')
+    run_pool(options)
     if not options.query_timeout > 0:
         raise RoboFollowError('--query-timeout must be a positive number of seconds')
     if options.out.exists() and not options.out.is_dir():
@@ -195,163 +163,47 @@ def make_out_folder(out: Path) -> None:
         raise RunFolderError(f'cannot create --out {out}: {error.strerror or error}') from error
 
 
-def episode_meta(trial: Trial, *, variant: Variant, robot: str = DEFAULT_ROBOT) -> dict[str, Any]:
-    """The episode description stored with a recorded episode."""
-    return {
-        'task_id': trial.task.task_id,
-        'variant': variant,
-        'robot': robot,
-        'seed': trial.seed,
-        'round': trial.round,
-        'layout': trial.task.layout,
-        'level': trial.task.level_tag,
-        'arm': trial.task.arm,
-        'instruction': trial.task.instruction,
-    }
+class TrialExecutor(Protocol):
+    """Runs trials somewhere and hands their results back, each once, as they finish."""
+
+    problems: list[str]
+
+    def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
+        """The result of every trial in ``todo`` (in any order); stops its simulators when closed."""
+        ...
 
 
-def unscored_record(trial: Trial, *, reason: str, variant: Variant) -> dict[str, Any]:
-    """A zero-score record for an episode that could not be scored (too short, or no policy to run)."""
-    return {
-        'task_id': trial.task.task_id,
-        'instruction': trial.task.instruction,
-        'scene': trial.task.scene,
-        'layout': trial.task.layout,
-        'level_tag': trial.task.level_tag,
-        'arm': trial.task.arm,
-        'base_task_type': trial.task.resolved_truth.action,
-        'variant': variant,
-        'intent_score': 0.0,
-        'exec_score': 0.0,
-        'intent_ok': False,
-        'exec_ok': False,
-        'completion_ok': False,
-        'intent_msg': reason,
-        'exec_msg': reason,
-        'stages': [],
-        'scored': False,
-    }
+def make_executor(options: SuiteOptions, *, identity: RunIdentity) -> TrialExecutor:
+    """This process, local worker processes, or Ray actors, as ``options`` ask."""
+    if options.use_ray:
+        from robofollow_ros.evaluation.ray_workers import RayTrials
+
+        return RayTrials(options, identity=identity)
+    if options.workers > 1:
+        from robofollow_ros.evaluation.workers import LocalWorkers
+
+        return LocalWorkers(options, identity=identity)
+    return InProcessTrials(options, identity=identity)
 
 
-def make_record(
-    trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, options: SuiteOptions, identity: RunIdentity
-) -> dict[str, Any]:
-    """Score the episode and return its result record with the trial's bookkeeping fields."""
-    try:
-        result = score_episode(
-            trial.task,
-            outcome.trajectory,
-            layout=layout,
-            meta={'seed': trial.seed, 'round': trial.round},
-            variant=options.variant,
+def write_result(options: SuiteOptions, result: TrialResult, *, trial: Trial, results: ResultsFile) -> None:
+    """Publish the trial's episode and video (when asked), then append its record: the single writer's step."""
+    record = result.record
+    stem = episode_stem(trial.task.task_id, trial.round)
+    if options.record != 'none' and result.trajectory is not None:
+        record['episode_file'] = save_episode(
+            options.out,
+            mode=options.record,
+            stem=stem,
+            meta=episode_meta(trial, variant=options.variant, robot=options.robot),
+            trajectory=result.trajectory,
+            record=record,
         )
-        record = {**result.to_record(), 'scored': True}
-    except TrajectoryError as error:
-        record = unscored_record(trial, reason=f'not scored: {error}', variant=options.variant)
-        record['frames'] = len(outcome.trajectory)
-    trajectory = outcome.trajectory
-    record.update(
-        bookkeeping(trial, identity=identity, policy_error=outcome.policy_error, error_kind=outcome.error_kind)
-    )
-    record.update(
-        {
-            'queries': outcome.queries,
-            'executed_rows': outcome.executed_rows,
-            'sim_seconds': float(trajectory.t[-1] - trajectory.t[0]) if len(trajectory) else 0.0,
-            'wall_seconds': round(outcome.wall_seconds, 3),
-        }
-    )
-    return record
+    if options.video and result.video_frames is not None:
+        from robofollow_ros.data.video import save_trial_video
 
-
-def bookkeeping(
-    trial: Trial, *, identity: RunIdentity, policy_error: str | None, error_kind: str | None
-) -> dict[str, Any]:
-    """The fields every record of a run carries besides its scores."""
-    return {
-        'round': trial.round,
-        'seed': trial.seed,
-        'policy': identity.policy,
-        'robot': identity.robot,
-        'privileged': identity.privileged,
-        'run_id': identity.digest,
-        'policy_error': policy_error,
-        'error_kind': error_kind,
-    }
-
-
-def build_failure_record(trial: Trial, failure: PolicyFailure, *, identity: RunIdentity) -> dict[str, Any]:
-    """The record of a trial whose policy could not be built: unscored, with the failure."""
-    record = unscored_record(trial, reason=f'not run: {failure}', variant=identity.variant)  # type: ignore[arg-type]
-    record.update(bookkeeping(trial, identity=identity, policy_error=str(failure), error_kind=failure.kind))
-    record.update({'queries': 0, 'executed_rows': 0, 'frames': 0, 'sim_seconds': 0.0, 'wall_seconds': 0.0})
-    return record
-
-
-class _PolicySlot:
-    """Holds the current policy instance; builds a fresh one when there is none or it was abandoned."""
-
-    def __init__(self, factory: PolicyFactory, *, timeout: float) -> None:
-        self.factory = factory
-        self.timeout = timeout
-        self.policy: GuardedPolicy | None = None
-
-    def get(self) -> GuardedPolicy:
-        if self.policy is None or self.policy.abandoned:
-            self.close()
-            self.policy = GuardedPolicy(self.factory, timeout=self.timeout)
-        return self.policy
-
-    def close(self) -> str | None:
-        policy, self.policy = self.policy, None
-        return None if policy is None else policy.close()
-
-
-def _run_trials(
-    options: SuiteOptions,
-    *,
-    todo: Sequence[Trial],
-    slot: _PolicySlot,
-    identity: RunIdentity,
-    results: ResultsFile,
-    on_record: Callable[[dict[str, Any], float], None],
-    stop: SignalStop,
-) -> None:
-    from robofollow_ros.sim.env import CellEnv
-
-    with CellEnv(render=False, robot=options.robot) as cell:
-        env: Any = cell
-        if options.video:
-            from robofollow_ros.data.capture import FrameCapture
-
-            env = FrameCapture(cell)
-        for trial in todo:
-            layout = registry.layout_of(trial.task)
-            try:
-                policy = slot.get()
-            except PolicyFailure as failure:
-                outcome = None
-                record = build_failure_record(trial, failure, identity=identity)
-            else:
-                outcome = run_episode(env, policy, trial.task, seed=trial.seed, layout=layout, limits=options.limits)
-                record = make_record(trial, outcome, layout=layout, options=options, identity=identity)
-            with stop.shield():
-                if outcome is not None and options.record != 'none':
-                    record['episode_file'] = save_episode(
-                        options.out,
-                        mode=options.record,
-                        stem=episode_stem(trial.task.task_id, trial.round),
-                        meta=episode_meta(trial, variant=options.variant, robot=options.robot),
-                        trajectory=outcome.trajectory,
-                        record=record,
-                    )
-                if outcome is not None and options.video:
-                    from robofollow_ros.data.video import save_trial_video
-
-                    stem = episode_stem(trial.task.task_id, trial.round)
-                    record['video_file'] = save_trial_video(options.out, stem, env.frames().images, record=record)
-                results.append(record)
-                on_record(record, 0.0 if outcome is None else outcome.wall_seconds)
+        record['video_file'] = save_trial_video(options.out, stem, result.video_frames, record=record)
+    results.append(record)
 
 
 def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str, Any]]:
@@ -409,13 +261,19 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
             if display is not None:
                 display.update(record, wall_seconds=wall)
 
-        slot = _PolicySlot(factory, timeout=options.query_timeout)
+        executor = make_executor(options, identity=identity)
+        by_key = {trial.key: trial for trial in todo}
         try:
             with SignalStop().installed() as stop:
                 status('running')
-                _run_trials(
-                    options, todo=todo, slot=slot, identity=identity, results=results, on_record=on_record, stop=stop
-                )
+                stream = executor.results(todo)
+                try:
+                    for result in stream:
+                        with stop.shield():
+                            write_result(options, result, trial=by_key[result.key], results=results)
+                            on_record(result.record, float(result.record.get('wall_seconds', 0.0)))
+                finally:
+                    stream.close()
         except KeyboardInterrupt as interrupt:
             status('interrupted', reason=str(interrupt) or 'SIGINT')
             raise
@@ -423,8 +281,7 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
             status('failed', reason=f'{type(error).__name__}: {error}')
             raise
         finally:
-            problem = slot.close()
-            if problem:
+            for problem in executor.problems:
                 print(f'warning: {problem}', file=sys.stderr)
         status('complete')
         return suite_records()

@@ -1,0 +1,45 @@
+"""What a suite run evaluates, where it writes, and how many simulators run it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from robofollow_ros.benchmark.types import Variant
+from robofollow_ros.evaluation.episode import EpisodeLimits
+from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.evaluation.recording import RecordMode
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    """What to evaluate, where to write it, and on how many simulators.
+
+    ``workers`` simulators run the trials at once: worker processes on this machine, or Ray actors when
+    ``use_ray`` is set (on the cluster at ``ray_address``, or a Ray instance started for the run when it is
+    ``None``; ``workers`` 0 means one actor per CPU of the cluster). One process (the caller) writes every
+    file in either case.
+    """
+
+    out: Path
+    policy: str
+    policy_kwargs: dict[str, Any] = field(default_factory=dict)
+    scenes: Sequence[int] | None = None
+    levels: Sequence[int] | None = None
+    pattern: str | None = None
+    task_ids: Sequence[str] | None = None
+    rounds: int = 1
+    first_round: int = 1
+    variant: Variant = 'published'
+    record: RecordMode = 'none'
+    video: bool = False
+    limits: EpisodeLimits = field(default_factory=EpisodeLimits)
+    query_timeout: float = DEFAULT_QUERY_TIMEOUT
+    force_new: bool = False
+    robot: str = DEFAULT_ROBOT
+    workers: int = 1
+    ray_address: str | None = None
+    use_ray: bool = False

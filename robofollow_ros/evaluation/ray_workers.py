@@ -1,0 +1,172 @@
+"""``robofollow eval --ray [ADDRESS]``: the trials spread over Ray actors, one simulator per actor.
+
+Ray is the engine: each actor (one CPU) holds a ``TrialRunner``; this process, the driver, keeps the queue
+of trials, gives every idle actor the next one and writes each result as it comes back. An actor lost with
+its node raises ``RayActorError`` for its trial, which goes back to the front of the queue for the other
+actors; its late answer, if any, is never read, so nothing is recorded twice. Lost actors are not replaced
+(their node is gone); the run stops when none is left.
+
+Ray is an optional extra (``pip install .[ray]``). Without an address, a Ray instance is started for the run
+on this machine only (loopback, no usage statistics) and shut down after it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from robofollow_ros.errors import RoboFollowError, WorkerLostError
+from robofollow_ros.evaluation.dispatch import Binding, TrialQueue, new_binding, run_pool
+from robofollow_ros.evaluation.identity import RunIdentity
+from robofollow_ros.evaluation.options import SuiteOptions
+from robofollow_ros.evaluation.records import Trial
+from robofollow_ros.evaluation.results import TrialKey
+from robofollow_ros.evaluation.runner import TrialResult, TrialRunner
+
+LOCAL_RAY_ENVIRONMENT = {
+    'RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER': '0',
+    'RAY_USAGE_STATS_ENABLED': '0',
+    'RAY_AUTH_MODE': 'disabled',
+}
+"""Defaults for a Ray instance started by the run: bound to loopback, no statistics, no token file."""
+HEALTH_CHECK = {'health_check_period_ms': 500, 'health_check_timeout_ms': 500, 'health_check_failure_threshold': 3}
+"""A lost node is noticed in about two seconds (Ray's default: more than ten)."""
+
+
+def import_ray() -> Any:
+    """The ``ray`` module.
+
+    Raises:
+        RoboFollowError: Ray is not installed.
+    """
+    try:
+        import ray
+    except ImportError as error:
+        raise RoboFollowError('--ray needs Ray: pip install ".[ray]" (or pip install ray)') from error
+    return ray
+
+
+class Simulator:
+    """A Ray actor's state: one ``TrialRunner`` on the node the actor was placed on."""
+
+    def __init__(self, options: SuiteOptions, identity: RunIdentity, policy_kwargs: dict[str, Any] | None) -> None:
+        self.runner = TrialRunner(options, identity=identity, policy_kwargs=policy_kwargs)
+
+    def run(self, trial: Trial) -> tuple[str, float, TrialResult]:
+        """Run ``trial``; returns the node id, the seconds spent in the actor and the result."""
+        import ray
+
+        started = time.perf_counter()
+        result = self.runner.run(trial)
+        return ray.get_runtime_context().get_node_id(), time.perf_counter() - started, result
+
+    def close(self) -> str | None:
+        """Close the simulator and the policy."""
+        return self.runner.close()
+
+
+@dataclass
+class _Actor:
+    handle: Any
+    binding: Binding
+    trial: Trial | None = None
+    sent: float = 0.0
+
+
+class RayTrials:
+    """Runs trials on Ray actors (``options.workers`` of them, or one per CPU of the cluster when 0).
+
+    Attributes:
+        placements: the Ray node id each trial ran on.
+        overheads: per trial, the seconds between handing it out and receiving its result, less the seconds
+            the actor spent running it (Ray's scheduling and transfer cost).
+        lost: actors lost during ``results``.
+    """
+
+    def __init__(self, options: SuiteOptions, *, identity: RunIdentity) -> None:
+        import_ray()
+        self.options = options
+        self.identity = identity
+        self.problems: list[str] = []
+        self.placements: dict[TrialKey, str] = {}
+        self.overheads: list[float] = []
+        self.lost = 0
+
+    def _connect(self) -> tuple[Any, bool]:
+        ray = import_ray()
+        if ray.is_initialized():
+            return ray, False
+        if self.options.ray_address:
+            ray.init(address=self.options.ray_address, logging_level='warning', log_to_driver=False)
+        else:
+            for name, value in LOCAL_RAY_ENVIRONMENT.items():
+                os.environ.setdefault(name, value)
+            ray.init(
+                address='local',
+                num_cpus=self.options.workers or None,
+                include_dashboard=False,
+                logging_level='warning',
+                log_to_driver=False,
+                _system_config=HEALTH_CHECK,
+            )
+        return ray, True
+
+    def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
+        """Each trial's result as soon as an actor finishes it (in any order)."""
+        ray, owned = self._connect()
+        from ray.exceptions import RayActorError, RayTaskError
+
+        remote = ray.remote(num_cpus=1, max_restarts=0)(Simulator)
+        queue = TrialQueue(todo)
+        pool = run_pool(self.options)
+        count = self.options.workers or max(1, int(ray.cluster_resources().get('CPU', 1)))
+        actors: list[_Actor] = []
+        in_flight: dict[Any, _Actor] = {}
+        try:
+            for _ in range(min(count, len(todo))):
+                binding = new_binding(self.options, pool)
+                actors.append(_Actor(remote.remote(self.options, self.identity, binding.policy_kwargs), binding))
+            while True:
+                for actor in actors:
+                    if actor.trial is None and queue:
+                        actor.trial, actor.sent = queue.take(), time.perf_counter()
+                        in_flight[actor.handle.run.remote(actor.trial)] = actor
+                if not in_flight:
+                    break
+                (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+                actor = in_flight.pop(ref)
+                trial, actor.trial = actor.trial, None
+                assert trial is not None
+                try:
+                    node, seconds, result = ray.get(ref)
+                except RayActorError as error:
+                    self.lost += 1
+                    actors.remove(actor)
+                    ray.kill(actor.handle)
+                    queue.put_back(trial, reason=f'Ray actor lost: {type(error).__name__}')
+                    if not actors:
+                        raise WorkerLostError(
+                            'every Ray actor is lost; resume the run when the cluster is back'
+                        ) from None
+                    continue
+                except RayTaskError as error:
+                    raise error.as_instanceof_cause() from None
+                endpoint = actor.binding.endpoint
+                if pool is not None and endpoint is not None and pool.lost(endpoint, result.record):
+                    queue.put_back(trial, reason=f'policy server {endpoint} is down', lost_simulator=False)
+                    actors.remove(actor)
+                    ray.kill(actor.handle)
+                    binding = new_binding(self.options, pool)
+                    actors.append(_Actor(remote.remote(self.options, self.identity, binding.policy_kwargs), binding))
+                    continue
+                self.overheads.append(time.perf_counter() - actor.sent - seconds)
+                self.placements[trial.key] = node
+                yield result
+        finally:
+            for actor in actors:
+                ray.kill(actor.handle)
+            if owned:
+                ray.shutdown()

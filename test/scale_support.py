@@ -1,0 +1,62 @@
+"""Shared pieces of the scale tests: the 32 trials they run and the comparison of records across runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from robofollow_ros.evaluation.runner import WALL_CLOCK_FIELDS
+from robofollow_ros.evaluation.suite import SuiteOptions
+
+SCENE = 1
+LEVEL = 0
+ROUNDS = 2
+TRIALS = 32
+"""Scene 1 at L0 has 16 tasks; two rounds of each."""
+
+
+def suite_options(out: Path, **changes) -> SuiteOptions:
+    """The 32 expert trials of the scale tests, written to ``out``."""
+    return SuiteOptions(out=out, policy='expert', scenes=[SCENE], levels=[LEVEL], rounds=ROUNDS, **changes)
+
+
+def cli_args(out: Path, *extra: str) -> list[str]:
+    """The same 32 trials as ``robofollow eval`` arguments."""
+    scope = ['--scene', str(SCENE), '--level', f'L{LEVEL}', '--rounds', str(ROUNDS)]
+    return ['eval', '--in-process', *scope, '--out', str(out), '--quiet', *extra]
+
+
+def comparable(records) -> dict:
+    """Records by trial without their wall-clock fields; a trial recorded twice fails the comparison."""
+    by_key = {}
+    for record in records:
+        key = (record['task_id'], record['round'])
+        assert key not in by_key, f'{key} recorded twice'
+        by_key[key] = {name: value for name, value in record.items() if name not in WALL_CLOCK_FIELDS}
+    return by_key
+
+
+def child_pids(pid: int) -> list[int]:
+    """Process ids of the direct children of ``pid`` (Linux /proc)."""
+    children = Path(f'/proc/{pid}/task/{pid}/children')
+    return [int(value) for value in children.read_text().split()] if children.exists() else []
+
+
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists and is not a zombie."""
+    try:
+        state = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != 'Z'
+
+
+def is_worker(pid: int) -> bool:
+    """Whether ``pid`` is a multiprocessing spawn child (a simulator worker)."""
+    try:
+        return b'spawn_main' in Path(f'/proc/{pid}/cmdline').read_bytes()
+    except FileNotFoundError:
+        return False
+
+
+os.environ.setdefault('MUJOCO_GL', 'egl')

@@ -1,0 +1,88 @@
+"""``robofollow eval --ray``: a real two-node Ray cluster on loopback (platform notes §7).
+
+One cluster for the module (head and one worker node, one CPU each, so one simulator actor per node);
+the node-loss test runs last because it removes the worker node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+import eval_process
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+from scale_support import TRIALS, cli_args, comparable, suite_options
+
+from robofollow_ros.evaluation.ray_workers import HEALTH_CHECK, LOCAL_RAY_ENVIRONMENT, RayTrials
+from robofollow_ros.evaluation.suite import plan_trials, run_identity, run_suite
+
+
+@pytest.fixture(scope='module')
+def one_process(tmp_path_factory):
+    return comparable(run_suite(suite_options(tmp_path_factory.mktemp('one') / 'run'), progress=False))
+
+
+@pytest.fixture(scope='module')
+def cluster():
+    ray_tmp = tempfile.mkdtemp(prefix='rf-ray-')
+    environment = {**LOCAL_RAY_ENVIRONMENT, 'RAY_TMPDIR': ray_tmp}
+    saved = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 1, '_system_config': HEALTH_CHECK})
+    worker = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level='warning', log_to_driver=False)
+    try:
+        yield cluster, worker
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def ray_options(out, cluster):
+    return suite_options(out, use_ray=True, ray_address=cluster.address, workers=2)
+
+
+def test_a_two_node_cluster_runs_trials_on_both_nodes_with_the_records_of_one_process(tmp_path, cluster, one_process):
+    head_cluster, worker = cluster
+    options = ray_options(tmp_path / 'run', head_cluster)
+    executor = RayTrials(options, identity=run_identity(options, privileged=True))
+    results = list(executor.results(plan_trials(options)))
+    assert comparable(result.record for result in results) == one_process
+    assert set(executor.placements.values()) == {head_cluster.head_node.node_id, worker.node_id}
+    assert executor.lost == 0 and len(executor.overheads) == TRIALS
+
+
+def test_the_command_line_writes_one_results_file_from_the_cluster(tmp_path, cluster, one_process):
+    head_cluster, _ = cluster
+    out = tmp_path / 'run'
+    done = eval_process.run(cli_args(out, '--ray', head_cluster.address, '--workers', '2'))
+    assert done.returncode == 0, done.stderr
+    assert comparable(eval_process.result_lines(out)) == one_process
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'complete' and run['options']['use_ray'] is True
+
+
+def test_losing_a_node_mid_run_loses_and_duplicates_nothing(tmp_path, cluster, one_process):
+    head_cluster, worker = cluster
+    options = ray_options(tmp_path / 'run', head_cluster)
+    executor = RayTrials(options, identity=run_identity(options, privileged=True))
+    results = []
+    for result in executor.results(plan_trials(options)):
+        results.append(result)
+        if len(results) == 4:
+            head_cluster.remove_node(worker, allow_graceful=False)
+    assert executor.lost == 1
+    assert comparable(result.record for result in results) == one_process
+    nodes = set(executor.placements.values())
+    assert head_cluster.head_node.node_id in nodes
