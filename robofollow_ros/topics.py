@@ -10,7 +10,6 @@ INSTRUCTION = '/robofollow/instruction'
 EPISODE = '/robofollow/episode'
 RESULT = '/robofollow/result'
 SIM_RESET = '/robofollow/sim/reset'
-CAMERAS: tuple[str, str, str] = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
 OBJECT_POSE_PREFIX = '/robofollow/objects/'
 EE_POSE_PREFIX = '/robofollow/ee/'
 WORLD_FRAME = 'world'

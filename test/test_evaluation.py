@@ -88,8 +88,24 @@ def test_a_failing_policy_ends_the_episode_and_is_reported(tmp_path, policy, mes
 @pytest.mark.parametrize('record_as', ['json', 'bag'])
 def test_eval_with_recording_saves_episodes_that_score_the_same_offline(tmp_path, capsys, record_as):
     out = tmp_path / 'run'
-    assert main(['eval', '--in-process', '--policy', 'expert', '--tasks', 'L0_place_yellow_block_2_behind_green_sphere',
-                 '--out', str(out), '--quiet', '--record', record_as]) == 0
+    assert (
+        main(
+            [
+                'eval',
+                '--in-process',
+                '--policy',
+                'expert',
+                '--tasks',
+                'L0_place_yellow_block_2_behind_green_sphere',
+                '--out',
+                str(out),
+                '--quiet',
+                '--record',
+                record_as,
+            ]
+        )
+        == 0
+    )
     [record] = records(out / 'results.jsonl')
     capsys.readouterr()
     assert main(['score', str(out / record['episode_file'])]) == 0

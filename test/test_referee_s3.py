@@ -217,8 +217,9 @@ def test_around_in_a_swapped_layout_means_over_the_partner_standing_in_that_colu
     assert objects['yellow_bar_4'][:2] == (-0.09, -0.17) and objects['red_bar_2'][:2] == (0.01, -0.17)
 
     def route(waypoints: list[tuple[float, float]]) -> tuple[float, float]:
-        motion = carry(arm='left', name='blue_bar_5', label='green_label_1', yaw_deg=90.0, waypoints=waypoints,
-                       objects=objects)
+        motion = carry(
+            arm='left', name='blue_bar_5', label='green_label_1', yaw_deg=90.0, waypoints=waypoints, objects=objects
+        )
         [stage] = [s for s in score(task_33, motion, layout)['stages'] if s['name'] == 'stage2_route']
         return stage['intent'], stage['exec']
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from robofollow_ros.benchmark.types import ARMS
-
 Storage = Literal['mcap', 'sqlite3']
 STORAGES: tuple[Storage, ...] = ('mcap', 'sqlite3')
 STORAGE_SUFFIXES: dict[str, Storage] = {'.mcap': 'mcap', '.db3': 'sqlite3'}
@@ -22,10 +20,6 @@ JOINT_STATE = 'sensor_msgs/msg/JointState'
 POSE_STAMPED = 'geometry_msgs/msg/PoseStamped'
 IMAGE = 'sensor_msgs/msg/Image'
 
-ARM_JOINTS: dict[str, tuple[str, ...]] = {arm: tuple(f'{arm}_joint{i}' for i in range(1, 7)) for arm in ARMS}
-GRIPPER_JOINTS: dict[str, str] = {arm: f'{arm}_gripper' for arm in ARMS}
-JOINT_NAMES: tuple[str, ...] = tuple(name for arm in ARMS for name in (*ARM_JOINTS[arm], GRIPPER_JOINTS[arm]))
-"""The 14-value state layout: left q1..q6, left gripper, right q1..q6, right gripper."""
 
 EPISODE_KEYS: tuple[str, ...] = ('task_id', 'level', 'layout', 'seed', 'round', 'arm', 'instruction', 'variant')
 """Keys of the /robofollow/episode JSON written by the evaluator (the reader returns whatever is there)."""

@@ -7,8 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from robofollow_ros.errors import PolicyError
-
-ACTION_DIM = 14
+from robofollow_ros.state_layout import ACTION_DIM
 
 
 @runtime_checkable

@@ -22,8 +22,9 @@ from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
 from robofollow_ros.sim.recorder import FrameRecorder
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, home_state
+from robofollow_ros.sim.robot import home_state
 from robofollow_ros.sim.spawn import spawn
+from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
 
 MODEL_CACHE_SIZE = 4
 

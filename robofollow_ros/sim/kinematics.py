@@ -121,8 +121,9 @@ class Kinematics:
         absorbs the remaining offsets.
         """
         geo = self.geometry[arm]
-        wrist = geo.base_rot.T @ (np.asarray(pos, dtype=np.float64) + np.array([0.0, 0.0, geo.wrist_to_tcp]) -
-                                  geo.base_pos)
+        wrist = geo.base_rot.T @ (
+            np.asarray(pos, dtype=np.float64) + np.array([0.0, 0.0, geo.wrist_to_tcp]) - geo.base_pos
+        )
         q1 = math.atan2(wrist[1], wrist[0])
         r = math.hypot(wrist[0], wrist[1]) - math.hypot(geo.shoulder[0], geo.shoulder[1])
         z = wrist[2] - geo.shoulder[2]
@@ -207,15 +208,21 @@ class Kinematics:
                 q, err_p, err_r, n = self._refine(arm, pos, rot, start)
                 iterations += n
                 ok = err_p < POSITION_TOLERANCE and err_r < ROTATION_TOLERANCE
-                candidate = IKSolution(q=q, success=ok, position_error=err_p, rotation_error=err_r,
-                                       iterations=iterations)
+                candidate = IKSolution(
+                    q=q, success=ok, position_error=err_p, rotation_error=err_r, iterations=iterations
+                )
                 if best is None or _better(candidate, best, reference):
                     best = candidate
                 if ok:
                     break
         assert best is not None
-        return IKSolution(q=best.q, success=best.success, position_error=best.position_error,
-                          rotation_error=best.rotation_error, iterations=iterations)
+        return IKSolution(
+            q=best.q,
+            success=best.success,
+            position_error=best.position_error,
+            rotation_error=best.rotation_error,
+            iterations=iterations,
+        )
 
     def solve_or_raise(self, arm: Arm, pos: np.ndarray, **options: object) -> np.ndarray:
         """Like ``solve`` but returns the joints, or raises ``UnreachablePoseError`` with the residual errors."""

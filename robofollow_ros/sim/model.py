@@ -22,7 +22,6 @@ from robofollow_ros.sim.constants import (
     ARM_KV,
     CAMERA_FOVY,
     CAMERA_LINKS,
-    CAMERAS,
     COLLISION,
     FINGER_FORCE,
     FINGER_FRICTION,
@@ -42,6 +41,7 @@ from robofollow_ros.sim.constants import (
 from robofollow_ros.sim.objects import add_object, free_joint_name, is_static
 from robofollow_ros.sim.robot import RobotDescription, load_robot
 from robofollow_ros.sim.rotations import quat_from_matrix
+from robofollow_ros.state_layout import CAMERAS
 
 CAMERA_FROM_LINK = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 """MuJoCo cameras look along their -z with +y up; camera links follow the ROS convention (+x forward, +z up)."""
@@ -72,11 +72,17 @@ def _configure_visual(spec: mujoco.MjSpec) -> None:
         light.castshadow = False
         light.diffuse = [0.35, 0.35, 0.35]
         light.specular = [0.1, 0.1, 0.1]
-    floor = spec.worldbody.add_geom(name='floor', type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3.0, 3.0, 0.05],
-                                    rgba=[0.82, 0.82, 0.80, 1.0])
+    floor = spec.worldbody.add_geom(
+        name='floor', type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3.0, 3.0, 0.05], rgba=[0.82, 0.82, 0.80, 1.0]
+    )
     floor.contype, floor.conaffinity = COLLISION['none']
-    backdrop = spec.worldbody.add_geom(name='backdrop', type=mujoco.mjtGeom.mjGEOM_BOX, size=[3.0, 0.01, 1.5],
-                                       pos=[0.0, 1.2, 1.5], rgba=[0.88, 0.89, 0.90, 1.0])
+    backdrop = spec.worldbody.add_geom(
+        name='backdrop',
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[3.0, 0.01, 1.5],
+        pos=[0.0, 1.2, 1.5],
+        rgba=[0.88, 0.89, 0.90, 1.0],
+    )
     backdrop.contype, backdrop.conaffinity = COLLISION['none']
 
 
@@ -112,14 +118,12 @@ def _configure_robot(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
         for i, joint_name in enumerate(desc.joints):
             joint = spec.joint(joint_name)
             joint.armature = ARM_ARMATURE[i]
-            pos = spec.add_actuator(name=f'{joint_name}_pos', target=joint_name,
-                                    trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            pos = spec.add_actuator(name=f'{joint_name}_pos', target=joint_name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
             pos.set_to_position(kp=ARM_KP[i])
             pos.ctrlrange = [desc.lower[i], desc.upper[i]]
             pos.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
         for i, joint_name in enumerate(desc.joints):
-            vel = spec.add_actuator(name=f'{joint_name}_vel', target=joint_name,
-                                    trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            vel = spec.add_actuator(name=f'{joint_name}_vel', target=joint_name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
             vel.set_to_velocity(kv=ARM_KV[i])
             vel.ctrlrange = [-2.0 * desc.velocity[i], 2.0 * desc.velocity[i]]
             vel.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
@@ -136,8 +140,9 @@ def _configure_robot(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
 def _configure_cameras(spec: mujoco.MjSpec) -> None:
     quat = quat_from_matrix(CAMERA_FROM_LINK)
     for camera in CAMERAS:
-        spec.body(CAMERA_LINKS[camera]).add_camera(name=camera, fovy=CAMERA_FOVY, quat=quat,
-                                                   resolution=[IMAGE_WIDTH, IMAGE_HEIGHT])
+        spec.body(CAMERA_LINKS[camera]).add_camera(
+            name=camera, fovy=CAMERA_FOVY, quat=quat, resolution=[IMAGE_WIDTH, IMAGE_HEIGHT]
+        )
 
 
 def compose(objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None) -> mujoco.MjSpec:

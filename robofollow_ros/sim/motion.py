@@ -18,8 +18,9 @@ import numpy as np
 from robofollow_ros.benchmark.types import TABLE_Z, Arm
 from robofollow_ros.sim.constants import GRIP_SPEED, ROW_SECONDS
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, home_state
+from robofollow_ros.sim.robot import home_state
 from robofollow_ros.sim.rotations import tcp_yaw, top_down, wrap_angle
+from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
 
 CARTESIAN_STEP = 0.01
 """Default TCP advance per row in straight-line moves (m): ~0.17 m/s at the nominal row time."""
@@ -155,8 +156,9 @@ class MotionPlanner:
         Raises:
             UnreachablePoseError: no solution within the joint limits.
         """
-        return self.kin.solve_or_raise(arm, np.asarray(pos, dtype=np.float64), yaw=yaw,
-                                       seed=state[ARM_SLICE[arm]], symmetric=True)
+        return self.kin.solve_or_raise(
+            arm, np.asarray(pos, dtype=np.float64), yaw=yaw, seed=state[ARM_SLICE[arm]], symmetric=True
+        )
 
     def move_to(
         self, state: np.ndarray, arm: Arm, pos: np.ndarray, *, yaw: float = 0.0, grip: float | None = None
@@ -294,4 +296,3 @@ class MotionPlanner:
     def gripper_seconds(self, delta: float) -> float:
         """How long the executor spends on a gripper change of ``delta`` (normalised units)."""
         return max(ROW_SECONDS, abs(delta) / GRIP_SPEED)
-

@@ -64,9 +64,12 @@ def _add_bowl(body: mujoco.MjsBody, spec: ObjectSpec, group: str) -> None:
     outer, height = spec.size[:2]
     base_r = bowl_base_radius(spec)
     n_geoms = 1 + BOWL_WALLS
-    base = body.add_geom(name=f'{spec.name}_base', type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-                         size=[base_r, BOWL_BASE_THICKNESS / 2.0, 0.0],
-                         pos=[0.0, 0.0, -height / 2.0 + BOWL_BASE_THICKNESS / 2.0])
+    base = body.add_geom(
+        name=f'{spec.name}_base',
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[base_r, BOWL_BASE_THICKNESS / 2.0, 0.0],
+        pos=[0.0, 0.0, -height / 2.0 + BOWL_BASE_THICKNESS / 2.0],
+    )
     _style(base, spec, group)
     if not is_static(spec):
         base.mass = spec.mass / n_geoms
@@ -83,7 +86,8 @@ def _add_bowl(body: mujoco.MjsBody, spec: ObjectSpec, group: str) -> None:
         axis = along[0] * radial + along[1] * np.array([0.0, 0.0, 1.0])
         normal = np.cross(tangent, axis)
         wall = body.add_geom(
-            name=f'{spec.name}_wall{i}', type=mujoco.mjtGeom.mjGEOM_BOX,
+            name=f'{spec.name}_wall{i}',
+            type=mujoco.mjtGeom.mjGEOM_BOX,
             size=[BOWL_WALL_THICKNESS / 2.0, half_width, span / 2.0],
             pos=[mid_r * radial[0], mid_r * radial[1], (bottom[1] + top[1]) / 2.0],
             quat=quat_from_matrix(np.column_stack([normal, tangent, axis])),
@@ -117,8 +121,9 @@ def add_object(parent: mujoco.MjsBody, spec: ObjectSpec) -> mujoco.MjsBody:
     if spec.shape == 'sphere':
         geom = body.add_geom(name=spec.name, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[spec.size[0], 0.0, 0.0])
     elif spec.shape == 'cylinder':
-        geom = body.add_geom(name=spec.name, type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-                             size=[spec.size[0], spec.size[1], 0.0])
+        geom = body.add_geom(
+            name=spec.name, type=mujoco.mjtGeom.mjGEOM_CYLINDER, size=[spec.size[0], spec.size[1], 0.0]
+        )
     else:
         geom = body.add_geom(name=spec.name, type=mujoco.mjtGeom.mjGEOM_BOX, size=list(spec.size[:3]))
     _style(geom, spec, 'none' if spec.shape == 'label' else group)

@@ -12,11 +12,7 @@ import numpy as np
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.sim.constants import HOME_Q, URDF_PATH
-
-ARM_DOF = 6
-STATE_DIM = 14
-GRIP_INDEX: dict[Arm, int] = {'left': 6, 'right': 13}
-ARM_SLICE: dict[Arm, slice] = {'left': slice(0, 6), 'right': slice(7, 13)}
+from robofollow_ros.state_layout import ARM_JOINTS
 
 
 @dataclass(frozen=True)
@@ -96,7 +92,7 @@ def load_robot(urdf: Path = URDF_PATH) -> RobotDescription:
     joints = {j.get('name'): j for j in root.iter('joint')}
     arms: dict[Arm, ArmDescription] = {}
     for arm in ARMS:
-        names = tuple(f'{arm}_joint{i}' for i in range(1, ARM_DOF + 1))
+        names = ARM_JOINTS[arm]
         fingers = (f'{arm}_finger_left_joint', f'{arm}_finger_right_joint')
         missing = [n for n in (*names, *fingers) if n not in joints]
         if missing:

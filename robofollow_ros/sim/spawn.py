@@ -57,8 +57,9 @@ def _stack_order(layout: Layout) -> list[Placement]:
     while pending:
         ready = [p for p in pending if p.on in placed]
         if not ready:
-            raise SimulationError(f'layout {layout.name!r}: stack supports missing or cyclic: '
-                                  f'{[(p.name, p.on) for p in pending]}')
+            raise SimulationError(
+                f'layout {layout.name!r}: stack supports missing or cyclic: {[(p.name, p.on) for p in pending]}'
+            )
         for p in ready:
             ordered.append(p)
             placed.add(p.name)
