@@ -32,7 +32,7 @@ setup(
         share('config', '*.xml'),
         share('urdf', '*.urdf'),
     ],
-    install_requires=['setuptools', 'numpy', 'pyyaml', 'rosbags', 'transforms3d', 'mujoco'],
+    install_requires=['setuptools', 'numpy', 'pyyaml', 'rosbags', 'transforms3d', 'mujoco', 'matplotlib'],
     zip_safe=False,
     entry_points={
         'console_scripts': [

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from robofollow_ros.benchmark.types import TABLE_Z
+from robofollow_ros.resources import share_file_or_default
 
-URDF_PATH = Path(__file__).resolve().parents[2] / 'urdf' / 'robofollow_cell.urdf'
+URDF_PATH = share_file_or_default('urdf/robofollow_cell.urdf')
 
 TIMESTEP = 0.004
 """Physics step (s): the protocol's 250 Hz, with the implicitfast integrator."""

@@ -6,7 +6,7 @@ recorded at reset and after every executed action row (protocol §4.1).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import mujoco
@@ -156,8 +156,12 @@ class CellEnv:
             raise SimulationError('the environment has not been reset')
         return self.cell, self.data, self.executor, self.recorder
 
-    def execute(self, actions: np.ndarray, *, images: bool | None = None) -> Observation:
+    def execute(
+        self, actions: np.ndarray, *, images: bool | None = None, on_row: Callable[[], None] | None = None
+    ) -> Observation:
         """Execute every row of an action chunk (T, 14), recording one trajectory frame per row.
+
+        ``on_row`` is called after each row's frame is recorded (the sim node publishes the frame from it).
 
         Raises:
             PolicyError: the chunk has the wrong shape or non-finite values (nothing moves).
@@ -170,6 +174,8 @@ class CellEnv:
         for row in chunk:
             executor.execute_row(row)
             recorder.record(executor.grip)
+            if on_row is not None:
+                on_row()
         return self.observe(images=images)
 
     def observe(self, *, images: bool | None = None) -> Observation:

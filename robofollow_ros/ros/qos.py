@@ -1,0 +1,26 @@
+"""QoS profiles of the graph (DESIGN §4)."""
+
+from __future__ import annotations
+
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_profile_sensor_data,
+)
+
+SENSOR = qos_profile_sensor_data
+"""Camera images and CameraInfo: best effort, keep last 5."""
+STATE = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+"""Per-row joint states and poses: the referee must see every frame of an evaluation episode."""
+EVENTS = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+"""Handshake messages, instructions, trajectories and results."""
+LATCHED = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""/robofollow/episode and /robot_description: late joiners get the latest message."""
+CLOCK = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
