@@ -10,7 +10,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from robofollow_ros import __version__
 from robofollow_ros.benchmark import registry
@@ -23,6 +23,7 @@ from robofollow_ros.policy.base import needs_images
 from robofollow_ros.policy.factory import make_policy
 from robofollow_ros.referee.config import default_config
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.referee.trajectory import Trajectory
 
 RecordMode = Literal['none', 'json', 'bag']
 RESULTS_NAME = 'results.jsonl'
@@ -98,7 +99,7 @@ def _git_commit() -> str | None:
     return result.stdout.strip() or None
 
 
-def _write_run_file(options: SuiteOptions, *, status: str, expected: int, completed: int) -> None:
+def _write_run_file(options: SuiteOptions, *, status: str, expected: int, completed: int, runtime: str) -> None:
     run = {
         'status': status,
         'updated': _dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds'),
@@ -106,7 +107,7 @@ def _write_run_file(options: SuiteOptions, *, status: str, expected: int, comple
         'git_commit': _git_commit(),
         'python': platform.python_version(),
         'metric_version': default_config().metric_version,
-        'runtime': 'in-process',
+        'runtime': runtime,
         'completion_aggregation': 'task-macro',
         'options': {**asdict(options), 'out': str(options.out)},
         'expected_trials': expected,
@@ -166,65 +167,118 @@ def unscored_record(trial: Trial, *, reason: str, variant: Variant) -> dict[str,
     }
 
 
-def make_record(trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, options: SuiteOptions) -> dict[str, Any]:
-    """Score the episode and return its result record with the trial's bookkeeping fields."""
+def score_record(trial: Trial, trajectory: Trajectory, *, layout: Layout, variant: Variant) -> dict[str, Any]:
+    """Score a trial's trajectory: its result record (unscored if too short) with round, seed and sim seconds.
+
+    The in-process suite and the referee node both build records here, so live and in-process records agree.
+    """
     try:
         result = score_episode(
             trial.task,
-            outcome.trajectory,
+            trajectory,
             layout=layout,
-            meta={'seed': trial.seed, 'round': trial.round, 'variant': options.variant},
+            meta={'seed': trial.seed, 'round': trial.round, 'variant': variant},
         )
         record = result.to_record()
     except TrajectoryError as error:
-        record = unscored_record(trial, reason=f'not scored: {error}', variant=options.variant)
-        record['frames'] = len(outcome.trajectory)
+        record = unscored_record(trial, reason=f'not scored: {error}', variant=variant)
+        record['frames'] = len(trajectory)
     record.update(
         {
             'round': trial.round,
             'seed': trial.seed,
+            'sim_seconds': float(trajectory.t[-1] - trajectory.t[0]) if len(trajectory) else 0,
+        }
+    )
+    return record
+
+
+def make_record(trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, options: SuiteOptions) -> dict[str, Any]:
+    """Score the episode and return its result record with the trial's bookkeeping fields."""
+    record = score_record(trial, outcome.trajectory, layout=layout, variant=options.variant)
+    record.update(
+        {
             'policy': options.policy,
             'policy_error': outcome.policy_error,
             'queries': outcome.queries,
             'executed_rows': outcome.executed_rows,
-            'sim_seconds': float(outcome.trajectory.t[-1] - outcome.trajectory.t[0]) if len(outcome.trajectory) else 0,
             'wall_seconds': round(outcome.wall_seconds, 3),
         }
     )
     return record
 
 
-def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str, Any]]:
-    """Run every trial not yet in ``out/results.jsonl``; returns all records of the suite."""
-    from robofollow_ros.sim.env import CellEnv
+class TrialRunner(Protocol):
+    """Runs one trial and returns its complete result record (how: in this process, or over the ROS graph)."""
 
+    runtime: str
+
+    def run_trial(self, trial: Trial, layout: Layout) -> dict[str, Any]:
+        """Run and score ``trial``; the record has ``wall_seconds``."""
+
+    def close(self) -> None:
+        """Release the policy, the simulator or the graph connection."""
+
+
+class InProcessRunner:
+    """Simulates, acts and scores in this process."""
+
+    runtime = 'in-process'
+
+    def __init__(self, options: SuiteOptions) -> None:
+        from robofollow_ros.sim.env import CellEnv
+
+        self.options = options
+        self.policy = make_policy(options.policy, kwargs=options.policy_kwargs)
+        self.env = CellEnv(render=needs_images(self.policy))
+
+    def run_trial(self, trial: Trial, layout: Layout) -> dict[str, Any]:
+        """Run the episode with ``run_episode`` and score it."""
+        options = self.options
+        outcome = run_episode(self.env, self.policy, trial.task, seed=trial.seed, layout=layout, limits=options.limits)
+        record = make_record(trial, outcome, layout=layout, options=options)
+        if options.record != 'none':
+            record['episode_file'] = _record_episode(options, trial, outcome, record)
+        return record
+
+    def close(self) -> None:
+        """Close the policy (if it can be) and the simulator."""
+        close = getattr(self.policy, 'close', None)
+        if close is not None:
+            close()
+        self.env.close()
+
+
+def run_suite(
+    options: SuiteOptions, *, progress: bool = True, runner: TrialRunner | None = None
+) -> list[dict[str, Any]]:
+    """Run every trial not yet in ``out/results.jsonl``; returns all records of the suite.
+
+    ``runner`` runs each trial (default: ``InProcessRunner``); planning, resuming, the results file, progress and
+    ``run.json`` are the same whatever runs the trials.
+    """
     options.out.mkdir(parents=True, exist_ok=True)
     results = ResultsFile(options.out / RESULTS_NAME)
     trials = plan_trials(options)
     done = results.done()
     todo = [trial for trial in trials if trial.key not in done]
     wanted = {trial.key for trial in trials}
-    _write_run_file(options, status='running', expected=len(trials), completed=len(trials) - len(todo))
+    runtime = runner.runtime if runner is not None else InProcessRunner.runtime
+    _write_run_file(options, status='running', expected=len(trials), completed=len(trials) - len(todo), runtime=runtime)
     display = Progress(len(trials), already_done=len(trials) - len(todo)) if progress else None
-    policy = make_policy(options.policy, kwargs=options.policy_kwargs)
-    env = CellEnv(render=needs_images(policy))
+    runner = runner or InProcessRunner(options)
     try:
         for trial in todo:
-            layout = registry.layout_of(trial.task)
-            outcome = run_episode(env, policy, trial.task, seed=trial.seed, layout=layout, limits=options.limits)
-            record = make_record(trial, outcome, layout=layout, options=options)
-            if options.record != 'none':
-                record['episode_file'] = _record_episode(options, trial, outcome, record)
+            record = runner.run_trial(trial, registry.layout_of(trial.task))
             results.append(record)
             if display is not None:
-                display.update(record, wall_seconds=outcome.wall_seconds)
+                display.update(record, wall_seconds=float(record.get('wall_seconds', 0.0)))
     except BaseException:
-        _write_run_file(options, status='interrupted', expected=len(trials), completed=len(results.done() & wanted))
+        completed = len(results.done() & wanted)
+        _write_run_file(options, status='interrupted', expected=len(trials), completed=completed, runtime=runtime)
         raise
     finally:
-        close = getattr(policy, 'close', None)
-        if close is not None:
-            close()
-        env.close()
-    _write_run_file(options, status='complete', expected=len(trials), completed=len(results.done() & wanted))
+        runner.close()
+    completed = len(results.done() & wanted)
+    _write_run_file(options, status='complete', expected=len(trials), completed=completed, runtime=runtime)
     return [record for record in results.records if trial_key(record) in wanted]
