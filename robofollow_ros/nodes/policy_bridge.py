@@ -36,7 +36,7 @@ from robofollow_ros.ros.environment import RosEnvironment
 from robofollow_ros.ros.guarded_policy import GuardedPolicy
 from robofollow_ros.ros.messages import from_time, image_array, pose_arrays, trajectory_message
 from robofollow_ros.ros.observation_cache import ObservationCache
-from robofollow_ros.ros.runtime import run_node
+from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.state_layout import CAMERAS, state_from_joint_state
 
@@ -46,15 +46,15 @@ class PolicyBridge(Node):
 
     def __init__(self) -> None:
         super().__init__('policy_bridge')
-        name = str(self.declare_parameter('policy', 'expert').value)
-        kwargs = parse_policy_kwargs(str(self.declare_parameter('policy_kwargs', '{}').value))
-        self.timeout = float(self.declare_parameter('timeout', 30.0).value)
-        self.sim_timeout = float(self.declare_parameter('sim_timeout', 30.0).value)
+        name = str(param(self, 'policy', 'expert'))
+        kwargs = parse_policy_kwargs(str(param(self, 'policy_kwargs', '{}')))
+        self.timeout = float(param(self, 'timeout', 30.0))
+        self.sim_timeout = float(param(self, 'sim_timeout', 30.0))
         self.limits = EpisodeLimits(
-            max_queries=int(self.declare_parameter('max_queries', 10).value),
-            actions_per_query=int(self.declare_parameter('actions_per_query', 50).value),
+            max_queries=int(param(self, 'max_queries', 10)),
+            actions_per_query=int(param(self, 'actions_per_query', 50)),
         )
-        max_row_step = float(self.declare_parameter('max_row_step', 0.5).value)
+        max_row_step = float(param(self, 'max_row_step', 0.5))
         policy = make_policy(name, kwargs=kwargs)
         self.privileged = callable(getattr(policy, 'bind_task', None))
         self.images = needs_images(policy)
@@ -67,6 +67,7 @@ class PolicyBridge(Node):
         self.cache = ObservationCache()
         self.spec: EpisodeSpec | None = None
         self.requests: queue.Queue[str | None] = queue.Queue()
+        self.ran: set[str] = set()
 
         self.trajectory_pubs = {
             arm: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(arm), qos.EVENTS) for arm in ARMS
@@ -92,9 +93,13 @@ class PolicyBridge(Node):
 
     def on_episode(self, message: String) -> None:
         try:
-            self.spec = EpisodeSpec.from_json(message.data)
+            spec = EpisodeSpec.from_json(message.data)
         except RoboFollowError as error:
             self.get_logger().error(f'ignored {topics.EPISODE}: {error}')
+            return
+        with self.cache.condition:
+            self.spec = spec
+            self.cache.condition.notify_all()
 
     def on_instruction(self, message: String) -> None:
         self.requests.put(message.data)
@@ -135,11 +140,32 @@ class PolicyBridge(Node):
             instruction = self.requests.get()
             if instruction is None:
                 return
-            spec = self.spec
+            spec = self.fresh_spec()
             if spec is None:
-                self.get_logger().error(f'instruction {instruction!r} without a {topics.EPISODE}: ignored')
+                self.get_logger().error(
+                    f'instruction {instruction!r} without a new {topics.EPISODE} and reset: ignored'
+                )
                 continue
+            self.ran.add(spec.episode_id)
+            self.get_logger().debug(f'episode {spec.task_id} r{spec.round} ({spec.episode_id})')
             self.run(spec, instruction)
+
+    def fresh_spec(self) -> EpisodeSpec | None:
+        """The latest episode spec not run yet whose reset the sim reported (waits for both to arrive)."""
+
+        def ready() -> bool:
+            spec = self.spec
+            return (
+                spec is not None
+                and spec.episode_id not in self.ran
+                and self.cache.find_status(lambda s: s.event == 'reset' and s.episode_id == spec.episode_id) is not None
+            )
+
+        try:
+            self.cache.wait(ready, timeout=self.sim_timeout, what='a new episode')
+        except RoboFollowError:
+            return None
+        return self.spec
 
     def run(self, spec: EpisodeSpec, instruction: str) -> None:
         env = RosEnvironment(

@@ -37,7 +37,7 @@ from robofollow_ros.ros.messages import (
     to_time,
     trajectory_positions,
 )
-from robofollow_ros.ros.runtime import run_node
+from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.state_layout import CAMERAS, JOINT_NAMES, chunk_from_arm_rows
 
 
@@ -54,9 +54,9 @@ class SimNode(Node):
         from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, URDF_PATH
         from robofollow_ros.sim.env import CellEnv
 
-        self.width = int(self.declare_parameter('width', IMAGE_WIDTH).value)
-        self.height = int(self.declare_parameter('height', IMAGE_HEIGHT).value)
-        self.images = str(self.declare_parameter('images', 'auto').value)
+        self.width = int(param(self, 'width', IMAGE_WIDTH))
+        self.height = int(param(self, 'height', IMAGE_HEIGHT))
+        self.images = str(param(self, 'images', 'auto'))
         self.env = CellEnv(render=False, width=self.width, height=self.height)
         self.clock = SimClock()
         self.spec: EpisodeSpec | None = None
@@ -124,6 +124,7 @@ class SimNode(Node):
             String(data=SimStatus(event='reset', episode_id=spec.episode_id, stamp_ns=self.observation_ns).to_json())
         )
         response.success, response.message = True, spec.episode_id
+        self.get_logger().debug(f'reset to {spec.task_id} r{spec.round} ({spec.episode_id})')
         return response
 
     def on_trajectory(self, arm: Arm, message: JointTrajectory) -> None:

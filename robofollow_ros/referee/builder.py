@@ -183,3 +183,13 @@ class TrajectoryBuilder:
         )
         joint_positions = np.stack([hold_or_nan(joints.get(name), frames) for name in JOINT_NAMES], axis=1)
         return BuiltTrajectory(trajectory, joint_positions, frames)
+
+
+def empty_trajectory() -> Trajectory:
+    """A trajectory without frames (scored as unscored: nothing was recorded)."""
+    return Trajectory(
+        t=np.zeros(0),
+        ee={arm: np.zeros((0, 3)) for arm in ARMS},
+        grip={arm: np.zeros(0) for arm in ARMS},
+        obj_pos={},
+    )

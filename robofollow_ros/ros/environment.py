@@ -18,6 +18,7 @@ from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS, Arm, Layout, Task
 from robofollow_ros.errors import GraphError
 from robofollow_ros.graph.protocol import SimStatus
+from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.state_layout import CAMERAS
@@ -103,10 +104,7 @@ class RosEnvironment:
 
     def trajectory(self) -> Trajectory:
         """Nothing: the referee node builds the trajectory from the topics."""
-        empty = np.zeros((0, 3))
-        return Trajectory(
-            t=np.zeros(0), ee=dict.fromkeys(ARMS, empty), grip={arm: np.zeros(0) for arm in ARMS}, obj_pos={}
-        )
+        return empty_trajectory()
 
     def _status(self, predicate: Callable[[SimStatus], bool], what: str) -> SimStatus:
         found: list[tuple[float, SimStatus]] = []

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
 from robofollow_ros.errors import GraphError, RoboFollowError
+
+SPIN_PERIOD = 0.1
 
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, threads: int = 2) -> int:
@@ -22,25 +26,21 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
     A node may end the process itself by setting ``node.exit_code`` and calling ``rclpy.shutdown()``.
     """
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    stop = threading.Event()
-
-    def request_stop(*_: Any) -> None:
-        stop.set()
-        if rclpy.ok():
-            rclpy.try_shutdown()
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+    install_stop_handlers()
     try:
         node = factory()
-    except RoboFollowError as error:
-        print(f'error: {error}', file=sys.stderr)
+    except Exception as error:
         rclpy.try_shutdown()
-        return 2
+        if isinstance(error, RoboFollowError):
+            print(f'error: {error}', file=sys.stderr)
+            return 2
+        if isinstance(error, (RCLError, InvalidHandle)):
+            return 0  # stopped while starting
+        raise
     executor = SingleThreadedExecutor() if threads == 1 else MultiThreadedExecutor(num_threads=threads)
     executor.add_node(node)
     try:
-        executor.spin()
+        spin(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
@@ -51,6 +51,29 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         node.destroy_node()
         rclpy.try_shutdown()
     return int(getattr(node, 'exit_code', 0))
+
+
+def spin(executor: Executor) -> None:
+    """Spin until rclpy shuts down, waking up often enough for Python signal handlers to run."""
+    with contextlib.suppress(ExternalShutdownException):
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=SPIN_PERIOD)
+
+
+def param(node: Node, name: str, default: Any) -> Any:
+    """Declare a parameter that accepts any type from the command line or a params file; its value."""
+    descriptor = ParameterDescriptor(dynamic_typing=True)
+    return node.declare_parameter(name, default, descriptor).value
+
+
+def install_stop_handlers() -> None:
+    """SIGINT and SIGTERM both shut rclpy down (so spinning and ``wait_for`` end and the node cleans up)."""
+
+    def request_stop(*_: Any) -> None:
+        rclpy.try_shutdown()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
 
 
 def wait_for(condition: Callable[[], bool], *, timeout: float, what: str, poll: float = 0.005) -> None:

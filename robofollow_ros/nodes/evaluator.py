@@ -1,0 +1,195 @@
+"""``evaluator`` node: runs an evaluation suite over the graph and writes ``results.jsonl`` and ``run.json``.
+
+For each trial not yet in the results file: publish the ``EpisodeSpec``, reset the sim, send the instruction,
+wait for the referee's result (handshake: ``graph/protocol.py``). Planning, resuming, the results file, progress
+and ``run.json`` are the in-process suite's own (``run_suite`` with a ``GraphRunner``). Exits when the suite is
+done, so the launcher shuts the graph down.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from robofollow_ros import topics
+from robofollow_ros.benchmark.registry import parse_level, parse_scene
+from robofollow_ros.benchmark.types import Layout
+from robofollow_ros.errors import GraphError, RoboFollowError
+from robofollow_ros.evaluation.episode import EpisodeLimits
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.suite import SuiteOptions, Trial, run_suite
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.runtime import install_stop_handlers, param, spin, wait_for
+
+
+def episode_stem(spec: EpisodeSpec) -> str:
+    """File stem of an episode's recording (the in-process suite uses the same)."""
+    return f'{spec.task_id}__r{spec.round:02d}'
+
+
+class EvaluatorNode(Node):
+    """Publishes episodes, calls the reset service and collects results."""
+
+    def __init__(self) -> None:
+        super().__init__('evaluator')
+        self.options = SuiteOptions(
+            out=Path(str(param(self, 'out', 'runs/graph'))),
+            policy=str(param(self, 'policy', 'expert')),
+            policy_kwargs=json.loads(str(param(self, 'policy_kwargs', '{}')) or '{}'),
+            scenes=[parse_scene(s) for s in _items(param(self, 'scenes', ''))] or None,
+            levels=[parse_level(level) for level in _items(param(self, 'levels', ''))] or None,
+            pattern=str(param(self, 'tasks', '')) or None,
+            rounds=int(param(self, 'rounds', 1)),
+            first_round=int(param(self, 'first_round', 1)),
+            variant=str(param(self, 'variant', 'literal')),  # type: ignore[arg-type]
+            record=str(param(self, 'record', 'none')),  # type: ignore[arg-type]
+            limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', 10))),
+        )
+        self.timeout = float(param(self, 'timeout', 600.0))
+        self.startup_timeout = float(param(self, 'startup_timeout', 60.0))
+        self.progress = bool(param(self, 'progress', True))
+        self.results: dict[str, dict[str, Any]] = {}
+        self.condition = threading.Condition()
+        self.episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
+        self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.EVENTS)
+        self.reset_client = self.create_client(Trigger, topics.SIM_RESET)
+        self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
+
+    def on_result(self, message: String) -> None:
+        try:
+            record = json.loads(message.data)
+            episode_id = str(record['episode_id'])
+        except (ValueError, KeyError, TypeError) as error:
+            self.get_logger().error(f'ignored {topics.RESULT}: {error}')
+            return
+        with self.condition:
+            self.results[episode_id] = record
+            self.condition.notify_all()
+
+    def wait_for_graph(self) -> None:
+        """Block until the sim's reset service, the bridge and the referee are there."""
+        wait_for(
+            self.reset_client.service_is_ready, timeout=self.startup_timeout, what=f'the {topics.SIM_RESET} service'
+        )
+        wait_for(
+            lambda: self.instruction_pub.get_subscription_count() > 0,
+            timeout=self.startup_timeout,
+            what=f'a policy bridge on {topics.INSTRUCTION}',
+        )
+        wait_for(lambda: self.count_publishers(topics.RESULT) > 0, timeout=self.startup_timeout, what='a referee')
+        wait_for(
+            lambda: self.episode_pub.get_subscription_count() >= 3,
+            timeout=self.startup_timeout,
+            what=f'the sim, bridge and referee on {topics.EPISODE}',
+        )
+
+    def reset(self, spec: EpisodeSpec, *, deadline: float) -> None:
+        """Call the reset service until the sim has reset to ``spec``."""
+        while True:
+            future = self.reset_client.call_async(Trigger.Request())
+            wait_for(future.done, timeout=max(0.0, deadline - time.monotonic()), what=f'{topics.SIM_RESET}')
+            response = future.result()
+            if response is not None and response.success and response.message == spec.episode_id:
+                return
+            if (
+                response is not None
+                and not response.success
+                and response.message != f'no {topics.EPISODE} received yet'
+            ):
+                raise GraphError(f'the sim could not reset to {spec.task_id}: {response.message}')
+            if time.monotonic() > deadline:
+                raise GraphError(f'the sim did not reset to {spec.task_id} in time')
+            time.sleep(0.02)
+
+    def run_episode(self, spec: EpisodeSpec) -> dict[str, Any]:
+        """One episode over the graph; its result record."""
+        deadline = time.monotonic() + self.timeout
+        self.episode_pub.publish(String(data=spec.to_json()))
+        self.reset(spec, deadline=deadline)
+        self.instruction_pub.publish(String(data=spec.instruction))
+        wait_for(
+            lambda: spec.episode_id in self.results,
+            timeout=max(0.0, deadline - time.monotonic()),
+            what=f'the result of {spec.task_id}',
+        )
+        with self.condition:
+            return self.results.pop(spec.episode_id)
+
+
+class GraphRunner:
+    """Runs the suite's trials over the ROS graph (the ``TrialRunner`` of ``run_suite``)."""
+
+    runtime = 'ros-graph'
+
+    def __init__(self, node: EvaluatorNode) -> None:
+        self.node = node
+
+    def run_trial(self, trial: Trial, layout: Layout) -> dict[str, Any]:
+        """Publish, reset, instruct, collect."""
+        options = self.node.options
+        spec = EpisodeSpec.for_trial(
+            trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
+        )
+        started = time.perf_counter()
+        record = self.node.run_episode(spec)
+        record.pop('episode_id', None)
+        record['policy'] = options.policy
+        record['wall_seconds'] = round(time.perf_counter() - started, 3)
+        if options.record == 'bag':
+            record['episode_file'] = str(Path('episodes') / episode_stem(spec))
+        return record
+
+    def close(self) -> None:
+        """Nothing to release: the graph belongs to the launcher."""
+
+
+def _items(value: object) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        return [str(item) for item in value]
+    return [item.strip() for item in str(value).split(',') if item.strip()]
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the suite over the graph; exit 0 when it is complete, 2 on an error."""
+    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    install_stop_handlers()
+    try:
+        node = EvaluatorNode()
+    except (RoboFollowError, ValueError) as error:
+        print(f'error: {error}', file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = MultiThreadedExecutor(num_threads=2)
+    executor.add_node(node)
+    spinner = threading.Thread(target=spin, args=(executor,), daemon=True)
+    spinner.start()
+    code = 0
+    try:
+        node.wait_for_graph()
+        records = run_suite(node.options, progress=node.progress, runner=GraphRunner(node))
+        completed = sum(bool(record.get('completion_ok')) for record in records)
+        node.get_logger().info(f'{len(records)} trials in {node.options.out}; completed {completed}/{len(records)}')
+    except RoboFollowError as error:
+        print(f'error: {error}', file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
