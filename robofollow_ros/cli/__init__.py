@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     'report': 'robofollow_ros.cli.report',
     'eval': 'robofollow_ros.cli.eval',
     'demo': 'robofollow_ros.cli.demo',
+    'launch': 'robofollow_ros.cli.launch',
 }
 
 DESCRIPTION = """\

@@ -1,0 +1,140 @@
+"""``recorder`` node: one rosbag2 per episode (``out/episodes/<task>__rNN``), written through rosbags.
+
+Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``: joint states, object and TCP
+poses, the result, and with ``images: true`` the camera images and CameraInfo. Only messages stamped from the
+episode's reset on go into its bag; the bag is closed when the episode's result arrives. A recorder killed
+mid-episode leaves a bag that ``robofollow score`` recovers (``docs/bags.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+from pathlib import Path
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+
+from robofollow_ros import topics
+from robofollow_ros.bags.conventions import IMAGE, JOINT_STATE, POSE_STAMPED
+from robofollow_ros.bags.writer import EpisodeBagWriter
+from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.graph.protocol import SimStatus
+from robofollow_ros.nodes.evaluator import episode_stem
+from robofollow_ros.nodes.sim import all_object_names
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.state_layout import CAMERAS
+
+CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
+_STAMP = struct.Struct('<iI')
+_CDR_HEADER = 4
+
+
+def header_stamp_ns(data: bytes) -> int:
+    """Header stamp of a CDR (little-endian) message that starts with ``std_msgs/Header``."""
+    sec, nanosec = _STAMP.unpack_from(data, _CDR_HEADER)
+    return sec * 1_000_000_000 + nanosec
+
+
+class RecorderNode(Node):
+    """Writes episode bags."""
+
+    def __init__(self) -> None:
+        super().__init__('recorder')
+        self.out = Path(str(param(self, 'out', 'runs/graph'))) / 'episodes'
+        self.storage = str(param(self, 'storage', 'mcap'))
+        self.spec: EpisodeSpec | None = None
+        self.start_ns: int | None = None
+        self.bag: EpisodeBagWriter | None = None
+        self.waiting: list[tuple[str, str, bytes]] = []
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
+        self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
+        for topic in [topics.ee_pose_topic(arm) for arm in ARMS] + [
+            topics.object_pose_topic(name) for name in all_object_names()
+        ]:
+            self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
+        if bool(param(self, 'images', False)):
+            for camera in CAMERAS:
+                self._raw(Image, topics.image_topic(camera), IMAGE, qos.SENSOR)
+                self._raw(CameraInfo, topics.camera_info_topic(camera), CAMERA_INFO, qos.SENSOR)
+
+    def _raw(self, kind: type, topic: str, msgtype: str, profile: object) -> None:
+        self.create_subscription(kind, topic, lambda data: self.on_message(topic, msgtype, data), profile, raw=True)
+
+    def on_episode(self, message: String) -> None:
+        try:
+            spec = EpisodeSpec.from_json(message.data)
+        except RoboFollowError as error:
+            self.get_logger().error(f'ignored {topics.EPISODE}: {error}')
+            return
+        if self.spec is not None and spec.episode_id == self.spec.episode_id:
+            return
+        self.finish()
+        self.spec, self.start_ns, self.waiting = spec, None, []
+        path = self.out / episode_stem(spec)
+        if path.exists():
+            path = path.with_name(f'{path.name}__{spec.episode_id[:8]}')
+        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            self.bag = EpisodeBagWriter(path, meta_json=spec.to_json(), stamp_ns=time.time_ns(), storage=self.storage)  # type: ignore[arg-type]
+        except RoboFollowError as error:
+            self.get_logger().error(f'cannot record {spec.task_id}: {error}')
+            self.bag = None
+
+    def on_status(self, message: String) -> None:
+        try:
+            status = SimStatus.from_json(message.data)
+        except RoboFollowError:
+            return
+        if self.spec is not None and status.event == 'reset' and status.episode_id == self.spec.episode_id:
+            self.start_ns = status.stamp_ns
+            waiting, self.waiting = self.waiting, []
+            for topic, msgtype, data in waiting:
+                self.on_message(topic, msgtype, data)
+
+    def on_message(self, topic: str, msgtype: str, data: bytes) -> None:
+        if self.bag is None:
+            return
+        if self.start_ns is None:
+            self.waiting.append((topic, msgtype, data))
+            return
+        if header_stamp_ns(data) >= self.start_ns:
+            self.bag.write_raw(topic, msgtype, time.time_ns(), data)
+
+    def on_result(self, message: String) -> None:
+        try:
+            record = json.loads(message.data)
+        except ValueError:
+            return
+        if self.bag is None or self.spec is None or record.get('episode_id') != self.spec.episode_id:
+            return
+        record.pop('episode_id', None)
+        self.bag.write_result(record, stamp_ns=time.time_ns())
+        self.finish()
+
+    def finish(self) -> None:
+        """Close the open bag (its index and metadata.yaml are written)."""
+        if self.bag is not None:
+            self.bag.close()
+            self.get_logger().info(f'recorded {self.bag.path}')
+            self.bag = None
+
+    def close(self) -> None:
+        self.finish()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the recorder node until shutdown."""
+    return run_node(RecorderNode, args, threads=1)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
