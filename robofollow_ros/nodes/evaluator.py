@@ -31,6 +31,9 @@ from robofollow_ros.evaluation.suite import SuiteOptions, Trial, run_suite
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.runtime import install_stop_handlers, param, spin, wait_for
 
+MATCH_SETTLE_SECONDS = 0.5
+"""Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
+
 
 def episode_stem(spec: EpisodeSpec) -> str:
     """File stem of an episode's recording (the in-process suite uses the same)."""
@@ -87,11 +90,20 @@ class EvaluatorNode(Node):
             what=f'a policy bridge on {topics.INSTRUCTION}',
         )
         wait_for(lambda: self.count_publishers(topics.RESULT) > 0, timeout=self.startup_timeout, what='a referee')
+        listeners = 3 + (self.options.record == 'bag')
         wait_for(
-            lambda: self.episode_pub.get_subscription_count() >= 3,
+            lambda: self.episode_pub.get_subscription_count() >= listeners,
             timeout=self.startup_timeout,
-            what=f'the sim, bridge and referee on {topics.EPISODE}',
+            what=f'the sim, bridge, referee{" and recorder" if listeners > 3 else ""} on {topics.EPISODE}',
         )
+        scorers = 1 + (self.options.record == 'bag')
+        pose = topics.ee_pose_topic('left')
+        wait_for(
+            lambda: self.count_subscribers(pose) >= scorers and self.count_publishers(pose) >= 1,
+            timeout=self.startup_timeout,
+            what=f'the sim and the referee on {pose}',
+        )
+        time.sleep(MATCH_SETTLE_SECONDS)
 
     def reset(self, spec: EpisodeSpec, *, deadline: float) -> None:
         """Call the reset service until the sim has reset to ``spec``."""
