@@ -7,13 +7,15 @@ from pathlib import Path
 
 from robofollow_ros.errors import RoboFollowError
 
-HELP = 'run evaluation episodes (in-process simulation) and write result records'
+HELP = 'run evaluation episodes over the ROS graph (or in-process) and write result records'
 DESCRIPTION = """\
 Run RoboFollow evaluation episodes and score them with the referee.
 
---in-process runs the MuJoCo cell, the policy and the referee in this process, without ROS: the
-baseline that every ROS run is compared with. Results go to OUT/results.jsonl, one record per trial,
-flushed after each trial; running the same command again resumes where it stopped.
+By default the episodes run over the ROS 2 node graph (sim, policy bridge, referee, evaluator, and the
+recorder with --record bag), started as by `robofollow launch sim`. --in-process runs the MuJoCo cell,
+the policy and the referee in this process, without ROS: the baseline that every ROS run is compared
+with. Either way results go to OUT/results.jsonl, one record per trial, flushed after each trial;
+running the same command again resumes where it stopped.
 """
 
 
@@ -34,7 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--variant', choices=('literal', 'published'), default='literal', help='Scene 2 L3 truth')
     parser.add_argument('--out', type=Path, default=None, help='output folder (default runs/<policy>)')
     parser.add_argument(
-        '--record', choices=('none', 'json', 'bag'), default='none', help='also save each episode for re-scoring'
+        '--record',
+        choices=('none', 'json', 'bag'),
+        default='none',
+        help='also save each episode for re-scoring (json: --in-process only)',
     )
     parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
     parser.add_argument('--quiet', action='store_true', help='no progress display')
@@ -47,10 +52,6 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
 
-    if not args.in_process:
-        raise RoboFollowError(
-            'only --in-process evaluation is available so far (evaluation over ROS nodes is not in this package yet)'
-        )
     if args.rounds < 1 or args.first_round < 1:
         raise RoboFollowError('--rounds and --first-round must be at least 1')
     options = SuiteOptions(
@@ -66,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
         record=args.record,
         limits=EpisodeLimits(max_queries=args.max_queries),
     )
-    records = run_suite(options, progress=not args.quiet)
+    if args.in_process:
+        records = run_suite(options, progress=not args.quiet)
+    else:
+        from robofollow_ros.graph.run import run_graph_suite
+
+        records = run_graph_suite(options, progress=not args.quiet)
     completed = sum(bool(record.get('completion_ok')) for record in records)
     print(f'{len(records)} trials in {options.out / "results.jsonl"}; completed {completed}/{len(records)}')
     print(f'tables and plot: robofollow report {options.out / "results.jsonl"} --out {options.out / "report"}')

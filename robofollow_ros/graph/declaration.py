@@ -130,12 +130,13 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
 
 
 def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment every node of the graph runs in: the shipped Fast DDS shared-memory profile (unless one is
-    set already) and headless MuJoCo rendering."""
+    """The environment every node of the graph runs in: the shipped Fast DDS shared-memory profile, headless MuJoCo
+    rendering and localhost discovery (each unless set already)."""
     environment = dict(os.environ if base is None else base)
     profile = str(share_file(PROFILE))
     environment.setdefault('FASTDDS_DEFAULT_PROFILES_FILE', profile)
     if environment.get('ROS_DISTRO', '').lower() in LEGACY_PROFILE_DISTROS:
         environment.setdefault('FASTRTPS_DEFAULT_PROFILES_FILE', environment['FASTDDS_DEFAULT_PROFILES_FILE'])
     environment.setdefault('MUJOCO_GL', 'egl')
+    environment.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     return environment

@@ -52,6 +52,7 @@ class EvaluatorNode(Node):
             scenes=[parse_scene(s) for s in _items(param(self, 'scenes', ''))] or None,
             levels=[parse_level(level) for level in _items(param(self, 'levels', ''))] or None,
             pattern=str(param(self, 'tasks', '')) or None,
+            task_ids=_items(param(self, 'task_ids', '')) or None,
             rounds=int(param(self, 'rounds', 1)),
             first_round=int(param(self, 'first_round', 1)),
             variant=str(param(self, 'variant', 'literal')),  # type: ignore[arg-type]
