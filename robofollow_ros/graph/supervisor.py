@@ -100,6 +100,7 @@ class Supervisor:
                 if code is None:
                     continue
                 node = declared[name]
+                code = 128 - code if code < 0 else code
                 if node.main:
                     if code != 0:
                         self.log(f'{name} exited with code {code}; stopping the graph')

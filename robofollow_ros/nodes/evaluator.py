@@ -198,9 +198,10 @@ def main(args: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         code = 130
     finally:
+        rclpy.try_shutdown()
+        spinner.join(timeout=5.0)
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
-        rclpy.try_shutdown()
     return code
 
 
