@@ -34,6 +34,9 @@ from robofollow_ros.state_layout import CAMERAS
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
 _STAMP = struct.Struct('<iI')
 _CDR_HEADER = 4
+KEEP_EPISODES = 16
+MAX_WAITING = 20000
+"""Messages kept while their episode's spec or reset is still on its way (a few episodes' worth)."""
 
 
 def header_stamp_ns(data: bytes) -> int:
@@ -53,6 +56,7 @@ class RecorderNode(Node):
         self.start_ns: int | None = None
         self.bag: EpisodeBagWriter | None = None
         self.waiting: list[tuple[str, str, bytes]] = []
+        self.resets: dict[str, int] = {}
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
@@ -78,7 +82,7 @@ class RecorderNode(Node):
         if self.spec is not None and spec.episode_id == self.spec.episode_id:
             return
         self.finish()
-        self.spec, self.start_ns, self.waiting = spec, None, []
+        self.spec, self.start_ns = spec, self.resets.get(spec.episode_id)
         path = self.out / episode_stem(spec)
         if path.exists():
             path = path.with_name(f'{path.name}__{spec.episode_id[:8]}')
@@ -88,23 +92,33 @@ class RecorderNode(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'cannot record {spec.task_id}: {error}')
             self.bag = None
+        if self.start_ns is not None:
+            self.flush()
 
     def on_status(self, message: String) -> None:
         try:
             status = SimStatus.from_json(message.data)
         except RoboFollowError:
             return
-        if self.spec is not None and status.event == 'reset' and status.episode_id == self.spec.episode_id:
+        if status.event != 'reset':
+            return
+        self.resets[status.episode_id] = status.stamp_ns
+        while len(self.resets) > KEEP_EPISODES:
+            self.resets.pop(next(iter(self.resets)))
+        if self.spec is not None and status.episode_id == self.spec.episode_id:
             self.start_ns = status.stamp_ns
-            waiting, self.waiting = self.waiting, []
-            for topic, msgtype, data in waiting:
-                self.on_message(topic, msgtype, data)
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the messages that came before their episode's spec and reset were both known."""
+        waiting, self.waiting = self.waiting, []
+        for topic, msgtype, data in waiting:
+            self.on_message(topic, msgtype, data)
 
     def on_message(self, topic: str, msgtype: str, data: bytes) -> None:
-        if self.bag is None:
-            return
-        if self.start_ns is None:
+        if self.bag is None or self.start_ns is None:
             self.waiting.append((topic, msgtype, data))
+            del self.waiting[:-MAX_WAITING]
             return
         if header_stamp_ns(data) >= self.start_ns:
             self.bag.write_raw(topic, msgtype, time.time_ns(), data)

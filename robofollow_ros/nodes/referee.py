@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 
+import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -28,27 +28,25 @@ from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import from_time, pose_arrays
 from robofollow_ros.ros.runtime import param, run_node
 
-
-@dataclass
-class _Episode:
-    spec: EpisodeSpec
-    start_ns: int | None = None
-    end: EpisodeEnd | None = None
-    end_seen: float = 0.0
-    poses: list[tuple[str, int, object, object]] = field(default_factory=list)
-    joints: list[tuple[int, list[str], list[float]]] = field(default_factory=list)
+KEEP_EPISODES = 16
+STALE_END_SECONDS = 60.0
 
 
 class RefereeNode(Node):
-    """Live scoring."""
+    """Live scoring.
+
+    Messages of one episode may arrive in any order across topics (the spec, the sim's reset status, the poses,
+    the bridge's end), so everything is kept by episode id or stamp until the episode can be scored.
+    """
 
     def __init__(self) -> None:
         super().__init__('referee')
         self.end_timeout = float(param(self, 'end_timeout', 5.0))
-        self.episodes: dict[str, _Episode] = {}
-        self.current: _Episode | None = None
-        self.scored: set[str] = set()
-        self.last_end_ns = -1
+        self.specs: dict[str, EpisodeSpec] = {}
+        self.resets: dict[str, int] = {}
+        self.ends: dict[str, tuple[EpisodeEnd, float]] = {}
+        self.poses: list[tuple[str, int, np.ndarray, np.ndarray]] = []
+        self.joints: list[tuple[int, list[str], list[float]]] = []
         self.result_pub = self.create_publisher(String, topics.RESULT, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
@@ -67,9 +65,8 @@ class RefereeNode(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'ignored {topics.EPISODE}: {error}')
             return
-        if spec.episode_id not in self.episodes:
-            self.episodes = {spec.episode_id: _Episode(spec)}
-            self.current = self.episodes[spec.episode_id]
+        self.specs[spec.episode_id] = spec
+        _keep_recent(self.specs)
 
     def on_status(self, message: String) -> None:
         try:
@@ -77,9 +74,9 @@ class RefereeNode(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'ignored {topics.SIM_STATUS}: {error}')
             return
-        episode = self.episodes.get(status.episode_id)
-        if status.event == 'reset' and episode is not None:
-            episode.start_ns = status.stamp_ns
+        if status.event == 'reset':
+            self.resets[status.episode_id] = status.stamp_ns
+            _keep_recent(self.resets)
 
     def on_end(self, message: String) -> None:
         try:
@@ -87,51 +84,51 @@ class RefereeNode(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'ignored {topics.EPISODE_END}: {error}')
             return
-        episode = self.episodes.get(end.episode_id)
-        if episode is None or end.episode_id in self.scored:
-            self.get_logger().warning(f'end of unknown episode {end.episode_id}: ignored')
-            return
-        episode.end, episode.end_seen = end, time.monotonic()
+        self.ends[end.episode_id] = (end, time.monotonic())
         self.try_score()
 
     def on_joint_state(self, message: JointState) -> None:
-        if self.current is not None:
-            self.current.joints.append((from_time(message.header.stamp), list(message.name), list(message.position)))
+        self.joints.append((from_time(message.header.stamp), list(message.name), list(message.position)))
 
     def on_pose(self, topic: str, message: PoseStamped) -> None:
-        if self.current is not None:
-            position, quat = pose_arrays(message)
-            self.current.poses.append((topic, from_time(message.header.stamp), position, quat))
+        position, quat = pose_arrays(message)
+        self.poses.append((topic, from_time(message.header.stamp), position, quat))
 
     def try_score(self) -> None:
-        """Score the current episode once its end and every EE pose up to the end stamp are here."""
-        episode = self.current
-        if episode is None or episode.end is None or episode.start_ns is None:
-            return
-        end_ns = episode.end.end_stamp_ns
-        complete = all(
-            any(topic == topics.ee_pose_topic(arm) and stamp >= end_ns for topic, stamp, _, _ in episode.poses)
-            for arm in ARMS
-        )
-        if not complete and time.monotonic() - episode.end_seen < self.end_timeout:
-            return
-        self.score(episode)
+        """Score every ended episode whose spec and reset are known once the EE poses up to its end are here."""
+        for episode_id, (end, seen) in list(self.ends.items()):
+            if episode_id not in self.specs or episode_id not in self.resets:
+                if time.monotonic() - seen > STALE_END_SECONDS:
+                    self.get_logger().warning(f'end of unknown episode {episode_id}: dropped')
+                    del self.ends[episode_id]
+                continue
+            complete = all(
+                any(
+                    topic == topics.ee_pose_topic(arm) and stamp >= end.end_stamp_ns
+                    for topic, stamp, _, _ in self.poses
+                )
+                for arm in ARMS
+            )
+            if not complete and time.monotonic() - seen < self.end_timeout:
+                continue
+            del self.ends[episode_id]
+            self.score(self.specs.pop(episode_id), self.resets.pop(episode_id), end)
 
-    def score(self, episode: _Episode) -> None:
-        spec, end = episode.spec, episode.end
-        assert end is not None and episode.start_ns is not None
-        start_ns, end_ns = episode.start_ns, max(end.end_stamp_ns, episode.start_ns)
+    def score(self, spec: EpisodeSpec, start_ns: int, end: EpisodeEnd) -> None:
+        end_ns = max(end.end_stamp_ns, start_ns)
         task, layout = spec.resolve()
         wanted = {topics.ee_pose_topic(arm) for arm in ARMS} | {
             topics.object_pose_topic(name) for name in layout.object_names
         }
         builder = TrajectoryBuilder()
-        for topic, stamp, position, quat in episode.poses:
+        for topic, stamp, position, quat in self.poses:
             if topic in wanted and start_ns <= stamp <= end_ns:
-                builder.add_pose(topic, stamp, position, quat)  # type: ignore[arg-type]
-        for stamp, names, positions in episode.joints:
+                builder.add_pose(topic, stamp, position, quat)
+        for stamp, names, positions in self.joints:
             if start_ns <= stamp <= end_ns:
                 builder.add_joint_state(stamp, names, positions)
+        self.poses = [sample for sample in self.poses if sample[1] > end_ns]
+        self.joints = [sample for sample in self.joints if sample[0] > end_ns]
         trial = Trial(task=task, round=spec.round, seed=spec.seed)
         try:
             trajectory = builder.build(origin_ns=start_ns).trajectory
@@ -142,13 +139,15 @@ class RefereeNode(Node):
         record.update(end.bookkeeping())
         record['episode_id'] = spec.episode_id
         self.result_pub.publish(String(data=json.dumps(record, allow_nan=False)))
-        self.scored.add(spec.episode_id)
-        self.current = None
-        self.episodes.pop(spec.episode_id, None)
         self.get_logger().info(
             f'{spec.task_id} r{spec.round}: IS {record["intent_score"]:.2f} ES {record["exec_score"]:.2f} '
             f'complete {record["completion_ok"]}'
         )
+
+
+def _keep_recent(mapping: dict) -> None:  # type: ignore[type-arg]
+    while len(mapping) > KEEP_EPISODES:
+        mapping.pop(next(iter(mapping)))
 
 
 def main(args: list[str] | None = None) -> int:
