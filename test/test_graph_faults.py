@@ -111,14 +111,15 @@ from std_msgs.msg import String
 from robofollow_ros.ros import qos
 rclpy.init()
 node = rclpy.create_node('garbage')
-publisher = node.create_publisher(String, '/robofollow/episode', qos.EVENTS)
+publisher = node.create_publisher(String, '/robofollow/episode', qos.LATCHED)
 deadline = time.monotonic() + 20
 while publisher.get_subscription_count() < 3 and time.monotonic() < deadline:
     time.sleep(0.05)
 time.sleep(0.5)
 for text in ('{not json', '{"task_id": "no_such_task"}', '[1, 2]'):
     publisher.publish(String(data=text))
-time.sleep(1.0)
+    time.sleep(0.5)
+time.sleep(0.5)
 """
 
 
@@ -129,4 +130,5 @@ def test_a_malformed_episode_message_is_logged_and_the_nodes_stay_up(tmp_path) -
     assert launcher.returncode == 0, output[-4000:]
     assert 'ignored /robofollow/episode: episode spec is not valid JSON' in output
     assert 'ignored /robofollow/episode: episode spec lacks' in output
+    assert 'ignored /robofollow/episode: episode spec must be a JSON object' in output
     assert len(_results(tmp_path)) == 8
