@@ -102,7 +102,7 @@ def _bag_timings(task: Task, layout: Layout, trajectory: Trajectory, repeat: int
 
     with tempfile.TemporaryDirectory() as folder:
         bag = Path(folder) / 'episode'
-        meta = {'task_id': task.task_id, 'variant': 'literal', 'seed': 1, 'round': 1, 'layout': layout.name}
+        meta = {'task_id': task.task_id, 'variant': 'published', 'seed': 1, 'round': 1, 'layout': layout.name}
         write_episode_bag(bag, meta=meta, trajectory=trajectory)
 
         def raw() -> int:

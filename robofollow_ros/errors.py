@@ -27,6 +27,10 @@ class UnknownLevelError(RegistryError):
     """The level is not one of L0-L3."""
 
 
+class UnknownVariantError(RegistryError):
+    """The variant is not one of ``published`` and ``corrected``."""
+
+
 class UnknownLayoutError(RegistryError):
     """No layout has the given name."""
 
@@ -61,3 +65,7 @@ class EpisodeSpecError(RoboFollowError):
 
 class GraphError(RoboFollowError):
     """The ROS node graph cannot start, lost a required node, or timed out waiting for one."""
+
+
+class RunFolderError(RoboFollowError):
+    """An output folder cannot hold this run: in use by another run, holds another run, or is not a folder."""

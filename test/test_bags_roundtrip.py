@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -31,20 +32,22 @@ def assert_same_trajectory(actual: Trajectory, expected: Trajectory) -> None:
 
 @pytest.mark.parametrize('storage', STORAGES)
 def test_round_trip_directory_and_single_file(tmp_path, storage):
-    trajectory = synthetic_trajectory(150)
+    trajectory = replace(synthetic_trajectory(150), frames_are_rows=True)
     result = {'task_id': META['task_id'], 'success': True, 'intent_score': 0.75}
     bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=trajectory, result=result, storage=storage)
+    expected_meta = META | {'frames_are_rows': True}  # the writer records whether frames are executed rows
 
     meta, back = read_episode_bag(bag)
-    assert meta == META
+    assert meta == expected_meta
     assert back.gaps == ()
+    assert back.frames_are_rows is True
     assert_same_trajectory(back, trajectory)
     assert read_episode_result(bag) == result
 
-    assert read_episode_bag(bag / 'metadata.yaml')[0] == META
+    assert read_episode_bag(bag / 'metadata.yaml')[0] == expected_meta
     single = bag / f'bag{SUFFIX[storage]}'
     meta_single, back_single = read_episode_bag(single)
-    assert meta_single == META
+    assert meta_single == expected_meta
     assert_same_trajectory(back_single, trajectory)
 
 

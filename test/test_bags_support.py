@@ -24,7 +24,7 @@ META = {
     'round': 0,
     'arm': 'right',
     'instruction': 'pick up the red sphere',
-    'variant': 'literal',
+    'variant': 'corrected',
 }
 OBJECTS = ('red_sphere', 'blue_bowl', 'yellow_block_1')
 

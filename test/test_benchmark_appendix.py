@@ -75,10 +75,10 @@ def test_seed_offsets_match_appendix_for_every_task():
             assert trial_seed(row['task_id'], round_number) == 42 + 100 * round_number + offset
 
 
-def test_literal_variant_departs_from_appendix_only_for_the_swapped_bowls():
+def test_corrected_variant_departs_from_appendix_only_for_the_swapped_bowls():
     differing = []
     for row in ROWS:
-        task = get_task(row['task_id'], variant='literal')
+        task = get_task(row['task_id'], variant='corrected')
         if task.truth.target != (_expected_truth(row).get('target')):
             differing.append((row['task_id'], row['target'], task.truth.target))
     assert len(differing) == 8

@@ -194,10 +194,26 @@ def test_configs_are_the_six_training_configurations():
         assert task.config in ('scene4_1', 'scene4_2', 'scene4_3')
 
 
-def test_route_references_follow_the_layout_columns():
-    assert route_references(get_task('L0_r_pick2_via4_to6_short_front')) == ('yellow_bar_4', 'blue_bar_5')
-    assert route_references(get_task('L0_l_pick5_around2_to1_long_right')) == ('green_bar_3', 'red_bar_2')
-    # In 3.3 red and yellow swap columns: green now shares the left column with yellow.
-    assert route_references(get_task('L1_scene3_3__l_pick5_around3_to1_short_right')) == ('yellow_bar_4', 'green_bar_3')
+@pytest.mark.parametrize('variant', ['published', 'corrected'])
+def test_route_references_in_the_default_layout(variant):
+    assert route_references(get_task('L0_r_pick2_via4_to6_short_front', variant=variant)) == (
+        'yellow_bar_4',
+        'blue_bar_5',
+    )
+    assert route_references(get_task('L0_l_pick5_around2_to1_long_right', variant=variant)) == (
+        'green_bar_3',
+        'red_bar_2',
+    )
+
+
+def test_route_references_in_swapped_layouts_follow_the_variant():
+    # In 3.3 red and yellow swap columns: green now shares the left column with yellow (corrected), while the
+    # published scorer keeps the name pair red-green.
+    around = 'L1_scene3_3__l_pick5_around3_to1_short_right'
+    assert route_references(get_task(around, variant='corrected')) == ('yellow_bar_4', 'green_bar_3')
+    assert route_references(get_task(around)) == ('red_bar_2', 'green_bar_3')
+    via = 'L1_scene3_3__r_pick3_via5_to6_short_front'
+    assert route_references(get_task(via, variant='corrected')) == ('blue_bar_5', 'red_bar_2')
+    assert route_references(get_task(via)) == ('blue_bar_5', 'yellow_bar_4')
     with pytest.raises(RegistryError):
         route_references(get_task('L0_pickup_red_cylinder'))

@@ -39,9 +39,9 @@ def test_json_holds_ground_truth(capsys: pytest.CaptureFixture[str]):
 
 def test_json_variants_differ_on_swapped_bowls(capsys: pytest.CaptureFixture[str]):
     pattern = 'L3_scene2_5_01*'
-    main(['tasks', '--pattern', pattern, '--json'])
+    main(['tasks', '--pattern', pattern, '--json', '--variant', 'corrected'])
     literal = json.loads(capsys.readouterr().out)[0]
-    main(['tasks', '--pattern', pattern, '--json', '--variant', 'published'])
+    main(['tasks', '--pattern', pattern, '--json'])
     published = json.loads(capsys.readouterr().out)[0]
     assert (literal['truth']['target'], published['truth']['target']) == ('yellow_bowl', 'green_bowl')
     assert literal['flags'] == ['literal_differs_from_published']

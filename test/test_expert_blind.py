@@ -7,6 +7,7 @@ import pytest
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.evaluation.episode import run_episode
+from robofollow_ros.evaluation.guard import GuardedPolicy
 from robofollow_ros.policy.factory import make_policy
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.sim.env import CellEnv
@@ -23,7 +24,8 @@ def env():
 def score(env, policy, task_id):
     task = registry.get_task(task_id)
     layout = registry.layout_of(task)
-    outcome = run_episode(env, policy, task, seed=registry.trial_seed(task_id, 1), layout=layout)
+    guarded = GuardedPolicy.wrap(policy, privileged=True)
+    outcome = run_episode(env, guarded, task, seed=registry.trial_seed(task_id, 1), layout=layout)
     return outcome, score_episode(task, outcome.trajectory, layout=layout)
 
 

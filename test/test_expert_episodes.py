@@ -9,6 +9,7 @@ import pytest
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.evaluation.episode import run_episode
+from robofollow_ros.evaluation.guard import GuardedPolicy
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.expert import ExpertPolicy
@@ -28,7 +29,8 @@ def env():
 def run(env, task_id, *, round_=1, policy=None):
     task = registry.get_task(task_id)
     layout = registry.layout_of(task)
-    outcome = run_episode(env, policy or ExpertPolicy(), task, seed=registry.trial_seed(task_id, round_), layout=layout)
+    guarded = GuardedPolicy.wrap(policy or ExpertPolicy(), privileged=True)
+    outcome = run_episode(env, guarded, task, seed=registry.trial_seed(task_id, round_), layout=layout)
     assert outcome.policy_error is None
     return task, layout, outcome
 

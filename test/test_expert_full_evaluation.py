@@ -11,8 +11,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_expert_scores_at_least_99_percent_in_every_scene_and_level(tmp_path):
+    """Under the default variant (published): no published rule makes a task infeasible (docs/scoring.md)."""
     records = run_suite(SuiteOptions(out=tmp_path, policy='expert', rounds=1), progress=False)
     assert len(records) == 554
+    assert {(r['variant'], r['window_units']) for r in records} == {('published', 'frames')}
     assert not [r['task_id'] for r in records if r.get('policy_error')]
     failed = sorted(r['task_id'] for r in records if not r['completion_ok'])
     summaries = summarize(records)

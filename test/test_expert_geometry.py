@@ -121,10 +121,13 @@ def test_tcp_for_object_turns_the_held_offset_with_the_hand():
     assert tcp_for_object(goal, offset, math.pi / 2.0) == pytest.approx((0.1, -0.11, 0.82))
 
 
-def test_route_passes_over_the_column_partner_in_the_layout():
-    task = registry.get_task('L1_scene3_3__l_pick5_around3_to1_short_right')
-    layout = registry.layout_of(task)
-    # Layout 3.3 swaps red and yellow: "around green" passes over yellow, green's column partner there.
-    assert route_objects(task.truth, layout) == ('yellow_bar_4',)
+def test_route_passes_over_the_partner_of_the_variant():
+    task_id = 'L1_scene3_3__l_pick5_around3_to1_short_right'
+    corrected = registry.get_task(task_id, variant='corrected')
+    layout = registry.layout_of(corrected)
+    # Layout 3.3 swaps red and yellow: corrected "around green" passes over yellow, green's column partner there;
+    # published keeps the name pair and passes over red
+    assert route_objects(corrected.truth, layout) == ('yellow_bar_4',)
+    assert route_objects(registry.get_task(task_id, variant='published').truth, layout) == ('red_bar_2',)
     default = registry.get_task('L0_l_pick5_around3_to1_short_right')
     assert route_objects(default.truth, registry.layout_of(default)) == ('red_bar_2',)

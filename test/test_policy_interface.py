@@ -19,8 +19,9 @@ def test_validate_chunk_casts_to_float32_and_truncates():
     assert validated[49, 13] == chunk[49, 13]
 
 
-def test_validate_chunk_accepts_a_single_row():
-    assert validate_chunk([0.5] * 14).shape == (1, 14)
+def test_validate_chunk_accepts_one_row_as_a_two_dimensional_array_and_integers():
+    assert validate_chunk([[0.5] * 14]).shape == (1, 14)
+    assert validate_chunk(np.ones((2, 14), dtype=np.int64)).dtype == np.float32
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,12 @@ def test_validate_chunk_accepts_a_single_row():
         (np.zeros((3, 13)), 'shape'),
         (np.zeros((0, 14)), 'shape'),
         (np.zeros((2, 3, 14)), 'shape'),
-        ('not numbers', 'not numeric'),
+        (np.zeros(14), r'shape \[T, 14\] with T >= 1, got \[14\]'),
+        ([0.5] * 14, r'got \[14\]'),
+        (np.ones((2, 14), dtype=bool), 'dtype bool'),
+        (np.ones((2, 14), dtype=np.complex64), 'dtype complex64'),
+        (np.array([[object()] * 14], dtype=object), 'dtype object'),
+        ('not numbers', 'real numbers'),
     ],
 )
 def test_validate_chunk_rejects_bad_shapes(chunk, message):

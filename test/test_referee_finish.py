@@ -10,6 +10,8 @@ from golden.scenes import S1, S2, task
 from robofollow_ros.benchmark.types import GroundTruth
 from robofollow_ros.referee.synthetic import Motion
 
+pytestmark = pytest.mark.usefixtures('scoring_variant')
+
 OBJECTS = standing(S2, {'large_blue_cube': 0.77})
 CUBE = OBJECTS['large_blue_cube']
 PICKUP = task('L0_pickup_left_cube', GroundTruth(2, 'pickup', 'left', 'large_blue_cube'), S2)

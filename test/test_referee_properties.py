@@ -1,4 +1,5 @@
-"""Property tests: scores do not depend on the sampling rate or the object order; bad values give clear errors."""
+"""Property tests, under both variants: scores do not depend on the sampling rate (frames not executed rows,
+so windows are seconds) or the object order (no ties); bad values give clear errors."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from golden.scenes import S1, S4_1, task
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from robofollow_ros.benchmark.constants import VARIANTS
 from robofollow_ros.benchmark.types import GroundTruth
 from robofollow_ros.errors import TrajectoryError
 from robofollow_ros.referee.score import score_episode
@@ -66,17 +68,19 @@ def summary(record: dict) -> tuple:
     )
 
 
+@pytest.mark.parametrize('variant', VARIANTS)
 @SETTINGS
 @given(placements())
-def test_scores_do_not_depend_on_the_sampling_rate(motion):
-    slow = score_episode(BEHIND, motion.sample(1 / 0.06), layout=S1).to_record()
-    fast = score_episode(BEHIND, motion.sample(100.0), layout=S1).to_record()
+def test_scores_do_not_depend_on_the_sampling_rate(variant, motion):
+    slow = score_episode(BEHIND, motion.sample(1 / 0.06), layout=S1, variant=variant).to_record()
+    fast = score_episode(BEHIND, motion.sample(100.0), layout=S1, variant=variant).to_record()
     assert summary(slow) == summary(fast)
 
 
+@pytest.mark.parametrize('variant', VARIANTS)
 @SETTINGS
 @given(grasp=away_from(0.0, 0.10, (0.06, 0.08)), lift=st.sampled_from([0.0, 0.005, 0.05]), rate=st.floats(10, 120))
-def test_scene4_pickup_is_rate_independent(grasp, lift, rate):
+def test_scene4_pickup_is_rate_independent(variant, grasp, lift, rate):
     motion = still(Motion(duration=9.0), S4_OBJECTS)
     pick(
         motion,
@@ -86,14 +90,15 @@ def test_scene4_pickup_is_rate_independent(grasp, lift, rate):
         offset=(0, grasp),
         lift=lift,
     )
-    reference = score_episode(PICK_GREEN, motion.sample(1 / 0.06), layout=S4_1).to_record()
-    other = score_episode(PICK_GREEN, motion.sample(rate), layout=S4_1).to_record()
+    reference = score_episode(PICK_GREEN, motion.sample(1 / 0.06), layout=S4_1, variant=variant).to_record()
+    other = score_episode(PICK_GREEN, motion.sample(rate), layout=S4_1, variant=variant).to_record()
     assert summary(reference) == summary(other)
 
 
+@pytest.mark.parametrize('variant', VARIANTS)
 @SETTINGS
 @given(placements(), st.randoms(use_true_random=False))
-def test_object_order_does_not_matter(motion, random):
+def test_object_order_does_not_matter(variant, motion, random):
     trajectory = motion.sample(1 / 0.06)
     names = list(trajectory.obj_pos)
     random.shuffle(names)
@@ -105,17 +110,18 @@ def test_object_order_does_not_matter(motion, random):
         ee_quat=trajectory.ee_quat,
     )
     assert (
-        score_episode(BEHIND, shuffled, layout=S1).to_record()
-        == score_episode(BEHIND, trajectory, layout=S1).to_record()
+        score_episode(BEHIND, shuffled, layout=S1, variant=variant).to_record()
+        == score_episode(BEHIND, trajectory, layout=S1, variant=variant).to_record()
     )
 
 
+@pytest.mark.parametrize('variant', VARIANTS)
 @SETTINGS
 @given(
     frames=st.lists(st.integers(0, 166), min_size=1, max_size=200),
     signal=st.sampled_from(['ee', 'grip', 'obj', 'quat']),
 )
-def test_nan_values_are_dropped_or_rejected_clearly(frames, signal):
+def test_nan_values_are_dropped_or_rejected_clearly(variant, frames, signal):
     motion = still(Motion(duration=10.0), S1_OBJECTS)
     trajectory = pick(motion, arm='right', name='yellow_block_1', start=S1_OBJECTS['yellow_block_1']).sample(1 / 0.06)
     target = {
@@ -126,7 +132,7 @@ def test_nan_values_are_dropped_or_rejected_clearly(frames, signal):
     }[signal]
     target[frames] = np.nan
     try:
-        record = score_episode(BEHIND, trajectory, layout=S1).to_record()
+        record = score_episode(BEHIND, trajectory, layout=S1, variant=variant).to_record()
     except TrajectoryError as error:
         assert 'frames have finite values' in str(error)
         assert len(set(frames)) > 167 - 2
@@ -135,7 +141,8 @@ def test_nan_values_are_dropped_or_rejected_clearly(frames, signal):
         assert record['frames'] == 167 - len(set(frames))
 
 
-def test_empty_trajectory_is_a_clear_error():
+@pytest.mark.parametrize('variant', VARIANTS)
+def test_empty_trajectory_is_a_clear_error(variant):
     empty = Trajectory(
         t=np.zeros(0),
         ee={'left': np.zeros((0, 3)), 'right': np.zeros((0, 3))},
@@ -143,10 +150,11 @@ def test_empty_trajectory_is_a_clear_error():
         obj_pos={},
     )
     with pytest.raises(TrajectoryError, match='empty trajectory'):
-        score_episode(BEHIND, empty, layout=S1)
+        score_episode(BEHIND, empty, layout=S1, variant=variant)
 
 
-def test_single_frame_trajectory_is_a_clear_error():
+@pytest.mark.parametrize('variant', VARIANTS)
+def test_single_frame_trajectory_is_a_clear_error(variant):
     motion = still(Motion(duration=1.0), S1_OBJECTS)
     full = pick(motion, arm='right', name='yellow_block_1', start=S1_OBJECTS['yellow_block_1']).sample(1 / 0.06)
     one = Trajectory(
@@ -157,4 +165,4 @@ def test_single_frame_trajectory_is_a_clear_error():
         ee_quat={arm: values[:1] for arm, values in full.ee_quat.items()},
     )
     with pytest.raises(TrajectoryError, match=r'only 1 frame\(s\) recorded'):
-        score_episode(BEHIND, one, layout=S1)
+        score_episode(BEHIND, one, layout=S1, variant=variant)

@@ -7,6 +7,7 @@ from golden.episodes import standing, still
 from golden.scenes import S1, S2, S3, S4_1, task
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.constants import VARIANTS
 from robofollow_ros.benchmark.types import GroundTruth, Layout
 from robofollow_ros.referee.config import default_config
 from robofollow_ros.referee.score import score_episode
@@ -32,6 +33,7 @@ TRUTHS: dict[tuple[int, str], tuple[GroundTruth, Layout]] = {
             target='blue_label_6',
             route='around',
             route_object='yellow_bar_4',
+            route_partner='blue_bar_5',
             place_mode='long_right',
         ),
         S3,
@@ -50,13 +52,15 @@ def test_every_registered_scorer_has_a_case():
     assert set(SCORERS) == set(TRUTHS)
 
 
+@pytest.mark.parametrize('variant', VARIANTS)
 @pytest.mark.parametrize('key', sorted(SCORERS))
-def test_registered_scorer_scores_an_idle_episode(key):
+def test_registered_scorer_scores_an_idle_episode(key, variant):
     truth, layout = TRUTHS[key]
     motion = still(Motion(duration=3.0), standing(layout))
     for name in standing(layout):
         motion.obj_yaw(name, (0.0, 0.0))
-    record = score_episode(task(f'idle_{key[1]}', truth, layout), motion.sample(20.0), layout=layout).to_record()
+    idle = task(f'idle_{key[1]}', truth, layout)
+    record = score_episode(idle, motion.sample(20.0), layout=layout, variant=variant).to_record()
     config = default_config()
     maxima = [s['max'] for s in record['stages']]
     expected = {1: None, 2: None, 3: config.stages.scene3, 4: None}[key[0]] or (
@@ -71,12 +75,13 @@ def test_registered_scorer_scores_an_idle_episode(key):
 
 
 def test_every_evaluation_task_has_a_scorer_and_scores():
-    for variant in ('literal', 'published'):
+    for variant in VARIANTS:
         for evaluation_task in registry.eval_tasks(variant=variant):
             layout = registry.layout_of(evaluation_task)
             scorer_for(evaluation_task.truth.scene, evaluation_task.truth.action)
             motion = still(Motion(duration=0.3), standing(layout))
             for name in standing(layout):
                 motion.obj_yaw(name, (0.0, 0.0))
-            record = score_episode(evaluation_task, motion.sample(10.0), layout=layout).to_record()
+            record = score_episode(evaluation_task, motion.sample(10.0), layout=layout, variant=variant).to_record()
             assert 0.0 <= record['intent_score'] <= 1.0
+            assert record['variant'] == variant

@@ -19,6 +19,8 @@ from robofollow_ros.referee.score import score_episode
 from robofollow_ros.referee.signals import fingertip_points
 from robofollow_ros.referee.synthetic import Motion
 
+pytestmark = pytest.mark.usefixtures('scoring_variant')
+
 OBJECTS = standing(S1, {'red_cylinder': 0.765})
 BLOCK_1 = OBJECTS['yellow_block_1']  # (-0.02, -0.04, 0.76)
 CYLINDER = OBJECTS['red_cylinder']  # (0.10, -0.04, 0.765)

@@ -10,6 +10,8 @@ from golden.scenes import S2, task
 from robofollow_ros.benchmark.types import GroundTruth
 from robofollow_ros.referee.synthetic import Motion
 
+pytestmark = pytest.mark.usefixtures('scoring_variant')
+
 OBJECTS = standing(
     S2, {'large_red_cylinder': 0.775, 'large_blue_cube': 0.77, 'small_red_cube': 0.76, 'small_blue_cylinder': 0.765}
 )

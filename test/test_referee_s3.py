@@ -16,6 +16,8 @@ from robofollow_ros.errors import TrajectoryError
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.referee.synthetic import Motion
 
+pytestmark = pytest.mark.usefixtures('scoring_variant')
+
 OBJECTS = standing(
     S3,
     dict.fromkeys(('red_bar_2', 'green_bar_3', 'yellow_bar_4', 'blue_bar_5'), 0.754)
@@ -36,6 +38,7 @@ VIA = task(
         target='blue_label_6',
         route='via',
         route_object='yellow_bar_4',
+        route_partner='blue_bar_5',
         place_mode='short_front',
     ),
     S3,
@@ -50,6 +53,7 @@ AROUND = task(
         target='green_label_1',
         route='around',
         route_object='red_bar_2',
+        route_partner='green_bar_3',
         place_mode='short_right',
     ),
     S3,
@@ -207,10 +211,11 @@ def test_source_orientation_is_required():
         score_episode(VIA, bare, layout=S3)
 
 
-def test_around_in_a_swapped_layout_means_over_the_partner_standing_in_that_column():
-    """Layout 3.3 swaps red and yellow: "around green" must pass over yellow (green's column partner there),
-    not over red, which now stands in the source's own column (registry.route_references)."""
-    task_33 = get_task('L1_scene3_3__l_pick5_around3_to1_short_right')
+@pytest.mark.variant('corrected')
+def test_around_in_a_swapped_layout_means_over_the_partner_standing_in_that_column(scoring_variant):
+    """Corrected: layout 3.3 swaps red and yellow, so "around green" must pass over yellow (green's column
+    partner there), not over red, which now stands in the source's own column (registry.route_references)."""
+    task_33 = get_task('L1_scene3_3__l_pick5_around3_to1_short_right', variant=scoring_variant)
     layout = layout_of(task_33)
     objects = standing(layout, dict.fromkeys(('red_bar_2', 'green_bar_3', 'yellow_bar_4', 'blue_bar_5'), 0.754))
     objects |= {'green_label_1': (-0.19, -0.13, 0.741), 'blue_label_6': (0.11, -0.13, 0.741)}

@@ -21,7 +21,17 @@ POSE_STAMPED = 'geometry_msgs/msg/PoseStamped'
 IMAGE = 'sensor_msgs/msg/Image'
 
 
-EPISODE_KEYS: tuple[str, ...] = ('task_id', 'level', 'layout', 'seed', 'round', 'arm', 'instruction', 'variant')
+EPISODE_KEYS: tuple[str, ...] = (
+    'task_id',
+    'level',
+    'layout',
+    'seed',
+    'round',
+    'arm',
+    'instruction',
+    'variant',
+    'frames_are_rows',
+)
 """Keys of the /robofollow/episode JSON written by the evaluator (the reader returns whatever is there)."""
 
 IMAGE_ENCODING = 'rgb8'

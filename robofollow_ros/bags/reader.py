@@ -155,7 +155,7 @@ class _Assembler:
                 self.add_poses(builder, topic)
         self.add_joints(builder)
         try:
-            built = builder.build()
+            built = builder.build(frames_are_rows=meta.get('frames_are_rows') is True)
         except TrajectoryError as error:
             raise self.error(str(error)) from None
         cameras = {camera: stream for topic, camera in image_topics.items() if (stream := self.camera(topic))}

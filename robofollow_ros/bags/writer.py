@@ -9,7 +9,9 @@ times equal header stamps.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.state_layout import GRIPPER_JOINTS, JOINT_NAMES
+from robofollow_ros.textfiles import partial_path
 
 IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
 GRIPPER_TOLERANCE = 1e-9
@@ -74,7 +77,8 @@ def write_episode_bag(
     Args:
         path: bag directory to create; it must not exist.
         meta: episode description (task_id, level, layout, seed, round, arm, instruction, variant), stored as
-            JSON on /robofollow/episode.
+            JSON on /robofollow/episode, with ``"frames_are_rows": true`` added when the trajectory's frames are
+            executed action rows.
         trajectory: frames to record; ``t`` (seconds, >= 0) becomes the header stamps. Missing orientations
             (``ee_quat`` / ``obj_quat`` entries) are written as the identity quaternion.
         joint_positions: (n, 14) joint positions in ``JOINT_NAMES`` order, grippers normalised (1 open, 0
@@ -85,6 +89,9 @@ def write_episode_bag(
         result: the result record, stored as JSON on /robofollow/result at the last frame time.
         storage: ``mcap`` or ``sqlite3``.
         typestore: ROS distribution (or typestore) whose message definitions are embedded.
+
+    The bag is written inside a hidden temporary folder next to ``path`` and moved to ``path`` when complete,
+    so a process killed while writing never leaves a partial bag at ``path``.
 
     Returns:
         The bag directory.
@@ -101,7 +108,8 @@ def write_episode_bag(
     frames_ns = _frame_stamps(trajectory)
     joint_names, joints = _joint_rows(trajectory, joint_positions)
     cameras = _camera_images(images, len(frames_ns))
-    meta_text = _json(meta, what='meta')
+    rows = {'frames_are_rows': True} if trajectory.frames_are_rows else {}
+    meta_text = _json({**meta, **rows}, what='meta')
     result_text = None if result is None else _json(result, what='result')
     store = typestore_for(typestore) if isinstance(typestore, Stores) else typestore
     n = len(frames_ns)
@@ -110,19 +118,28 @@ def write_episode_bag(
         name: _quats(trajectory.obj_quat.get(name), n, f'trajectory.obj_quat[{name!r}]') for name in trajectory.obj_pos
     }
 
-    with EpisodeBagWriter(
-        bag, meta_json=meta_text, stamp_ns=int(frames_ns[0]), storage=storage, typestore=store
-    ) as out:
-        for i, stamp in enumerate(frames_ns.tolist()):
-            out.write_frame(
-                stamp,
-                images={camera: frames[i] for camera, frames in cameras.items()},
-                joints=(joint_names, joints[i]),
-                objects={name: (trajectory.obj_pos[name][i], obj_quat[name][i]) for name in trajectory.obj_pos},
-                ee={arm: (trajectory.ee[arm][i], ee_quat[arm][i]) for arm in ARMS},
-            )
-        if result_text is not None:
-            out.write_result_json(result_text, stamp_ns=int(frames_ns[-1]))
+    staging = partial_path(bag)
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    inner = staging / bag.name
+    try:
+        with EpisodeBagWriter(
+            inner, meta_json=meta_text, stamp_ns=int(frames_ns[0]), storage=storage, typestore=store
+        ) as out:
+            for i, stamp in enumerate(frames_ns.tolist()):
+                out.write_frame(
+                    stamp,
+                    images={camera: frames[i] for camera, frames in cameras.items()},
+                    joints=(joint_names, joints[i]),
+                    objects={name: (trajectory.obj_pos[name][i], obj_quat[name][i]) for name in trajectory.obj_pos},
+                    ee={arm: (trajectory.ee[arm][i], ee_quat[arm][i]) for arm in ARMS},
+                )
+            if result_text is not None:
+                out.write_result_json(result_text, stamp_ns=int(frames_ns[-1]))
+        os.replace(inner, bag)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return bag
 
 

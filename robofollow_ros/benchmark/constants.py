@@ -6,7 +6,9 @@ from robofollow_ros.benchmark.types import Variant
 
 SCENES: tuple[int, ...] = (1, 2, 3, 4)
 LEVELS: tuple[int, ...] = (0, 1, 2, 3)
-VARIANTS: tuple[Variant, ...] = ('literal', 'published')
+VARIANTS: tuple[Variant, ...] = ('published', 'corrected')
+"""Ground-truth and scoring variants; the first is the default (docs/scoring.md)."""
+DEFAULT_VARIANT: Variant = VARIANTS[0]
 
 TRAINING_CONFIGS: tuple[str, ...] = ('scene1', 'scene2', 'scene3', 'scene4_1', 'scene4_2', 'scene4_3')
 """The six task-independent training scene configurations of protocol §2.0, in protocol order."""

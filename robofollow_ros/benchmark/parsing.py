@@ -6,7 +6,7 @@ import re
 
 from robofollow_ros.benchmark.constants import LEVELS, SCENES, VARIANTS
 from robofollow_ros.benchmark.types import Variant
-from robofollow_ros.errors import RegistryError, UnknownLevelError, UnknownSceneError
+from robofollow_ros.errors import UnknownLevelError, UnknownSceneError, UnknownVariantError
 
 
 def parse_scene(value: int | str) -> int:
@@ -30,8 +30,14 @@ def parse_level(value: int | str) -> int:
 
 
 def parse_variant(value: str) -> Variant:
-    """``'literal'`` or ``'published'``; raises ``RegistryError`` otherwise."""
+    """``'published'`` or ``'corrected'``; raises ``UnknownVariantError`` otherwise (also for the old ``'literal'``)."""
+    text = str(value).strip().lower()
     for variant in VARIANTS:
-        if str(value).strip().lower() == variant:
+        if text == variant:
             return variant
-    raise RegistryError(f'unknown ground-truth variant {value!r}: expected literal or published')
+    expected = ' or '.join(VARIANTS)
+    if text == 'literal':
+        raise UnknownVariantError(
+            f"variant 'literal' no longer exists: expected {expected} (its truth is part of corrected)"
+        )
+    raise UnknownVariantError(f'unknown variant {value!r}: expected {expected}')

@@ -11,7 +11,7 @@ import fnmatch
 from functools import cache
 
 from robofollow_ros.benchmark import scene1, scene2, scene3, scene4, scene4_tasks
-from robofollow_ros.benchmark.constants import TRAINING_CONFIGS
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT, TRAINING_CONFIGS
 from robofollow_ros.benchmark.entropy import entropy_of_configs
 from robofollow_ros.benchmark.entropy import libero_reference_entropy as _libero
 from robofollow_ros.benchmark.parsing import parse_level, parse_scene, parse_variant
@@ -65,7 +65,7 @@ def _evaluation(variant: Variant) -> tuple[Task, ...]:
     return (
         scene1.evaluation_tasks()
         + scene2.evaluation_tasks(variant=variant)
-        + scene3.evaluation_tasks()
+        + scene3.evaluation_tasks(variant=variant)
         + scene4_tasks.evaluation_tasks()
     )
 
@@ -79,12 +79,13 @@ def _index(variant: Variant) -> dict[str, Task]:
     return index
 
 
-def get_task(task_id: str, *, variant: Variant = 'literal') -> Task:
+def get_task(task_id: str, *, variant: Variant = DEFAULT_VARIANT) -> Task:
     """The training label or evaluation task ``task_id``.
 
     Args:
         task_id: an Appendix A evaluation ID (``L0_...``-``L3_...``) or a training label ID.
-        variant: ground-truth variant for Scene 2 L3 (``literal`` or ``published``, see ``scene2``).
+        variant: ``published`` (default) or ``corrected``; it decides the Scene 2 L3 truth (``scene2``) and the
+            Scene 3 route partner (``scene3``).
 
     Raises:
         UnknownTaskError: no task has this ID (the message lists close matches).
@@ -111,7 +112,7 @@ def eval_tasks(
     *,
     scene: int | str | None = None,
     level: int | str | None = None,
-    variant: Variant = 'literal',
+    variant: Variant = DEFAULT_VARIANT,
     pattern: str | None = None,
 ) -> list[Task]:
     """Evaluation tasks in Appendix A order, optionally filtered.
@@ -119,7 +120,7 @@ def eval_tasks(
     Args:
         scene: 1-4 (or ``'s1'``, ``'scene1'``); ``None`` for all.
         level: 0-3 (or ``'L0'``); ``None`` for all.
-        variant: ground-truth variant for Scene 2 L3.
+        variant: ``published`` (default) or ``corrected`` (see ``get_task``).
         pattern: glob (if it holds ``*?[``) or substring matched against the task ID.
     """
     wanted_scene = None if scene is None else parse_scene(scene)
@@ -184,15 +185,15 @@ def layout_of(task: Task) -> Layout:
 def route_references(task: Task) -> tuple[str, str]:
     """Scene 3: the (correct, wrong) slab of the route stage in the task's layout (protocol §4.5).
 
-    "via X" must pass over X and not over its column partner; "around X" the other way round. The
-    partner is the other slab standing in X's column in this layout.
+    "via X" must pass over X and not over its partner; "around X" the other way round. The partner is
+    part of the task's truth and depends on the variant it was built for (``scene3.partner``).
 
     Raises:
         RegistryError: the task has no route (not a Scene 3 task).
     """
     if task.truth.route_object is None:
         raise RegistryError(f'task {task.task_id!r} has no route constraint')
-    return scene3.route_references(layout_of(task), task.truth)
+    return scene3.route_references(task.truth)
 
 
 def scene_objects(scene: int | str) -> dict[str, ObjectSpec]:

@@ -11,10 +11,10 @@ with its centre within the 0.04 m xy in-bowl test; their origin is the
 bottom centre's xy at the nominal position. They are dynamic bodies, as in the protocol.
 
 Scene 2 L3 (protocol §9.2): the published ground truth keeps the positional phrases of the default
-layout after swaps. Variant ``literal`` (default) grounds every phrase in the layout shown, so in layouts
-2.5 and 2.6 "the left bowl" is the bowl that now stands on the left (8 of 24 L3 tasks differ from the
-published truth; flagged ``literal_differs_from_published`` in both variants). Variant ``published``
-reproduces Appendix A. In 2.2 and 2.4 "right/left cylinder" picks between two cylinders in the same
+layout after swaps. Variant ``published`` (default) reproduces Appendix A. Variant ``corrected`` grounds
+every phrase in the layout shown, so in layouts 2.5 and 2.6 "the left bowl" is the bowl that now stands
+on the left (8 of 24 L3 tasks differ from the published truth; flagged ``literal_differs_from_published``
+in both variants). In 2.2 and 2.4 "right/left cylinder" picks between two cylinders in the same
 x column; there the phrase has no literal answer, so both variants keep the published truth and flag
 the task ``ambiguous_reference``.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robofollow_ros.benchmark.constants import FLAG_AMBIGUOUS, FLAG_LITERAL_DIFFERS
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT, FLAG_AMBIGUOUS, FLAG_LITERAL_DIFFERS
 from robofollow_ros.benchmark.references import Descriptor, Traits, resolve_all
 from robofollow_ros.benchmark.types import Arm, GroundTruth, Layout, ObjectSpec, Perturbation, Placement, Task, Variant
 
@@ -304,7 +304,7 @@ def _grounded(
         f'read literally in {layout.name} the instruction means {literal_truth.source} -> {literal_truth.target}; '
         f'the published ground truth is {published.source} -> {published.target}'
     )
-    return (literal_truth if variant == 'literal' else published), (FLAG_LITERAL_DIFFERS,), note
+    return (literal_truth if variant == 'corrected' else published), (FLAG_LITERAL_DIFFERS,), note
 
 
 def _task(
@@ -344,7 +344,7 @@ def _task(
 def training_labels() -> tuple[Task, ...]:
     """The 16 Scene 2 training labels in protocol order (52 paraphrases in all)."""
     return tuple(
-        _task(label.label_id, None, 'default', label, label.source_phrases[0], label.target_phrase, 'literal')
+        _task(label.label_id, None, 'default', label, label.source_phrases[0], label.target_phrase, 'published')
         for label in _LABELS
     )
 
@@ -353,7 +353,7 @@ def _slug(phrase: str) -> str:
     return phrase.replace(' ', '_')
 
 
-def evaluation_tasks(*, variant: Variant = 'literal') -> tuple[Task, ...]:
+def evaluation_tasks(*, variant: Variant = DEFAULT_VARIANT) -> tuple[Task, ...]:
     """The 132 Scene 2 evaluation tasks (L0-L3) in Appendix A order."""
     tasks = [
         _task(f'L0_{label.label_id}', 0, 'default', label, label.source_phrases[0], label.target_phrase, variant)

@@ -1,9 +1,12 @@
 """Scene 3 (route and orientation constraints): objects, layouts, labels and evaluation tasks.
 
 Four slabs stand in two columns (left: red 2 / green 3, right: yellow 4 / blue 5); a slab is carried
-from one column across the other to a square label ("via X": over X; "around X": over the other slab
-of X's column, its *partner*). ``partner`` is computed from the layout (the other slab in the same
-column), so the complementary wording of L2/L3 stays literally true in swapped layouts; the scored
+from one column across the other to a square label ("via X": over X; "around X": over X's *partner*).
+The partner depends on the variant: ``published`` pairs slabs by name (red-green, yellow-blue) in every
+layout, as the published scorer does; ``corrected`` takes the other slab standing in X's column in the
+task's layout, so that the complementary wording of L2/L3 stays literally true in swapped layouts. The
+two differ only in layouts 3.3 and 3.4. The partner is stored in the truth (``route_partner``) and names
+the slab of the L2/L3 rewrites, so instructions, referee and expert read one definition; the scored
 behaviour (route mode, route object, label, place mode) is that of the training label.
 
 L1 keeps a training label in a swapped layout when it is still feasible there: the source stands in
@@ -15,8 +18,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robofollow_ros.benchmark.constants import FLAG_COMPLEMENTARY_ROUTE
-from robofollow_ros.benchmark.types import Arm, GroundTruth, Layout, ObjectSpec, Perturbation, Placement, Task
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT, FLAG_COMPLEMENTARY_ROUTE
+from robofollow_ros.benchmark.types import (
+    Arm,
+    GroundTruth,
+    Layout,
+    ObjectSpec,
+    Perturbation,
+    Placement,
+    Task,
+    Variant,
+)
 from robofollow_ros.errors import RegistryError
 
 SCENE = 3
@@ -45,6 +57,14 @@ OBJECTS.update(
         for name in ('green_label_1', 'blue_label_6')
     }
 )
+
+NAME_PAIRS: dict[str, str] = {
+    'red_bar_2': 'green_bar_3',
+    'green_bar_3': 'red_bar_2',
+    'yellow_bar_4': 'blue_bar_5',
+    'blue_bar_5': 'yellow_bar_4',
+}
+"""The published partners: the column pairs of the default layout, by name, whatever the layout."""
 
 NUMBERED = {1: 'green_label_1', 2: 'red_bar_2', 3: 'green_bar_3', 4: 'yellow_bar_4', 5: 'blue_bar_5', 6: 'blue_label_6'}
 WORDS = {name: name.split('_')[0] for name in OBJECTS}
@@ -108,7 +128,7 @@ class _Label:
             f'_to{number[self.target]}_{self.place_mode}'
         )
 
-    def truth(self) -> GroundTruth:
+    def truth(self, layout: Layout, variant: Variant) -> GroundTruth:
         return GroundTruth(
             SCENE,
             'place_on_label_route',
@@ -118,6 +138,7 @@ class _Label:
             route=self.route,
             route_object=self.route_object,
             place_mode=self.place_mode,
+            route_partner=partner(layout, self.route_object, variant=variant),
         )
 
 
@@ -140,8 +161,10 @@ def _labels() -> tuple[_Label, ...]:
 _LABELS = _labels()
 
 
-def partner(layout: Layout, slab: str) -> str:
-    """The other slab standing in the same column as ``slab`` in ``layout``."""
+def partner(layout: Layout, slab: str, *, variant: Variant = DEFAULT_VARIANT) -> str:
+    """The slab paired with ``slab``: by name (``published``) or the other slab in its column in ``layout``."""
+    if variant == 'published':
+        return NAME_PAIRS[slab]
     x = layout.placement(slab).xy[0]
     others = [p.name for p in layout.placements if p.spec.shape == 'box' and p.name != slab and abs(p.xy[0] - x) < 1e-6]
     if len(others) != 1:
@@ -149,11 +172,11 @@ def partner(layout: Layout, slab: str) -> str:
     return others[0]
 
 
-def route_references(layout: Layout, truth: GroundTruth) -> tuple[str, str]:
+def route_references(truth: GroundTruth) -> tuple[str, str]:
     """(correct, wrong) slab for the route stage: the one to pass over and the one to avoid (§4.5)."""
-    if truth.route_object is None:
-        raise RegistryError('ground truth has no route object')
-    other = partner(layout, truth.route_object)
+    if truth.route_object is None or truth.route_partner is None:
+        raise RegistryError('ground truth has no route object and partner')
+    other = truth.route_partner
     return (truth.route_object, other) if truth.route == 'via' else (other, truth.route_object)
 
 
@@ -194,9 +217,9 @@ def _canonical(label: _Label) -> tuple[str, ...]:
     )
 
 
-def _rewrite(label: _Label, layout: Layout, route_style: int, orientation_style: int) -> str:
-    """The L2 wording: the complementary route constraint and the equivalent orientation."""
-    other = WORDS[partner(layout, label.route_object)]
+def _rewrite(label: _Label, truth: GroundTruth, route_style: int, orientation_style: int) -> str:
+    """The L2 wording: the complementary route constraint (naming the truth's partner), the equivalent orientation."""
+    other = WORDS[truth.route_partner or '']
     if label.route == 'via':
         clause = (
             f'avoid passing over the {other} slab by detouring around it'
@@ -212,10 +235,17 @@ def _rewrite(label: _Label, layout: Layout, route_style: int, orientation_style:
     )
 
 
-def _task(task_id: str, level: int | None, layout_name: str, label: _Label, rewrite: tuple[int, int] | None) -> Task:
-    layout = _LAYOUTS[layout_name]
+def _task(
+    task_id: str,
+    level: int | None,
+    layout_name: str,
+    label: _Label,
+    rewrite: tuple[int, int] | None,
+    variant: Variant = DEFAULT_VARIANT,
+) -> Task:
+    truth = label.truth(_LAYOUTS[layout_name], variant)
     paraphrases = _canonical(label)
-    instruction = paraphrases[0] if rewrite is None else _rewrite(label, layout, *rewrite)
+    instruction = paraphrases[0] if rewrite is None else _rewrite(label, truth, *rewrite)
     return Task(
         task_id=task_id,
         scene=SCENE,
@@ -223,7 +253,7 @@ def _task(task_id: str, level: int | None, layout_name: str, label: _Label, rewr
         layout=layout_name,
         config=CONFIG,
         instruction=instruction,
-        truth=label.truth(),
+        truth=truth,
         paraphrases=paraphrases if level is None else (instruction,),
         reference=f'the {WORDS[label.source]} slab',
         label=label.label_id,
@@ -243,19 +273,20 @@ def _l1_pairs(layouts: tuple[str, ...]) -> list[tuple[str, _Label]]:
     return [(name, label) for name in layouts for label in _LABELS if feasible(_LAYOUTS[name], label)]
 
 
-def evaluation_tasks() -> tuple[Task, ...]:
-    """The 216 Scene 3 evaluation tasks (L0-L3) in Appendix A order."""
-    tasks = [_task(f'L0_{label.label_id}', 0, 'default', label, None) for label in _LABELS]
+def evaluation_tasks(*, variant: Variant = DEFAULT_VARIANT) -> tuple[Task, ...]:
+    """The 216 Scene 3 evaluation tasks (L0-L3) in Appendix A order, with the route partners of ``variant``."""
+    tasks = [_task(f'L0_{label.label_id}', 0, 'default', label, None, variant) for label in _LABELS]
     swapped = tuple(name for name in SWAPS if name != 'default')
     for name, label in _l1_pairs(swapped):
-        tasks.append(_task(f'L1_{name.replace(".", "_")}__{label.label_id}', 1, name, label, None))
+        tasks.append(_task(f'L1_{name.replace(".", "_")}__{label.label_id}', 1, name, label, None, variant))
     for label in _LABELS:
         for route_style, orientation_style in _REWRITES:
             suffix = f'__rw_route{route_style}_ori{orientation_style}'
-            tasks.append(_task(f'L2_{label.label_id}{suffix}', 2, 'default', label, (route_style, orientation_style)))
+            rewrite = (route_style, orientation_style)
+            tasks.append(_task(f'L2_{label.label_id}{suffix}', 2, 'default', label, rewrite, variant))
     for name, label in _l1_pairs(L3_LAYOUTS):
         for route_style, orientation_style in _REWRITES:
             suffix = f'__rw_route{route_style}_ori{orientation_style}'
             task_id = f'L3_{name.replace(".", "_")}__{label.label_id}{suffix}'
-            tasks.append(_task(task_id, 3, name, label, (route_style, orientation_style)))
+            tasks.append(_task(task_id, 3, name, label, (route_style, orientation_style), variant))
     return tuple(tasks)

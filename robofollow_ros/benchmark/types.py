@@ -15,7 +15,7 @@ Shape = Literal['sphere', 'box', 'cylinder', 'bowl', 'label']
 Kind = Literal['object', 'bowl', 'label']
 PerturbMode = Literal['both', 'up', 'down', 'none']
 Split = Literal['train', 'eval']
-Variant = Literal['literal', 'published']
+Variant = Literal['published', 'corrected']
 
 ARMS: tuple[Arm, Arm] = ('left', 'right')
 TABLE_Z = 0.74
@@ -132,7 +132,9 @@ class GroundTruth:
 
     ``action`` is one of ``pickup``, ``place_relative`` (S1), ``stack``, ``push``, ``place_bowl`` (S2),
     ``place_on_label_route`` (S3), ``unstack_to_slot``, ``stack_on_target``, ``sequence_pickups`` (S4).
-    Fields that an action does not use stay ``None``.
+    Fields that an action does not use stay ``None``. ``route_partner`` (Scene 3) is the slab paired with
+    ``route_object``: "via X" passes over X and not its partner, "around X" the other way round; the
+    variant decides the pairing (by name or by column, see ``benchmark.scene3``).
     """
 
     scene: int
@@ -147,6 +149,7 @@ class GroundTruth:
     slot: int | None = None
     then_arm: Arm | None = None
     then_source: str | None = None
+    route_partner: str | None = None
 
     @property
     def is_pickup_like(self) -> bool:

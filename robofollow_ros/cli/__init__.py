@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from robofollow_ros import __version__
 from robofollow_ros.errors import RoboFollowError
 
 SUBCOMMANDS: dict[str, str] = {
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
     subparsers = parser.add_subparsers(dest='command', metavar='COMMAND')
     for name, module_name in SUBCOMMANDS.items():
         try:
@@ -83,9 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RoboFollowError as error:
         print(f'robofollow {args.command}: error: {error}', file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f'robofollow {args.command}: interrupted', file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        # SIGTERM arrives as a KeyboardInterrupt subclass naming the signal; plain Ctrl-C names nothing.
+        name = str(stop) or 'SIGINT'
+        print(f'robofollow {args.command}: interrupted ({name}); run the same command again to resume', file=sys.stderr)
+        return 143 if name == 'SIGTERM' else 130
     except BrokenPipeError:
         # The reader (e.g. `head`) went away: stop quietly, as command-line tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -62,9 +62,10 @@ def side_by_side(tables: dict[str, Table]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate both policies, write their reports, print the comparison."""
+    from robofollow_ros.cli.report import one_run
     from robofollow_ros.errors import RoboFollowError
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
-    from robofollow_ros.referee.report import write_report
+    from robofollow_ros.referee.report import plot_comparison, write_report
 
     if args.rounds < 1:
         raise RoboFollowError('--rounds must be at least 1')
@@ -88,12 +89,15 @@ def run(args: argparse.Namespace) -> int:
             from robofollow_ros.graph.run import run_graph_suite
 
             records = run_graph_suite(options, progress=not args.quiet)
-        tables[policy] = write_report(records, out / 'report').table
+        tables[policy] = write_report(records, out / 'report', about=one_run(records, sources=[str(out)])).table
     comparison = side_by_side(tables)
     (args.out / 'comparison.md').write_text(comparison, encoding='utf-8')
+    plot_comparison(tables, args.out / 'comparison.png', title=' vs '.join(POLICIES) + f' ({args.out})')
     print()
     print(comparison)
-    print(f'reports: {args.out}/<policy>/report/summary.{{md,csv,json,png}}; comparison: {args.out}/comparison.md')
+    print(
+        f'reports: {args.out}/<policy>/report/summary.{{md,csv,json,png}}; comparison: {args.out}/comparison.{{md,png}}'
+    )
     episode = '<episode>.json' if args.in_process else '<episode bag>'
     print(f're-score an episode offline: robofollow score {args.out}/expert/episodes/{episode}')
     return 0

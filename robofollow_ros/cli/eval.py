@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 
 HELP = 'run evaluation episodes over the ROS graph (or in-process) and write result records'
 DESCRIPTION = """\
@@ -15,7 +16,14 @@ By default the episodes run over the ROS 2 node graph (sim, policy bridge, refer
 recorder with --record bag), started as by `robofollow launch sim`. --in-process runs the MuJoCo cell,
 the policy and the referee in this process, without ROS: the baseline that every ROS run is compared
 with. Either way results go to OUT/results.jsonl, one record per trial, flushed after each trial;
-running the same command again resumes where it stopped.
+running the same command again resumes where it stopped. A folder holds one run: resuming with another
+policy, other --policy-kwargs, variant or limits is refused (use a new --out, or --force-new to set the
+old results aside), and a second run into a busy folder is refused.
+
+A custom policy (--policy module:function) must be importable (put its folder on PYTHONPATH). It sees
+only the three camera images, the 14-D joint state and the instruction; every call into it must return
+within --query-timeout seconds (building it, ten times that), or the trial records a timeout and the
+next trial gets a fresh instance. Failures of the policy are recorded per trial and the run goes on.
 """
 
 
@@ -33,7 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--tasks', default=None, help='only task ids matching this glob or substring')
     parser.add_argument('--rounds', type=int, default=1, help='rounds per task (protocol: 10; default 1)')
     parser.add_argument('--first-round', type=int, default=1, help='number of the first round (default 1)')
-    parser.add_argument('--variant', choices=('literal', 'published'), default='literal', help='Scene 2 L3 truth')
+    parser.add_argument(
+        '--variant',
+        default=DEFAULT_VARIANT,
+        metavar='{published,corrected}',
+        help='truth and scoring rules (default published: the published benchmark; see docs/scoring.md)',
+    )
     parser.add_argument('--out', type=Path, default=None, help='output folder (default runs/<policy>)')
     parser.add_argument(
         '--record',
@@ -42,18 +55,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='also save each episode for re-scoring (json: --in-process only)',
     )
     parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
+    parser.add_argument(
+        '--query-timeout',
+        type=float,
+        default=DEFAULT_QUERY_TIMEOUT,
+        help=f'seconds one call into the policy may take (default {DEFAULT_QUERY_TIMEOUT:g})',
+    )
+    parser.add_argument(
+        '--force-new', action='store_true', help='if --out holds another run, set it aside and start a new one'
+    )
     parser.add_argument('--quiet', action='store_true', help='no progress display')
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
-    from robofollow_ros.benchmark.registry import parse_level, parse_scene
+    from robofollow_ros.benchmark.registry import parse_level, parse_scene, parse_variant
     from robofollow_ros.evaluation.episode import EpisodeLimits
+    from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
 
-    if args.rounds < 1 or args.first_round < 1:
-        raise RoboFollowError('--rounds and --first-round must be at least 1')
     options = SuiteOptions(
         out=args.out or Path('runs') / args.policy.replace(':', '_'),
         policy=args.policy,
@@ -63,9 +84,11 @@ def run(args: argparse.Namespace) -> int:
         pattern=args.tasks,
         rounds=args.rounds,
         first_round=args.first_round,
-        variant=args.variant,
+        variant=parse_variant(args.variant),
         record=args.record,
         limits=EpisodeLimits(max_queries=args.max_queries),
+        query_timeout=args.query_timeout,
+        force_new=args.force_new,
     )
     if args.in_process:
         records = run_suite(options, progress=not args.quiet)
@@ -73,7 +96,6 @@ def run(args: argparse.Namespace) -> int:
         from robofollow_ros.graph.run import run_graph_suite
 
         records = run_graph_suite(options, progress=not args.quiet)
-    completed = sum(bool(record.get('completion_ok')) for record in records)
-    print(f'{len(records)} trials in {options.out / "results.jsonl"}; completed {completed}/{len(records)}')
+    print(f'{counts_line(trial_counts(records))}; results in {options.out / "results.jsonl"}')
     print(f'tables and plot: robofollow report {options.out / "results.jsonl"} --out {options.out / "report"}')
     return 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from robofollow_ros.errors import RoboFollowError
 
@@ -14,7 +16,10 @@ Summarise result records (JSON Lines files or JSON arrays, e.g. results.jsonl of
 the output of `robofollow score`) per scene and level: mean Intent Score, mean Execution Score and the
 task-macro Completion Rate, in percent, laid out like the paper's Table 1, with the unweighted mean over
 scenes. Writes summary.md, summary.csv, summary.json and summary.png to --out and prints the Markdown.
-Records of the same trial (task, variant, round, seed) seen again are skipped with a warning.
+Records of the same trial (task, variant, round, seed) seen again are skipped with a warning. All records
+must come from one run (same policy and run identity, see `robofollow eval`): records of different runs
+are refused rather than merged into one table; report each run on its own. So are records of different
+variants (published, corrected): their numbers are not comparable.
 """
 
 
@@ -22,6 +27,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``robofollow report``."""
     parser.add_argument('results', nargs='+', metavar='RESULTS', help='JSON Lines or JSON array of result records')
     parser.add_argument('--out', metavar='DIR', help='output directory (default: next to the first RESULTS file)')
+
+
+def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dict[str, Any] | None:
+    """The run all ``records`` belong to (``policy``, ``privileged``, ``run_id``; ``None`` if they name none).
+
+    Raises:
+        RoboFollowError: the records come from more than one run (policy or run identity differ).
+    """
+    runs: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for record in records:
+        about = {key: record.get(key) for key in ('policy', 'privileged', 'run_id')}
+        runs.setdefault((about['policy'], about['run_id']), about)
+    if len(runs) > 1:
+        listed = '; '.join(f'{policy or "unknown policy"} run {run_id or "without id"}' for policy, run_id in runs)
+        raise RoboFollowError(
+            f'{", ".join(sources)} hold records of {len(runs)} different runs ({listed}): '
+            'a table describes one run; report each run on its own'
+        )
+    about = next(iter(runs.values()), {})
+    return about if any(value is not None for value in about.values()) else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         raise RoboFollowError('no result records in ' + ', '.join(args.results))
     out = Path(args.out) if args.out else Path(args.results[0]).resolve().parent
-    report = write_report(records, out)
+    report = write_report(records, out, about=one_run(records, sources=args.results))
     for record in report.duplicates_skipped:
         print(
             f'warning: duplicate record skipped: {record["task_id"]} round {record.get("round")} '
@@ -42,5 +67,8 @@ def run(args: argparse.Namespace) -> int:
         )
     sys.stdout.write(report.markdown)
     episodes = sum(summary.episodes for summary in report.summaries)
-    print(f'\n{episodes} episodes in {len(report.summaries)} groups; tables and plot in {out}', file=sys.stderr)
+    print(
+        f'\n{episodes} episodes in {len(report.summaries)} groups, variant {report.variant}; tables and plot in {out}',
+        file=sys.stderr,
+    )
     return 0

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import Layout, Task, Variant
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.referee.trajectory import Trajectory
@@ -17,20 +19,24 @@ DESCRIPTION = """\
 Score recorded episodes with the RoboFollow referee and print one JSON result record per episode
 (one per line) on stdout.
 
-PATH is a trajectory file (robofollow-trajectory/1 JSON, see docs/trajectory-format.md) or a rosbag2
-episode bag recorded by robofollow (a directory, or its .mcap / .db3 file). The task comes from the
+PATH is a trajectory file (robofollow-trajectory/1 JSON, see docs/trajectory-format.md), a rosbag2
+episode bag recorded by robofollow (a directory, or its .mcap / .db3 file), or a folder of such episodes
+(e.g. the episodes/ folder of an evaluation run; hidden entries are skipped). The task comes from the
 file's task_id (bag: /robofollow/episode), the layout from its meta "layout", else the task's own layout.
+
+Every PATH is scored; each one that cannot be is reported on stderr with its name, and the exit status
+is 2 at the end if any failed. A truncated bag that could be recovered is scored with a warning.
 """
 BAG_SUFFIXES = ('.mcap', '.db3')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``robofollow score``."""
-    parser.add_argument('paths', nargs='+', metavar='PATH', help='trajectory JSON file or episode bag')
+    parser.add_argument('paths', nargs='+', metavar='PATH', help='trajectory JSON file, episode bag, or a folder')
     parser.add_argument(
         '--variant',
-        choices=('literal', 'published'),
-        help='task variant (default: the one recorded with the episode, else literal)',
+        metavar='{published,corrected}',
+        help='truth and scoring rules (default: the variant recorded with the episode, else published)',
     )
     parser.add_argument('--config', metavar='FILE', help='referee constants overriding config/referee.yaml')
 
@@ -59,12 +65,12 @@ def _task_and_layout(task_id: str, variant: Variant, meta: dict[str, Any]) -> tu
     return task, layout
 
 
-def score_path(path: Path, *, variant: Variant | None = None, config: Any = None) -> dict[str, Any]:
+def score_path(path: Path, *, variant: str | None = None, config: Any = None) -> dict[str, Any]:
     """Score one trajectory file or bag and return its result record."""
     from robofollow_ros.referee.score import score_episode
 
     task_id, recorded_variant, meta, trajectory = _read(path)
-    chosen: Variant = variant or recorded_variant or 'literal'  # type: ignore[assignment]
+    chosen = parse_variant(variant or recorded_variant or DEFAULT_VARIANT)
     task, layout = _task_and_layout(task_id, chosen, meta)
     keep = {key: meta[key] for key in ('seed', 'round', 'recovered', 'warnings') if meta.get(key) is not None}
     result = score_episode(task, trajectory, layout=layout, config=config, meta=keep, variant=chosen)
@@ -73,16 +79,62 @@ def score_path(path: Path, *, variant: Variant | None = None, config: Any = None
     return record
 
 
+def _is_bag(path: Path) -> bool:
+    return (path / 'metadata.yaml').exists() or any(child.suffix in BAG_SUFFIXES for child in path.iterdir())
+
+
+def episode_paths(path: Path) -> list[Path]:
+    """The episodes ``path`` names: itself, or for a folder that is not a bag, its episode files and bags.
+
+    Raises:
+        RoboFollowError: ``path`` does not exist.
+    """
+    if not path.exists():
+        raise RoboFollowError(f'{path}: no such file or directory')
+    if not path.is_dir() or _is_bag(path):
+        return [path]
+    return [
+        child
+        for child in sorted(path.iterdir())
+        if not child.name.startswith('.') and (child.suffix == '.json' or (child.is_dir() and _is_bag(child)))
+    ]
+
+
+def _named(path: Path, error: Exception) -> str:
+    message = str(error)
+    return message if str(path) in message else f'{path}: {message}'
+
+
 def run(args: argparse.Namespace) -> int:
-    """Score every PATH; print the records as JSON Lines."""
+    """Score every episode; print the records as JSON Lines, each failure as one line on stderr."""
     from robofollow_ros.referee.config import load_config
 
     config = load_config(args.config) if args.config else None
+    if args.variant is not None:
+        parse_variant(args.variant)
+    failures = scored = 0
     for name in args.paths:
-        path = Path(name)
-        if not path.exists():
-            raise RoboFollowError(f'{path}: no such file or directory')
-        record = score_path(path, variant=args.variant, config=config)
-        sys.stdout.write(json.dumps(record, allow_nan=False) + '\n')
-        sys.stdout.flush()
-    return 0
+        try:
+            paths = episode_paths(Path(name))
+        except RoboFollowError as error:
+            paths, failures = [], failures + 1
+            print(f'robofollow score: error: {error}', file=sys.stderr)
+        for path in paths:
+            try:
+                record = score_path(path, variant=args.variant, config=config)
+            except RoboFollowError as error:
+                failures += 1
+                print(f'robofollow score: error: {_named(path, error)}', file=sys.stderr)
+                continue
+            scored += 1
+            if record.get('recovered'):
+                print(
+                    f'warning: {path}: damaged bag, scored what was recovered ({record["recovered"]})', file=sys.stderr
+                )
+            for warning in record.get('warnings') or ():
+                print(f'warning: {path}: {warning}', file=sys.stderr)
+            sys.stdout.write(json.dumps(record, allow_nan=False) + '\n')
+            sys.stdout.flush()
+    if failures and failures + scored > 1:
+        print(f'robofollow score: {failures} of {failures + scored} episodes could not be scored', file=sys.stderr)
+    return 2 if failures else 0

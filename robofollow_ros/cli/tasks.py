@@ -8,7 +8,6 @@ import json
 from robofollow_ros.benchmark import (
     LEVELS,
     SCENES,
-    VARIANTS,
     eval_tasks,
     get_layout,
     layout_names,
@@ -42,7 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--pattern', help='glob (with * ? [) or substring matched against the task ID')
     parser.add_argument('--layout', help='only tasks in this layout (e.g. default, scene1_2, scene2.5, scene4.6)')
     parser.add_argument(
-        '--variant', choices=VARIANTS, default='literal', help='Scene 2 L3 ground truth: literal reading or published'
+        '--variant',
+        metavar='{published,corrected}',
+        default='published',
+        help='ground truth: published (default) or corrected (docs/scoring.md)',
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument('--json', action='store_true', help='print one JSON array of tasks with ground truth')

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from robofollow_ros.benchmark.types import Layout, Task
-from robofollow_ros.errors import PolicyError
-from robofollow_ros.policy.base import validate_chunk
+from robofollow_ros.evaluation.environment import Environment, EnvironmentObservation
+from robofollow_ros.evaluation.guard import FailureKind, GuardedPolicy, PolicyFailure
+from robofollow_ros.policy.observation import Observation
 from robofollow_ros.referee.trajectory import Trajectory
 
 
@@ -28,12 +28,18 @@ class EpisodeOutcome:
     queries: int
     executed_rows: int
     policy_error: str | None
+    error_kind: FailureKind | None
     wall_seconds: float
 
 
+def policy_view(observation: EnvironmentObservation, *, privileged: bool) -> object:
+    """What the policy is shown: the full environment observation if privileged, else images and state only."""
+    return observation if privileged else Observation.from_environment(observation)
+
+
 def run_episode(
-    env: Any,
-    policy: Any,
+    env: Environment,
+    policy: GuardedPolicy,
     task: Task,
     *,
     seed: int,
@@ -42,35 +48,35 @@ def run_episode(
 ) -> EpisodeOutcome:
     """Run ``policy`` on ``task`` in ``env`` and return the recorded trajectory.
 
-    A policy that raises or returns an invalid chunk stops being queried; the arms hold where they are
-    and the episode is scored over what was recorded, with the error reported in the outcome.
+    A privileged policy (``policy.privileged``) is told the task and layout and sees the environment's full
+    observation; any other policy sees only ``Observation`` (images, state) and the instruction. A policy
+    that fails (raises, times out, returns an invalid chunk) stops being queried; the arms hold where they
+    are and the episode is scored over what was recorded, with the failure reported in the outcome.
     """
     limits = limits or EpisodeLimits()
     started = time.perf_counter()
-    observation = env.reset(task, seed=seed, layout=layout)
-    policy.reset()
-    bind = getattr(policy, 'bind_task', None)
-    if bind is not None:
-        bind(task, layout)
-    policy.set_instruction(task.instruction)
+    images = policy.needs_images
+    observation = env.reset(task, seed=seed, layout=layout, images=images)
     queries = executed = 0
-    policy_error: str | None = None
-    for _ in range(limits.max_queries):
-        try:
-            chunk = validate_chunk(policy.predict(observation), max_rows=limits.actions_per_query)
-        except PolicyError as error:
-            policy_error = str(error)
-            break
-        except Exception as error:  # a policy is user code: any failure is reported, never fatal to the run
-            policy_error = f'policy raised {type(error).__name__}: {error}'
-            break
-        queries += 1
-        observation = env.execute(chunk)
-        executed += chunk.shape[0]
+    failure: PolicyFailure | None = None
+    try:
+        policy.reset()
+        if policy.privileged:
+            policy.bind_task(task, layout)
+        policy.set_instruction(task.instruction)
+        for _ in range(limits.max_queries):
+            view = policy_view(observation, privileged=policy.privileged)
+            chunk = policy.predict(view, max_rows=limits.actions_per_query)
+            queries += 1
+            observation = env.execute(chunk, images=images)
+            executed += chunk.shape[0]
+    except PolicyFailure as error:
+        failure = error
     return EpisodeOutcome(
         trajectory=env.trajectory(),
         queries=queries,
         executed_rows=executed,
-        policy_error=policy_error,
+        policy_error=None if failure is None else str(failure),
+        error_kind=None if failure is None else failure.kind,
         wall_seconds=time.perf_counter() - started,
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.referee.aggregate import read_result_records
+from robofollow_ros.textfiles import read_utf8, write_atomically
 
 TrialKey = tuple[str, int]
 
@@ -29,10 +30,10 @@ class ResultsFile:
     def _repair_truncated_tail(self) -> None:
         if not self.path.exists():
             return
-        text = self.path.read_text(encoding='utf-8')
+        text = read_utf8(self.path, what='results')
         if text and not text.endswith('\n'):
             kept = ''.join(json.dumps(record, sort_keys=True) + '\n' for record in self.records)
-            self.path.write_text(kept, encoding='utf-8')
+            write_atomically(self.path, kept)
 
     def done(self) -> set[TrialKey]:
         """Trials already recorded."""

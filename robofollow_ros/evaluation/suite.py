@@ -2,32 +2,40 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
-import platform
-import resource
-import subprocess
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from robofollow_ros import __version__
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Layout, Task, Variant
-from robofollow_ros.errors import RoboFollowError, TrajectoryError
+from robofollow_ros.errors import RoboFollowError, RunFolderError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, EpisodeOutcome, run_episode
+from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT, GuardedPolicy, PolicyFailure
+from robofollow_ros.evaluation.identity import RunIdentity, claim_run_folder
+from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.evaluation.progress import Progress
+from robofollow_ros.evaluation.recording import (
+    EPISODES_DIR,
+    RecordMode,
+    clean_episodes,
+    episode_stem,
+    save_episode,
+)
 from robofollow_ros.evaluation.results import ResultsFile, TrialKey, trial_key
-from robofollow_ros.policy.base import needs_images
-from robofollow_ros.policy.factory import make_policy
+from robofollow_ros.evaluation.status import RUN_NAME, write_status
+from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
 from robofollow_ros.referee.config import default_config
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.referee.trajectory import Trajectory
 
-RecordMode = Literal['none', 'json', 'bag']
 RESULTS_NAME = 'results.jsonl'
-RUN_NAME = 'run.json'
+RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR)
 
 
 @dataclass(frozen=True)
@@ -43,9 +51,11 @@ class SuiteOptions:
     task_ids: Sequence[str] | None = None
     rounds: int = 1
     first_round: int = 1
-    variant: Variant = 'literal'
+    variant: Variant = 'published'
     record: RecordMode = 'none'
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
+    query_timeout: float = DEFAULT_QUERY_TIMEOUT
+    force_new: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,10 @@ class Trial:
     def key(self) -> TrialKey:
         """The (task id, round) pair identifying the trial."""
         return self.task.task_id, self.round
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (SIGTERM); like Ctrl-C, it stops cleanly and resumes later."""
 
 
 def select_tasks(options: SuiteOptions) -> list[Task]:
@@ -89,42 +103,46 @@ def plan_trials(options: SuiteOptions) -> list[Trial]:
     ]
 
 
-def _git_commit() -> str | None:
+def run_identity(options: SuiteOptions, *, privileged: bool) -> RunIdentity:
+    """The identity of the run ``options`` describe (see ``robofollow_ros.evaluation.identity``)."""
+    return RunIdentity(
+        policy=options.policy,
+        policy_kwargs=dict(options.policy_kwargs),
+        privileged=privileged,
+        variant=str(options.variant),
+        max_queries=options.limits.max_queries,
+        actions_per_query=options.limits.actions_per_query,
+        query_timeout=float(options.query_timeout),
+        package_version=__version__,
+        metric_version=default_config().metric_version,
+    )
+
+
+def check_options(options: SuiteOptions) -> None:
+    """Refuse out-of-range options before anything runs.
+
+    Raises:
+        RoboFollowError: a limit below 1, a timeout not above 0, or an ``out`` that is not a usable folder.
+    """
+    if options.rounds < 1 or options.first_round < 1:
+        raise RoboFollowError('--rounds and --first-round must be at least 1')
+    if options.limits.max_queries < 1 or options.limits.actions_per_query < 1:
+        raise RoboFollowError('--max-queries and the actions per query must be at least 1')
+    if not options.query_timeout > 0:
+        raise RoboFollowError('--query-timeout must be a positive number of seconds')
+    if options.out.exists() and not options.out.is_dir():
+        raise RunFolderError(f'--out {options.out} is a file, not a folder')
     try:
-        result = subprocess.run(
-            ['git', 'rev-parse', 'HEAD'], capture_output=True, text=True, check=True, cwd=Path(__file__).parent
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return result.stdout.strip() or None
+        options.out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RunFolderError(f'cannot create --out {options.out}: {error.strerror or error}') from error
 
 
-def _write_run_file(options: SuiteOptions, *, status: str, expected: int, completed: int, runtime: str) -> None:
-    run = {
-        'status': status,
-        'updated': _dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds'),
-        'robofollow_ros': __version__,
-        'git_commit': _git_commit(),
-        'python': platform.python_version(),
-        'metric_version': default_config().metric_version,
-        'runtime': runtime,
-        'completion_aggregation': 'task-macro',
-        'options': {**asdict(options), 'out': str(options.out)},
-        'expected_trials': expected,
-        'completed_trials': completed,
-        'peak_rss_mib': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
-    }
-    path = options.out / RUN_NAME
-    path.write_text(json.dumps(run, indent=2, default=str) + '\n', encoding='utf-8')
-
-
-def _record_episode(options: SuiteOptions, trial: Trial, outcome: EpisodeOutcome, record: dict[str, Any]) -> str:
-    folder = options.out / 'episodes'
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = f'{trial.task.task_id}__r{trial.round:02d}'
-    meta = {
+def episode_meta(trial: Trial, *, variant: Variant) -> dict[str, Any]:
+    """The episode description stored with a recorded episode."""
+    return {
         'task_id': trial.task.task_id,
-        'variant': options.variant,
+        'variant': variant,
         'seed': trial.seed,
         'round': trial.round,
         'layout': trial.task.layout,
@@ -132,21 +150,10 @@ def _record_episode(options: SuiteOptions, trial: Trial, outcome: EpisodeOutcome
         'arm': trial.task.arm,
         'instruction': trial.task.instruction,
     }
-    if options.record == 'bag':
-        from robofollow_ros.bags import write_episode_bag
-
-        path = folder / stem
-        write_episode_bag(path, meta=meta, trajectory=outcome.trajectory, result=record)
-    else:
-        from robofollow_ros.referee.trajectory_json import dump_trajectory
-
-        path = folder / f'{stem}.json'
-        dump_trajectory(path, outcome.trajectory, task_id=trial.task.task_id, variant=options.variant, meta=meta)
-    return str(path.relative_to(options.out))
 
 
 def unscored_record(trial: Trial, *, reason: str, variant: Variant) -> dict[str, Any]:
-    """A zero-score record for an episode too short to score (e.g. the policy failed on its first query)."""
+    """A zero-score record for an episode that could not be scored (too short, or no policy to run)."""
     return {
         'task_id': trial.task.task_id,
         'instruction': trial.task.instruction,
@@ -164,42 +171,37 @@ def unscored_record(trial: Trial, *, reason: str, variant: Variant) -> dict[str,
         'intent_msg': reason,
         'exec_msg': reason,
         'stages': [],
+        'scored': False,
     }
 
 
 def score_record(trial: Trial, trajectory: Trajectory, *, layout: Layout, variant: Variant) -> dict[str, Any]:
-    """Score a trial's trajectory: its result record (unscored if too short) with round, seed and sim seconds.
+    """The referee's record of a trial's trajectory (unscored if too short to score), with its sim seconds.
 
-    The in-process suite and the referee node both build records here, so live and in-process records agree.
+    The in-process suite and the graph's referee node both score here, so live and in-process records agree.
     """
     try:
         result = score_episode(
-            trial.task,
-            trajectory,
-            layout=layout,
-            meta={'seed': trial.seed, 'round': trial.round, 'variant': variant},
+            trial.task, trajectory, layout=layout, meta={'seed': trial.seed, 'round': trial.round}, variant=variant
         )
-        record = result.to_record()
+        record = {**result.to_record(), 'scored': True}
     except TrajectoryError as error:
         record = unscored_record(trial, reason=f'not scored: {error}', variant=variant)
         record['frames'] = len(trajectory)
-    record.update(
-        {
-            'round': trial.round,
-            'seed': trial.seed,
-            'sim_seconds': float(trajectory.t[-1] - trajectory.t[0]) if len(trajectory) else 0,
-        }
-    )
+    record['sim_seconds'] = float(trajectory.t[-1] - trajectory.t[0]) if len(trajectory) else 0.0
     return record
 
 
-def make_record(trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, options: SuiteOptions) -> dict[str, Any]:
+def make_record(
+    trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, options: SuiteOptions, identity: RunIdentity
+) -> dict[str, Any]:
     """Score the episode and return its result record with the trial's bookkeeping fields."""
     record = score_record(trial, outcome.trajectory, layout=layout, variant=options.variant)
     record.update(
+        bookkeeping(trial, identity=identity, policy_error=outcome.policy_error, error_kind=outcome.error_kind)
+    )
+    record.update(
         {
-            'policy': options.policy,
-            'policy_error': outcome.policy_error,
             'queries': outcome.queries,
             'executed_rows': outcome.executed_rows,
             'wall_seconds': round(outcome.wall_seconds, 3),
@@ -208,45 +210,116 @@ def make_record(trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, option
     return record
 
 
+def bookkeeping(
+    trial: Trial, *, identity: RunIdentity, policy_error: str | None, error_kind: str | None
+) -> dict[str, Any]:
+    """The fields every record of a run carries besides its scores."""
+    return {
+        'round': trial.round,
+        'seed': trial.seed,
+        'policy': identity.policy,
+        'privileged': identity.privileged,
+        'run_id': identity.digest,
+        'policy_error': policy_error,
+        'error_kind': error_kind,
+    }
+
+
+def build_failure_record(trial: Trial, failure: PolicyFailure, *, identity: RunIdentity) -> dict[str, Any]:
+    """The record of a trial whose policy could not be built: unscored, with the failure."""
+    record = unscored_record(trial, reason=f'not run: {failure}', variant=identity.variant)  # type: ignore[arg-type]
+    record.update(bookkeeping(trial, identity=identity, policy_error=str(failure), error_kind=failure.kind))
+    record.update({'queries': 0, 'executed_rows': 0, 'frames': 0, 'sim_seconds': 0.0, 'wall_seconds': 0.0})
+    return record
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into ``RunInterrupted`` in the main thread for the duration (nothing elsewhere)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(number: int, frame: object) -> None:
+        raise RunInterrupted(signal.Signals(number).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _PolicySlot:
+    """Holds the current policy instance; builds a fresh one when there is none or it was abandoned."""
+
+    def __init__(self, factory: PolicyFactory, *, timeout: float) -> None:
+        self.factory = factory
+        self.timeout = timeout
+        self.policy: GuardedPolicy | None = None
+
+    def get(self) -> GuardedPolicy:
+        if self.policy is None or self.policy.abandoned:
+            self.close()
+            self.policy = GuardedPolicy(self.factory, timeout=self.timeout)
+        return self.policy
+
+    def close(self) -> str | None:
+        policy, self.policy = self.policy, None
+        return None if policy is None else policy.close()
+
+
+def _run_trials(
+    options: SuiteOptions,
+    *,
+    todo: Sequence[Trial],
+    slot: _PolicySlot,
+    identity: RunIdentity,
+    results: ResultsFile,
+    on_record: Any,
+) -> None:
+    from robofollow_ros.sim.env import CellEnv
+
+    with CellEnv(render=False) as env:
+        for trial in todo:
+            layout = registry.layout_of(trial.task)
+            try:
+                policy = slot.get()
+            except PolicyFailure as failure:
+                record = build_failure_record(trial, failure, identity=identity)
+                wall = 0.0
+            else:
+                outcome = run_episode(env, policy, trial.task, seed=trial.seed, layout=layout, limits=options.limits)
+                record = make_record(trial, outcome, layout=layout, options=options, identity=identity)
+                wall = outcome.wall_seconds
+                if options.record != 'none':
+                    record['episode_file'] = save_episode(
+                        options.out,
+                        mode=options.record,
+                        stem=episode_stem(trial.task.task_id, trial.round),
+                        meta=episode_meta(trial, variant=options.variant),
+                        trajectory=outcome.trajectory,
+                        record=record,
+                    )
+            results.append(record)
+            on_record(record, wall)
+
+
 class TrialRunner(Protocol):
-    """Runs one trial and returns its complete result record (how: in this process, or over the ROS graph)."""
+    """Runs the trials of a suite somewhere else than in this process (the ROS graph's evaluator)."""
 
     runtime: str
 
-    def run_trial(self, trial: Trial, layout: Layout) -> dict[str, Any]:
-        """Run and score ``trial``; the record has ``wall_seconds``."""
-
-    def close(self) -> None:
-        """Release the policy, the simulator or the graph connection."""
-
-
-class InProcessRunner:
-    """Simulates, acts and scores in this process."""
-
-    runtime = 'in-process'
-
-    def __init__(self, options: SuiteOptions) -> None:
-        from robofollow_ros.sim.env import CellEnv
-
-        self.options = options
-        self.policy = make_policy(options.policy, kwargs=options.policy_kwargs)
-        self.env = CellEnv(render=needs_images(self.policy))
-
-    def run_trial(self, trial: Trial, layout: Layout) -> dict[str, Any]:
-        """Run the episode with ``run_episode`` and score it."""
-        options = self.options
-        outcome = run_episode(self.env, self.policy, trial.task, seed=trial.seed, layout=layout, limits=options.limits)
-        record = make_record(trial, outcome, layout=layout, options=options)
-        if options.record != 'none':
-            record['episode_file'] = _record_episode(options, trial, outcome, record)
-        return record
-
-    def close(self) -> None:
-        """Close the policy (if it can be) and the simulator."""
-        close = getattr(self.policy, 'close', None)
-        if close is not None:
-            close()
-        self.env.close()
+    def __call__(
+        self,
+        options: SuiteOptions,
+        *,
+        todo: Sequence[Trial],
+        identity: RunIdentity,
+        results: ResultsFile,
+        on_record: Any,
+    ) -> None:
+        """Run ``todo`` in order; append each trial's record to ``results`` and call ``on_record(record, wall)``."""
 
 
 def run_suite(
@@ -254,31 +327,80 @@ def run_suite(
 ) -> list[dict[str, Any]]:
     """Run every trial not yet in ``out/results.jsonl``; returns all records of the suite.
 
-    ``runner`` runs each trial (default: ``InProcessRunner``); planning, resuming, the results file, progress and
-    ``run.json`` are the same whatever runs the trials.
+    The folder is locked for the run (``RunLock``) and must hold this run's identity or none
+    (``claim_run_folder``; ``options.force_new`` sets another run aside). ``run.json`` is rewritten after every
+    trial and says ``interrupted`` or ``failed``, with the reason, if the run stops early. ``runner`` runs the
+    trials elsewhere (the ROS graph); planning, resuming, results, progress and ``run.json`` stay the same.
+
+    Raises:
+        RoboFollowError: bad options, unknown policy, or a folder that is busy or holds another run.
+        KeyboardInterrupt: Ctrl-C or SIGTERM (``RunInterrupted``); everything written so far is kept.
     """
-    options.out.mkdir(parents=True, exist_ok=True)
-    results = ResultsFile(options.out / RESULTS_NAME)
+    check_options(options)
+    factory = resolve_policy(options.policy, kwargs=options.policy_kwargs)
+    identity = run_identity(options, privileged=factory.privileged)
+    if runner is not None:
+        identity = replace(identity, runtime=runner.runtime)
     trials = plan_trials(options)
-    done = results.done()
-    todo = [trial for trial in trials if trial.key not in done]
     wanted = {trial.key for trial in trials}
-    runtime = runner.runtime if runner is not None else InProcessRunner.runtime
-    _write_run_file(options, status='running', expected=len(trials), completed=len(trials) - len(todo), runtime=runtime)
-    display = Progress(len(trials), already_done=len(trials) - len(todo)) if progress else None
-    runner = runner or InProcessRunner(options)
-    try:
-        for trial in todo:
-            record = runner.run_trial(trial, registry.layout_of(trial.task))
-            results.append(record)
+    with RunLock(options.out):
+        results = ResultsFile(options.out / RESULTS_NAME)
+        moved = claim_run_folder(
+            options.out,
+            identity,
+            record_ids=(record.get('run_id') for record in results.records),
+            run_files=RUN_FILES,
+            force_new=options.force_new,
+        )
+        if moved is not None:
+            print(f'--force-new: the previous run in {options.out} was moved to {moved}', file=sys.stderr)
+            results = ResultsFile(options.out / RESULTS_NAME)
+        clean_episodes(options.out, referenced=(str(r['episode_file']) for r in results.records if 'episode_file' in r))
+        done = results.done()
+        todo = [trial for trial in trials if trial.key not in done]
+        option_values = {**asdict(options), 'out': str(options.out)}
+
+        def suite_records() -> list[dict[str, Any]]:
+            return [record for record in results.records if trial_key(record) in wanted]
+
+        def status(state: Any, reason: str | None = None) -> None:
+            write_status(
+                options.out,
+                identity=identity,
+                options=option_values,
+                status=state,
+                expected=len(trials),
+                records=suite_records(),
+                reason=reason,
+            )
+
+        display = Progress(len(trials), already_done=len(trials) - len(todo)) if progress else None
+
+        def on_record(record: dict[str, Any], wall: float) -> None:
+            status('running')
             if display is not None:
-                display.update(record, wall_seconds=float(record.get('wall_seconds', 0.0)))
-    except BaseException:
-        completed = len(results.done() & wanted)
-        _write_run_file(options, status='interrupted', expected=len(trials), completed=completed, runtime=runtime)
-        raise
-    finally:
-        runner.close()
-    completed = len(results.done() & wanted)
-    _write_run_file(options, status='complete', expected=len(trials), completed=completed, runtime=runtime)
-    return [record for record in results.records if trial_key(record) in wanted]
+                display.update(record, wall_seconds=wall)
+
+        status('running')
+        slot = _PolicySlot(factory, timeout=options.query_timeout)
+        try:
+            with stop_on_sigterm():
+                if runner is None:
+                    _run_trials(options, todo=todo, slot=slot, identity=identity, results=results, on_record=on_record)
+                else:
+                    runner(options, todo=todo, identity=identity, results=results, on_record=on_record)
+        except RunInterrupted as stop:
+            status('interrupted', reason=str(stop))
+            raise
+        except KeyboardInterrupt:
+            status('interrupted', reason='SIGINT')
+            raise
+        except BaseException as error:
+            status('failed', reason=f'{type(error).__name__}: {error}')
+            raise
+        finally:
+            problem = slot.close()
+            if problem:
+                print(f'warning: {problem}', file=sys.stderr)
+        status('complete')
+        return suite_records()

@@ -77,6 +77,7 @@ class EpisodeEnd:
     queries: int
     executed_rows: int
     policy_error: str | None = None
+    error_kind: str | None = None
 
     def to_json(self) -> str:
         """JSON text for ``/robofollow/episode_end``."""
@@ -89,4 +90,9 @@ class EpisodeEnd:
 
     def bookkeeping(self) -> dict[str, Any]:
         """The fields a result record takes from the episode loop."""
-        return {'policy_error': self.policy_error, 'queries': self.queries, 'executed_rows': self.executed_rows}
+        return {
+            'policy_error': self.policy_error,
+            'error_kind': self.error_kind,
+            'queries': self.queries,
+            'executed_rows': self.executed_rows,
+        }

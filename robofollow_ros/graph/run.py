@@ -26,6 +26,8 @@ def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> d
         'variant': options.variant,
         'max_queries': str(options.limits.max_queries),
         'record': options.record,
+        'policy_timeout': str(options.query_timeout),
+        'force_new': 'true' if options.force_new else 'false',
         'record_images': 'true' if record_images else 'false',
         'out': str(options.out),
     }

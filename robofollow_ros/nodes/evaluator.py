@@ -12,6 +12,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +23,24 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
+from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.registry import parse_level, parse_scene
-from robofollow_ros.benchmark.types import Layout
 from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.evaluation.suite import SuiteOptions, Trial, run_suite
+from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.evaluation.identity import RunIdentity
+from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
+from robofollow_ros.evaluation.results import ResultsFile
+from robofollow_ros.evaluation.suite import SuiteOptions, Trial, bookkeeping, run_suite
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.runtime import install_stop_handlers, param, spin, wait_for
 
 MATCH_SETTLE_SECONDS = 0.5
 """Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
-
-
-def episode_stem(spec: EpisodeSpec) -> str:
-    """File stem of an episode's recording (the in-process suite uses the same)."""
-    return f'{spec.task_id}__r{spec.round:02d}'
+LIVE_ONLY = ('episode_id', 'policy_error', 'error_kind', 'queries', 'executed_rows')
 
 
 class EvaluatorNode(Node):
@@ -55,9 +58,11 @@ class EvaluatorNode(Node):
             task_ids=_items(param(self, 'task_ids', '')) or None,
             rounds=int(param(self, 'rounds', 1)),
             first_round=int(param(self, 'first_round', 1)),
-            variant=str(param(self, 'variant', 'literal')),  # type: ignore[arg-type]
+            variant=parse_variant(str(param(self, 'variant', DEFAULT_VARIANT))),
             record=str(param(self, 'record', 'none')),  # type: ignore[arg-type]
             limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', 10))),
+            query_timeout=float(param(self, 'query_timeout', DEFAULT_QUERY_TIMEOUT)),
+            force_new=bool(param(self, 'force_new', False)),
         )
         self.timeout = float(param(self, 'timeout', 600.0))
         self.startup_timeout = float(param(self, 'startup_timeout', 60.0))
@@ -147,23 +152,35 @@ class GraphRunner:
     def __init__(self, node: EvaluatorNode) -> None:
         self.node = node
 
-    def run_trial(self, trial: Trial, layout: Layout) -> dict[str, Any]:
-        """Publish, reset, instruct, collect."""
-        options = self.node.options
-        spec = EpisodeSpec.for_trial(
-            trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
-        )
-        started = time.perf_counter()
-        record = self.node.run_episode(spec)
-        record.pop('episode_id', None)
-        record['policy'] = options.policy
-        record['wall_seconds'] = round(time.perf_counter() - started, 3)
-        if options.record == 'bag':
-            record['episode_file'] = str(Path('episodes') / episode_stem(spec))
-        return record
-
-    def close(self) -> None:
-        """Nothing to release: the graph belongs to the launcher."""
+    def __call__(
+        self,
+        options: SuiteOptions,
+        *,
+        todo: Sequence[Trial],
+        identity: RunIdentity,
+        results: ResultsFile,
+        on_record: Any,
+    ) -> None:
+        """Publish, reset, instruct and collect each trial; the record is completed as in-process."""
+        for trial in todo:
+            layout = registry.layout_of(trial.task)
+            spec = EpisodeSpec.for_trial(
+                trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
+            )
+            started = time.perf_counter()
+            live = self.node.run_episode(spec)
+            wall = time.perf_counter() - started
+            record = {key: value for key, value in live.items() if key not in LIVE_ONLY}
+            record.update(
+                bookkeeping(trial, identity=identity, policy_error=live['policy_error'], error_kind=live['error_kind'])
+            )
+            record.update(
+                {'queries': live['queries'], 'executed_rows': live['executed_rows'], 'wall_seconds': round(wall, 3)}
+            )
+            if options.record == 'bag':
+                record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
+            results.append(record)
+            on_record(record, wall)
 
 
 def _items(value: object) -> list[str]:

@@ -26,14 +26,14 @@ from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.guard import PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
 from robofollow_ros.nodes.sim import all_object_names
-from robofollow_ros.policy.base import needs_images
-from robofollow_ros.policy.factory import make_policy, parse_policy_kwargs
+from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.environment import RosEnvironment
-from robofollow_ros.ros.guarded_policy import GuardedPolicy
+from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array, pose_arrays, trajectory_message
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.runtime import param, run_node
@@ -54,16 +54,11 @@ class PolicyBridge(Node):
             max_queries=int(param(self, 'max_queries', 10)),
             actions_per_query=int(param(self, 'actions_per_query', 50)),
         )
-        max_row_step = float(param(self, 'max_row_step', 0.5))
-        policy = make_policy(name, kwargs=kwargs)
-        self.privileged = callable(getattr(policy, 'bind_task', None))
-        self.images = needs_images(policy)
-        self.policy = GuardedPolicy(
-            policy,
-            limits=ChunkLimits.for_robot(max_row_step=max_row_step),
-            timeout=self.timeout,
-            max_rows=self.limits.actions_per_query,
-        )
+        self.chunk_limits = ChunkLimits.for_robot(max_row_step=float(param(self, 'max_row_step', 0.5)))
+        self.factory = resolve_policy(name, kwargs=kwargs)
+        self.policy = self.build_policy()
+        self.privileged = self.policy.privileged
+        self.images = self.policy.needs_images
         self.cache = ObservationCache()
         self.spec: EpisodeSpec | None = None
         self.requests: queue.Queue[str | None] = queue.Queue()
@@ -90,6 +85,10 @@ class PolicyBridge(Node):
         self.worker = threading.Thread(target=self.work, name='episodes', daemon=True)
         self.worker.start()
         self.get_logger().info(f'policy {name!r} ready (images: {self.images}, privileged: {self.privileged})')
+
+    def build_policy(self) -> LimitedPolicy:
+        """A fresh policy instance (at start, and after an instance was abandoned on a timeout)."""
+        return LimitedPolicy(self.factory, limits=self.chunk_limits, timeout=self.timeout)
 
     def on_episode(self, message: String) -> None:
         try:
@@ -172,18 +171,22 @@ class PolicyBridge(Node):
             self.cache,
             self.publish_chunk,
             episode_id=spec.episode_id,
-            images=self.images,
             privileged=self.privileged,
             timeout=self.sim_timeout,
         )
         error: str | None = None
+        kind: str | None = None
         try:
+            if self.policy.abandoned:
+                self.policy = self.build_policy()
             task, layout = spec.resolve()
             task = dataclasses.replace(task, instruction=instruction)
             outcome = run_episode(env, self.policy, task, seed=spec.seed, layout=layout, limits=self.limits)
-            error = outcome.policy_error
+            error, kind = outcome.policy_error, outcome.error_kind
+        except PolicyFailure as failure:
+            error, kind = str(failure), failure.kind
         except RoboFollowError as failure:
-            error = f'graph: {failure}'
+            error, kind = f'graph: {failure}', 'graph'
         if error is not None:
             self.get_logger().error(f'{spec.task_id}: {error}; holding the arms')
             self.publish_chunk(np.zeros((0, 14)), env.stamp_ns)
@@ -197,6 +200,7 @@ class PolicyBridge(Node):
             queries=env.queries,
             executed_rows=env.executed_rows,
             policy_error=error,
+            error_kind=kind,
         )
         payload = json.loads(end.to_json())
         payload['bridge_overhead_ms'] = overheads

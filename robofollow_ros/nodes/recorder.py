@@ -9,6 +9,8 @@ mid-episode leaves a bag that ``robofollow score`` recovers (``docs/bags.md``).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import struct
 import time
 from pathlib import Path
@@ -24,12 +26,13 @@ from robofollow_ros.bags.writer import EpisodeBagWriter
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.graph.protocol import SimStatus
-from robofollow_ros.nodes.evaluator import episode_stem
 from robofollow_ros.nodes.sim import all_object_names
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.textfiles import partial_path
 
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
 _STAMP = struct.Struct('<iI')
@@ -50,11 +53,12 @@ class RecorderNode(Node):
 
     def __init__(self) -> None:
         super().__init__('recorder')
-        self.out = Path(str(param(self, 'out', 'runs/graph'))) / 'episodes'
+        self.out = Path(str(param(self, 'out', 'runs/graph'))) / EPISODES_DIR
         self.storage = str(param(self, 'storage', 'mcap'))
         self.spec: EpisodeSpec | None = None
         self.start_ns: int | None = None
         self.bag: EpisodeBagWriter | None = None
+        self.path: Path | None = None
         self.waiting: list[tuple[str, str, bytes]] = []
         self.resets: dict[str, int] = {}
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
@@ -83,12 +87,13 @@ class RecorderNode(Node):
             return
         self.finish()
         self.spec, self.start_ns = spec, self.resets.get(spec.episode_id)
-        path = self.out / episode_stem(spec)
-        if path.exists():
-            path = path.with_name(f'{path.name}__{spec.episode_id[:8]}')
+        self.path = self.out / episode_stem(spec.task_id, spec.round)
         self.out.mkdir(parents=True, exist_ok=True)
+        staging = partial_path(self.path)
+        shutil.rmtree(staging, ignore_errors=True)
+        meta = json.dumps({**spec.to_dict(), 'frames_are_rows': True})
         try:
-            self.bag = EpisodeBagWriter(path, meta_json=spec.to_json(), stamp_ns=time.time_ns(), storage=self.storage)  # type: ignore[arg-type]
+            self.bag = EpisodeBagWriter(staging, meta_json=meta, stamp_ns=time.time_ns(), storage=self.storage)  # type: ignore[arg-type]
         except RoboFollowError as error:
             self.get_logger().error(f'cannot record {spec.task_id}: {error}')
             self.bag = None
@@ -132,14 +137,20 @@ class RecorderNode(Node):
             return
         record.pop('episode_id', None)
         self.bag.write_result(record, stamp_ns=time.time_ns())
-        self.finish()
+        self.finish(publish=True)
 
-    def finish(self) -> None:
-        """Close the open bag (its index and metadata.yaml are written)."""
-        if self.bag is not None:
-            self.bag.close()
-            self.get_logger().info(f'recorded {self.bag.path}')
-            self.bag = None
+    def finish(self, *, publish: bool = False) -> None:
+        """Close the open bag; a complete episode's bag is moved to its final name (an abandoned one stays
+        hidden, where ``robofollow score`` can still read it and the next run's clean-up removes it)."""
+        bag, self.bag = self.bag, None
+        if bag is None:
+            return
+        bag.close()
+        if publish and self.path is not None:
+            if self.path.exists():
+                shutil.rmtree(self.path)
+            os.replace(bag.path, self.path)
+            self.get_logger().info(f'recorded {self.path}')
 
     def close(self) -> None:
         self.finish()

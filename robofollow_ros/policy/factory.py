@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from robofollow_ros.errors import PolicyError
+from robofollow_ros.policy.base import check_interface
 
 BUILTIN_POLICIES: dict[str, str] = {
     'expert': 'robofollow_ros.sim.expert:ExpertPolicy',
     'blind': 'robofollow_ros.sim.expert:BlindPolicy',
     'hold': 'robofollow_ros.policy.hold:HoldPolicy',
 }
+PRIVILEGED_POLICIES = frozenset({'expert', 'blind'})
+"""Built-in reference policies granted the task and the scene's ground-truth poses (sim only).
+
+Privilege is granted by name here and nowhere else: a ``module:function`` policy is never privileged,
+whatever it defines (``bind_task``) or returns (even the expert's class)."""
 
 
 def _load(reference: str) -> Any:
@@ -43,14 +50,56 @@ def parse_policy_kwargs(text: str | None) -> dict[str, Any]:
     return value
 
 
-def make_policy(name: str, *, kwargs: Mapping[str, Any] | None = None) -> Any:
-    """Return a new policy: ``name`` is a built-in (``expert``, ``blind``, ``hold``) or ``module:function``."""
+@dataclass(frozen=True)
+class PolicyFactory:
+    """A resolved policy name: builds fresh instances, and says whether they are privileged.
+
+    Attributes:
+        name: the name given (built-in or ``module:function``).
+        privileged: whether the policy receives the task and ground-truth poses (``PRIVILEGED_POLICIES``).
+        factory: the class or function that builds an instance.
+        kwargs: keyword arguments for every instance.
+    """
+
+    name: str
+    privileged: bool
+    factory: Callable[..., Any] = field(repr=False, compare=False)
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self) -> Any:
+        """A new policy instance.
+
+        Raises:
+            PolicyError: the factory rejects the keyword arguments, raises, or returns an object without
+                ``reset``, ``set_instruction`` and ``predict``.
+        """
+        try:
+            policy = self.factory(**dict(self.kwargs))
+        except TypeError as error:
+            raise PolicyError(f'cannot build policy {self.name!r}: {error}') from error
+        except PolicyError:
+            raise
+        except Exception as error:  # user factories can fail in any way; the message must say which policy
+            raise PolicyError(f'cannot build policy {self.name!r}: {type(error).__name__}: {error}') from error
+        check_interface(policy, name=self.name)
+        return policy
+
+
+def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None) -> PolicyFactory:
+    """Look ``name`` up (a built-in or an importable ``module:function``) without building anything.
+
+    Raises:
+        PolicyError: unknown name, module not importable, or no such attribute.
+    """
     reference = BUILTIN_POLICIES.get(name, name)
     if ':' not in reference:
         known = ', '.join(sorted(BUILTIN_POLICIES))
         raise PolicyError(f'unknown policy {name!r}: use one of {known} or "module:function"')
-    factory = _load(reference)
-    try:
-        return factory(**dict(kwargs or {}))
-    except TypeError as error:
-        raise PolicyError(f'cannot build policy {name!r}: {error}') from error
+    return PolicyFactory(
+        name=name, privileged=name in PRIVILEGED_POLICIES, kwargs=dict(kwargs or {}), factory=_load(reference)
+    )
+
+
+def make_policy(name: str, *, kwargs: Mapping[str, Any] | None = None) -> Any:
+    """Return a new policy: ``name`` is a built-in (``expert``, ``blind``, ``hold``) or ``module:function``."""
+    return resolve_policy(name, kwargs=kwargs).build()

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.textfiles import read_utf8
 
 REQUIRED = ('task_id', 'scene', 'level_tag', 'intent_score', 'exec_score', 'intent_ok', 'exec_ok', 'completion_ok')
 LEVEL_ORDER = ('L0', 'L1', 'L2', 'L3')
@@ -64,10 +65,7 @@ def read_result_records(path: str | Path) -> list[dict[str, Any]]:
         RoboFollowError: unreadable file, invalid JSON, or a record without the fields a summary needs.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding='utf-8')
-    except OSError as error:
-        raise RoboFollowError(f'cannot read results {path}: {error.strerror or error}') from error
+    text = read_utf8(path, what='results', error=RoboFollowError)
     stripped = text.strip()
     if not stripped:
         return []
@@ -96,6 +94,22 @@ def read_result_records(path: str | Path) -> list[dict[str, Any]]:
 def trial_identity(record: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two records the same trial: task, variant, round and seed."""
     return (record['task_id'], record.get('variant'), record.get('round'), record.get('seed'))
+
+
+def single_variant(records: Iterable[dict[str, Any]]) -> str | None:
+    """The one variant of ``records`` (``None`` if they name none).
+
+    Raises:
+        RoboFollowError: the records mix variants; their numbers cannot share one table.
+    """
+    counts: dict[str, int] = defaultdict(int)
+    for record in records:
+        counts[str(record.get('variant'))] += 1
+    if len(counts) > 1:
+        mixed = ', '.join(f'{count} {name}' for name, count in sorted(counts.items()))
+        raise RoboFollowError(f'records of different variants ({mixed}) cannot share one table; report each apart')
+    variant = next(iter(counts), None)
+    return None if variant in (None, 'None') else variant
 
 
 def deduplicate(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

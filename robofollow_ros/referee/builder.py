@@ -128,12 +128,15 @@ class TrajectoryBuilder:
             return None
         return self._positions[topic].signal(topic), self._quats[topic].signal(topic)
 
-    def build(self, *, since_ns: int | None = None, origin_ns: int = 0) -> BuiltTrajectory:
+    def build(
+        self, *, since_ns: int | None = None, origin_ns: int = 0, frames_are_rows: bool = False
+    ) -> BuiltTrajectory:
         """The trajectory of the samples added so far.
 
         Args:
             since_ns: ignore frames stamped before this (samples before it still seed the zero-order hold).
             origin_ns: stamp that becomes ``t = 0``.
+            frames_are_rows: the EE pose stamps are one per executed action row (``Trajectory.frames_are_rows``).
 
         Raises:
             TrajectoryError: no EE pose or gripper data for an arm, or no frame after every required signal began.
@@ -180,6 +183,7 @@ class TrajectoryBuilder:
                 (start - origin_ns / NS_PER_S, end - origin_ns / NS_PER_S)
                 for start, end in gaps(required, frames, max_gap_ns=self.max_gap_ns)
             ),
+            frames_are_rows=frames_are_rows,
         )
         joint_positions = np.stack([hold_or_nan(joints.get(name), frames) for name in JOINT_NAMES], axis=1)
         return BuiltTrajectory(trajectory, joint_positions, frames)

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.textfiles import read_utf8
 
 CONFIG_NAME = 'referee.yaml'
 
@@ -61,6 +62,7 @@ class Scene1Config:
     on_table_tolerance: float
     lift: float
     final_window: float
+    final_window_frames: int
     final_min_duration: float
 
 
@@ -136,7 +138,9 @@ class FinishConfig:
     """Finish stage (protocol §4.6); per-scene radii keyed by scene number."""
 
     window: float
+    window_frames: int
     lateness: float
+    lateness_frames: int
     completion_lift: float
     home_radius: dict[int, float]
     leave_radius: dict[int, float]
@@ -169,6 +173,32 @@ class GapConfig:
 
 
 @dataclass(frozen=True)
+class VariantRules:
+    """The rules that differ between the ``published`` and the ``corrected`` variant (docs/scoring.md).
+
+    Attributes:
+        frame_windows: count recorded frames for the frame windows (finish window and lateness, S1 final
+            window) when the trajectory's frames are executed rows; otherwise use the seconds.
+        nearest_by_name: break nearest-object ties by object name (else: the first in recording order).
+        push_setup_needs_intent: S2 push setup Execution requires its Intent (and is gated by it).
+        bowl_exec_height_cap: S2 bowl Execution applies the height cap at the opening and the end.
+        route_after_close: the S3 route stage scans only samples after the designated arm's close.
+        s4_pickup_finish_at_close: an S4 pickup whose source never lifts anchors the finish at the close.
+        sequence_gating: gate the S4 sequence stages (else: the raw stages are summed).
+        sequence_match_inclusive: S4 sequence match distance ``<=`` the radius (else ``<``).
+    """
+
+    frame_windows: bool
+    nearest_by_name: bool
+    push_setup_needs_intent: bool
+    bowl_exec_height_cap: bool
+    route_after_close: bool
+    s4_pickup_finish_at_close: bool
+    sequence_gating: bool
+    sequence_match_inclusive: bool
+
+
+@dataclass(frozen=True)
 class RefereeConfig:
     """Every scoring constant of the referee. Build it with :func:`load_config`."""
 
@@ -188,6 +218,19 @@ class RefereeConfig:
     adjustments: AdjustmentConfig
     completion: CompletionConfig
     gaps: GapConfig
+    variants: dict[str, VariantRules]
+
+    def rules(self, variant: str) -> VariantRules:
+        """The rule switches of ``variant``.
+
+        Raises:
+            RoboFollowError: the configuration has no such variant.
+        """
+        try:
+            return self.variants[variant]
+        except KeyError:
+            known = ', '.join(self.variants)
+            raise RoboFollowError(f'referee config has no rules for variant {variant!r} (known: {known})') from None
 
 
 def default_config_path() -> Path:
@@ -206,9 +249,7 @@ def default_config_path() -> Path:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding='utf-8'))
-    except OSError as error:
-        raise RoboFollowError(f'cannot read referee config {path}: {error.strerror}') from error
+        data = yaml.safe_load(read_utf8(path, what='referee config'))
     except yaml.YAMLError as error:
         raise RoboFollowError(f'referee config {path} is not valid YAML: {error}') from error
     if not isinstance(data, dict):
@@ -239,6 +280,10 @@ def _number(value: Any, where: str) -> float:
 
 def _convert(kind: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(kind)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise RoboFollowError(f'referee config {where} must be true or false, got {value!r}')
+        return value
     if kind is float:
         return _number(value, where)
     if kind is int:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from robofollow_ros.benchmark.types import Arm, GroundTruth, Layout, Task
-from robofollow_ros.referee.config import RefereeConfig
+from robofollow_ros.benchmark.types import Arm, GroundTruth, Layout, Task, Variant
+from robofollow_ros.referee.config import RefereeConfig, VariantRules
 from robofollow_ros.referee.events import GripperEvents
 from robofollow_ros.referee.signals import EpisodeSignals
 
 
 @dataclass(frozen=True)
 class EpisodeContext:
-    """A task's ground truth, its layout, the constants, the signals and the gripper events."""
+    """A task's ground truth, its layout, the constants, the variant's rules, the signals and the gripper events."""
 
     task: Task
     truth: GroundTruth
@@ -20,6 +20,8 @@ class EpisodeContext:
     config: RefereeConfig
     signals: EpisodeSignals
     events: GripperEvents
+    variant: Variant
+    rules: VariantRules
 
     @property
     def arm(self) -> Arm:

@@ -1,7 +1,8 @@
 """Stage 3, finish (protocol §4.6): leave the scene, return home in time, stay home, no re-grasp.
 
-Frame constants are times: "home" must hold for every sample in a window [t, t + window) (truncated at
-the episode end), the return may take at most ``lateness`` seconds after the completion time.
+"Home" must hold for every sample of a window from t (truncated at the episode end) and the return may
+take at most ``lateness`` after the completion time. Both count recorded frames when the episode's
+frames are executed rows and the variant counts frames, else seconds (``EpisodeSignals.frame_windows``).
 """
 
 from __future__ import annotations
@@ -29,10 +30,16 @@ def first_lift_from(ctx: EpisodeContext, start: int | None, name: str | None = N
     return start + int(hits[0]) if hits.size else None
 
 
-def fallback_completion(ctx: EpisodeContext) -> int:
-    """Completion time when no stage provides one: first lift from the close, else the final sample."""
-    lifted = first_lift_from(ctx, ctx.events.close_expected)
-    return ctx.signals.last if lifted is None else lifted
+def fallback_completion(ctx: EpisodeContext, *, at_close: bool = False) -> int:
+    """Completion time when no stage provides one: first lift from the close, else the final sample.
+
+    With ``at_close`` (published S4 pickup) an episode whose source never lifts completes at the close.
+    """
+    close = ctx.events.close_expected
+    lifted = first_lift_from(ctx, close)
+    if lifted is not None:
+        return lifted
+    return close if at_close and close is not None else ctx.signals.last
 
 
 def first_of(*candidates: int | None) -> int | None:
@@ -49,9 +56,11 @@ def _inside_area(points: np.ndarray, config: RefereeConfig) -> np.ndarray:
 
 
 def home_return(
-    signals: EpisodeSignals, arm: Arm, *, anchor: int, radius: float, window: float
+    signals: EpisodeSignals, arm: Arm, *, anchor: int, radius: float, window: float, window_frames: int
 ) -> tuple[int | None, np.ndarray]:
-    """First sample ``t >= anchor`` from which the arm stays within ``radius`` of home for ``window`` seconds.
+    """First sample ``t >= anchor`` from which the arm stays within ``radius`` of home for the window.
+
+    The window is ``window_frames`` frames or ``window`` seconds (``EpisodeSignals.window_ends``).
 
     Returns:
         That sample (``None`` if there is none) and the arm's distance from home over time.
@@ -59,7 +68,7 @@ def home_return(
     distance = np.linalg.norm(signals.ee[arm] - signals.home(arm), axis=1)
     away = np.concatenate(([0], np.cumsum(distance > radius)))
     starts = np.arange(anchor, signals.n)
-    ends = signals.window_ends(starts, window)
+    ends = signals.window_ends(starts, seconds=window, frames=window_frames)
     settled = starts[(away[ends] - away[starts]) == 0]
     return (int(settled[0]) if settled.size else None), distance
 
@@ -68,12 +77,15 @@ def _arm_failure(ctx: EpisodeContext, arm: Arm, anchor: int) -> str | None:
     signals, config = ctx.signals, ctx.config
     finish = config.finish
     radius = finish.home_radius[ctx.scene]
-    home, distance = home_return(signals, arm, anchor=anchor, radius=radius, window=finish.window)
+    home, distance = home_return(
+        signals, arm, anchor=anchor, radius=radius, window=finish.window, window_frames=finish.window_frames
+    )
     if home is None:
-        return f'the {arm} arm never stays within {radius} m of home for {finish.window} s after {signals.when(anchor)}'
-    delay = float(signals.t[home] - signals.t[anchor])
-    if delay > finish.lateness + config.time_tolerance:
-        return f'the {arm} arm is home {delay:.2f} s after completion (limit {finish.lateness} s)'
+        window = signals.limit(seconds=finish.window, frames=finish.window_frames)
+        return f'the {arm} arm never stays within {radius} m of home for {window} after {signals.when(anchor)}'
+    if signals.longer_than(anchor, home, seconds=finish.lateness, frames=finish.lateness_frames):
+        limit = signals.limit(seconds=finish.lateness, frames=finish.lateness_frames)
+        return f'the {arm} arm is home {signals.span(anchor, home)} after completion (limit {limit})'
     leave = finish.leave_radius[ctx.scene]
     left = np.flatnonzero(distance[home + 1 :] > leave)
     if left.size:

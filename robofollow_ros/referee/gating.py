@@ -6,6 +6,9 @@ Rules, on the raw all-or-nothing stage results (I = Intent, E = Execution):
 * ``pickup`` (source select + finish): I_finish needs I1; E_finish needs I1, E1, I_finish.
 * ``sequence`` (S4 action A, action B, finish): as ``chain`` except that E_B needs only I_A and I_B
   (stage B is not gated by A's Execution).
+* ``push`` (published S2 push): as ``chain`` except that E1 needs nothing (push setup Execution is
+  awarded without Intent).
+* ``none`` (published S4 sequence): the raw stages as they are.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Literal
 
 from robofollow_ros.referee.stage import StageOutcome
 
-GateRule = Literal['pickup', 'chain', 'sequence']
+GateRule = Literal['pickup', 'chain', 'sequence', 'push', 'none']
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,12 @@ _RULES: dict[str, tuple[tuple[Requirement, Requirement], ...]] = {
         (((0, 'I'),), ((0, 'I'), (1, 'I'))),
         (((0, 'I'), (1, 'I')), ((0, 'I'), (0, 'E'), (1, 'I'), (1, 'E'), (2, 'I'))),
     ),
+    'push': (
+        ((), ()),
+        (((0, 'I'),), ((0, 'I'), (0, 'E'), (1, 'I'))),
+        (((0, 'I'), (1, 'I')), ((0, 'I'), (0, 'E'), (1, 'I'), (1, 'E'), (2, 'I'))),
+    ),
+    'none': (((), ()),) * 3,
 }
 
 _LABEL = {'I': 'Intent', 'E': 'Execution'}

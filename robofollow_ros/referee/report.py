@@ -2,7 +2,7 @@
 
 Rows are scenes, columns L0-L3 with IS / ES / CR each, as percentages with one decimal. The ``Mean`` row
 is the unweighted mean of the rounded scene values, as on the project website, over the scenes that have
-that level.
+that level, rounded to one decimal too.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ def build_table(summaries: Sequence[GroupSummary]) -> Table:
     mean: dict[str, tuple[float, float, float]] = {}
     for level in levels:
         values = [cells[row][level] for row in rows if level in cells[row]]
-        intent, execution, completion = (round(sum(v[k] for v in values) / len(values), 3) for k in range(3))
+        intent, execution, completion = (round(sum(v[k] for v in values) / len(values), 1) for k in range(3))
         mean[level] = (intent, execution, completion)
     if rows:
         cells['Mean'] = mean
@@ -58,7 +58,7 @@ def build_table(summaries: Sequence[GroupSummary]) -> Table:
 
 
 def _fmt(value: float) -> str:
-    return f'{value:.1f}' if value == round(value, 1) else f'{value:.2f}'
+    return f'{value:.1f}'
 
 
 def to_markdown(table: Table) -> str:
@@ -89,9 +89,12 @@ def to_csv(table: Table) -> str:
     return out.getvalue()
 
 
-def to_json(table: Table, summaries: Sequence[GroupSummary], *, duplicates_skipped: int = 0) -> str:
-    """The groups (fractions), the table (percent) and bookkeeping as JSON."""
+def to_json(
+    table: Table, summaries: Sequence[GroupSummary], *, duplicates_skipped: int = 0, variant: str | None = None
+) -> str:
+    """The groups (fractions), the table (percent) and bookkeeping (variant, duplicates skipped) as JSON."""
     document = {
+        'variant': variant,
         'groups': [summary.as_dict() for summary in summaries],
         'table': {
             row: {level: dict(zip(METRICS, value, strict=True)) for level, value in table.cells[row].items()}
@@ -103,27 +106,70 @@ def to_json(table: Table, summaries: Sequence[GroupSummary], *, duplicates_skipp
     return json.dumps(document, indent=2) + '\n'
 
 
-def plot(table: Table, path: str | Path) -> None:
-    """Write a PNG: one panel per scene (and the mean), IS / ES / CR against the level."""
+METRIC_STYLES = {
+    'IS': {'marker': 'o', 'linestyle': '-', 'markersize': 8, 'offset': -0.06},
+    'ES': {'marker': 's', 'linestyle': '--', 'markersize': 6, 'offset': 0.0, 'markerfacecolor': 'none'},
+    'CR': {'marker': '^', 'linestyle': ':', 'markersize': 6, 'offset': 0.06},
+}
+"""Distinct marker, line and a small horizontal offset per metric, so that IS and ES stay visible when equal."""
+Y_LIMITS = (-5.0, 108.0)
+
+
+def figure_of(tables: dict[str, Table], *, title: str | None = None) -> Any:
+    """A matplotlib figure: one panel per scene (and the mean); per policy and metric one styled line."""
     import matplotlib
 
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    rows = table.rows or ('Mean',)
-    figure, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.0), sharey=True, squeeze=False)
+    first = next(iter(tables.values()))
+    rows = first.rows or ('Mean',)
+    figure, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.4), sharey=True, squeeze=False)
+    colours = plt.rcParams['axes.prop_cycle'].by_key()['color']
     for axis, row in zip(axes[0], rows, strict=True):
-        levels = [level for level in table.levels if level in table.cells.get(row, {})]
-        for index, metric in enumerate(METRICS):
-            axis.plot(levels, [table.cells[row][level][index] for level in levels], marker='o', label=metric)
+        for number, (name, table) in enumerate(tables.items()):
+            levels = [level for level in table.levels if level in table.cells.get(row, {})]
+            positions = [table.levels.index(level) for level in levels]
+            for index, metric in enumerate(METRICS):
+                style = dict(METRIC_STYLES[metric])
+                offset = style.pop('offset')
+                label = metric if len(tables) == 1 else f'{name} {metric}'
+                colour = colours[(index if len(tables) == 1 else number) % len(colours)]
+                axis.plot(
+                    [position + offset for position in positions],
+                    [table.cells[row][level][index] for level in levels],
+                    color=colour,
+                    label=label,
+                    **style,
+                )
+        axis.set_xticks(range(len(first.levels)), first.levels)
+        axis.set_xlim(-0.4, len(first.levels) - 0.6)
         axis.set_title(row)
-        axis.set_ylim(0, 100)
+        axis.set_ylim(*Y_LIMITS)
         axis.grid(alpha=0.3)
     axes[0][0].set_ylabel('%')
-    axes[0][-1].legend(loc='upper right')
+    axes[0][-1].legend(loc='center left', bbox_to_anchor=(1.02, 0.5), fontsize='small')
+    if title:
+        figure.suptitle(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    return figure
+
+
+def _save(figure: Any, path: str | Path) -> None:
+    import matplotlib.pyplot as plt
+
+    figure.savefig(path, dpi=100, bbox_inches='tight')
     plt.close(figure)
+
+
+def plot(table: Table, path: str | Path, *, title: str | None = None) -> None:
+    """Write a PNG: one panel per scene (and the mean), IS / ES / CR against the level."""
+    _save(figure_of({'': table}, title=title), path)
+
+
+def plot_comparison(tables: dict[str, Table], path: str | Path, *, title: str | None = None) -> None:
+    """Write a PNG comparing policies: one colour per policy, one marker and line style per metric."""
+    _save(figure_of(tables, title=title), path)
 
 
 @dataclass(frozen=True)
@@ -135,20 +181,52 @@ class Report:
     markdown: str
     out: Path
     duplicates_skipped: list[dict[str, Any]]
+    variant: str | None = None
 
 
-def write_report(records: Sequence[dict[str, Any]], out: str | Path) -> Report:
-    """Deduplicate ``records``, summarise them and write summary.md / .csv / .json / .png into ``out``."""
-    from robofollow_ros.referee.aggregate import deduplicate, summarize
+def run_title(about: Mapping[str, Any]) -> str:
+    """``Policy expert (privileged) · run 1a2b3c4d5e6f · variant published``: the policy, its privilege, the run
+    and the scoring variant."""
+    parts = [f'Policy {about.get("policy") or "unknown"}']
+    if about.get('privileged') is not None:
+        parts[0] += ' (privileged: ground-truth access)' if about['privileged'] else ' (not privileged)'
+    if about.get('run_id'):
+        parts.append(f'run {about["run_id"]}')
+    if about.get('variant'):
+        parts.append(f'variant {about["variant"]}')
+    return ' · '.join(parts)
 
+
+def write_report(
+    records: Sequence[dict[str, Any]], out: str | Path, *, about: Mapping[str, Any] | None = None
+) -> Report:
+    """Deduplicate ``records``, summarise them and write summary.md / .csv / .json / .png into ``out``.
+
+    Args:
+        records: result records of one run.
+        out: output folder.
+        about: the run the records come from (``policy``, ``privileged``, ``run_id``); it titles the
+            Markdown and the plot (with the records' variant) and is stored in summary.json.
+
+    Raises:
+        RoboFollowError: the records mix variants (nothing is written).
+    """
+    from robofollow_ros.referee.aggregate import deduplicate, single_variant, summarize
+
+    variant = single_variant(records)
     kept, skipped = deduplicate(records)
     summaries = summarize(kept)
     table = build_table(summaries)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    markdown = to_markdown(table)
+    title = run_title({**about, 'variant': variant}) if about else None
+    markdown = (f'{title}\n\n' if title else '') + to_markdown(table)
+    document = json.loads(to_json(table, summaries, duplicates_skipped=len(skipped), variant=variant))
+    document['run'] = dict(about or {})
     (folder / 'summary.md').write_text(markdown, encoding='utf-8')
     (folder / 'summary.csv').write_text(to_csv(table), encoding='utf-8')
-    (folder / 'summary.json').write_text(to_json(table, summaries, duplicates_skipped=len(skipped)), encoding='utf-8')
-    plot(table, folder / 'summary.png')
-    return Report(summaries=summaries, table=table, markdown=markdown, out=folder, duplicates_skipped=skipped)
+    (folder / 'summary.json').write_text(json.dumps(document, indent=2) + '\n', encoding='utf-8')
+    plot(table, folder / 'summary.png', title=title)
+    return Report(
+        summaries=summaries, table=table, markdown=markdown, out=folder, duplicates_skipped=skipped, variant=variant
+    )

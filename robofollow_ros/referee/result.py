@@ -16,7 +16,9 @@ class EpisodeResult:
 
     Attributes:
         task_id, instruction, scene, layout, level_tag, arm: the task.
-        variant, seed, round: bookkeeping passed in by the caller (``None`` when unknown).
+        variant: the scoring variant applied (``published`` or ``corrected``).
+        window_units: ``frames`` or ``seconds``: what the frame windows counted in this episode.
+        seed, round: bookkeeping passed in by the caller (``None`` when unknown).
         base_task_type: the ground-truth action (``pickup``, ``place_relative``...).
         intent_score, exec_score: adjusted totals IS and ES (0-1).
         intent_ok, exec_ok: totals at least 0.99 of the maximum ("full rate").
@@ -51,6 +53,7 @@ class EpisodeResult:
     adjustments: tuple[Adjustment, ...]
     metric_version: str
     variant: str | None = None
+    window_units: str = 'seconds'
     seed: int | None = None
     round: int | None = None
     scene_fields: Mapping[str, Any] = field(default_factory=dict)
@@ -72,6 +75,7 @@ class EpisodeResult:
                 'layout': self.layout,
                 'level_tag': self.level_tag,
                 'variant': self.variant,
+                'window_units': self.window_units,
                 'seed': self.seed,
                 'round': self.round,
                 'arm': self.arm,

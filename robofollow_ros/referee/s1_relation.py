@@ -96,17 +96,28 @@ class FinalLayout:
     window: tuple[float, float] | None
 
 
-def final_layout(ctx: EpisodeContext) -> FinalLayout:
-    """Check the last ``final_window`` seconds (samples with t > t_end - window)."""
+def _final_window_start(ctx: EpisodeContext) -> int | None:
+    """First sample of the final window, or ``None`` when the episode is shorter than the window."""
     signals, config = ctx.signals, ctx.config
-    window = config.scene1.final_window
+    frames = config.scene1.final_window_frames
+    if signals.frame_windows:
+        return signals.n - frames if signals.n >= frames else None
     t = signals.t
     if t[-1] - t[0] < config.scene1.final_min_duration - config.time_tolerance:
-        return FinalLayout(False, f'episode shorter than {config.scene1.final_min_duration} s', None)
-    start = int(np.searchsorted(t, t[-1] - window + config.time_tolerance, side='right'))
+        return None
+    return int(np.searchsorted(t, t[-1] - config.scene1.final_window + config.time_tolerance, side='right'))
+
+
+def final_layout(ctx: EpisodeContext) -> FinalLayout:
+    """Check the final window: the last ``final_window_frames`` frames, or samples with t > t_end - window."""
+    signals, config = ctx.signals, ctx.config.scene1
+    window = signals.limit(seconds=config.final_window, frames=config.final_window_frames)
+    start = _final_window_start(ctx)
+    if start is None:
+        return FinalLayout(False, f'episode shorter than the final window ({window})', None)
     span = (signals.seconds(start) or 0.0, signals.seconds(signals.last) or 0.0)
     ok = placed(ctx)[start:]
     if ok.all():
-        return FinalLayout(True, f'relation holds on the table over the last {window} s', span)
+        return FinalLayout(True, f'relation holds on the table over the last {window}', span)
     broken = start + int(np.argmin(ok))
     return FinalLayout(False, f'relation or table contact broken at {signals.when(broken)}', span)

@@ -76,6 +76,12 @@ def _in_bowl(ctx: EpisodeContext) -> np.ndarray:
     return (_bowl_xy(ctx) <= config.bowl_radius) & low
 
 
+def _where(ctx: EpisodeContext, index: int) -> str:
+    signals, bowl = ctx.signals, _target(ctx)
+    height = float(signals.z(ctx.source)[index] - signals.z(bowl)[index])
+    return f'{float(_bowl_xy(ctx)[index]):.3f} m from its centre, {height:.3f} m above its origin'
+
+
 def _nearest_bowl_is_target(ctx: EpisodeContext) -> np.ndarray:
     signals = ctx.signals
     source_xy = signals.pos[ctx.source][:, :2]
@@ -87,8 +93,9 @@ def bowl_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
     """Stage 2 of a place-in-bowl.
 
     Intent: some sample after the close has the source low (below ``bowl_max_lift`` over its start), in
-    the target bowl, with the target the nearest bowl. Execution: Intent, an opening, and the source
-    within the bowl radius (xy) at the opening and at the final sample.
+    the target bowl, with the target the nearest bowl. Execution: Intent, an opening, and the source in
+    the bowl at the opening and at the final sample: within the bowl radius (xy) and, in the published
+    variant, also below the height cap.
     """
     signals, source, bowl, config = ctx.signals, ctx.source, _target(ctx), ctx.config.scene2
     close = ctx.events.close_expected
@@ -103,12 +110,13 @@ def bowl_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
     intent_reason = f'{source} in {bowl} at {signals.when(first)}'
     opened = ctx.events.open_after_close
     xy = _bowl_xy(ctx)
+    inside = _in_bowl(ctx) if ctx.rules.bowl_exec_height_cap else xy <= config.bowl_radius
     if opened is None:
         exec_reason = f'the {ctx.arm} gripper never opens after the close'
-    elif xy[opened] > config.bowl_radius:
-        exec_reason = f'{source} {xy[opened]:.3f} m from {bowl} at the opening ({signals.when(opened)})'
-    elif xy[-1] > config.bowl_radius:
-        exec_reason = f'{source} {xy[-1]:.3f} m from {bowl} at the end'
+    elif not inside[opened]:
+        exec_reason = f'{source} not in {bowl} at the opening ({signals.when(opened)}): {_where(ctx, opened)}'
+    elif not inside[-1]:
+        exec_reason = f'{source} not in {bowl} at the end: {_where(ctx, signals.last)}'
     else:
         exec_reason = f'released in {bowl} at {signals.when(opened)} and still there at the end'
         return StageOutcome(BOWL_NAME, maximum, True, True, intent_reason, exec_reason, first)

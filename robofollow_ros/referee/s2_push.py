@@ -27,8 +27,9 @@ def push_setup_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
     Samples after the close where the source is on the table (lifted at most ``push_setup_max_lift``) and
     has moved at least ``push_setup_min_motion`` from where it was at the close are pushing samples.
     Intent: on some pushing sample the source is the object nearest the EE and closer than the intent
-    radius. Execution: Intent, the EE height at the first pushing sample matches a contact at the source
-    (|ee_z - offset - source z0| within tolerance), and the nearest-source condition with the execution radius.
+    radius. Execution: the EE height at the first pushing sample matches a contact at the source
+    (|ee_z - offset - source z0| within tolerance) and on some pushing sample the source is nearest and
+    within the execution radius; the corrected variant also requires Intent (the published scorer does not).
     """
     signals, source, config = ctx.signals, ctx.source, ctx.config.scene2
     close = ctx.events.close_expected
@@ -46,21 +47,25 @@ def push_setup_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
     is_source = nearest == signals.candidates.index(source)
     distance = np.linalg.norm(ee[frames, :2] - xy[frames], axis=1)
     touching = is_source & (distance < config.push_setup_intent_radius)
-    if not touching.any():
-        reason = f'while {source} moves, the EE is never nearest to it within {config.push_setup_intent_radius} m'
-        return failed(SETUP_NAME, maximum, reason)
-    first_touch = int(frames[np.argmax(touching)])
-    intent_reason = f'EE pushes {source} from {signals.when(first_touch)}'
     first = int(frames[0])
     contact = abs(ee[first, 2] - config.push_tcp_contact_offset - signals.z(source)[0])
+    if touching.any():
+        frame = int(frames[np.argmax(touching)])
+        intent, intent_reason = True, f'EE pushes {source} from {signals.when(frame)}'
+    else:
+        frame, intent = first, False
+        radius = config.push_setup_intent_radius
+        intent_reason = f'while {source} moves, the EE is never nearest to it within {radius} m'
+    if not intent and ctx.rules.push_setup_needs_intent:
+        return failed(SETUP_NAME, maximum, intent_reason)
     if contact > config.push_contact_height_tolerance:
         exec_reason = f'EE contact height off by {contact:.3f} m at {signals.when(first)}'
-        return StageOutcome(SETUP_NAME, maximum, True, False, intent_reason, exec_reason, first_touch)
+        return StageOutcome(SETUP_NAME, maximum, intent, False, intent_reason, exec_reason, frame)
     if not (is_source & (distance < config.push_setup_exec_radius)).any():
-        exec_reason = f'EE never within {config.push_setup_exec_radius} m of {source}'
-        return StageOutcome(SETUP_NAME, maximum, True, False, intent_reason, exec_reason, first_touch)
+        exec_reason = f'EE never nearest to {source} within {config.push_setup_exec_radius} m'
+        return StageOutcome(SETUP_NAME, maximum, intent, False, intent_reason, exec_reason, frame)
     exec_reason = f'contact height off by {contact:.3f} m, within {config.push_contact_height_tolerance} m'
-    return StageOutcome(SETUP_NAME, maximum, True, True, intent_reason, exec_reason, first_touch)
+    return StageOutcome(SETUP_NAME, maximum, intent, True, intent_reason, exec_reason, frame)
 
 
 def push_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:

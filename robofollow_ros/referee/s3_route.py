@@ -16,24 +16,30 @@ ORIENTATION_NAME = 'stage3_orientation'
 
 
 def route_references(ctx: EpisodeContext) -> tuple[str, str]:
-    """The (correct, wrong) slabs to pass over and to avoid, from the registry (the column partners in the layout)."""
+    """The (correct, wrong) slabs to pass over and to avoid: the route object and its partner in the truth."""
     if ctx.truth.route not in ('via', 'around'):
         raise RoboFollowError(f'Scene 3 route must be "via" or "around", got {ctx.truth.route!r}')
-    return scene3.route_references(ctx.layout, ctx.truth)
+    return scene3.route_references(ctx.truth)
 
 
 def route_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
     """Stage 2 of Scene 3 (Intent and Execution together).
 
-    After the source has been lifted (latched, from sample 0), some sample must have the source within
-    ``route_x_band`` in x and ``route_y_correct`` in y of the correct object, more than ``route_y_wrong``
-    in y from the wrong one, and nearer in y to the correct than to the wrong object.
+    After the source has been lifted (latched), some sample must have the source within ``route_x_band``
+    in x and ``route_y_correct`` in y of the correct object, more than ``route_y_wrong`` in y from the
+    wrong one, and nearer in y to the correct than to the wrong object. The published variant scans only
+    the samples after the designated arm's close, the corrected one every sample.
     """
     signals, source, config = ctx.signals, ctx.source, ctx.config.scene3
     correct, wrong = route_references(ctx)
-    here = signals.pos[source]
-    good, bad = signals.pos[correct], signals.pos[wrong]
-    latched = np.logical_or.accumulate(signals.rise(source) >= config.route_lift)
+    start = 0
+    if ctx.rules.route_after_close:
+        if ctx.events.close_expected is None:
+            return failed(ROUTE_NAME, maximum, f'the {ctx.arm} gripper never closes')
+        start = ctx.events.close_expected + 1
+    here = signals.pos[source][start:]
+    good, bad = signals.pos[correct][start:], signals.pos[wrong][start:]
+    latched = np.logical_or.accumulate(signals.rise(source)[start:] >= config.route_lift)
     dy_good = np.abs(here[:, 1] - good[:, 1])
     dy_bad = np.abs(here[:, 1] - bad[:, 1])
     over = (
@@ -45,8 +51,10 @@ def route_stage(ctx: EpisodeContext, *, maximum: float) -> StageOutcome:
     )
     hits = np.flatnonzero(over)
     if not hits.size:
-        return failed(ROUTE_NAME, maximum, f'{source} never crosses over {correct} (avoiding {wrong}) after a lift')
-    first = int(hits[0])
+        scope = ' after the close' if start else ''
+        reason = f'{source} never crosses over {correct} (avoiding {wrong}) after a lift{scope}'
+        return failed(ROUTE_NAME, maximum, reason)
+    first = start + int(hits[0])
     reason = f'{source} crosses over {correct} at {signals.when(first)}'
     return StageOutcome(ROUTE_NAME, maximum, True, True, reason, reason, first)
 

@@ -21,7 +21,7 @@ def matching_start(ctx: EpisodeContext, arm: Arm, source: str, *, start_from: in
     """First close of ``arm`` at or after ``start_from`` where ``source`` is the object nearest its EE.
 
     Closes include sample 0 when the gripper starts closed; a support under the source is not a
-    candidate; the source must be closer than ``sequence_radius``.
+    candidate; the source must be within ``sequence_radius`` (inclusive in the published variant).
     """
     signals, config = ctx.signals, ctx.config
     for close in close_starts(signals.grip[arm], config.gripper.close):
@@ -30,7 +30,9 @@ def matching_start(ctx: EpisodeContext, arm: Arm, source: str, *, start_from: in
             continue
         support = find_support(signals, source, index, config.source)
         nearest, distance = signals.nearest(signals.ee[arm][index, :2], index, exclude=(support,) if support else ())
-        if nearest == source and distance < config.scene4.sequence_radius:
+        radius = config.scene4.sequence_radius
+        close_enough = distance <= radius if ctx.rules.sequence_match_inclusive else distance < radius
+        if nearest == source and close_enough:
             return index
     return None
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import GroundTruth, Layout, Task
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.referee.adjustments import Totals, apply_adjustments
@@ -23,7 +25,7 @@ from robofollow_ros.referee.signals import build_signals
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.referee.validation import prepare_trajectory
 
-BOOKKEEPING = ('seed', 'round', 'variant')
+BOOKKEEPING = ('seed', 'round', 'variant', 'window_units')
 
 
 def is_conditional(task: Task) -> bool:
@@ -106,16 +108,25 @@ def score_episode(
         meta: bookkeeping copied into the record (``seed``, ``round``, ``variant`` and any other keys).
         seed: trial seed (overrides ``meta``).
         round: trial round (overrides ``meta``).
-        variant: task variant (overrides ``meta``).
+        variant: ``published`` or ``corrected`` (overrides ``meta``; default ``published``): the scoring
+            rules applied. ``task`` should come from the registry for the same variant (its truth).
 
     Returns:
         The episode result; ``result.to_record()`` is its JSON record.
 
     Raises:
         TrajectoryError: the trajectory is empty, malformed or lacks a signal the scorer needs.
-        RoboFollowError: no scorer for the task's action, or the task does not fit the layout.
+        RoboFollowError: no scorer for the task's action, the task does not fit the layout, or an unknown
+            variant.
     """
     config = config or default_config()
+    given = dict(meta or {})
+    for key, value in (('seed', seed), ('round', round), ('variant', variant)):
+        if value is not None:
+            given[key] = value
+    chosen = parse_variant(given.get('variant') or DEFAULT_VARIANT)
+    given['variant'] = chosen
+    rules = config.rules(chosen)
     truth = task.resolved_truth
     _check_truth(truth, layout)
     scorer = scorer_for(truth.scene, truth.action)
@@ -126,12 +137,23 @@ def score_episode(
         fingertip_offset=config.scene1.fingertip_offset if scorer.fingertip else None,
         time_tolerance=config.time_tolerance,
         origin=float(trajectory.t[0]),
+        nearest_by_name=rules.nearest_by_name,
+        frame_windows=rules.frame_windows and prepared.frames_are_rows,
     )
     close_threshold = config.gripper.push_close if scorer.push else config.gripper.close
     events = gripper_events(
         signals.grip, truth.arm, close_threshold=close_threshold, open_threshold=config.gripper.open
     )
-    context = EpisodeContext(task=task, truth=truth, layout=layout, config=config, signals=signals, events=events)
+    context = EpisodeContext(
+        task=task,
+        truth=truth,
+        layout=layout,
+        config=config,
+        signals=signals,
+        events=events,
+        variant=chosen,
+        rules=rules,
+    )
     raw = scorer.score(context)
     stages = apply_gates(raw.stages, raw.gate)
     totals = apply_adjustments(stages, raw, config)
@@ -139,10 +161,6 @@ def score_episode(
     intent_ok = totals.intent >= config.adjustments.full_rate * max_total
     exec_ok = totals.exec >= config.adjustments.full_rate * max_total
     done = completion(truth, stages, raw, totals, config)
-    given = dict(meta or {})
-    for key, value in (('seed', seed), ('round', round), ('variant', variant)):
-        if value is not None:
-            given[key] = value
     tolerance = config.score_tolerance
     return EpisodeResult(
         task_id=task.task_id,
@@ -163,7 +181,8 @@ def score_episode(
         stages=stages,
         adjustments=totals.adjustments,
         metric_version=config.metric_version,
-        variant=given.get('variant'),
+        variant=chosen,
+        window_units=signals.window_units,
         seed=given.get('seed'),
         round=given.get('round'),
         scene_fields=_scene_fields(task, raw, stages, totals, config),

@@ -157,7 +157,8 @@ def score_s2_push(ctx: EpisodeContext) -> RawEpisode:
     push = s2_push.push_stage(ctx, maximum=maxima[1])
     anchor = _completed_at(ctx, push.frame, ctx.events.close_expected)
     finish = finish_stage(ctx, anchor=anchor, maximum=maxima[2], idle_arm=other_arm(ctx.arm))
-    return _scene2(ctx, (setup, push, finish), 'chain', RetryCheck(*s2_push.push_final_target(ctx)))
+    gate: GateRule = 'chain' if ctx.rules.push_setup_needs_intent else 'push'
+    return _scene2(ctx, (setup, push, finish), gate, RetryCheck(*s2_push.push_final_target(ctx)))
 
 
 @register(3, 'place_on_label_route', source_orientation=True)
@@ -188,7 +189,8 @@ def score_s4_pickup(ctx: EpisodeContext) -> RawEpisode:
         rise = float(signals.rise(selection.support)[close:].max())
         if rise >= config.scene4.support_lift:
             penalty = f'support {selection.support} rose {rise:.3f} m after the close'
-    finish = finish_stage(ctx, anchor=fallback_completion(ctx), maximum=maxima[1], idle_arm=other_arm(ctx.arm))
+    anchor = fallback_completion(ctx, at_close=ctx.rules.s4_pickup_finish_at_close)
+    finish = finish_stage(ctx, anchor=anchor, maximum=maxima[1], idle_arm=other_arm(ctx.arm))
     return RawEpisode((stage1, finish), 'pickup', support_lift=penalty, fields=fields)
 
 
@@ -222,6 +224,6 @@ def score_s4_unstack(ctx: EpisodeContext) -> RawEpisode:
 
 @register(4, 'sequence_pickups')
 def score_s4_sequence(ctx: EpisodeContext) -> RawEpisode:
-    """Scene 4 sequence: action A, action B, finish of both arms (sequence gating)."""
+    """Scene 4 sequence: action A, action B, finish of both arms (gated when corrected, raw when published)."""
     stages = s4_sequence.sequence_stages(ctx, maxima=ctx.config.stages.three_stage)
-    return RawEpisode(stages, 'sequence')
+    return RawEpisode(stages, 'sequence' if ctx.rules.sequence_gating else 'none')

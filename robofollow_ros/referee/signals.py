@@ -48,11 +48,14 @@ class EpisodeSignals:
         grip: per arm, (n,) gripper values.
         pos: per object, (n, 3) positions.
         quat: per object, (n, 4) unit quaternions where recorded.
-        candidates: graspable objects (not bowls, not labels), sorted by name.
+        candidates: graspable objects (not bowls, not labels), in the order nearest-object ties are broken
+            in (by name, or in recording order).
         bowls: bowl names, sorted.
         candidate_xy: (n, k, 2) xy of ``candidates``.
         time_tolerance: slack of time-window comparisons.
         origin: time of the first recorded frame; reported times are seconds since it.
+        frame_windows: windows count recorded frames (the frames are executed rows and the variant counts
+            frames); otherwise they are seconds.
     """
 
     t: np.ndarray
@@ -65,6 +68,12 @@ class EpisodeSignals:
     candidate_xy: np.ndarray
     time_tolerance: float
     origin: float
+    frame_windows: bool = False
+
+    @property
+    def window_units(self) -> str:
+        """``frames`` or ``seconds``: what the frame windows of this episode count."""
+        return 'frames' if self.frame_windows else 'seconds'
 
     @property
     def n(self) -> int:
@@ -118,9 +127,30 @@ class EpisodeSignals:
         best = np.argmin(distances, axis=1)
         return best, distances[np.arange(indices.size), best]
 
-    def window_ends(self, starts: np.ndarray, duration: float) -> np.ndarray:
-        """Exclusive end index of each window ``[t[start], t[start] + duration)``, truncated at the end."""
-        return np.searchsorted(self.t, self.t[starts] + duration - self.time_tolerance, side='left')
+    def window_ends(self, starts: np.ndarray, *, seconds: float, frames: int) -> np.ndarray:
+        """Exclusive end index of each window from ``starts``, truncated at the end of the episode.
+
+        The window holds ``frames`` frames with frame windows, else the samples in ``[t, t + seconds)``.
+        """
+        if self.frame_windows:
+            return np.minimum(starts + frames, self.n)
+        return np.searchsorted(self.t, self.t[starts] + seconds - self.time_tolerance, side='left')
+
+    def longer_than(self, start: int, end: int, *, seconds: float, frames: int) -> bool:
+        """Whether ``end`` comes more than ``frames`` frames (or ``seconds``) after ``start``."""
+        if self.frame_windows:
+            return end - start > frames
+        return float(self.t[end] - self.t[start]) > seconds + self.time_tolerance
+
+    def span(self, start: int, end: int) -> str:
+        """``12 frames`` or ``0.72 s`` from ``start`` to ``end``, for reasons."""
+        if self.frame_windows:
+            return f'{end - start} frames'
+        return f'{self.t[end] - self.t[start]:.2f} s'
+
+    def limit(self, *, seconds: float, frames: int) -> str:
+        """A window constant as it applies here: ``20 frames`` or ``1.2 s``."""
+        return f'{frames} frames' if self.frame_windows else f'{seconds} s'
 
 
 def build_signals(
@@ -130,6 +160,8 @@ def build_signals(
     fingertip_offset: Sequence[float] | None,
     time_tolerance: float,
     origin: float | None = None,
+    nearest_by_name: bool = True,
+    frame_windows: bool = False,
 ) -> EpisodeSignals:
     """Assemble the scoring arrays of a validated trajectory.
 
@@ -139,6 +171,9 @@ def build_signals(
         fingertip_offset: TCP-frame offset of the scoring point (Scene 1), or ``None`` for the TCP.
         time_tolerance: slack of time-window comparisons.
         origin: time of the first recorded frame (default: the trajectory's first sample).
+        nearest_by_name: order the candidates by name (nearest-object ties go to the first name); else
+            in the trajectory's recording order (ties go to the object recorded first).
+        frame_windows: windows count recorded frames instead of seconds.
     """
     ee: dict[Arm, np.ndarray] = {}
     for arm in ARMS:
@@ -150,7 +185,9 @@ def build_signals(
     pos = {name: np.asarray(trajectory.obj_pos[name], dtype=float) for name in names}
     quat = {name: unit_quaternions(np.asarray(q, dtype=float)) for name, q in trajectory.obj_quat.items()}
     kinds = {p.name: p.spec.kind for p in layout.placements}
-    candidates = tuple(sorted(name for name in names if kinds[name] == 'object'))
+    recorded = [name for name in trajectory.object_names if kinds.get(name) == 'object']
+    graspable = recorded + [name for name in names if kinds[name] == 'object' and name not in recorded]
+    candidates = tuple(sorted(graspable) if nearest_by_name else graspable)
     bowls = tuple(sorted(name for name in names if kinds[name] == 'bowl'))
     n = len(trajectory)
     candidate_xy = np.stack([pos[name][:, :2] for name in candidates], axis=1) if candidates else np.zeros((n, 0, 2))
@@ -165,4 +202,5 @@ def build_signals(
         candidate_xy=candidate_xy,
         time_tolerance=time_tolerance,
         origin=float(trajectory.t[0]) if origin is None else float(origin),
+        frame_windows=frame_windows,
     )

@@ -23,6 +23,9 @@ class Trajectory:
         obj_quat: per object name, (n, 4) orientations (w, x, y, z); empty where not recorded.
         gaps: (start, end) seconds of detected signal dropouts, reported with the score.
         dropped_frames: frames removed because a signal was missing or not finite.
+        frames_are_rows: each frame was recorded after one executed action row (the evaluator, its files
+            and bags); the published variant then counts frames for its frame windows. ``False`` for
+            trajectories sampled otherwise (a real cell, a resampled recording).
     """
 
     t: np.ndarray
@@ -33,6 +36,7 @@ class Trajectory:
     obj_quat: Mapping[str, np.ndarray] = field(default_factory=dict)
     gaps: tuple[tuple[float, float], ...] = ()
     dropped_frames: int = 0
+    frames_are_rows: bool = False
 
     def __len__(self) -> int:
         return int(self.t.shape[0])

@@ -1,9 +1,9 @@
 """The public trajectory file format ``robofollow-trajectory/1`` (see docs/trajectory-format.md).
 
-A file holds one episode: the task id, the task variant, optional bookkeeping (``meta``) and a list of
-frames in time order. Structural mistakes raise :class:`~robofollow_ros.errors.TrajectoryError` naming
-the frame; ``null`` values and objects absent from a frame are dropouts (NaN), which the referee drops
-and reports as gaps.
+A file holds one episode: the task id, the variant, whether its frames are executed action rows
+(``frames_are_rows``), optional bookkeeping (``meta``) and a list of frames in time order. Structural
+mistakes raise :class:`~robofollow_ros.errors.TrajectoryError` naming the frame; ``null`` values and
+objects absent from a frame are dropouts (NaN), which the referee drops and reports as gaps.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from typing import Any, cast
 
 import numpy as np
 
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import ARMS, Variant
-from robofollow_ros.errors import TrajectoryError
+from robofollow_ros.errors import RegistryError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.textfiles import read_utf8
 
 FORMAT = 'robofollow-trajectory/1'
-VARIANTS: tuple[Variant, ...] = ('literal', 'published')
 NAN = float('nan')
 
 
@@ -32,7 +34,7 @@ class TrajectoryDocument:
 
     task_id: str
     trajectory: Trajectory
-    variant: Variant = 'literal'
+    variant: Variant = DEFAULT_VARIANT
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -142,9 +144,13 @@ def trajectory_from_dict(document: Any, *, source: str = 'trajectory') -> Trajec
     task_id = document.get('task_id')
     if not isinstance(task_id, str) or not task_id:
         raise TrajectoryError(f'{source}: "task_id" must be a non-empty string')
-    variant = document.get('variant', 'literal')
-    if variant not in VARIANTS:
-        raise TrajectoryError(f'{source}: "variant" must be one of {", ".join(VARIANTS)}, got {variant!r}')
+    try:
+        variant = parse_variant(document.get('variant', DEFAULT_VARIANT))
+    except RegistryError as error:
+        raise TrajectoryError(f'{source}: "variant": {error}') from None
+    rows = document.get('frames_are_rows', False)
+    if not isinstance(rows, bool):
+        raise TrajectoryError(f'{source}: "frames_are_rows" must be true or false, got {rows!r}')
     meta = document.get('meta', {})
     if not isinstance(meta, Mapping):
         raise TrajectoryError(f'{source}: "meta" must be an object')
@@ -157,10 +163,9 @@ def trajectory_from_dict(document: Any, *, source: str = 'trajectory') -> Trajec
     gaps = document.get('gaps', [])
     if not isinstance(gaps, list) or not all(isinstance(g, list | tuple) and len(g) == 2 for g in gaps):
         raise TrajectoryError(f'{source}: "gaps" must be a list of [start, end] pairs')
-    if gaps:
-        pairs = tuple((_number(a, f'{source}: gaps'), _number(b, f'{source}: gaps')) for a, b in gaps)
-        trajectory = replace(trajectory, gaps=pairs)
-    return TrajectoryDocument(task_id=task_id, variant=cast(Variant, variant), meta=dict(meta), trajectory=trajectory)
+    pairs = tuple((_number(a, f'{source}: gaps'), _number(b, f'{source}: gaps')) for a, b in gaps)
+    trajectory = replace(trajectory, gaps=pairs, frames_are_rows=rows)
+    return TrajectoryDocument(task_id=task_id, variant=variant, meta=dict(meta), trajectory=trajectory)
 
 
 def load_trajectory(path: str | Path) -> TrajectoryDocument:
@@ -170,10 +175,7 @@ def load_trajectory(path: str | Path) -> TrajectoryDocument:
         TrajectoryError: unreadable file, invalid JSON or an invalid document.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding='utf-8')
-    except OSError as error:
-        raise TrajectoryError(f'cannot read trajectory {path}: {error.strerror or error}') from error
+    text = read_utf8(path, what='trajectory', error=TrajectoryError)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
@@ -193,7 +195,7 @@ def trajectory_to_dict(
     trajectory: Trajectory,
     *,
     task_id: str,
-    variant: Variant = 'literal',
+    variant: Variant = DEFAULT_VARIANT,
     meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Return the ``robofollow-trajectory/1`` document of ``trajectory`` (non-finite values become null)."""
@@ -214,7 +216,12 @@ def trajectory_to_dict(
             objects[name] = pose
         frame['objects'] = objects
         frames.append(frame)
-    document: dict[str, Any] = {'format': FORMAT, 'task_id': task_id, 'variant': variant}
+    document: dict[str, Any] = {
+        'format': FORMAT,
+        'task_id': task_id,
+        'variant': variant,
+        'frames_are_rows': trajectory.frames_are_rows,
+    }
     if meta:
         document['meta'] = dict(meta)
     if trajectory.gaps:
@@ -228,7 +235,7 @@ def dump_trajectory(
     trajectory: Trajectory,
     *,
     task_id: str,
-    variant: Variant = 'literal',
+    variant: Variant = DEFAULT_VARIANT,
     meta: Mapping[str, Any] | None = None,
 ) -> None:
     """Write ``trajectory`` as a ``robofollow-trajectory/1`` JSON file."""

@@ -164,6 +164,7 @@ def prepare_trajectory(
             obj_quat=trajectory.obj_quat,
             gaps=gaps,
             dropped_frames=trajectory.dropped_frames,
+            frames_are_rows=trajectory.frames_are_rows,
         )
     return Trajectory(
         t=t[kept],
@@ -174,4 +175,5 @@ def prepare_trajectory(
         obj_quat={name: _take(q, kept, n, f'obj_quat[{name}]') for name, q in trajectory.obj_quat.items()},
         gaps=gaps,
         dropped_frames=trajectory.dropped_frames + n - int(kept.size),
+        frames_are_rows=trajectory.frames_are_rows,
     )

@@ -54,7 +54,6 @@ class RosEnvironment:
         cache: what the bridge's subscriptions stored.
         publish_chunk: publishes a (T, 14) chunk answering the observation stamped ``stamp_ns``.
         episode_id: the episode the sim was reset to (from ``/robofollow/episode``).
-        images: wait for the three camera images of every observation.
         privileged: attach object and TCP poses.
         timeout: seconds to wait for the sim.
     """
@@ -65,14 +64,13 @@ class RosEnvironment:
         publish_chunk: Callable[[np.ndarray, int], None],
         *,
         episode_id: str,
-        images: bool,
         privileged: bool,
         timeout: float,
     ) -> None:
         self.cache = cache
         self.publish_chunk = publish_chunk
         self.episode_id = episode_id
-        self.images = images
+        self.images = False
         self.privileged = privileged
         self.timeout = timeout
         self.layout: Layout | None = None
@@ -82,15 +80,16 @@ class RosEnvironment:
         self.executed_rows = 0
         self.timing = QueryTiming()
 
-    def reset(self, task: Task, *, seed: int, layout: Layout) -> GraphObservation:
-        """The initial observation of the episode the sim was reset to."""
-        self.layout = layout
+    def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> GraphObservation:
+        """The initial observation of the episode the sim was reset to (with the camera images if ``images``)."""
+        self.layout, self.images = layout, images
         status = self._status(lambda s: s.event == 'reset' and s.episode_id == self.episode_id, 'the sim reset')
         self.origin_ns = status.stamp_ns
         return self._observation(status.stamp_ns)
 
-    def execute(self, chunk: np.ndarray) -> GraphObservation:
+    def execute(self, chunk: np.ndarray, *, images: bool) -> GraphObservation:
         """Send ``chunk`` to the arms and return the observation after its last row."""
+        self.images = images
         answered = self.stamp_ns
         self.timing.overheads.append(time.perf_counter() - self.timing.status_arrival)
         self.publish_chunk(chunk, answered)

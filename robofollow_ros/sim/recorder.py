@@ -13,7 +13,11 @@ from robofollow_ros.sim.rotations import quat_from_matrix
 
 
 class FrameRecorder:
-    """Appends one frame per call: time, TCP pose and grip per arm, pose of every scene item."""
+    """Appends one frame per call: time, TCP pose and grip per arm, pose of every scene item.
+
+    The environment records once after the reset and once after every executed action row, so the
+    trajectory's frames are executed rows (``Trajectory.frames_are_rows``).
+    """
 
     def __init__(self, cell: CellModel, data: mujoco.MjData, *, t0: float) -> None:
         self.cell = cell
@@ -55,4 +59,5 @@ class FrameRecorder:
             obj_pos={name: np.array(rows) for name, rows in self._obj.items()},
             ee_quat={arm: np.array(self._ee_quat[arm]) for arm in ARMS},
             obj_quat={name: np.array(rows) for name, rows in self._obj_quat.items()},
+            frames_are_rows=True,
         )

@@ -18,6 +18,8 @@ from robofollow_ros.benchmark.types import Arm, Layout
 from robofollow_ros.referee.synthetic import Motion
 
 RATE = 1 / 0.06
+VARIANT = 'published'
+"""Variant ``score`` uses when none is given (set per test by the ``scoring_variant`` fixture)."""
 HOME: dict[Arm, tuple[float, float, float]] = {'left': (-0.30, -0.30, 0.95), 'right': (0.30, -0.30, 0.95)}
 TCP_ABOVE = 0.04
 
@@ -82,9 +84,10 @@ def pick(
 
 
 def score(task, motion: Motion, layout: Layout, *, rate: float = RATE, **kwargs) -> dict:  # type: ignore[no-untyped-def]
-    """Score ``motion`` sampled at ``rate`` and return the result record."""
+    """Score ``motion`` sampled at ``rate`` (under ``VARIANT`` unless ``variant`` is given) and return the record."""
     from robofollow_ros.referee.score import score_episode
 
+    kwargs.setdefault('variant', VARIANT)
     return score_episode(task, motion.sample(rate), layout=layout, **kwargs).to_record()
 
 

@@ -1,7 +1,8 @@
 """Scene 3: which slab the expert carries the source right over.
 
-The registry names it from the layout (``route_references``): "via X" passes over X, "around X" over the
-other slab standing in X's column in this layout; the referee scores the same pair.
+The task's truth names it (``route_references``): "via X" passes over X, "around X" over X's partner,
+which the variant decides (by name when published, by column when corrected); the referee scores the
+same pair.
 """
 
 from __future__ import annotations
@@ -14,5 +15,5 @@ def route_objects(truth: GroundTruth, layout: Layout) -> tuple[str, ...]:
     """Slabs to pass right over, in the order they are crossed (one for every Scene 3 task)."""
     if truth.route_object is None:
         return ()
-    correct, _ = scene3.route_references(layout, truth)
+    correct, _ = scene3.route_references(truth)
     return (correct,)

@@ -1,0 +1,77 @@
+"""Reading and writing the package's text files: UTF-8 with one clear error, atomic replacement.
+
+Every file a user hands in (trajectory JSON, results, YAML config) is read through ``read_utf8`` so that a
+file with bytes that are not UTF-8 ends in one line naming it, not a ``UnicodeDecodeError`` traceback.
+Files the evaluator publishes are written through ``write_atomically`` so that a kill leaves either the old
+file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from robofollow_ros.errors import RoboFollowError
+
+PARTIAL_MARK = '.partial-'
+
+
+def read_utf8(path: str | Path, *, what: str, error: type[RoboFollowError] = RoboFollowError) -> str:
+    """The text of ``path``.
+
+    Args:
+        path: the file.
+        what: what the file is, for the message (``trajectory``, ``results``, ``referee config``).
+        error: the ``RoboFollowError`` subclass to raise.
+
+    Raises:
+        RoboFollowError: (``error``) the file cannot be read or is not UTF-8 text.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as failure:
+        raise error(f'cannot read {what} {path}: {failure.strerror or failure}') from failure
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as failure:
+        raise error(f'{what} {path} is not UTF-8 text (byte {failure.start} is 0x{data[failure.start]:02x})') from None
+
+
+def partial_path(path: str | Path) -> Path:
+    """The hidden temporary name under which ``path`` is written before it is published."""
+    path = Path(path)
+    return path.with_name(f'.{path.name}{PARTIAL_MARK}{os.getpid()}')
+
+
+def is_partial(path: str | Path) -> bool:
+    """Whether ``path`` is a temporary left by an unfinished ``publish`` (for example, of a killed run)."""
+    name = Path(path).name
+    return name.startswith('.') and PARTIAL_MARK in name
+
+
+def publish(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """Create ``path`` atomically: ``write`` fills a hidden temporary, which then replaces ``path`` at once.
+
+    ``write`` receives the temporary path and creates a file or a directory there. After a kill at any
+    point, ``path`` is either absent (or its previous version) or complete; the temporary is left over and
+    ``is_partial`` recognises it.
+    """
+    path = Path(path)
+    temporary = partial_path(path)
+    write(temporary)
+    os.replace(temporary, path)
+    return path
+
+
+def write_atomically(path: str | Path, text: str) -> Path:
+    """Replace ``path`` with ``text`` (UTF-8) in one step, flushed to disk first."""
+
+    def write(temporary: Path) -> None:
+        with temporary.open('w', encoding='utf-8') as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+
+    return publish(path, write)
