@@ -40,7 +40,7 @@ from robofollow_ros.ros.runtime import install_stop_handlers, param, spin, wait_
 
 MATCH_SETTLE_SECONDS = 0.5
 """Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
-LIVE_ONLY = ('episode_id', 'policy_error', 'error_kind', 'queries', 'executed_rows')
+LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
 
 
 class EvaluatorNode(Node):

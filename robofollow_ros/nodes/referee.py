@@ -131,13 +131,14 @@ class RefereeNode(Node):
         self.joints = [sample for sample in self.joints if sample[0] > end_ns]
         trial = Trial(task=task, round=spec.round, seed=spec.seed)
         try:
-            trajectory = builder.build(origin_ns=start_ns).trajectory
+            trajectory = builder.build(origin_ns=start_ns, frames_are_rows=True).trajectory
         except RoboFollowError as error:
             self.get_logger().error(f'{spec.task_id}: {error}')
             trajectory = empty_trajectory()
         record = score_record(trial, trajectory, layout=layout, variant=spec.variant)
         record.update(end.bookkeeping())
         record['episode_id'] = spec.episode_id
+        record['end_stamp_ns'] = end_ns
         self.result_pub.publish(String(data=json.dumps(record, allow_nan=False)))
         self.get_logger().info(
             f'{spec.task_id} r{spec.round}: IS {record["intent_score"]:.2f} ES {record["exec_score"]:.2f} '
