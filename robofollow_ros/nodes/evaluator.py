@@ -9,6 +9,7 @@ done, so the launcher shuts the graph down.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import time
@@ -36,7 +37,7 @@ from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.results import ResultsFile
 from robofollow_ros.evaluation.suite import SuiteOptions, Trial, bookkeeping, run_suite
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.runtime import install_stop_handlers, param, spin, wait_for
+from robofollow_ros.ros.runtime import param, spin, wait_for
 
 MATCH_SETTLE_SECONDS = 0.5
 """Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
@@ -192,7 +193,10 @@ def _items(value: object) -> list[str]:
 def main(args: list[str] | None = None) -> int:
     """Run the suite over the graph; exit 0 when it is complete, 2 on an error."""
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    install_stop_handlers()
+    # Both signals interrupt the suite in the main thread, so run.json says "interrupted" (run_suite turns
+    # SIGTERM into RunInterrupted while it runs); rclpy is shut down on the way out.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         node = EvaluatorNode()
     except (RoboFollowError, ValueError) as error:
