@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+from robofollow_ros.referee.timeline import MAX_GAP_S, NS_PER_S
+
+__all__ = ['MAX_GAP_S', 'NS_PER_S']
+
 Storage = Literal['mcap', 'sqlite3']
 STORAGES: tuple[Storage, ...] = ('mcap', 'sqlite3')
 STORAGE_SUFFIXES: dict[str, Storage] = {'.mcap': 'mcap', '.db3': 'sqlite3'}
 ROSBAG2_VERSION = 9
-NS_PER_S = 1_000_000_000
 
 STRING = 'std_msgs/msg/String'
 JOINT_STATE = 'sensor_msgs/msg/JointState'
@@ -35,8 +38,6 @@ EPISODE_KEYS: tuple[str, ...] = (
 """Keys of the /robofollow/episode JSON written by the evaluator (the reader returns whatever is there)."""
 
 IMAGE_ENCODING = 'rgb8'
-MAX_GAP_S = 0.5
-"""A required signal silent for longer than this inside the episode is reported in ``Trajectory.gaps``."""
 
 
 def camera_frame(camera: str) -> str:

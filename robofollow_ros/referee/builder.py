@@ -16,10 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from robofollow_ros import topics
-from robofollow_ros.bags.conventions import MAX_GAP_S, NS_PER_S
-from robofollow_ros.bags.timeline import Signal, frame_times, gaps, hold, hold_or_nan
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import TrajectoryError
+from robofollow_ros.referee.timeline import MAX_GAP_S, NS_PER_S, Signal, frame_times, gaps, hold, hold_or_nan
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.state_layout import GRIPPER_JOINTS, JOINT_NAMES
 
