@@ -36,6 +36,8 @@ from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.results import ResultsFile
 from robofollow_ros.evaluation.suite import SuiteOptions, Trial, bookkeeping, run_suite
+from robofollow_ros.nodes.sim import pose_topics
+from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.runtime import param, spin, wait_for
 
@@ -71,7 +73,7 @@ class EvaluatorNode(Node):
         self.results: dict[str, dict[str, Any]] = {}
         self.condition = threading.Condition()
         self.episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
-        self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.EVENTS)
+        self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
         self.reset_client = self.create_client(Trigger, topics.SIM_RESET)
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
 
@@ -103,12 +105,14 @@ class EvaluatorNode(Node):
             timeout=self.startup_timeout,
             what=f'the sim, bridge, referee{" and recorder" if listeners > 3 else ""} on {topics.EPISODE}',
         )
-        scorers = 1 + (self.options.record == 'bag')
-        pose = topics.ee_pose_topic('left')
+        recording = int(self.options.record == 'bag')
+        pose_readers = 1 + recording + int(resolve_policy(self.options.policy).privileged)
+        expected = {topics.JOINT_STATES: 2 + recording}
+        expected.update(dict.fromkeys(pose_topics(), pose_readers))
         wait_for(
-            lambda: self.count_subscribers(pose) >= scorers and self.count_publishers(pose) >= 1,
+            lambda: all(self.count_subscribers(topic) >= count for topic, count in expected.items()),
             timeout=self.startup_timeout,
-            what=f'the sim and the referee on {pose}',
+            what='the readers of every joint-state and pose topic',
         )
         time.sleep(MATCH_SETTLE_SECONDS)
 

@@ -22,6 +22,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros import topics
+from robofollow_ros.bags.cdr import header_stamp_ns
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
@@ -29,16 +30,16 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
-from robofollow_ros.nodes.sim import all_object_names
+from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.environment import RosEnvironment
 from robofollow_ros.ros.limited_policy import LimitedPolicy
-from robofollow_ros.ros.messages import from_time, image_array, pose_arrays, trajectory_message
+from robofollow_ros.ros.messages import from_time, image_array, trajectory_message
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
-from robofollow_ros.state_layout import CAMERAS, state_from_joint_state
+from robofollow_ros.state_layout import CAMERAS
 
 
 class PolicyBridge(Node):
@@ -69,19 +70,17 @@ class PolicyBridge(Node):
         }
         self.end_pub = self.create_publisher(String, topics.EPISODE_END, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
-        self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.EVENTS)
+        self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
-        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE)
+        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE, raw=True)
         if self.images:
             for camera in CAMERAS:
                 self.create_subscription(
                     Image, topics.image_topic(camera), lambda m, c=camera: self.on_image(c, m), qos.SENSOR
                 )
         if self.privileged:
-            pose_topics = [topics.ee_pose_topic(arm) for arm in ARMS]
-            pose_topics += [topics.object_pose_topic(name) for name in all_object_names()]
-            for topic in pose_topics:
-                self.create_subscription(PoseStamped, topic, lambda m, t=topic: self.on_pose(t, m), qos.STATE)
+            for topic in pose_topics():
+                self.create_subscription(PoseStamped, topic, lambda m, t=topic: self.on_pose(t, m), qos.STATE, raw=True)
         self.worker = threading.Thread(target=self.work, name='episodes', daemon=True)
         self.worker.start()
         self.get_logger().info(f'policy {name!r} ready (images: {self.images}, privileged: {self.privileged})')
@@ -109,13 +108,8 @@ class PolicyBridge(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'ignored {topics.SIM_STATUS}: {error}')
 
-    def on_joint_state(self, message: JointState) -> None:
-        try:
-            state = state_from_joint_state(message.name, message.position)
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.JOINT_STATES}: {error}', throttle_duration_sec=5.0)
-            return
-        self.cache.add_state(from_time(message.header.stamp), state)
+    def on_joint_state(self, data: bytes) -> None:
+        self.cache.add_state(header_stamp_ns(data), data)
 
     def on_image(self, camera: str, message: Image) -> None:
         try:
@@ -125,8 +119,8 @@ class PolicyBridge(Node):
             return
         self.cache.add_image(camera, from_time(message.header.stamp), pixels)
 
-    def on_pose(self, topic: str, message: PoseStamped) -> None:
-        self.cache.add_pose(topic, from_time(message.header.stamp), pose_arrays(message))
+    def on_pose(self, topic: str, data: bytes) -> None:
+        self.cache.add_pose(topic, header_stamp_ns(data), data)
 
     def publish_chunk(self, chunk: np.ndarray, stamp_ns: int) -> None:
         for arm in ARMS:

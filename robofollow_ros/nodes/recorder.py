@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
 
 from robofollow_ros import topics
+from robofollow_ros.bags.cdr import header_stamp_ns
 from robofollow_ros.bags.conventions import IMAGE, JOINT_STATE, POSE_STAMPED
 from robofollow_ros.bags.writer import EpisodeBagWriter
 from robofollow_ros.benchmark.types import ARMS
@@ -29,26 +29,18 @@ from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.graph.protocol import SimStatus
-from robofollow_ros.nodes.sim import all_object_names
+from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
-_STAMP = struct.Struct('<iI')
-_CDR_HEADER = 4
 KEEP_EPISODES = 16
 KEEP_OPEN = 3
 END_TIMEOUT_SECONDS = 5.0
 MAX_WAITING = 20000
 """Messages kept while their episode's spec or reset is still on its way (a few episodes' worth)."""
-
-
-def header_stamp_ns(data: bytes) -> int:
-    """Header stamp of a CDR (little-endian) message that starts with ``std_msgs/Header``."""
-    sec, nanosec = _STAMP.unpack_from(data, _CDR_HEADER)
-    return sec * 1_000_000_000 + nanosec
 
 
 @dataclass
@@ -82,9 +74,7 @@ class RecorderNode(Node):
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
-        for topic in [topics.ee_pose_topic(arm) for arm in ARMS] + [
-            topics.object_pose_topic(name) for name in all_object_names()
-        ]:
+        for topic in pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
         if bool(param(self, 'images', False)):
             for camera in CAMERAS:

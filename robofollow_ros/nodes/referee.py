@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import json
 import time
+from collections import defaultdict
 
-import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from robofollow_ros import topics
+from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore, header_stamp_ns
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.suite import Trial, score_record
 from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
-from robofollow_ros.nodes.sim import all_object_names
+from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.messages import from_time, pose_arrays
 from robofollow_ros.ros.runtime import param, run_node
 
 KEEP_EPISODES = 16
@@ -45,17 +45,16 @@ class RefereeNode(Node):
         self.specs: dict[str, EpisodeSpec] = {}
         self.resets: dict[str, int] = {}
         self.ends: dict[str, tuple[EpisodeEnd, float]] = {}
-        self.poses: list[tuple[str, int, np.ndarray, np.ndarray]] = []
-        self.joints: list[tuple[int, list[str], list[float]]] = []
+        self.poses: list[tuple[str, int, bytes]] = []
+        self.joints: list[tuple[int, bytes]] = []
+        self.typestore = default_typestore()
         self.result_pub = self.create_publisher(String, topics.RESULT, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
-        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE)
-        pose_topics = [topics.ee_pose_topic(arm) for arm in ARMS]
-        pose_topics += [topics.object_pose_topic(name) for name in all_object_names()]
-        for topic in pose_topics:
-            self.create_subscription(PoseStamped, topic, lambda m, t=topic: self.on_pose(t, m), qos.STATE)
+        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE, raw=True)
+        for topic in pose_topics():
+            self.create_subscription(PoseStamped, topic, lambda m, t=topic: self.on_pose(t, m), qos.STATE, raw=True)
         self.create_timer(0.05, self.try_score)
 
     def on_episode(self, message: String) -> None:
@@ -87,12 +86,11 @@ class RefereeNode(Node):
         self.ends[end.episode_id] = (end, time.monotonic())
         self.try_score()
 
-    def on_joint_state(self, message: JointState) -> None:
-        self.joints.append((from_time(message.header.stamp), list(message.name), list(message.position)))
+    def on_joint_state(self, data: bytes) -> None:
+        self.joints.append((header_stamp_ns(data), data))
 
-    def on_pose(self, topic: str, message: PoseStamped) -> None:
-        position, quat = pose_arrays(message)
-        self.poses.append((topic, from_time(message.header.stamp), position, quat))
+    def on_pose(self, topic: str, data: bytes) -> None:
+        self.poses.append((topic, header_stamp_ns(data), data))
 
     def try_score(self) -> None:
         """Score every ended episode whose spec and reset are known once the EE poses up to its end are here."""
@@ -103,10 +101,7 @@ class RefereeNode(Node):
                     del self.ends[episode_id]
                 continue
             complete = all(
-                any(
-                    topic == topics.ee_pose_topic(arm) and stamp >= end.end_stamp_ns
-                    for topic, stamp, _, _ in self.poses
-                )
+                any(topic == topics.ee_pose_topic(arm) and stamp >= end.end_stamp_ns for topic, stamp, _ in self.poses)
                 for arm in ARMS
             )
             if not complete and time.monotonic() - seen < self.end_timeout:
@@ -121,12 +116,17 @@ class RefereeNode(Node):
             topics.object_pose_topic(name) for name in layout.object_names
         }
         builder = TrajectoryBuilder()
-        for topic, stamp, position, quat in self.poses:
+        by_topic: dict[str, list[bytes]] = defaultdict(list)
+        for topic, stamp, data in self.poses:
             if topic in wanted and start_ns <= stamp <= end_ns:
-                builder.add_pose(topic, stamp, position, quat)
-        for stamp, names, positions in self.joints:
+                by_topic[topic].append(data)
+        for topic, messages in by_topic.items():
+            series = decode_poses(self.typestore, messages, topic=topic)
+            builder.add_poses(topic, series.stamp_ns, series.position, series.quat)
+        for stamp, data in self.joints:
             if start_ns <= stamp <= end_ns:
-                builder.add_joint_state(stamp, names, positions)
+                sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
+                builder.add_joint_state(sample.stamp_ns, sample.names, sample.position)
         self.poses = [sample for sample in self.poses if sample[1] > end_ns]
         self.joints = [sample for sample in self.joints if sample[0] > end_ns]
         trial = Trial(task=task, round=spec.round, seed=spec.seed)

@@ -8,6 +8,8 @@ and the ``/robofollow/sim/reset`` service.
 
 from __future__ import annotations
 
+import time
+
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
@@ -40,10 +42,17 @@ from robofollow_ros.ros.messages import (
 from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.state_layout import CAMERAS, JOINT_NAMES, chunk_from_arm_rows
 
+MATCH_TIMEOUT_SECONDS = 5.0
+
 
 def all_object_names() -> list[str]:
     """Every scene item name of the registry: pose topics exist from the start, so discovery happens once."""
     return sorted({name for scene in (1, 2, 3, 4) for name in registry.scene_objects(scene)})
+
+
+def pose_topics() -> list[str]:
+    """The TCP pose topics of both arms and the pose topic of every scene item."""
+    return [topics.ee_pose_topic(arm) for arm in ARMS] + [topics.object_pose_topic(n) for n in all_object_names()]
 
 
 class SimNode(Node):
@@ -117,6 +126,7 @@ class SimNode(Node):
             return response
         self.current = spec
         self.pending.clear()
+        self.wait_for_readers()
         self.clock.start_episode()
         self.publish_frame()
         self.publish_observation()
@@ -126,6 +136,22 @@ class SimNode(Node):
         response.success, response.message = True, spec.episode_id
         self.get_logger().debug(f'reset to {spec.task_id} r{spec.round} ({spec.episode_id})')
         return response
+
+    def wait_for_readers(self) -> None:
+        """Give discovery a moment to finish: every reader this node knows of on a frame topic must be matched
+        (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes out."""
+        publishers = [self.joints_pub, *self.ee_pubs.values(), *self.object_pubs.values()]
+        reference = self.ee_pubs[ARMS[0]]
+
+        def matched() -> bool:
+            readers = reference.get_subscription_count()
+            return readers >= self.count_subscribers(reference.topic_name) and all(
+                p.get_subscription_count() >= min(readers, self.count_subscribers(p.topic_name)) for p in publishers
+            )
+
+        deadline = time.monotonic() + MATCH_TIMEOUT_SECONDS
+        while not matched() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def on_trajectory(self, arm: Arm, message: JointTrajectory) -> None:
         if self.current is None:

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from robofollow_ros import topics
+from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore
 from robofollow_ros.benchmark.types import ARMS, Arm, Layout, Task
 from robofollow_ros.errors import GraphError
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.ros.observation_cache import ObservationCache
-from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.state_layout import CAMERAS, state_from_joint_state
 
 NS_PER_S = 1_000_000_000
 
@@ -79,6 +80,7 @@ class RosEnvironment:
         self.queries = 0
         self.executed_rows = 0
         self.timing = QueryTiming()
+        self.typestore = default_typestore()
 
     def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> GraphObservation:
         """The initial observation of the episode the sim was reset to (with the camera images if ``images``)."""
@@ -142,20 +144,24 @@ class RosEnvironment:
             raise GraphError(f'{error} ({self._missing(stamp_ns, wanted)})') from None
         self.stamp_ns = stamp_ns
         with cache.condition:
-            observation = GraphObservation(
-                images={c: cache.images[c].items[stamp_ns] for c in CAMERAS} if self.images else {},
-                state=cache.states.items[stamp_ns].copy(),
-                time=(stamp_ns - self.origin_ns) / NS_PER_S,
-            )
-            if self.privileged:
-                for arm in ARMS:
-                    observation.ee_pos[arm], observation.ee_quat[arm] = cache.poses[topics.ee_pose_topic(arm)].items[
-                        stamp_ns
-                    ]
-                assert self.layout is not None
-                for name in self.layout.object_names:
-                    position, quat = cache.poses[topics.object_pose_topic(name)].items[stamp_ns]
-                    observation.object_pos[name], observation.object_quat[name] = position, quat
+            images = {c: cache.images[c].items[stamp_ns] for c in CAMERAS} if self.images else {}
+            joints = cache.states.items[stamp_ns]
+            poses = {topic: cache.poses[topic].items[stamp_ns] for topic in wanted}
+        sample = decode_joint_state(self.typestore, joints, topic=topics.JOINT_STATES)
+        observation = GraphObservation(
+            images=images,
+            state=state_from_joint_state(sample.names, sample.position),
+            time=(stamp_ns - self.origin_ns) / NS_PER_S,
+        )
+        decoded = {topic: decode_poses(self.typestore, [data], topic=topic) for topic, data in poses.items()}
+        if self.privileged:
+            assert self.layout is not None
+            for arm in ARMS:
+                series = decoded[topics.ee_pose_topic(arm)]
+                observation.ee_pos[arm], observation.ee_quat[arm] = series.position[0], series.quat[0]
+            for name in self.layout.object_names:
+                series = decoded[topics.object_pose_topic(name)]
+                observation.object_pos[name], observation.object_quat[name] = series.position[0], series.quat[0]
         return observation
 
     def _missing(self, stamp_ns: int, wanted: list[str]) -> str:

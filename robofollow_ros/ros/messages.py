@@ -86,12 +86,6 @@ def pose_message(position: Sequence[float], quat: Sequence[float], *, stamp_ns: 
     return message
 
 
-def pose_arrays(message: PoseStamped) -> tuple[np.ndarray, np.ndarray]:
-    """Position (3,) and quaternion (w, x, y, z) of a PoseStamped."""
-    p, o = message.pose.position, message.pose.orientation
-    return np.array([p.x, p.y, p.z]), np.array([o.w, o.x, o.y, o.z])
-
-
 def joint_state_message(names: Sequence[str], positions: Sequence[float], *, stamp_ns: int) -> JointState:
     """A JointState with positions only."""
     message = JointState(name=list(names), position=[float(v) for v in positions])

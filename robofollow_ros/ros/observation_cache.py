@@ -1,4 +1,8 @@
-"""Thread-safe store of what the sim published, keyed by stamp, so the bridge can wait for a complete observation."""
+"""Thread-safe store of what the sim published, keyed by stamp, so the bridge can wait for a complete observation.
+
+Joint states and poses stay serialised (CDR) until an observation needs them: the sim publishes them for every
+executed row, the bridge reads them once per query.
+"""
 
 from __future__ import annotations
 
@@ -33,9 +37,9 @@ class ObservationCache:
 
     def __init__(self) -> None:
         self.condition = threading.Condition()
-        self.states: _Recent[np.ndarray] = _Recent()
+        self.states: _Recent[bytes] = _Recent()
         self.images: dict[str, _Recent[np.ndarray]] = {}
-        self.poses: dict[str, _Recent[tuple[np.ndarray, np.ndarray]]] = {}
+        self.poses: dict[str, _Recent[bytes]] = {}
         self.statuses: list[tuple[float, SimStatus]] = []
 
     def _add(self, update: Callable[[], None]) -> None:
@@ -43,16 +47,16 @@ class ObservationCache:
             update()
             self.condition.notify_all()
 
-    def add_state(self, stamp_ns: int, state: np.ndarray) -> None:
-        """Store a 14-D joint state."""
+    def add_state(self, stamp_ns: int, state: bytes) -> None:
+        """Store a JointState (CDR, decoded only when an observation needs it)."""
         self._add(lambda: self.states.put(stamp_ns, state))
 
     def add_image(self, camera: str, stamp_ns: int, pixels: np.ndarray) -> None:
         """Store a camera image."""
         self._add(lambda: self.images.setdefault(camera, _Recent()).put(stamp_ns, pixels))
 
-    def add_pose(self, topic: str, stamp_ns: int, pose: tuple[np.ndarray, np.ndarray]) -> None:
-        """Store a pose sample (only the latest ``KEEP`` stamps per topic)."""
+    def add_pose(self, topic: str, stamp_ns: int, pose: bytes) -> None:
+        """Store a PoseStamped (CDR; only the latest ``KEEP`` stamps per topic)."""
         self._add(lambda: self.poses.setdefault(topic, _Recent()).put(stamp_ns, pose))
 
     def add_status(self, status: SimStatus) -> None:

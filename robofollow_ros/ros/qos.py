@@ -14,8 +14,16 @@ SENSOR = qos_profile_sensor_data
 """Camera images and CameraInfo: best effort, keep last 5."""
 STATE = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 """Per-row joint states and poses: the referee must see every frame of an evaluation episode."""
-EVENTS = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-"""Handshake messages, instructions, trajectories and results."""
+EVENTS = QoSProfile(
+    depth=50,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""Handshake messages (sim status, episode end), trajectories and results: a reader that matched a moment late
+still gets them (every consumer matches them by episode id or stamp, so a replayed old one is ignored)."""
+COMMANDS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+"""Instructions: never replayed to a late joiner (an instruction starts an episode)."""
 LATCHED = QoSProfile(
     depth=1,
     history=HistoryPolicy.KEEP_LAST,
