@@ -12,8 +12,15 @@ from rclpy.qos import (
 
 SENSOR = qos_profile_sensor_data
 """Camera images and CameraInfo: best effort, keep last 5."""
-STATE = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-"""Per-row joint states and poses: the referee must see every frame of an evaluation episode."""
+STATE = QoSProfile(
+    depth=1000,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""Per-row joint states and poses: the referee and the recorder must see every frame of an episode, even when
+discovery matched them a moment after the sim started publishing (transient local: they get the last 1000
+samples, two episodes' worth, and keep only those stamped inside the episode)."""
 EVENTS = QoSProfile(
     depth=50,
     history=HistoryPolicy.KEEP_LAST,
