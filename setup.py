@@ -32,7 +32,17 @@ setup(
         share('config', '*.xml'),
         share('urdf', '*.urdf'),
     ],
-    install_requires=['setuptools', 'numpy', 'pyyaml', 'rosbags', 'transforms3d', 'mujoco', 'matplotlib'],
+    install_requires=[
+        'setuptools',
+        'numpy',
+        'pyyaml',
+        'rosbags',
+        'transforms3d',
+        'mujoco',
+        'msgpack',
+        'websockets',
+        'matplotlib',
+    ],
     zip_safe=False,
     entry_points={
         'console_scripts': [

@@ -67,5 +67,9 @@ class GraphError(RoboFollowError):
     """The ROS node graph cannot start, lost a required node, or timed out waiting for one."""
 
 
+class PolicyConnectionError(PolicyError):
+    """The connection to a policy server broke or timed out (the request may or may not have run)."""
+
+
 class RunFolderError(RoboFollowError):
     """An output folder cannot hold this run: in use by another run, holds another run, or is not a folder."""

@@ -33,6 +33,7 @@ ensure_gl_libraries() {
 }
 
 ensure_gl_libraries
+bash scripts/setup_openpi_client.sh
 
 if [ -f "$VENV/.robofollow-stamp" ] && [ "$(cat "$VENV/.robofollow-stamp")" = "$(stamp_of)" ]; then
     exit 0

@@ -32,6 +32,9 @@ class HoldingPolicy:
         time.sleep(float(os.environ.get('ROBOFOLLOW_TEST_SLEEP', '0')))
         return np.tile(np.asarray(observation.state, dtype=np.float32), (self.rows, 1))
 
+    def close(self) -> None:
+        pass
+
 
 class SpyPolicy(HoldingPolicy):
     """Looks at the cameras, keeps every observation and would take the task if it were offered."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import policy_doubles
 import pytest
@@ -60,3 +62,13 @@ def test_a_query_past_the_deadline_is_a_timeout_and_the_next_trial_gets_a_fresh_
     assert len(policy_doubles.built) == 2 and policy_doubles.built[0].slow and not policy_doubles.built[1].slow
     end = capsys.readouterr().out.splitlines()[0]
     assert end.startswith('2 trials: 1 scored, 1 with policy errors (timeout 1), 0 completed')
+
+
+def test_a_factory_that_keeps_failing_leaves_no_thread_behind(tmp_path):
+    before = threading.active_count()
+    status, records, _ = evaluate(tmp_path, 'policy_doubles:raising_factory', '--rounds', '3')
+    assert status == 0 and len(records) == 6
+    deadline = time.monotonic() + 30
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= before

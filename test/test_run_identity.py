@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
+from typing import get_args
 
 import eval_process
 import pytest
 
+from robofollow_ros.benchmark.types import Variant
 from robofollow_ros.cli import main
-from robofollow_ros.errors import RunFolderError
 from robofollow_ros.evaluation import suite
 from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.evaluation.lock import RunLock
@@ -23,6 +25,11 @@ HOLD = 'policy_doubles:HoldingPolicy'
 
 def eval_args(out, *extra, policy=HOLD):
     return ['eval', '--in-process', '--policy', policy, '--tasks', TASKS, '--out', str(out), '--quiet', *extra]
+
+
+def one_line(err):
+    assert err.count('\n') == 1 and 'Traceback' not in err, err
+    return err
 
 
 def identity(**changes):
@@ -56,7 +63,6 @@ def test_identity_digest_is_stable_and_every_field_counts():
     [
         (['--max-queries', '3'], 'max_queries 10 there vs 3 here'),
         (['--policy-kwargs', '{"rows": 5}'], 'policy_kwargs {} there vs {"rows": 5} here'),
-        (['--variant', 'corrected'], 'variant "published" there vs "corrected" here'),
         (['--query-timeout', '9'], 'query_timeout 300.0 there vs 9.0 here'),
     ],
 )
@@ -66,9 +72,19 @@ def test_resuming_with_another_identity_is_refused_in_one_line(tmp_path, capsys,
     before = (out / 'results.jsonl').read_bytes()
     capsys.readouterr()
     assert main(eval_args(out, *change)) == 2
-    err = capsys.readouterr().err
-    assert err.count('\n') == 1 and named in err and '--force-new' in err and 'new --out' in err
+    err = one_line(capsys.readouterr().err)
+    assert named in err and '--force-new' in err and 'new --out' in err
     assert (out / 'results.jsonl').read_bytes() == before
+
+
+def test_resuming_with_another_variant_is_refused(tmp_path, capsys):
+    out = tmp_path / 'run'
+    assert main(eval_args(out)) == 0
+    default = json.loads((out / 'identity.json').read_text(encoding='utf-8'))['variant']
+    other = next(variant for variant in get_args(Variant) if variant != default)
+    capsys.readouterr()
+    assert main(eval_args(out, '--variant', other)) == 2
+    assert f'variant "{default}" there vs "{other}" here' in one_line(capsys.readouterr().err)
 
 
 def test_another_policy_is_refused_and_force_new_sets_the_old_run_aside(tmp_path, capsys):
@@ -165,12 +181,13 @@ def test_out_of_range_options_are_refused_up_front(tmp_path, capsys):
         (eval_args(tmp_path / 'c', '--rounds', '0'), '--rounds'),
         (eval_args(a_file), 'is a file, not a folder'),
         (eval_args(a_file / 'below'), 'cannot create --out'),
+        (eval_args(tmp_path / 'd', policy='telepathy'), "unknown policy 'telepathy'"),
     ]
     for args, message in cases:
         assert main(args) == 2
         err = capsys.readouterr().err
         assert message in err and err.count('\n') == 1, err
-    assert not (tmp_path / 'a').exists() and not (tmp_path / 'b').exists()
+    assert not any((tmp_path / name).exists() for name in 'abcd')
 
 
 def test_report_refuses_to_merge_runs_of_different_policies(tmp_path, capsys):
@@ -184,5 +201,13 @@ def test_report_refuses_to_merge_runs_of_different_policies(tmp_path, capsys):
     assert main(['report', str(hold / 'results.jsonl'), str(hold / 'results.jsonl'), '--out', str(tmp_path)]) == 0
 
 
-def test_run_folder_error_is_a_robofollow_error():
-    assert issubclass(RunFolderError, Exception)
+def test_ctrl_c_while_the_policy_is_thinking_stops_without_waiting_for_it(tmp_path):
+    out = tmp_path / 'run'
+    process = eval_process.start(eval_args(out), ROBOFOLLOW_TEST_SLEEP='600')
+    eval_process.wait_for_file(out / 'run.json', process)
+    time.sleep(1.0)  # the first predict is now sleeping on the policy's worker thread
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)  # a run that waited for the policy would hang for 600 s
+    assert process.returncode == 130 and 'interrupted (SIGINT)' in err
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'interrupted' and run['completed_trials'] == 0

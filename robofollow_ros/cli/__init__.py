@@ -22,8 +22,12 @@ SUBCOMMANDS: dict[str, str] = {
     'report': 'robofollow_ros.cli.report',
     'eval': 'robofollow_ros.cli.eval',
     'demo': 'robofollow_ros.cli.demo',
+    'serve-policy': 'robofollow_ros.cli.serve_policy',
+    'probe': 'robofollow_ros.cli.probe',
     'launch': 'robofollow_ros.cli.launch',
 }
+
+RESUMABLE = frozenset({'eval', 'demo'})
 
 DESCRIPTION = """\
 RoboFollow on ROS 2: does a robot policy really follow instructions?
@@ -40,7 +44,9 @@ examples:
   robofollow tasks --scene 4 --level 3     list the Scene 4 L3 tasks
   robofollow entropy                       scene entropy H(T|S) of the training set
   robofollow eval --in-process --policy expert --scene 1 --level 0
+  robofollow serve-policy --policy hold --port 8000   serve a policy to openpi clients
   robofollow score run/episode_0001.json   score a trajectory file or a rosbag2 directory
+  robofollow score run/episodes/           score every recorded episode of a run
   robofollow report run/results.jsonl      tables (Markdown, CSV, JSON) and a plot
 """
 
@@ -88,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as stop:
         # SIGTERM arrives as a KeyboardInterrupt subclass naming the signal; plain Ctrl-C names nothing.
         name = str(stop) or 'SIGINT'
-        print(f'robofollow {args.command}: interrupted ({name}); run the same command again to resume', file=sys.stderr)
+        resume = '; run the same command again to resume' if args.command in RESUMABLE else ''
+        print(f'robofollow {args.command}: interrupted ({name}){resume}', file=sys.stderr)
         return 143 if name == 'SIGTERM' else 130
     except BrokenPipeError:
         # The reader (e.g. `head`) went away: stop quietly, as command-line tools do.

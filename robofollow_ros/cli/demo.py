@@ -21,7 +21,9 @@ referee, recorder and evaluator nodes; --in-process for the same without ROS) an
 Each policy runs the middle evaluation task of every scene x level cell (16 tasks; --all for all 554).
 The gap between the two tables is what RoboFollow measures: a policy that ignores the instruction can
 look fine on some cells and collapses where the instruction matters. Expert episodes are saved as
-episode bags (trajectory files with --in-process) that `robofollow score` re-scores offline.
+episode bags (trajectory files with --in-process) that `robofollow score` re-scores offline. Running the
+demo again resumes it; results of another version of the package are moved aside into
+OUT/<policy>/superseded-<time>/ first.
 """
 
 POLICIES = ('expert', 'blind')
@@ -79,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
             task_ids=task_ids,
             rounds=args.rounds,
             record=('json' if args.in_process else 'bag') if policy == 'expert' else 'none',
+            force_new=True,
         )
         where = 'in this process' if args.in_process else 'over the ROS 2 node graph'
         count = len(task_ids) if task_ids else 554

@@ -20,6 +20,12 @@ Records of the same trial (task, variant, round, seed) seen again are skipped wi
 must come from one run (same policy and run identity, see `robofollow eval`): records of different runs
 are refused rather than merged into one table; report each run on its own. So are records of different
 variants (published, corrected): their numbers are not comparable.
+
+Diagnostics follow the table (diagnostics.md, diagnostics.json, confusion.png): the mirage gap, IS / ES /
+CR of the policy next to the language-blind baseline on the same trials per level, and the intent
+confusion, what the policy went for in trials whose Intent is not full. With --baseline auto (default)
+the baseline is run once in-process on exactly the report's trials, into OUT/blind-baseline (resumable);
+give a blind run's results instead, or none.
 """
 
 
@@ -27,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``robofollow report``."""
     parser.add_argument('results', nargs='+', metavar='RESULTS', help='JSON Lines or JSON array of result records')
     parser.add_argument('--out', metavar='DIR', help='output directory (default: next to the first RESULTS file)')
+    parser.add_argument(
+        '--baseline',
+        default='auto',
+        metavar='auto|none|RESULTS',
+        help='language-blind baseline for the mirage gap: run it here (auto, default), none, or its results file',
+    )
 
 
 def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dict[str, Any] | None:
@@ -51,6 +63,7 @@ def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dic
 
 def run(args: argparse.Namespace) -> int:
     """Read, deduplicate, summarise, write the tables and the plot, print the Markdown."""
+    from robofollow_ros.diagnostics.report import write_diagnostics
     from robofollow_ros.referee.aggregate import read_result_records
     from robofollow_ros.referee.report import write_report
 
@@ -58,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         raise RoboFollowError('no result records in ' + ', '.join(args.results))
     out = Path(args.out) if args.out else Path(args.results[0]).resolve().parent
-    report = write_report(records, out, about=one_run(records, sources=args.results))
+    report_about = one_run(records, sources=args.results)
+    report = write_report(records, out, about=report_about)
     for record in report.duplicates_skipped:
         print(
             f'warning: duplicate record skipped: {record["task_id"]} round {record.get("round")} '
@@ -66,9 +80,39 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     sys.stdout.write(report.markdown)
+    policy = (report_about or {}).get('policy') or 'policy'
+    baseline, note = _baseline(args.baseline, records, out=out, policy=policy)
+    sys.stdout.write(
+        '\n' + write_diagnostics(records, out, policy=policy, baseline=baseline, baseline_note=note).markdown
+    )
     episodes = sum(summary.episodes for summary in report.summaries)
     print(
         f'\n{episodes} episodes in {len(report.summaries)} groups, variant {report.variant}; tables and plot in {out}',
         file=sys.stderr,
     )
     return 0
+
+
+def _baseline(
+    choice: str, records: Sequence[dict[str, Any]], *, out: Path, policy: str
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The baseline's records for the mirage gap, or ``None`` with the reason there is none."""
+    from robofollow_ros.diagnostics.report import BASELINE_DIR, BASELINE_POLICY, blind_baseline
+    from robofollow_ros.referee.aggregate import deduplicate, read_result_records
+
+    if choice == 'none':
+        return None, 'no baseline (--baseline none)'
+    if policy == BASELINE_POLICY:
+        return None, 'this run is the language-blind baseline itself'
+    if choice != 'auto':
+        return read_result_records(Path(choice)), None
+    kept, _ = deduplicate(records)
+    folder = out / BASELINE_DIR
+    print(
+        f'mirage gap: running the language-blind baseline on the same {len(kept)} trials in {folder}', file=sys.stderr
+    )
+    try:
+        return blind_baseline(kept, out=folder), None
+    except RoboFollowError as error:
+        print(f'warning: no mirage gap: {error}', file=sys.stderr)
+        return None, f'no baseline ({error})'

@@ -1,1 +1,2 @@
-"""In-process evaluation: episodes (protocol §1.6), trial plans, resumable results files, progress."""
+"""Evaluation: episodes over an environment protocol, guarded policy calls, run identity and lock, trial
+plans, crash-safe recording, resumable results files and ``run.json``, progress."""

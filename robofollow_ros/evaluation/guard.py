@@ -58,6 +58,7 @@ class _Worker:
 
     def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._last: _Job | None = None
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -71,11 +72,16 @@ class _Worker:
         The job's own exception is returned in ``job.error``, never raised here, so that an exception raised
         in this (main) thread while waiting, such as Ctrl-C, is never mistaken for the policy's.
         """
-        job = _Job(function)
+        job = self._last = _Job(function)
         self._jobs.put(job)
         if not job.done.wait(timeout):
             raise TimeoutError
         return job
+
+    @property
+    def busy(self) -> bool:
+        """Whether a job is still running (a call that timed out or was interrupted while waiting)."""
+        return self._last is not None and not self._last.done.is_set()
 
     def stop(self) -> None:
         """Let the thread end after its current job."""
@@ -101,7 +107,11 @@ class GuardedPolicy:
         self.abandoned = False
         self._worker = _Worker(f'policy {factory.name}')
         self._policy: Any = None
-        self._policy = self._call('build', factory.build, timeout=BUILD_TIMEOUT_FACTOR * timeout)
+        try:
+            self._policy = self._call('build', factory.build, timeout=BUILD_TIMEOUT_FACTOR * timeout)
+        except PolicyFailure:
+            self._abandon()
+            raise
         self.needs_images = needs_images(self._policy)
 
     @classmethod
@@ -174,10 +184,13 @@ class GuardedPolicy:
             raise PolicyFailure(str(error), kind='invalid_chunk') from error
 
     def close(self) -> str | None:
-        """Call the policy's ``close`` if it has one and stop the worker; returns a failure message, if any."""
+        """Call the policy's ``close`` if it has one and stop the worker; returns a failure message, if any.
+
+        A policy still busy (the run was interrupted while it was thinking) is not waited for.
+        """
         message = None
         close = getattr(self._policy, 'close', None)
-        if callable(close) and not self.abandoned:
+        if callable(close) and not self.abandoned and not self._worker.busy:
             try:
                 self._call('close', close)
             except PolicyFailure as failure:

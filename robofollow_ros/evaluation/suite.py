@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -35,7 +35,7 @@ from robofollow_ros.referee.score import score_episode
 from robofollow_ros.referee.trajectory import Trajectory
 
 RESULTS_NAME = 'results.jsonl'
-RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR)
+RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, 'report')
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,53 @@ class Trial:
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """The run was stopped by a signal (SIGTERM); like Ctrl-C, it stops cleanly and resumes later."""
+    """The run was stopped by SIGINT (Ctrl-C) or SIGTERM; it stops cleanly and resumes later."""
+
+
+class SignalStop:
+    """Turns SIGINT and SIGTERM into ``RunInterrupted`` in the main thread, except inside ``shield()``.
+
+    A signal that arrives while a trial's episode and record are being written is held until the record and
+    ``run.json`` are complete, so that what is on disk always agrees.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.pending: str | None = None
+        self._shielded = 0
+
+    def _handle(self, number: int, frame: object) -> None:
+        name = signal.Signals(number).name
+        if self._shielded:
+            self.pending = self.pending or name
+            return
+        raise RunInterrupted(name)
+
+    @contextmanager
+    def installed(self) -> Iterator[SignalStop]:
+        """Install the handlers for the duration (only possible in the main thread; elsewhere a no-op)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = {number: signal.signal(number, self._handle) for number in self.SIGNALS}
+        try:
+            yield self
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    @contextmanager
+    def shield(self) -> Iterator[None]:
+        """Hold signals until the block is done, then act on the first one that arrived."""
+        self._shielded += 1
+        try:
+            yield
+        finally:
+            self._shielded -= 1
+        if not self._shielded and self.pending:
+            name, self.pending = self.pending, None
+            raise RunInterrupted(name)
 
 
 def select_tasks(options: SuiteOptions) -> list[Task]:
@@ -122,7 +168,7 @@ def check_options(options: SuiteOptions) -> None:
     """Refuse out-of-range options before anything runs.
 
     Raises:
-        RoboFollowError: a limit below 1, a timeout not above 0, or an ``out`` that is not a usable folder.
+        RoboFollowError: a limit below 1, a timeout not above 0, or an ``out`` that is a file.
     """
     if options.rounds < 1 or options.first_round < 1:
         raise RoboFollowError('--rounds and --first-round must be at least 1')
@@ -132,10 +178,18 @@ def check_options(options: SuiteOptions) -> None:
         raise RoboFollowError('--query-timeout must be a positive number of seconds')
     if options.out.exists() and not options.out.is_dir():
         raise RunFolderError(f'--out {options.out} is a file, not a folder')
+
+
+def make_out_folder(out: Path) -> None:
+    """Create the run folder (and its parents).
+
+    Raises:
+        RunFolderError: it cannot be created.
+    """
     try:
-        options.out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise RunFolderError(f'cannot create --out {options.out}: {error.strerror or error}') from error
+        raise RunFolderError(f'cannot create --out {out}: {error.strerror or error}') from error
 
 
 def episode_meta(trial: Trial, *, variant: Variant) -> dict[str, Any]:
@@ -233,23 +287,6 @@ def build_failure_record(trial: Trial, failure: PolicyFailure, *, identity: RunI
     return record
 
 
-@contextmanager
-def stop_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM into ``RunInterrupted`` in the main thread for the duration (nothing elsewhere)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(number: int, frame: object) -> None:
-        raise RunInterrupted(signal.Signals(number).name)
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 class _PolicySlot:
     """Holds the current policy instance; builds a fresh one when there is none or it was abandoned."""
 
@@ -276,7 +313,8 @@ def _run_trials(
     slot: _PolicySlot,
     identity: RunIdentity,
     results: ResultsFile,
-    on_record: Any,
+    on_record: Callable[[dict[str, Any], float], None],
+    stop: SignalStop,
 ) -> None:
     from robofollow_ros.sim.env import CellEnv
 
@@ -286,13 +324,13 @@ def _run_trials(
             try:
                 policy = slot.get()
             except PolicyFailure as failure:
+                outcome = None
                 record = build_failure_record(trial, failure, identity=identity)
-                wall = 0.0
             else:
                 outcome = run_episode(env, policy, trial.task, seed=trial.seed, layout=layout, limits=options.limits)
                 record = make_record(trial, outcome, layout=layout, options=options, identity=identity)
-                wall = outcome.wall_seconds
-                if options.record != 'none':
+            with stop.shield():
+                if outcome is not None and options.record != 'none':
                     record['episode_file'] = save_episode(
                         options.out,
                         mode=options.record,
@@ -301,12 +339,16 @@ def _run_trials(
                         trajectory=outcome.trajectory,
                         record=record,
                     )
-            results.append(record)
-            on_record(record, wall)
+                results.append(record)
+                on_record(record, 0.0 if outcome is None else outcome.wall_seconds)
 
 
 class TrialRunner(Protocol):
-    """Runs the trials of a suite somewhere else than in this process (the ROS graph's evaluator)."""
+    """Runs the trials of a suite somewhere else than in this process (the ROS graph's evaluator).
+
+    Called like ``_run_trials``: run ``todo`` in order; for each trial, inside ``stop.shield()``, append its
+    record to ``results`` and call ``on_record(record, wall_seconds)``.
+    """
 
     runtime: str
 
@@ -315,11 +357,13 @@ class TrialRunner(Protocol):
         options: SuiteOptions,
         *,
         todo: Sequence[Trial],
+        slot: Any,
         identity: RunIdentity,
         results: ResultsFile,
-        on_record: Any,
+        on_record: Callable[[dict[str, Any], float], None],
+        stop: SignalStop,
     ) -> None:
-        """Run ``todo`` in order; append each trial's record to ``results`` and call ``on_record(record, wall)``."""
+        """Run the trials."""
 
 
 def run_suite(
@@ -343,6 +387,7 @@ def run_suite(
         identity = replace(identity, runtime=runner.runtime)
     trials = plan_trials(options)
     wanted = {trial.key for trial in trials}
+    make_out_folder(options.out)
     with RunLock(options.out):
         results = ResultsFile(options.out / RESULTS_NAME)
         moved = claim_run_folder(
@@ -381,19 +426,14 @@ def run_suite(
             if display is not None:
                 display.update(record, wall_seconds=wall)
 
-        status('running')
         slot = _PolicySlot(factory, timeout=options.query_timeout)
         try:
-            with stop_on_sigterm():
-                if runner is None:
-                    _run_trials(options, todo=todo, slot=slot, identity=identity, results=results, on_record=on_record)
-                else:
-                    runner(options, todo=todo, identity=identity, results=results, on_record=on_record)
-        except RunInterrupted as stop:
-            status('interrupted', reason=str(stop))
-            raise
-        except KeyboardInterrupt:
-            status('interrupted', reason='SIGINT')
+            with SignalStop().installed() as stop:
+                status('running')
+                run = _run_trials if runner is None else runner
+                run(options, todo=todo, slot=slot, identity=identity, results=results, on_record=on_record, stop=stop)
+        except KeyboardInterrupt as interrupt:
+            status('interrupted', reason=str(interrupt) or 'SIGINT')
             raise
         except BaseException as error:
             status('failed', reason=f'{type(error).__name__}: {error}')

@@ -35,7 +35,7 @@ from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.results import ResultsFile
-from robofollow_ros.evaluation.suite import SuiteOptions, Trial, bookkeeping, run_suite
+from robofollow_ros.evaluation.suite import SignalStop, SuiteOptions, Trial, bookkeeping, run_suite
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
@@ -162,9 +162,11 @@ class GraphRunner:
         options: SuiteOptions,
         *,
         todo: Sequence[Trial],
+        slot: Any,
         identity: RunIdentity,
         results: ResultsFile,
         on_record: Any,
+        stop: SignalStop,
     ) -> None:
         """Publish, reset, instruct and collect each trial; the record is completed as in-process."""
         for trial in todo:
@@ -184,8 +186,9 @@ class GraphRunner:
             )
             if options.record == 'bag':
                 record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
-            results.append(record)
-            on_record(record, wall)
+            with stop.shield():
+                results.append(record)
+                on_record(record, wall)
 
 
 def _items(value: object) -> list[str]:

@@ -15,6 +15,9 @@ BUILTIN_POLICIES: dict[str, str] = {
     'expert': 'robofollow_ros.sim.expert:ExpertPolicy',
     'blind': 'robofollow_ros.sim.expert:BlindPolicy',
     'hold': 'robofollow_ros.policy.hold:HoldPolicy',
+    'replay': 'robofollow_ros.policy.replay:ReplayPolicy',
+    'openpi': 'robofollow_ros.policy.openpi:OpenpiPolicy',
+    'robotwin-tcp': 'robofollow_ros.policy.robotwin_tcp:RobotwinTcpPolicy',
 }
 PRIVILEGED_POLICIES = frozenset({'expert', 'blind'})
 """Built-in reference policies granted the task and the scene's ground-truth poses (sim only).

@@ -8,6 +8,7 @@ from typing import Any
 
 from robofollow_ros.referee.adjustments import Adjustment
 from robofollow_ros.referee.gating import GatedStage
+from robofollow_ros.referee.selection import Selection
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class EpisodeResult:
         dropped_frames, frames, duration: how much of the recording was scored.
         metric_version: the referee's metric identifier.
         extra: any other meta keys given by the caller, copied into the record.
+        selection: what the policy went for (arm, object, action, target...; ``referee.selection``).
+        required: what the instruction asks for, in the same terms.
     """
 
     task_id: str
@@ -63,6 +66,8 @@ class EpisodeResult:
     frames: int = 0
     duration: float = 0.0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    selection: Selection | None = None
+    required: Selection | None = None
 
     def to_record(self) -> dict[str, Any]:
         """The JSON-able result record (one line of a results file)."""
@@ -108,6 +113,8 @@ class EpisodeResult:
                 'frames': self.frames,
                 'duration': self.duration,
                 'metric_version': self.metric_version,
+                'selection': None if self.selection is None else self.selection.to_dict(),
+                'required_selection': None if self.required is None else self.required.to_dict(),
             }
         )
         record.update(self.scene_fields)

@@ -21,6 +21,7 @@ from robofollow_ros.referee.gating import GatedStage, apply_gates
 from robofollow_ros.referee.raw_episode import RawEpisode
 from robofollow_ros.referee.result import EpisodeResult
 from robofollow_ros.referee.scorers import scorer_for
+from robofollow_ros.referee.selection import read_selection, required_selection
 from robofollow_ros.referee.signals import build_signals
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.referee.validation import prepare_trajectory
@@ -198,6 +199,8 @@ def score_episode(
         frames=signals.n,
         duration=round_time(float(signals.t[-1] - signals.t[0])),
         extra={key: value for key, value in given.items() if key not in BOOKKEEPING},
+        selection=read_selection(task, signals, layout=layout, config=config),
+        required=required_selection(task),
     )
 
 

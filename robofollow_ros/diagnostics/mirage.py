@@ -1,0 +1,108 @@
+"""The mirage gap: a policy's IS / ES / CR next to the language-blind baseline on the same trials.
+
+A policy that scores well but barely above a baseline that ignores the instruction is not following
+instructions; it is executing the most likely task of the scene. The gap per level makes that visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from robofollow_ros.referee.aggregate import GroupSummary, summarize
+
+TrialId = tuple[str, Any, Any]
+ALL_LEVELS = 'all'
+
+
+def trial_id(record: Mapping[str, Any]) -> TrialId:
+    """What makes two records the same trial for the comparison: task, round and seed."""
+    return str(record['task_id']), record.get('round'), record.get('seed')
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Mean over scenes of IS, ES and CR (fractions), as the paper's Mean row."""
+
+    intent: float
+    exec: float
+    completion: float
+
+
+@dataclass(frozen=True)
+class GapRow:
+    """One level: trials compared, the policy's and the baseline's scores, and policy minus baseline."""
+
+    level: str
+    trials: int
+    policy: Scores
+    baseline: Scores
+
+    @property
+    def gap(self) -> Scores:
+        """Policy minus baseline."""
+        return Scores(
+            self.policy.intent - self.baseline.intent,
+            self.policy.exec - self.baseline.exec,
+            self.policy.completion - self.baseline.completion,
+        )
+
+
+def _mean_over_scenes(summaries: Sequence[GroupSummary]) -> Scores:
+    n = len(summaries)
+    return Scores(
+        sum(s.mean_intent_score for s in summaries) / n,
+        sum(s.mean_exec_score for s in summaries) / n,
+        sum(s.completion_rate for s in summaries) / n,
+    )
+
+
+def common_trials(
+    policy: Iterable[Mapping[str, Any]], baseline: Iterable[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The records of both runs restricted to the trials both have (first record of a trial wins)."""
+    mine: dict[TrialId, dict[str, Any]] = {}
+    for record in policy:
+        mine.setdefault(trial_id(record), dict(record))
+    theirs: dict[TrialId, dict[str, Any]] = {}
+    for record in baseline:
+        theirs.setdefault(trial_id(record), dict(record))
+    shared = [key for key in mine if key in theirs]
+    return [mine[key] for key in shared], [theirs[key] for key in shared]
+
+
+def mirage_gap(policy: Iterable[Mapping[str, Any]], baseline: Iterable[Mapping[str, Any]]) -> list[GapRow]:
+    """Per level (then ``all``), scores of both runs over their common trials and the gap."""
+    mine, theirs = common_trials(policy, baseline)
+    levels = sorted({str(r['level_tag']) for r in mine})
+    rows = []
+    for level in [*levels, ALL_LEVELS]:
+        selected = [i for i, r in enumerate(mine) if level == ALL_LEVELS or str(r['level_tag']) == level]
+        ours = summarize([{**mine[i], 'level_tag': level} for i in selected])
+        base = summarize([{**theirs[i], 'level_tag': level} for i in selected])
+        rows.append(GapRow(level, len(selected), _mean_over_scenes(ours), _mean_over_scenes(base)))
+    return rows
+
+
+def _triple(scores: Scores, *, signed: bool = False) -> str:
+    sign = '+' if signed else ''
+    return ' / '.join(f'{100 * v:{sign}.1f}' for v in (scores.intent, scores.exec, scores.completion))
+
+
+def mirage_markdown(rows: Sequence[GapRow], *, policy: str, baseline: str) -> str:
+    """The gap table as Markdown (IS / ES / CR in percent, mean over scenes)."""
+    lines = [
+        f'Mirage gap: `{policy}` against the language-blind `{baseline}` on the same trials '
+        '(IS / ES / CR in %, mean over scenes)',
+        '',
+        f'| Level | Trials | {policy} | {baseline} | Gap |',
+        '|---|---|---|---|---|',
+    ]
+    for row in rows:
+        level = '**All**' if row.level == ALL_LEVELS else row.level
+        lines.append(
+            f'| {level} | {row.trials} | {_triple(row.policy)} | {_triple(row.baseline)} | '
+            f'{_triple(row.gap, signed=True)} |'
+        )
+    return '\n'.join(lines) + '\n'

@@ -1,0 +1,23 @@
+"""What ``serve-policy`` needs from a server, whichever wire it speaks."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class PolicyServer(Protocol):
+    """A server bound at construction to ``host:port`` (``port=0`` picks a free port).
+
+    Constructors take the ``ServedPolicy`` and, keyword-only, ``host`` (127.0.0.1 keeps the policy off
+    the network), ``port`` and ``max_frame_bytes`` (the largest request accepted).
+    """
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+
+    def serve_forever(self) -> None:
+        """Answer connections until ``shutdown``."""
+
+    def shutdown(self) -> None:
+        """Stop accepting, close open connections, release the socket."""

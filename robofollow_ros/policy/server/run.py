@@ -1,0 +1,92 @@
+"""Running a policy server in the foreground until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from robofollow_ros.errors import PolicyError
+from robofollow_ros.policy.factory import resolve_policy
+from robofollow_ros.policy.server.interface import PolicyServer
+from robofollow_ros.policy.server.openpi_server import OpenpiServer
+from robofollow_ros.policy.server.robotwin_tcp_server import RobotwinTcpServer
+from robofollow_ros.policy.server.served import ServedPolicy
+
+WireProtocol = Literal['openpi', 'robotwin-tcp']
+PROTOCOLS: tuple[WireProtocol, ...] = ('openpi', 'robotwin-tcp')
+DEFAULT_PORTS: dict[WireProtocol, int] = {'openpi': 8000, 'robotwin-tcp': 8999}
+SCHEMES: dict[WireProtocol, str] = {'openpi': 'ws', 'robotwin-tcp': 'tcp'}
+
+
+def make_server(
+    served: ServedPolicy, *, protocol: WireProtocol, host: str, port: int, max_frame_bytes: int | None = None
+) -> PolicyServer:
+    """Bind a server for ``served`` speaking ``protocol``."""
+    options: dict[str, Any] = {'host': host, 'port': port}
+    if max_frame_bytes is not None:
+        options['max_frame_bytes'] = max_frame_bytes
+    try:
+        if protocol == 'openpi':
+            return OpenpiServer(served, **options)
+        if protocol == 'robotwin-tcp':
+            return RobotwinTcpServer(served, **options)
+    except OSError as error:
+        raise PolicyError(f'cannot listen on {host}:{port}: {error.strerror or error}') from error
+    raise PolicyError(f'unknown protocol {protocol!r}: use one of {", ".join(PROTOCOLS)}')
+
+
+def serve_policy(
+    name: str,
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    protocol: WireProtocol = 'openpi',
+    host: str = '127.0.0.1',
+    port: int | None = None,
+    max_frame_bytes: int | None = None,
+    announce: Callable[[str], None] = print,
+) -> None:
+    """Serve the policy ``name`` until SIGINT or SIGTERM, then close it.
+
+    Raises:
+        PolicyError: ``name`` is privileged (``expert``, ``blind``: they need the scene's ground truth,
+            which a client cannot send), cannot be built, or the address cannot be bound.
+
+    ``announce`` receives one line with the bound address once the server accepts connections
+    (``port=0`` binds a free port, which that line names).
+    """
+    factory = resolve_policy(name, kwargs=kwargs)
+    if factory.privileged:
+        raise PolicyError(
+            f'{name} is a privileged policy: it plans from the scene state, which does not travel over the wire; '
+            'serve a policy that needs only images, state and instruction (e.g. hold, or a replay of a recorded '
+            'expert episode)'
+        )
+    served = ServedPolicy(factory.build(), name=name)
+    try:
+        server = make_server(
+            served,
+            protocol=protocol,
+            host=host,
+            port=DEFAULT_PORTS[protocol] if port is None else port,
+            max_frame_bytes=max_frame_bytes,
+        )
+    except BaseException:
+        served.close()
+        raise
+    stop = threading.Event()
+    previous = {number: signal.signal(number, lambda *_: stop.set()) for number in (signal.SIGINT, signal.SIGTERM)}
+    worker = threading.Thread(target=server.serve_forever, name='serve-policy', daemon=True)
+    try:
+        worker.start()
+        announce(f'serving {name} over {protocol} at {SCHEMES[protocol]}://{host}:{server.port}')
+        while not stop.wait(0.5):
+            if not worker.is_alive():
+                raise PolicyError(f'the {protocol} server stopped unexpectedly')
+    finally:
+        server.shutdown()
+        worker.join(timeout=10)
+        served.close()
+        for number, handler in previous.items():
+            signal.signal(number, handler)

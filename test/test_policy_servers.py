@@ -1,0 +1,306 @@
+"""Both policy servers on real sockets: bad frames get error frames and the server keeps serving; client errors."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import threading
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import msgpack
+import numpy as np
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+from websockets.sync.server import serve
+
+from robofollow_ros.errors import PolicyError
+from robofollow_ros.policy import openpi_codec
+from robofollow_ros.policy.base import Policy, PrivilegedPolicy
+from robofollow_ros.policy.factory import make_policy
+from robofollow_ros.policy.hold import HoldPolicy
+from robofollow_ros.policy.openpi import OpenpiPolicy
+from robofollow_ros.policy.robotwin_tcp import RobotwinTcpPolicy
+from robofollow_ros.policy.robotwin_tcp_codec import HEADER, decode_message, encode_message, read_frame
+from robofollow_ros.policy.server.openpi_server import OpenpiServer
+from robofollow_ros.policy.server.robotwin_tcp_server import RobotwinTcpServer
+from robofollow_ros.policy.server.served import ServedPolicy
+
+CAMERAS = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+FRAME_CAP = 1024 * 1024
+
+
+def observation(state=None):
+    images = {camera: np.full((240, 320, 3), 90, dtype=np.uint8) for camera in CAMERAS}
+    return SimpleNamespace(images=images, state=np.arange(14, dtype=np.float32) if state is None else state)
+
+
+class FailingPolicy(HoldPolicy):
+    def predict(self, observation):
+        if observation.state[0] < 0:
+            raise RuntimeError('model exploded')
+        if observation.state[0] > 100:
+            return np.full((2, 14), np.nan)
+        return super().predict(observation)
+
+
+@contextmanager
+def running(server_class, **options):
+    server = server_class(ServedPolicy(FailingPolicy(), name='failing'), port=0, max_frame_bytes=FRAME_CAP, **options)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+def openpi_request(state=None):
+    images = {camera: np.zeros((3, 224, 224), np.uint8) for camera in CAMERAS}
+    return {'images': images, 'state': np.zeros(14, np.float32) if state is None else state, 'prompt': 'hold'}
+
+
+def assert_openpi_answers(ws):
+    reply = openpi_codec.unpackb(ws.recv(timeout=30))
+    assert reply['actions'].shape == (5, 14)
+
+
+@pytest.mark.parametrize(
+    ('frame', 'message'),
+    [
+        (b'\xc1\xc1 garbage', 'not an openpi msgpack frame'),
+        ('a text frame', 'expected a binary msgpack frame'),
+        (openpi_codec.packb({'observation': 1}), 'unknown keys'),
+        (openpi_codec.packb(openpi_request(state=np.zeros(3))), 'state'),
+        (msgpack.packb({'a': {b'__ndarray__': True, b'data': b'', b'dtype': '|O', b'shape': [0]}}), 'cannot travel'),
+        (openpi_codec.packb(openpi_request(state=np.full(14, -1.0))), 'policy raised RuntimeError: model exploded'),
+        (openpi_codec.packb(openpi_request(state=np.full(14, 200.0))), 'non-finite'),
+    ],
+)
+def test_openpi_server_answers_a_bad_request_with_an_error_frame_and_goes_on(frame, message):
+    with running(OpenpiServer) as server, connect(f'ws://127.0.0.1:{server.port}') as ws:
+        assert openpi_codec.unpackb(ws.recv(timeout=30))['policy'] == 'failing'
+        ws.send(frame)
+        error = ws.recv(timeout=30)
+        assert isinstance(error, str) and message in error and '\n' not in error
+        ws.send(openpi_codec.packb(openpi_request()))
+        assert_openpi_answers(ws)
+
+
+def test_openpi_server_refuses_oversized_frames_and_keeps_serving():
+    with running(OpenpiServer) as server:
+        with connect(f'ws://127.0.0.1:{server.port}') as ws:
+            ws.recv(timeout=30)
+            ws.send(b'\0' * (FRAME_CAP + 1))
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=30)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        with connect(f'ws://127.0.0.1:{server.port}') as ws:
+            ws.recv(timeout=30)
+            ws.send(openpi_codec.packb(openpi_request()))
+            assert_openpi_answers(ws)
+
+
+def test_openpi_server_health_check_and_control_frames():
+    with running(OpenpiServer) as server:
+        client = http.client.HTTPConnection('127.0.0.1', server.port, timeout=30)
+        client.request('GET', '/healthz')
+        assert client.getresponse().status == 200
+        client.close()
+        with connect(f'ws://127.0.0.1:{server.port}') as ws:
+            ws.recv(timeout=30)
+            ws.send(openpi_codec.packb({'__ctrl__': 'episode_start', '__task__': 't'}))
+            assert openpi_codec.unpackb(ws.recv(timeout=30)) == {'__ack__': 'episode_start'}
+
+
+def tcp_call(sock, message):
+    sock.sendall(encode_message(message) if not isinstance(message, bytes) else message)
+    return decode_message(read_frame(sock))
+
+
+def predict_message(state):
+    images = {
+        field: {'rgb': np.zeros((24, 32, 3), np.uint8)} for field in ('head_camera', 'left_camera', 'right_camera')
+    }
+    return {'cmd': 'predict', 'obs': {'observation': images, 'joint_action': {'vector': state}, 'instruction': 'x'}}
+
+
+@pytest.mark.parametrize(
+    ('frame', 'message'),
+    [
+        (HEADER.pack(8) + b'not json', 'not a UTF-8 JSON'),
+        ({'cmd': 'dance', 'obs': None}, 'a request must be'),
+        (['reset'], 'a request must be'),
+        ({'cmd': 'set_instruction', 'obs': 5}, 'instruction must be a string'),
+        ({'cmd': 'predict', 'obs': {'observation': {}, 'joint_action': {}}}, 'head_camera'),
+        (predict_message(np.zeros(3)), 'joint_action.vector'),
+        (predict_message(np.full(14, -1.0)), 'policy raised RuntimeError: model exploded'),
+        (predict_message(np.full(14, 200.0)), 'non-finite'),
+    ],
+)
+def test_robotwin_server_answers_a_bad_request_with_an_error_reply_and_goes_on(frame, message):
+    with running(RobotwinTcpServer) as server, socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+        reply = tcp_call(sock, frame)
+        assert message in reply['error'] and reply['traceback']
+        assert tcp_call(sock, {'cmd': 'reset', 'obs': None}) == {'res': None}
+        assert tcp_call(sock, predict_message(np.zeros(14)))['res'].shape == (5, 14)
+
+
+@pytest.mark.parametrize('header', [HEADER.pack(FRAME_CAP + 1), HEADER.pack(0)])
+def test_robotwin_server_refuses_a_bad_length_closes_that_connection_and_keeps_serving(header):
+    with running(RobotwinTcpServer) as server:
+        with socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+            assert 'outside' in tcp_call(sock, header)['error']
+            assert read_frame(sock) is None
+        with socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+            assert tcp_call(sock, predict_message(np.zeros(14)))['res'].shape == (5, 14)
+
+
+def test_clients_raise_one_line_policy_errors_for_server_errors():
+    with running(OpenpiServer) as server:
+        client = OpenpiPolicy('127.0.0.1', server.port, connect_retries=1)
+        client.set_instruction('hold')
+        assert client.predict(observation()).shape == (5, 14)
+        with pytest.raises(PolicyError, match=r'^openpi server error: .*model exploded$'):
+            client.predict(observation(np.full(14, -1.0, dtype=np.float32)))
+        assert client.predict(observation()).shape == (5, 14)
+        client.close()
+    with running(RobotwinTcpServer) as server:
+        client = RobotwinTcpPolicy('127.0.0.1', server.port, connect_retries=1)
+        client.reset()
+        client.set_instruction('hold')
+        with pytest.raises(PolicyError, match=r"^robotwin-tcp server error on 'predict': .*non-finite"):
+            client.predict(observation(np.full(14, 200.0, dtype=np.float32)))
+        assert client.predict(observation()).shape == (5, 14)
+        client.close()
+
+
+@contextmanager
+def fake_openpi_server(reply):
+    def handler(connection):
+        connection.send(openpi_codec.packb({}))
+        for _ in connection:
+            if reply is not None:
+                connection.send(reply)
+
+    with serve(handler, '127.0.0.1', 0) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield server.socket.getsockname()[1]
+        server.shutdown()
+
+
+@pytest.mark.parametrize(
+    ('reply', 'message'),
+    [
+        (openpi_codec.packb({'actions': np.zeros((4, 13))}), r'shape \[T, 14\]'),
+        (openpi_codec.packb({'actions': np.full((4, 14), np.inf)}), 'non-finite'),
+        (openpi_codec.packb({'result': 1}), 'no "actions"'),
+        (openpi_codec.packb([1, 2]), 'no "actions"'),
+        (b'\xc1', 'not an openpi msgpack frame'),
+        ('Traceback (most recent call last):\n  File "x"\nValueError: bad prompt\n', 'ValueError: bad prompt$'),
+        (None, 'did not answer within'),
+    ],
+)
+def test_openpi_client_rejects_malformed_replies(reply, message):
+    with fake_openpi_server(reply) as port:
+        client = OpenpiPolicy('127.0.0.1', port, connect_retries=1, timeout=1.0)
+        with pytest.raises(PolicyError, match=message):
+            client.predict(observation())
+        client.close()
+
+
+@contextmanager
+def fake_tcp_server(reply):
+    listener = socket.create_server(('127.0.0.1', 0))
+
+    truncated = HEADER.unpack(reply[:4])[0] != len(reply) - 4
+
+    def answer():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                while read_frame(connection) is not None:
+                    connection.sendall(reply)
+                    if truncated:
+                        break
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    ('reply', 'message'),
+    [
+        (encode_message({'res': np.zeros((4, 13), np.float32)}), r'shape \[T, 14\]'),
+        (encode_message({'error': 'checkpoint missing', 'traceback': '...'}), "error on 'reset': checkpoint missing"),
+        (encode_message({'something': 1}), 'without "res"'),
+        (HEADER.pack(10) + b'{"r', 'connection closed after 7 of 14 frame bytes'),
+    ],
+)
+def test_robotwin_client_rejects_malformed_replies(reply, message):
+    with fake_tcp_server(reply) as port:
+        client = RobotwinTcpPolicy('127.0.0.1', port, connect_retries=1, timeout=5.0)
+        with pytest.raises(PolicyError, match=message):
+            client.reset()
+            client.predict(observation())
+        client.close()
+
+
+@pytest.mark.parametrize(('name', 'server_class'), [('openpi', OpenpiServer), ('robotwin-tcp', RobotwinTcpServer)])
+def test_network_backends_are_registered_user_policies(name, server_class):
+    with running(server_class) as server:
+        policy = make_policy(name, kwargs={'port': server.port, 'connect_retries': 1})
+        assert isinstance(policy, Policy) and not isinstance(policy, PrivilegedPolicy)
+        policy.reset()
+        policy.set_instruction('hold')
+        assert policy.predict(observation()).shape == (5, 14)
+        policy.close()
+    with pytest.raises(PolicyError, match='cannot build'):
+        make_policy(name, kwargs={'port': 1, 'no_such_option': True})
+
+
+def test_openpi_client_sends_the_api_key_from_the_environment(monkeypatch):
+    headers = []
+
+    def handler(connection):
+        headers.append(connection.request.headers.get('Authorization'))
+        connection.send(openpi_codec.packb({}))
+
+    monkeypatch.setenv('OPENPI_API_KEY', 'from-env')
+    with serve(handler, '127.0.0.1', 0) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        port = server.socket.getsockname()[1]
+        OpenpiPolicy('127.0.0.1', port, connect_retries=1).close()
+        OpenpiPolicy('127.0.0.1', port, connect_retries=1, api_key='given').close()
+        server.shutdown()
+    assert headers == ['Api-Key from-env', 'Api-Key given']
+
+
+def test_serve_policy_bridges_a_robotwin_tcp_client_to_an_openpi_server():
+    with running(OpenpiServer) as upstream:
+        bridge = OpenpiPolicy('127.0.0.1', upstream.port, connect_retries=1)
+        server = RobotwinTcpServer(ServedPolicy(bridge, name='openpi'), port=0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        client = RobotwinTcpPolicy('127.0.0.1', server.port, connect_retries=1)
+        client.reset()
+        client.set_instruction('hold')
+        state = np.linspace(0, 1, 14, dtype=np.float32)
+        np.testing.assert_array_equal(client.predict(observation(state)), np.tile(state, (5, 1)))
+        with pytest.raises(PolicyError, match=r'openpi server error: .*model exploded'):
+            client.predict(observation(np.full(14, -1.0, dtype=np.float32)))
+        client.close()
+        server.shutdown()
+        thread.join(timeout=10)
+        bridge.close()
