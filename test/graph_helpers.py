@@ -49,15 +49,21 @@ def start_launch(domain: int, **arguments: str) -> subprocess.Popen[str]:
     )
 
 
-def run_launch(domain: int, *, timeout: float = 120.0, **arguments: str) -> subprocess.CompletedProcess[str]:
-    """Run the graph to its end."""
-    process = start_launch(domain, **arguments)
+def finish(process: subprocess.Popen[str], timeout: float = 30.0) -> str:
+    """Wait for a launcher to exit; its output (killed with its whole group, and failing, if it does not)."""
     try:
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
         raise AssertionError(f'graph did not finish in {timeout} s:\n{output[-4000:]}') from None
+    return output
+
+
+def run_launch(domain: int, *, timeout: float = 120.0, **arguments: str) -> subprocess.CompletedProcess[str]:
+    """Run the graph to its end."""
+    process = start_launch(domain, **arguments)
+    output = finish(process, timeout)
     return subprocess.CompletedProcess(process.args, process.returncode, output, '')
 
 

@@ -13,6 +13,7 @@ import pytest
 from graph_helpers import (
     ROOT,
     alive,
+    finish,
     graph_env,
     node_pids,
     read_records,
@@ -33,16 +34,6 @@ SCENE1 = ','.join(task.task_id for task in registry.eval_tasks(scene=1, level=0)
 def _results(out: Path) -> list[dict]:
     path = out / 'results.jsonl'
     return read_records(path) if path.exists() else []
-
-
-def _finish(process: subprocess.Popen[str], timeout: float = 30.0) -> str:
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        raise AssertionError(f'launcher did not exit:\n{output[-3000:]}') from None
-    return output
 
 
 @pytest.mark.parametrize(
@@ -70,7 +61,7 @@ def test_a_killed_evaluator_restarts_without_losing_or_repeating_a_trial(tmp_pat
     launcher = start_launch(33, policy='expert', task_ids=SCENE1, out=str(tmp_path))
     wait_until(lambda: len(_results(tmp_path)) >= 2, timeout=120, what='two results')
     os.kill(node_pids(launcher.pid)['evaluator'], signal.SIGKILL)
-    output = _finish(launcher)
+    output = finish(launcher)
     assert launcher.returncode != 0, output[-3000:]
     done_before = len(_results(tmp_path))
     assert 2 <= done_before < 8
@@ -85,7 +76,7 @@ def test_a_killed_sim_stops_the_graph_with_a_clear_error_and_no_orphans(tmp_path
     wait_until(lambda: len(_results(tmp_path)) >= 1, timeout=120, what='a first result')
     nodes = node_pids(launcher.pid)
     os.kill(nodes['sim'], signal.SIGKILL)
-    output = _finish(launcher)
+    output = finish(launcher)
     assert launcher.returncode != 0
     assert 'error: required node sim exited with code 137' in output
     wait_until(lambda: not any(alive(pid) for pid in nodes.values()), timeout=10, what='every node to exit')
@@ -97,7 +88,7 @@ def test_sigterm_stops_every_node(tmp_path) -> None:
     nodes = node_pids(launcher.pid)
     assert set(nodes) == {'sim', 'policy_bridge', 'referee', 'evaluator'}
     launcher.send_signal(signal.SIGTERM)
-    output = _finish(launcher)
+    output = finish(launcher)
     assert 'SIGTERM: stopping the graph' in output
     wait_until(lambda: not any(alive(pid) for pid in nodes.values()), timeout=10, what='every node to exit')
     run = (tmp_path / 'run.json').read_text()
@@ -126,7 +117,7 @@ time.sleep(0.5)
 def test_a_malformed_episode_message_is_logged_and_the_nodes_stay_up(tmp_path) -> None:
     launcher = start_launch(36, policy='expert', task_ids=SCENE1, out=str(tmp_path))
     subprocess.run([sys.executable, '-c', PUBLISH_GARBAGE], env=graph_env(36), cwd=ROOT, check=True, timeout=60)
-    output = _finish(launcher, timeout=180)
+    output = finish(launcher, timeout=180)
     assert launcher.returncode == 0, output[-4000:]
     assert 'ignored /robofollow/episode: episode spec is not valid JSON' in output
     assert 'ignored /robofollow/episode: episode spec lacks' in output

@@ -37,7 +37,7 @@ from robofollow_ros.ros.environment import RosEnvironment
 from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array, trajectory_message
 from robofollow_ros.ros.observation_cache import ObservationCache
-from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.state_layout import CAMERAS
 
@@ -90,10 +90,8 @@ class PolicyBridge(Node):
         return LimitedPolicy(self.factory, limits=self.chunk_limits, timeout=self.timeout)
 
     def on_episode(self, message: String) -> None:
-        try:
-            spec = EpisodeSpec.from_json(message.data)
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.EPISODE}: {error}')
+        spec = read_episode(self, message.data)
+        if spec is None:
             return
         with self.cache.condition:
             self.spec = spec

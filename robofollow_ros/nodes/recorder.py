@@ -31,7 +31,7 @@ from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
@@ -86,10 +86,8 @@ class RecorderNode(Node):
         self.create_subscription(kind, topic, lambda data: self.on_message(topic, msgtype, data), profile, raw=True)
 
     def on_episode(self, message: String) -> None:
-        try:
-            spec = EpisodeSpec.from_json(message.data)
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.EPISODE}: {error}')
+        spec = read_episode(self, message.data)
+        if spec is None:
             return
         if spec.episode_id in self.bags:
             return

@@ -26,7 +26,7 @@ from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.ros.runtime import param, read_episode, run_node
 
 KEEP_EPISODES = 16
 STALE_END_SECONDS = 60.0
@@ -58,11 +58,8 @@ class RefereeNode(Node):
         self.create_timer(0.05, self.try_score)
 
     def on_episode(self, message: String) -> None:
-        try:
-            spec = EpisodeSpec.from_json(message.data)
-            spec.resolve()
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.EPISODE}: {error}')
+        spec = read_episode(self, message.data)
+        if spec is None:
             return
         self.specs[spec.episode_id] = spec
         _keep_recent(self.specs)

@@ -39,7 +39,7 @@ from robofollow_ros.ros.messages import (
     to_time,
     trajectory_positions,
 )
-from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.state_layout import CAMERAS, JOINT_NAMES, chunk_from_arm_rows
 
 MATCH_TIMEOUT_SECONDS = 5.0
@@ -104,11 +104,8 @@ class SimNode(Node):
         self.create_service(Trigger, topics.SIM_RESET, self.on_reset)
 
     def on_episode(self, message: String) -> None:
-        try:
-            spec = EpisodeSpec.from_json(message.data)
-            spec.resolve()
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.EPISODE}: {error}')
+        spec = read_episode(self, message.data)
+        if spec is None:
             return
         self.spec = spec
 

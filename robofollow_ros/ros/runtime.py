@@ -15,7 +15,9 @@ from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
+from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, RoboFollowError
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 
 SPIN_PERIOD = 0.1
 
@@ -89,3 +91,14 @@ def wait_for(condition: Callable[[], bool], *, timeout: float, what: str, poll: 
         if time.monotonic() > deadline:
             raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
         time.sleep(poll)
+
+
+def read_episode(node: Node, text: str) -> EpisodeSpec | None:
+    """The ``EpisodeSpec`` of a ``/robofollow/episode`` message, or ``None`` after logging why it is ignored."""
+    try:
+        spec = EpisodeSpec.from_json(text)
+        spec.resolve()
+    except RoboFollowError as error:
+        node.get_logger().error(f'ignored {topics.EPISODE}: {error}')
+        return None
+    return spec
