@@ -42,6 +42,11 @@ setup(
         'msgpack',
         'websockets',
         'matplotlib',
+        'h5py',
+        'pyarrow',
+        'pandas',
+        'av',
+        'gymnasium',
     ],
     zip_safe=False,
     entry_points={

@@ -73,3 +73,7 @@ class PolicyConnectionError(PolicyError):
 
 class RunFolderError(RoboFollowError):
     """An output folder cannot hold this run: in use by another run, holds another run, or is not a folder."""
+
+
+class DatasetError(RoboFollowError):
+    """A demonstration collection or dataset cannot be written or read (options differ, malformed files)."""

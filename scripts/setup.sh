@@ -32,7 +32,24 @@ ensure_gl_libraries() {
     fi
 }
 
+ensure_browser() {
+    # The HTML report test drives Debian's Chromium through chromedriver.
+    if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
+        return
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: installing chromium and chromium-driver for the browser test"
+        if ! { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                chromium chromium-driver >/dev/null; }; then
+            echo "setup: warning: could not install chromium; the HTML report browser test will fail" >&2
+        fi
+    else
+        echo "setup: warning: chromium missing; install chromium chromium-driver for the browser test" >&2
+    fi
+}
+
 ensure_gl_libraries
+ensure_browser
 bash scripts/setup_openpi_client.sh
 
 if [ -f "$VENV/.robofollow-stamp" ] && [ "$(cat "$VENV/.robofollow-stamp")" = "$(stamp_of)" ]; then
@@ -46,6 +63,6 @@ echo "setup: creating $VENV (ROS 2 Kilted wheels, MuJoCo, rosbags, test tools)"
 log="$(mktemp)"
 "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . >"$log" 2>&1 || { cat "$log"; exit 1; }
 rm -f "$log"
-"$VENV/bin/python" -c 'import rclpy, mujoco, rosbags, cv2, transforms3d, robofollow_ros'
+"$VENV/bin/python" -c 'import rclpy, mujoco, rosbags, cv2, transforms3d, h5py, pyarrow, av, gymnasium, robofollow_ros'
 stamp_of > "$VENV/.robofollow-stamp"
 echo "setup: ready ($VENV)"

@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     'report': 'robofollow_ros.cli.report',
     'eval': 'robofollow_ros.cli.eval',
     'demo': 'robofollow_ros.cli.demo',
+    'collect': 'robofollow_ros.cli.collect',
     'serve-policy': 'robofollow_ros.cli.serve_policy',
     'probe': 'robofollow_ros.cli.probe',
     'launch': 'robofollow_ros.cli.launch',
@@ -48,6 +49,7 @@ examples:
   robofollow score run/episode_0001.json   score a trajectory file or a rosbag2 directory
   robofollow score run/episodes/           score every recorded episode of a run
   robofollow report run/results.jsonl      tables (Markdown, CSV, JSON) and a plot
+  robofollow collect --scene 1 --episodes 2 --out demos --format lerobot
 """
 
 

@@ -54,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default='none',
         help='also save each episode for re-scoring (json: --in-process only)',
     )
+    parser.add_argument('--video', action='store_true', help='also write an MP4 of each episode (OUT/videos)')
     parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
     parser.add_argument(
         '--query-timeout',
@@ -86,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         first_round=args.first_round,
         variant=parse_variant(args.variant),
         record=args.record,
+        video=args.video,
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
         force_new=args.force_new,

@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``robofollow report``."""
     parser.add_argument('results', nargs='+', metavar='RESULTS', help='JSON Lines or JSON array of result records')
     parser.add_argument('--out', metavar='DIR', help='output directory (default: next to the first RESULTS file)')
+    parser.add_argument('--html', action='store_true', help='also write index.html: tables, plot, trials with videos')
     parser.add_argument(
         '--baseline',
         default='auto',
@@ -64,7 +65,7 @@ def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dic
 def run(args: argparse.Namespace) -> int:
     """Read, deduplicate, summarise, write the tables and the plot, print the Markdown."""
     from robofollow_ros.diagnostics.report import write_diagnostics
-    from robofollow_ros.referee.aggregate import read_result_records
+    from robofollow_ros.referee.aggregate import deduplicate, read_result_records
     from robofollow_ros.referee.report import write_report
 
     records = [record for name in args.results for record in read_result_records(Path(name))]
@@ -80,11 +81,22 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     sys.stdout.write(report.markdown)
+    kept, _ = deduplicate(records)
     policy = (report_about or {}).get('policy') or 'policy'
-    baseline, note = _baseline(args.baseline, records, out=out, policy=policy)
-    sys.stdout.write(
-        '\n' + write_diagnostics(records, out, policy=policy, baseline=baseline, baseline_note=note).markdown
-    )
+    baseline, note = _baseline(args.baseline, kept, out=out, policy=policy)
+    diagnostics = write_diagnostics(kept, out, policy=policy, baseline=baseline, baseline_note=note)
+    sys.stdout.write('\n' + diagnostics.markdown)
+    if args.html:
+        from robofollow_ros.data.html_report import write_html_report
+
+        page = write_html_report(
+            kept,
+            report.table,
+            page_dir=out,
+            run_dir=Path(args.results[0]).resolve().parent,
+            diagnostics=diagnostics,
+        )
+        print(f'HTML report: {page}', file=sys.stderr)
     episodes = sum(summary.episodes for summary in report.summaries)
     print(
         f'\n{episodes} episodes in {len(report.summaries)} groups, variant {report.variant}; tables and plot in {out}',
@@ -98,7 +110,7 @@ def _baseline(
 ) -> tuple[list[dict[str, Any]] | None, str | None]:
     """The baseline's records for the mirage gap, or ``None`` with the reason there is none."""
     from robofollow_ros.diagnostics.report import BASELINE_DIR, BASELINE_POLICY, blind_baseline
-    from robofollow_ros.referee.aggregate import deduplicate, read_result_records
+    from robofollow_ros.referee.aggregate import read_result_records
 
     if choice == 'none':
         return None, 'no baseline (--baseline none)'
@@ -106,13 +118,13 @@ def _baseline(
         return None, 'this run is the language-blind baseline itself'
     if choice != 'auto':
         return read_result_records(Path(choice)), None
-    kept, _ = deduplicate(records)
     folder = out / BASELINE_DIR
     print(
-        f'mirage gap: running the language-blind baseline on the same {len(kept)} trials in {folder}', file=sys.stderr
+        f'mirage gap: running the language-blind baseline on the same {len(records)} trials in {folder}',
+        file=sys.stderr,
     )
     try:
-        return blind_baseline(kept, out=folder), None
+        return blind_baseline(records, out=folder), None
     except RoboFollowError as error:
         print(f'warning: no mirage gap: {error}', file=sys.stderr)
         return None, f'no baseline ({error})'

@@ -131,7 +131,7 @@ def write_diagnostics(
     plot_confusion(
         table,
         out / PLOT_NAME,
-        title=f'Intent confusion of {policy}: trials whose Intent is not full, by what was chosen',
+        title=f'Intent confusion of {policy}\n(trials whose Intent is not full, by what was chosen)',
     )
     document = {
         'policy': policy,

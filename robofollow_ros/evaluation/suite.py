@@ -53,6 +53,7 @@ class SuiteOptions:
     first_round: int = 1
     variant: Variant = 'published'
     record: RecordMode = 'none'
+    video: bool = False
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
     force_new: bool = False
@@ -318,7 +319,12 @@ def _run_trials(
 ) -> None:
     from robofollow_ros.sim.env import CellEnv
 
-    with CellEnv(render=False) as env:
+    with CellEnv(render=False) as cell:
+        env: Any = cell
+        if options.video:
+            from robofollow_ros.data.capture import FrameCapture
+
+            env = FrameCapture(cell)
         for trial in todo:
             layout = registry.layout_of(trial.task)
             try:
@@ -339,6 +345,11 @@ def _run_trials(
                         trajectory=outcome.trajectory,
                         record=record,
                     )
+                if outcome is not None and options.video:
+                    from robofollow_ros.data.video import save_trial_video
+
+                    stem = episode_stem(trial.task.task_id, trial.round)
+                    record['video_file'] = save_trial_video(options.out, stem, env.frames().images, record=record)
                 results.append(record)
                 on_record(record, 0.0 if outcome is None else outcome.wall_seconds)
 

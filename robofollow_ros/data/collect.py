@@ -1,0 +1,276 @@
+"""``run_collection``: expert demonstrations of training labels, kept only when the referee scores them complete.
+
+For each label, attempts walk the training seeds upward (``data.seeds``); an attempt draws one of the label's
+paraphrases, runs the privileged expert in the cell with every frame captured, and is scored by the referee.
+Complete episodes are written (raw HDF5 always; video and rosbag2 on request), the others are counted with the
+referee's reason. Every attempt ends with one ledger line, so a killed collection resumes without losing or
+repeating a demonstration.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.types import Task
+from robofollow_ros.data.capture import CapturedFrames, FrameCapture
+from robofollow_ros.data.manifest import collection_identity, open_manifest
+from robofollow_ros.data.progress import CollectProgress
+from robofollow_ros.data.raw_hdf5 import write_raw_episode
+from robofollow_ros.data.seeds import draw_paraphrase, training_seed
+from robofollow_ros.data.store import accepted, episode_paths, label_dir, open_ledger, write_json
+from robofollow_ros.errors import DatasetError, TrajectoryError
+from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
+from robofollow_ros.evaluation.lock import RunLock
+from robofollow_ros.referee.score import score_episode
+from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, ROW_SECONDS
+
+EPISODE_FORMATS = ('hdf5', 'bag')
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    """What to collect and where.
+
+    Attributes:
+        out: collection folder.
+        labels: training label ids, in collection order.
+        episodes: accepted demonstrations wanted per label.
+        bag: also write a rosbag2 per demonstration.
+        video: also write a browser-playable MP4 per demonstration.
+        cameras: record the three cameras (off only to measure or check the expert quickly: such demonstrations
+            hold states and actions alone and cannot be exported to LeRobot or video).
+        width, height: camera image size.
+        max_attempts: attempts per label before giving up on it (the published collector's seed budget).
+        max_queries: expert queries per episode (the protocol's evaluation budget).
+    """
+
+    out: Path
+    labels: Sequence[str]
+    episodes: int = 50
+    bag: bool = False
+    video: bool = False
+    cameras: bool = True
+    width: int = IMAGE_WIDTH
+    height: int = IMAGE_HEIGHT
+    max_attempts: int = 5000
+    max_queries: int = 10
+
+    def identity(self) -> dict[str, Any]:
+        """The options a resumed collection must share (all but the folder)."""
+        values = asdict(self)
+        values.pop('out')
+        values['labels'] = list(self.labels)
+        return values
+
+
+@dataclass
+class LabelTally:
+    """Attempts and acceptances of one label (including earlier runs of a resumed collection)."""
+
+    label: str
+    attempts: int = 0
+    accepted: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def acceptance(self) -> float:
+        """Accepted / attempted (0 when nothing was attempted)."""
+        return self.accepted / self.attempts if self.attempts else 0.0
+
+
+def resolve_labels(*, scenes: Sequence[int] | None = None, pattern: str | None = None) -> list[str]:
+    """Training label ids for the given scenes and id pattern, in protocol order.
+
+    Raises:
+        DatasetError: nothing matches.
+    """
+    labels = [
+        task.task_id for scene in (scenes or [None]) for task in registry.training_labels(scene=scene, pattern=pattern)
+    ]
+    if not labels:
+        raise DatasetError('no training label matches the given scene and labels')
+    return labels
+
+
+def row_fps() -> int:
+    """Frames per second of demonstrations: one frame per executed row (protocol §1.5, ~17 as published)."""
+    return round(1.0 / ROW_SECONDS)
+
+
+def _rejection_reason(record: dict[str, Any]) -> str:
+    if record.get('policy_error'):
+        return 'expert failed'
+    for stage in record.get('stages', []):
+        if stage['exec'] < stage['max'] - 1e-9:
+            return f'{stage["name"]} not executed'
+    return 'not complete'
+
+
+def score_attempt(task: Task, trajectory: Any, *, seed: int, policy_error: str | None) -> dict[str, Any]:
+    """The referee's record of one attempt (an unscorable episode is a rejected one)."""
+    layout = registry.layout_of(task)
+    try:
+        record = score_episode(task, trajectory, layout=layout, meta={'seed': seed, 'round': 0})
+        record = record.to_record()
+    except TrajectoryError as error:
+        record = {'task_id': task.task_id, 'completion_ok': False, 'stages': [], 'exec_msg': str(error)}
+    record['policy_error'] = policy_error
+    return record
+
+
+def _write_episode(
+    options: CollectOptions, task: Task, index: int, frames: CapturedFrames, outcome: Any, record: dict[str, Any]
+) -> None:
+    paths = episode_paths(options.out, task, index)
+    meta = {
+        'task_id': task.task_id,
+        'label': task.task_id,
+        'scene': task.scene,
+        'layout': task.layout,
+        'seed': int(record['seed']),
+        'episode': index,
+        'instruction': task.instruction,
+        'arm': task.arm,
+        'level': 'train',
+    }
+    if options.video:
+        from robofollow_ros.data.video import write_episode_video
+
+        write_episode_video(paths.video, frames.images, fps=row_fps(), instruction=task.instruction, record=record)
+    if options.bag:
+        from robofollow_ros.bags import write_episode_bag
+
+        if paths.bag.exists():
+            shutil.rmtree(paths.bag)
+        write_episode_bag(
+            paths.bag,
+            meta=meta,
+            trajectory=outcome.trajectory,
+            joint_positions=frames.states,
+            images={name: list(stack) for name, stack in frames.images.items()},
+            result=record,
+        )
+    write_json(paths.instruction, {'seen': [task.instruction], 'unseen': []})
+    attrs = {
+        'robofollow_scene': f'scene{task.scene}',
+        'task': task.task_id,
+        'seed': int(record['seed']),
+        'episode': index,
+        'instruction': task.instruction,
+        'layout': task.layout,
+        'fps': row_fps(),
+    }
+    write_raw_episode(paths.hdf5, frames, attrs=attrs)
+
+
+def _finish_label(options: CollectOptions, task: Task, records: list[dict[str, Any]], tally: LabelTally) -> None:
+    kept = accepted(records, task.task_id)
+    folder = label_dir(options.out, task)
+    write_json(folder / 'seeds.json', [int(record['seed']) for record in kept])
+    if len(kept) >= options.episodes:
+        write_json(folder / 'complete.json', {'episodes': len(kept), 'attempts': tally.attempts})
+
+
+def _tallies(options: CollectOptions, records: list[dict[str, Any]]) -> dict[str, LabelTally]:
+    tallies = {label: LabelTally(label) for label in options.labels}
+    for record in records:
+        tally = tallies.get(record['task_id'])
+        if tally is None:
+            continue
+        tally.attempts += 1
+        if record.get('accepted'):
+            tally.accepted += 1
+        else:
+            reason = str(record.get('reason', 'not complete'))
+            tally.reasons[reason] = tally.reasons.get(reason, 0) + 1
+    return tallies
+
+
+def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[str, LabelTally]:
+    """Collect until every label has ``options.episodes`` accepted demonstrations (or its attempt budget is spent).
+
+    Returns:
+        Per label, the attempts and acceptances so far (this run and earlier ones).
+
+    Raises:
+        DatasetError: the folder holds a collection with other options.
+        RunFolderError: another process collects into (or evaluates in) the folder.
+    """
+    from robofollow_ros.evaluation.guard import GuardedPolicy
+    from robofollow_ros.policy.factory import resolve_policy
+    from robofollow_ros.sim.env import CellEnv
+
+    if options.episodes < 1 or options.max_attempts < 1:
+        raise DatasetError('--episodes and --max-attempts must be at least 1')
+    if options.video and not options.cameras:
+        raise DatasetError('videos need the cameras')
+    tasks = {label: registry.get_task(label) for label in options.labels}
+    for label, task in tasks.items():
+        if task.split != 'train':
+            raise DatasetError(
+                f'{label} is an evaluation task; collect training labels (robofollow tasks --split train)'
+            )
+    options.out.mkdir(parents=True, exist_ok=True)
+    with RunLock(options.out):
+        open_manifest(options.out, collection_identity(options.identity()))
+        ledger = open_ledger(options.out)
+        tallies = _tallies(options, ledger.records)
+        wanted = options.episodes * len(tasks)
+        already = sum(min(tally.accepted, options.episodes) for tally in tallies.values())
+        display = CollectProgress(wanted, already=already) if progress else None
+        env = CellEnv(render=options.cameras, width=options.width, height=options.height)
+        capture = FrameCapture(env, images=options.cameras)
+        policy = GuardedPolicy(resolve_policy('expert'))
+        limits = EpisodeLimits(max_queries=options.max_queries)
+        try:
+            for label, label_task in tasks.items():
+                tally = tallies[label]
+                layout = registry.layout_of(label_task)
+                while tally.accepted < options.episodes and tally.attempts < options.max_attempts:
+                    attempt = tally.attempts
+                    seed = training_seed(attempt)
+                    task = replace(label_task, instruction=draw_paraphrase(label_task, seed=seed))
+                    started = time.perf_counter()
+                    outcome = run_episode(capture, policy, task, seed=seed, layout=layout, limits=limits)
+                    record = score_attempt(task, outcome.trajectory, seed=seed, policy_error=outcome.policy_error)
+                    ok = bool(record.get('completion_ok'))
+                    entry: dict[str, Any] = {
+                        'task_id': label,
+                        'round': attempt,
+                        'seed': seed,
+                        'accepted': ok,
+                        'instruction': task.instruction,
+                        'frames': len(outcome.trajectory),
+                        'intent_score': record.get('intent_score', 0.0),
+                        'exec_score': record.get('exec_score', 0.0),
+                    }
+                    if ok:
+                        entry['episode'] = tally.accepted
+                        _write_episode(options, task, tally.accepted, capture.frames(), outcome, record)
+                    else:
+                        entry['reason'] = _rejection_reason(record)
+                        tally.reasons[entry['reason']] = tally.reasons.get(entry['reason'], 0) + 1
+                    ledger.append(entry)
+                    tally.attempts += 1
+                    tally.accepted += ok
+                    if ok:
+                        _finish_label(options, label_task, ledger.records, tally)
+                    if display is not None:
+                        display.update(
+                            label,
+                            seed=seed,
+                            ok=ok,
+                            reason=entry.get('reason', ''),
+                            wall_seconds=time.perf_counter() - started,
+                        )
+                _finish_label(options, label_task, ledger.records, tally)
+        finally:
+            policy.close()
+            env.close()
+    return tallies

@@ -1,0 +1,69 @@
+"""``collection.json``: the identity of a demonstration collection.
+
+A collection resumes only with the options and package version it was started with; anything else would mix
+demonstrations of different kinds in one data set. (The folder lock is the evaluator's ``RunLock``.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from robofollow_ros import __version__
+from robofollow_ros.errors import DatasetError
+
+MANIFEST_NAME = 'collection.json'
+FORMAT = 'robofollow-raw-v1'
+
+
+def collection_identity(options: Mapping[str, Any]) -> dict[str, Any]:
+    """What a resumed collection must share with the original: the options, data format and package version."""
+    from robofollow_ros.referee.config import default_config
+
+    return {
+        'format': FORMAT,
+        'robofollow_ros': __version__,
+        'metric_version': default_config().metric_version,
+        'options': dict(options),
+    }
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = '') -> list[str]:
+    keys = sorted(set(old) | set(new))
+    out: list[str] = []
+    for key in keys:
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            out += _differences(a, b, f'{prefix}{key}.')
+        elif a != b:
+            out.append(f'{prefix}{key} {a!r} -> {b!r}')
+    return out
+
+
+def open_manifest(out: Path, identity: Mapping[str, Any]) -> None:
+    """Write ``collection.json`` for a new collection, or check that a resumed one has the same identity.
+
+    Raises:
+        DatasetError: the folder holds a collection with other options or another package version.
+    """
+    path = out / MANIFEST_NAME
+    if path.exists():
+        try:
+            existing = json.loads(path.read_text(encoding='utf-8'))
+        except json.JSONDecodeError as error:
+            raise DatasetError(f'{path} is not valid JSON: {error}') from error
+        stored = {key: existing.get(key) for key in identity}
+        differences = _differences(stored, dict(identity))
+        if differences:
+            raise DatasetError(
+                f'{out} holds a collection made with other options ({"; ".join(differences)}); '
+                'use another --out or the original options'
+            )
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + '.tmp')
+    temporary.write_text(json.dumps(dict(identity), indent=2, sort_keys=True) + '\n', encoding='utf-8')
+    os.replace(temporary, path)

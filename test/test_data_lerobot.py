@@ -1,0 +1,205 @@
+"""The LeRobot v3.0 export, read back without LeRobot (pyarrow, pandas, PyAV) and, where installed, by LeRobot."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import av
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from robofollow_ros.benchmark import registry
+from robofollow_ros.data.collect import CollectOptions, run_collection
+from robofollow_ros.data.lerobot import export_lerobot
+from robofollow_ros.data.raw_hdf5 import read_raw_episode
+from robofollow_ros.data.store import stored_episodes
+from robofollow_ros.errors import DatasetError
+
+pytestmark = pytest.mark.sim
+
+LABELS = ['pickup_yellow_block_1_left', 'stack_left_cube_on_red_cylinder']
+CAMERAS = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+
+
+@pytest.fixture(scope='module')
+def dataset(tmp_path_factory):
+    collection = tmp_path_factory.mktemp('collection')
+    run_collection(CollectOptions(out=collection, labels=LABELS, episodes=2, width=64, height=48), progress=False)
+    root = collection / 'lerobot'
+    summary = export_lerobot(collection, root)
+    return collection, root, summary
+
+
+def _decode(path: Path) -> tuple[np.ndarray, list[float]]:
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        assert stream.codec_context.name == 'h264' and stream.codec_context.pix_fmt == 'yuv420p'
+        frames = list(container.decode(stream))
+    return np.stack([f.to_ndarray(format='rgb24') for f in frames]), [float(f.pts * f.time_base) for f in frames]
+
+
+def test_export_reads_back_frame_by_frame(dataset):
+    collection, root, summary = dataset
+    info = json.loads((root / 'meta' / 'info.json').read_text())
+    data = pq.read_table(root / 'data' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    episodes = pq.read_table(root / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    tasks = pd.read_parquet(root / 'meta' / 'tasks.parquet')
+    stored = stored_episodes(collection)
+
+    assert info['codebase_version'] == 'v3.0' and info['fps'] == 17
+    assert info['total_episodes'] == len(stored) == 4 == summary.episodes
+    assert info['total_frames'] == len(data) == summary.frames
+    assert info['features']['observation.state']['shape'] == [14] == info['features']['action']['shape']
+    for camera in CAMERAS:
+        assert info['features'][f'observation.images.{camera}']['shape'] == [48, 64, 3]
+    assert list(episodes['episode_index']) == [0, 1, 2, 3]
+    assert list(tasks['task_index']) == list(range(len(tasks)))
+
+    videos = {
+        camera: _decode(root / f'videos/observation.images.{camera}/chunk-000/file-000.mp4') for camera in CAMERAS
+    }
+    for frames, stamps in videos.values():
+        assert len(frames) == len(data)
+        np.testing.assert_allclose(stamps, np.arange(len(data)) / 17, atol=1e-6)
+    for index, episode in enumerate(stored):
+        row = episodes.iloc[index]
+        recorded, _ = read_raw_episode(episode.hdf5)
+        length = len(recorded) - 1
+        assert row['length'] == length and row['tasks'].tolist() == [episode.instruction]
+        assert episode.instruction in registry.get_task(episode.label).paraphrases
+        frames = data[data['episode_index'] == index]
+        assert len(frames) == length and list(frames['frame_index']) == list(range(length))
+        assert list(frames['index']) == list(range(row['dataset_from_index'], row['dataset_to_index']))
+        assert set(tasks.index[frames['task_index']]) == {episode.instruction}
+        np.testing.assert_array_equal(np.stack(frames['observation.state']), recorded.states[:length])
+        np.testing.assert_array_equal(np.stack(frames['action']), recorded.actions)
+        np.testing.assert_allclose(frames['timestamp'], np.arange(length) / 17, atol=1e-6)
+        for camera in CAMERAS:
+            start = row[f'videos/observation.images.{camera}/from_timestamp']
+            assert start == pytest.approx(row['dataset_from_index'] / 17)
+            first = round(start * 17)
+            decoded = videos[camera][0][first : first + length].astype(np.int16)
+            original = recorded.images[camera][:length].astype(np.int16)
+            error = np.abs(decoded - original)
+            assert error.mean() < 4.0, f'{camera} episode {index}: mean error {error.mean():.2f}'
+            psnr = 10 * np.log10(255**2 / np.mean(error.astype(np.float64) ** 2))
+            assert psnr > 28.0
+
+
+def test_stats_cover_every_feature(dataset):
+    _, root, _ = dataset
+    stats = json.loads((root / 'meta' / 'stats.json').read_text())
+    info = json.loads((root / 'meta' / 'info.json').read_text())
+    assert set(stats) == set(info['features'])
+    for key in ('observation.state', 'action'):
+        assert len(stats[key]['mean']) == 14 and len(stats[key]['q99']) == 14
+        assert np.all(np.array(stats[key]['min']) <= np.array(stats[key]['max']))
+    image = np.array(stats['observation.images.cam_high']['mean'])
+    assert image.shape == (3, 1, 1) and image.min() > 0.0 and image.max() < 1.0
+
+
+def test_export_refuses_to_overwrite_or_to_export_nothing(dataset, tmp_path):
+    collection, root, _ = dataset
+    with pytest.raises(DatasetError, match='exists'):
+        export_lerobot(collection, root)
+    with pytest.raises(DatasetError, match='no demonstration collection'):
+        export_lerobot(tmp_path, tmp_path / 'out')
+
+
+LOAD_WITH_LEROBOT = textwrap.dedent(
+    """
+    import json, sys
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    dataset = LeRobotDataset('robofollow/demos', root=sys.argv[1], video_backend='pyav')
+    items = []
+    for index in [0, len(dataset) - 1, *map(int, sys.argv[2:])]:
+        item = dataset[index]
+        items.append({
+            'task': item['task'],
+            'state': item['observation.state'].tolist(),
+            'image_shape': list(item['observation.images.cam_high'].shape),
+            'image_mean': float(item['observation.images.cam_high'].mean()),
+            'episode': int(item['episode_index']),
+            'frame': int(item['frame_index']),
+            'image': (item['observation.images.cam_left_wrist'] * 255).round().byte().permute(1, 2, 0).tolist(),
+        })
+    print(json.dumps({'frames': len(dataset), 'episodes': dataset.num_episodes, 'fps': dataset.fps, 'items': items}))
+    """
+)
+
+
+def _lerobot_python() -> str | None:
+    configured = os.environ.get('ROBOFOLLOW_LEROBOT_PYTHON')
+    if configured:
+        return configured
+    try:
+        import lerobot  # noqa: F401
+    except ImportError:
+        return None
+    return sys.executable
+
+
+@pytest.mark.skipif(_lerobot_python() is None, reason='lerobot is not installed (see README: LeRobot datasets)')
+def test_lerobot_loads_the_export(dataset, tmp_path):
+    collection, root, _ = dataset
+    copy = tmp_path / 'dataset'
+    shutil.copytree(root, copy)
+    env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'HF_LEROBOT_HOME': str(tmp_path / 'home')}
+    episodes = pq.read_table(root / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    probe = int(episodes.iloc[2]['dataset_from_index']) + 7
+    result = subprocess.run(
+        [_lerobot_python(), '-c', LOAD_WITH_LEROBOT, str(copy), str(probe)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    data = pq.read_table(root / 'data' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    stored = stored_episodes(collection)
+    assert loaded['frames'] == len(data) and loaded['episodes'] == len(stored) and loaded['fps'] == 17
+    first, last, middle = loaded['items']
+    assert first['task'] == stored[0].instruction and last['task'] == stored[-1].instruction
+    assert last['episode'] == len(stored) - 1
+    np.testing.assert_allclose(first['state'], data['observation.state'].iloc[0], atol=1e-6)
+    np.testing.assert_allclose(last['state'], data['observation.state'].iloc[-1], atol=1e-6)
+    assert first['image_shape'] == [3, 48, 64] and 0.05 < first['image_mean'] < 0.95
+    # Frame 7 of the third episode, decoded by LeRobot from the shared video file, is that episode's frame 7.
+    assert middle['episode'] == 2 and middle['frame'] == 7 and middle['task'] == stored[2].instruction
+    recorded, _ = read_raw_episode(stored[2].hdf5)
+    error = np.abs(np.array(middle['image'], dtype=np.int16) - recorded.images['cam_left_wrist'][7].astype(np.int16))
+    assert error.mean() < 4.0
+    neighbour = np.abs(
+        np.array(middle['image'], dtype=np.int16) - recorded.images['cam_left_wrist'][12].astype(np.int16)
+    )
+    assert neighbour.mean() > error.mean()
+
+
+def test_pixel_histogram_statistics_match_numpy():
+    from robofollow_ros.data.lerobot import PixelHistogram
+
+    rng = np.random.default_rng(4)
+    frames = rng.integers(20, 230, size=(7, 12, 10, 3), dtype=np.uint8)
+    histogram = PixelHistogram()
+    histogram.add(frames[:3])
+    histogram.add(frames[3:])
+    stats = histogram.stats()
+    values = frames.reshape(-1, 3) / 255.0
+    for key, expected in (
+        ('min', values.min(0)),
+        ('max', values.max(0)),
+        ('mean', values.mean(0)),
+        ('std', values.std(0)),
+    ):
+        np.testing.assert_allclose(np.array(stats[key]).reshape(3), expected, atol=1e-12)
+    np.testing.assert_allclose(np.array(stats['q50']).reshape(3), np.quantile(values, 0.5, axis=0), atol=1 / 255)
+    assert stats['count'] == [7]
