@@ -40,6 +40,7 @@ from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.runtime import param, spin, wait_for
+from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
 """Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
@@ -106,9 +107,12 @@ class EvaluatorNode(Node):
             what=f'the sim, bridge, referee{" and recorder" if listeners > 3 else ""} on {topics.EPISODE}',
         )
         recording = int(self.options.record == 'bag')
-        pose_readers = 1 + recording + int(resolve_policy(self.options.policy).privileged)
+        factory = resolve_policy(self.options.policy)
+        pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
         expected.update(dict.fromkeys(pose_topics(), pose_readers))
+        if isinstance(factory.factory, type) and getattr(factory.factory, 'needs_images', True):
+            expected.update({topics.image_topic(camera): 1 for camera in CAMERAS})
         wait_for(
             lambda: all(self.count_subscribers(topic) >= count for topic, count in expected.items()),
             timeout=self.startup_timeout,

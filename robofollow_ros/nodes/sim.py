@@ -137,7 +137,7 @@ class SimNode(Node):
     def wait_for_readers(self) -> None:
         """Give discovery a moment to finish: every reader this node knows of on a frame topic must be matched
         (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes out."""
-        publishers = [self.joints_pub, *self.ee_pubs.values(), *self.object_pubs.values()]
+        publishers = [self.joints_pub, *self.ee_pubs.values(), *self.object_pubs.values(), *self.image_pubs.values()]
         reference = self.ee_pubs[ARMS[0]]
 
         def matched() -> bool:
@@ -216,7 +216,10 @@ class SimNode(Node):
             return True
         if self.images == 'never':
             return False
-        return any(publisher.get_subscription_count() > 0 for publisher in self.image_pubs.values())
+        return any(
+            publisher.get_subscription_count() > 0 or self.count_subscribers(publisher.topic_name) > 0
+            for publisher in self.image_pubs.values()
+        )
 
     def publish_observation(self) -> None:
         """Publish the images (when wanted) and the scene markers of the current state."""
