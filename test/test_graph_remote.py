@@ -50,7 +50,7 @@ def test_serve_policy_behind_the_bridge_runs_a_full_episode(domain, protocol, cl
     port = _free_port()
     server = _serve(domain, 'hold', protocol, port)
     try:
-        kwargs = json.dumps({'port': port, 'connect_retries': 1})
+        kwargs = json.dumps({'port': port, 'connect_retries': 10})
         result = run_launch(
             domain, policy=client, policy_kwargs=kwargs, task_ids=TASKS.split(',')[0], out=str(tmp_path)
         )
