@@ -41,6 +41,7 @@ setup(
         'mujoco',
         'msgpack',
         'websockets',
+        'matplotlib',
         'h5py',
         'pyarrow',
         'pandas',
@@ -52,6 +53,11 @@ setup(
     entry_points={
         'console_scripts': [
             'robofollow = robofollow_ros.cli:main',
+            'sim = robofollow_ros.nodes.sim:main',
+            'policy_bridge = robofollow_ros.nodes.policy_bridge:main',
+            'referee = robofollow_ros.nodes.referee:main',
+            'recorder = robofollow_ros.nodes.recorder:main',
+            'evaluator = robofollow_ros.nodes.evaluator:main',
         ],
     },
 )

@@ -55,6 +55,18 @@ class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
 
 
+class LayoutError(RoboFollowError):
+    """A JointState or JointTrajectory does not carry the joints of the 14-D layout."""
+
+
+class EpisodeSpecError(RoboFollowError):
+    """An episode description (``/robofollow/episode`` JSON) is malformed or names an unknown task."""
+
+
+class GraphError(RoboFollowError):
+    """The ROS node graph cannot start, lost a required node, or timed out waiting for one."""
+
+
 class PolicyConnectionError(PolicyError):
     """The connection to a policy server broke or timed out (the request may or may not have run)."""
 

@@ -10,7 +10,6 @@ INSTRUCTION = '/robofollow/instruction'
 EPISODE = '/robofollow/episode'
 RESULT = '/robofollow/result'
 SIM_RESET = '/robofollow/sim/reset'
-CAMERAS: tuple[str, str, str] = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
 OBJECT_POSE_PREFIX = '/robofollow/objects/'
 EE_POSE_PREFIX = '/robofollow/ee/'
 WORLD_FRAME = 'world'
@@ -46,3 +45,11 @@ def ee_pose_topic(arm: Arm) -> str:
 def arm_trajectory_topic(arm: Arm) -> str:
     """``/<arm>_arm_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory)."""
     return f'/{arm}_arm_controller/joint_trajectory'
+
+
+SIM_STATUS = '/robofollow/sim/status'
+"""std_msgs/String JSON ``SimStatus`` (graph/protocol.py): an observation is complete."""
+EPISODE_END = '/robofollow/episode_end'
+"""std_msgs/String JSON ``EpisodeEnd`` (graph/protocol.py): the bridge's episode loop is over."""
+ROBOT_DESCRIPTION = '/robot_description'
+SCENE_MARKERS = '/robofollow/scene_markers'

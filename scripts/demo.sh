@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the demo evaluation in simulation (expert and language-blind policies, one round of the L0-L3
-# tasks of Scene 1), creating .venv first if needed. Results and reports go to runs/demo/.
+# Runs the demo evaluation in simulation over the ROS 2 node graph (sim, policy bridge, referee, recorder and
+# evaluator nodes; pass --in-process to run without ROS): the expert and the language-blind policy on one task
+# per scene and level, creating .venv first if needed. Results, reports and episode bags go to runs/demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

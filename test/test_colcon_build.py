@@ -8,6 +8,7 @@ install's setup.sh.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -131,3 +132,32 @@ def test_installed_python_package_is_imported_after_sourcing(install, tmp_path):
     assert Path(bags) == site_packages / 'robofollow_ros' / 'bags' / '__init__.py'
     assert Path(share) == prefix / 'share' / PACKAGE
     assert Path(located) == installed_init
+
+
+def test_node_executables_are_where_ros2_run_looks(install):
+    _, prefix, _ = install
+    for node in ('sim', 'policy_bridge', 'referee', 'recorder', 'evaluator'):
+        script = prefix / 'lib' / PACKAGE / node
+        assert script.is_file() and script.stat().st_mode & stat.S_IXUSR, node
+
+
+def test_installed_package_evaluates_and_scores_outside_the_source_tree(install, tmp_path):
+    install_base, _, env = install
+    env = {**env, 'MUJOCO_GL': os.environ.get('MUJOCO_GL', 'egl')}
+    env.pop('ROBOFOLLOW_SHARE', None)
+    command = (
+        f'"{sys.executable}" -m robofollow_ros eval --in-process --policy expert '
+        '--tasks L0_pickup_yellow_block_1_left --record bag --out run --quiet && '
+        f'"{sys.executable}" -m robofollow_ros score run/episodes/L0_pickup_yellow_block_1_left__r01'
+    )
+    result = subprocess.run(
+        ['bash', '-c', f'. "{install_base}/setup.sh" && {command}'],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    assert record['task_id'] == 'L0_pickup_yellow_block_1_left' and record['completion_ok'] is True

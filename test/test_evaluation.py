@@ -118,7 +118,7 @@ def test_eval_with_recording_saves_episodes_that_score_the_same_offline(tmp_path
 @pytest.mark.parametrize(
     ('args', 'message'),
     [
-        (['eval', '--policy', 'hold'], 'in-process'),
+        (['eval', '--policy', 'hold', '--record', 'json'], 'in-process'),
         (['eval', '--in-process', '--policy', 'hold', '--scene', '7'], 'unknown scene'),
         (['eval', '--in-process', '--policy', 'hold', '--level', 'L9'], 'level'),
         (['eval', '--in-process', '--policy', 'hold', '--tasks', 'no_such_task_*'], 'no evaluation task'),

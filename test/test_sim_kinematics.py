@@ -10,9 +10,10 @@ import pytest
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.motion import MotionPlanner, Plan, nearest_equivalent_turn
-from robofollow_ros.sim.robot import ARM_SLICE, load_robot
+from robofollow_ros.sim.robot import load_robot
 from robofollow_ros.sim.robots import robot_names
 from robofollow_ros.sim.rotations import top_down
+from robofollow_ros.state_layout import ARM_SLICE
 
 pytestmark = pytest.mark.sim
 

@@ -7,7 +7,7 @@ and /robofollow/result at the end. See docs/bags.md.
 
 from __future__ import annotations
 
-from robofollow_ros.bags.conventions import JOINT_NAMES, MAX_GAP_S
+from robofollow_ros.bags.conventions import MAX_GAP_S
 from robofollow_ros.bags.reader import (
     CameraStream,
     EpisodeRecording,
@@ -16,6 +16,7 @@ from robofollow_ros.bags.reader import (
     read_episode_result,
 )
 from robofollow_ros.bags.writer import write_episode_bag
+from robofollow_ros.state_layout import JOINT_NAMES
 
 __all__ = [
     'JOINT_NAMES',

@@ -242,3 +242,15 @@ def _decode_pose_slow(typestore: Typestore, data: bytes, topic: str) -> tuple[in
         dtype=np.float64,
     )
     return stamp.sec * NS_PER_S + stamp.nanosec, row, str(message.header.frame_id)
+
+
+_HEADER_STAMP = struct.Struct('<iI')
+_HEADER_STAMP_BE = struct.Struct('>iI')
+CDR_HEADER_BYTES = 4
+
+
+def header_stamp_ns(data: bytes) -> int:
+    """The header stamp of a CDR message that starts with ``std_msgs/Header`` (no full decoding)."""
+    layout = _HEADER_STAMP if len(data) > 1 and data[1] == CDR_LITTLE_ENDIAN else _HEADER_STAMP_BE
+    sec, nanosec = layout.unpack_from(data, CDR_HEADER_BYTES)
+    return sec * NS_PER_S + nanosec

@@ -9,23 +9,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.referee.timeline import MAX_GAP_S, NS_PER_S
+
+__all__ = ['MAX_GAP_S', 'NS_PER_S']
 
 Storage = Literal['mcap', 'sqlite3']
 STORAGES: tuple[Storage, ...] = ('mcap', 'sqlite3')
 STORAGE_SUFFIXES: dict[str, Storage] = {'.mcap': 'mcap', '.db3': 'sqlite3'}
 ROSBAG2_VERSION = 9
-NS_PER_S = 1_000_000_000
 
 STRING = 'std_msgs/msg/String'
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 POSE_STAMPED = 'geometry_msgs/msg/PoseStamped'
 IMAGE = 'sensor_msgs/msg/Image'
 
-ARM_JOINTS: dict[str, tuple[str, ...]] = {arm: tuple(f'{arm}_joint{i}' for i in range(1, 7)) for arm in ARMS}
-GRIPPER_JOINTS: dict[str, str] = {arm: f'{arm}_gripper' for arm in ARMS}
-JOINT_NAMES: tuple[str, ...] = tuple(name for arm in ARMS for name in (*ARM_JOINTS[arm], GRIPPER_JOINTS[arm]))
-"""The 14-value state layout: left q1..q6, left gripper, right q1..q6, right gripper."""
 
 EPISODE_KEYS: tuple[str, ...] = (
     'task_id',
@@ -41,8 +38,6 @@ EPISODE_KEYS: tuple[str, ...] = (
 """Keys of the /robofollow/episode JSON written by the evaluator (the reader returns whatever is there)."""
 
 IMAGE_ENCODING = 'rgb8'
-MAX_GAP_S = 0.5
-"""A required signal silent for longer than this inside the episode is reported in ``Trajectory.gaps``."""
 
 
 def camera_frame(camera: str) -> str:

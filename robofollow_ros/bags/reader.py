@@ -8,7 +8,6 @@ grippers, every object pose) has a sample are dropped. Header stamps are the tim
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,7 @@ from robofollow_ros.bags.cdr import (
     default_typestore,
 )
 from robofollow_ros.bags.conventions import (
-    GRIPPER_JOINTS,
     IMAGE,
-    JOINT_NAMES,
     JOINT_STATE,
     MAX_GAP_S,
     NS_PER_S,
@@ -36,10 +33,10 @@ from robofollow_ros.bags.conventions import (
 )
 from robofollow_ros.bags.raw import RawBag, RawTopic
 from robofollow_ros.bags.storage import read_raw
-from robofollow_ros.bags.timeline import Signal, frame_times, gaps, hold, hold_or_nan
-from robofollow_ros.benchmark.types import ARMS, Arm
-from robofollow_ros.errors import BagError
+from robofollow_ros.errors import BagError, TrajectoryError
+from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.state_layout import CAMERAS
 
 
 @dataclass(frozen=True)
@@ -108,13 +105,13 @@ def load_episode(path: str | Path, *, images: bool = False, max_gap: float = MAX
 
     Args:
         path: the bag directory or a single storage file.
-        images: also decode the camera images (``/<camera>/image_raw`` of ``topics.CAMERAS``).
+        images: also decode the camera images (``/<camera>/image_raw`` of ``CAMERAS``).
         max_gap: silences of a required signal longer than this (seconds) go into ``Trajectory.gaps``.
 
     Raises:
         BagError: as ``read_episode_bag``.
     """
-    image_topics = {topics.image_topic(camera): camera for camera in topics.CAMERAS} if images else {}
+    image_topics = {topics.image_topic(camera): camera for camera in CAMERAS} if images else {}
     raw = read_raw(path, wanted=lambda topic: _is_episode_topic(topic) or topic in image_topics)
     return _Assembler(Path(path), raw, default_typestore(), max_gap=max_gap).recording(image_topics)
 
@@ -152,36 +149,22 @@ class _Assembler:
 
     def recording(self, image_topics: dict[str, str]) -> EpisodeRecording:
         meta = self.meta()
-        ee = {arm: self.ee(arm) for arm in ARMS}
-        joints = self.joints()
-        grip = {arm: self.gripper(arm, joints) for arm in ARMS}
-        objects = self.objects()
-        required = [*(ee[arm][0] for arm in ARMS), *grip.values(), *(pose for pose, _ in objects.values())]
-        frames = frame_times([ee[arm][0] for arm in ARMS], required)
-        if frames.size == 0:
-            latest = max(required, key=lambda signal: signal.first_ns)
-            raise self.error(
-                f'no EE pose after every required signal has appeared '
-                f'({latest.name} starts at {latest.first_ns / NS_PER_S:.3f} s)'
-            )
-        trajectory = Trajectory(
-            t=frames / NS_PER_S,
-            ee={arm: hold(ee[arm][0], frames) for arm in ARMS},
-            grip={arm: hold(grip[arm], frames) for arm in ARMS},
-            obj_pos={name: hold(pose, frames) for name, (pose, _) in objects.items()},
-            ee_quat={arm: hold(ee[arm][1], frames) for arm in ARMS},
-            obj_quat={name: hold(quat, frames) for name, (_, quat) in objects.items()},
-            gaps=gaps(required, frames, max_gap_ns=self.max_gap_ns),
-            frames_are_rows=meta.get('frames_are_rows') is True,
-        )
-        joint_positions = np.stack([hold_or_nan(joints.get(name), frames) for name in JOINT_NAMES], axis=1)
+        builder = TrajectoryBuilder(max_gap=self.max_gap_ns / NS_PER_S)
+        for topic in sorted(self.raw.topics):
+            if topic.startswith(topics.EE_POSE_PREFIX) or topics.object_name_from_topic(topic) is not None:
+                self.add_poses(builder, topic)
+        self.add_joints(builder)
+        try:
+            built = builder.build(frames_are_rows=meta.get('frames_are_rows') is True)
+        except TrajectoryError as error:
+            raise self.error(str(error)) from None
         cameras = {camera: stream for topic, camera in image_topics.items() if (stream := self.camera(topic))}
         if self.raw.recovered:
             meta['recovered'] = self.raw.recovered
         if self.warnings:
             meta['warnings'] = self.warnings
         return EpisodeRecording(
-            meta, trajectory, joint_positions, _result(self.typestore, self.raw, self.path), cameras
+            meta, built.trajectory, built.joint_positions, _result(self.typestore, self.raw, self.path), cameras
         )
 
     def typed(self, topic: str, msgtype: str) -> RawTopic | None:
@@ -202,67 +185,25 @@ class _Assembler:
             self.warnings.append(f'{len(entry)} different {topics.EPISODE} messages; the first one is used')
         return meta
 
-    def poses(self, topic: str) -> tuple[Signal, Signal] | None:
+    def add_poses(self, builder: TrajectoryBuilder, topic: str) -> None:
         entry = self.typed(topic, POSE_STAMPED)
         if entry is None:
-            return None
+            if topics.object_name_from_topic(topic) is not None:
+                self.warnings.append(f'{topic} has no messages; object {topics.object_name_from_topic(topic)} left out')
+            return
         series = decode_poses(self.typestore, entry.data, topic=topic)
         if series.frames - {topics.WORLD_FRAME}:
             frames = ', '.join(sorted(series.frames))
             self.warnings.append(f'{topic} is in frame {frames}, expected {topics.WORLD_FRAME}; used as is')
-        log_ns = np.asarray(entry.log_ns, dtype=np.int64)
-        position = Signal.sorted(topic, series.stamp_ns, series.position, log_ns=log_ns)
-        quat = Signal.sorted(topic, series.stamp_ns, series.quat, log_ns=log_ns)
-        return position, quat
+        builder.add_poses(topic, series.stamp_ns, series.position, series.quat, log_ns=np.asarray(entry.log_ns))
 
-    def ee(self, arm: Arm) -> tuple[Signal, Signal]:
-        topic = topics.ee_pose_topic(arm)
-        signals = self.poses(topic)
-        if signals is None:
-            raise self.error(f'no EE pose data for the {arm} arm ({topic})')
-        return signals
-
-    def objects(self) -> dict[str, tuple[Signal, Signal]]:
-        found: dict[str, tuple[Signal, Signal]] = {}
-        for topic in sorted(self.raw.topics):
-            name = topics.object_name_from_topic(topic)
-            if name is None:
-                continue
-            signals = self.poses(topic)
-            if signals is None:
-                self.warnings.append(f'{topic} has no messages; object {name} left out')
-            else:
-                found[name] = signals
-        return found
-
-    def joints(self) -> dict[str, Signal]:
+    def add_joints(self, builder: TrajectoryBuilder) -> None:
         entry = self.typed(topics.JOINT_STATES, JOINT_STATE)
         if entry is None:
-            return {}
-        stamps: dict[str, list[int]] = defaultdict(list)
-        logs: dict[str, list[int]] = defaultdict(list)
-        values: dict[str, list[float]] = defaultdict(list)
+            return
         for data, log_ns in zip(entry.data, entry.log_ns, strict=True):
             sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
-            for name, position in zip(sample.names, sample.position, strict=False):
-                stamps[name].append(sample.stamp_ns)
-                logs[name].append(log_ns)
-                values[name].append(float(position))
-        return {
-            name: Signal.sorted(
-                f'{topics.JOINT_STATES}[{name}]',
-                np.array(stamps[name]),
-                np.array(values[name]),
-                log_ns=np.array(logs[name]),
-            )
-            for name in stamps
-        }
-
-    def gripper(self, arm: Arm, joints: dict[str, Signal]) -> Signal:
-        signal = joints.get(GRIPPER_JOINTS[arm])
-        if signal is None:
-            raise self.error(f'no gripper data for the {arm} arm ({GRIPPER_JOINTS[arm]} in {topics.JOINT_STATES})')
-        return signal
+            builder.add_joint_state(sample.stamp_ns, sample.names, sample.position, log_ns=log_ns)
 
     def camera(self, topic: str) -> CameraStream | None:
         entry = self.typed(topic, IMAGE)

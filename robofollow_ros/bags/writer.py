@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores
 from rosbags.typesys.store import Typestore
@@ -25,9 +25,7 @@ from rosbags.typesys.store import Typestore
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import encode_image, encode_joint_state, encode_pose, encode_string, typestore_for
 from robofollow_ros.bags.conventions import (
-    GRIPPER_JOINTS,
     IMAGE,
-    JOINT_NAMES,
     JOINT_STATE,
     NS_PER_S,
     POSE_STAMPED,
@@ -40,6 +38,7 @@ from robofollow_ros.bags.conventions import (
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.state_layout import GRIPPER_JOINTS, JOINT_NAMES
 from robofollow_ros.textfiles import partial_path
 
 IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
@@ -125,39 +124,125 @@ def write_episode_bag(
     staging.mkdir(parents=True)
     inner = staging / bag.name
     try:
-        with Writer(inner, version=ROSBAG2_VERSION, storage_plugin=PLUGINS[storage]) as writer:
-            episode = writer.add_connection(topics.EPISODE, STRING, typestore=store, offered_qos_profiles=[LATCHED_QOS])
-            joint_states = writer.add_connection(topics.JOINT_STATES, JOINT_STATE, typestore=store)
-            image_conns = {
-                camera: writer.add_connection(topics.image_topic(camera), IMAGE, typestore=store) for camera in cameras
-            }
-            object_conns = {
-                name: writer.add_connection(topics.object_pose_topic(name), POSE_STAMPED, typestore=store)
-                for name in trajectory.obj_pos
-            }
-            ee_conns = {
-                arm: writer.add_connection(topics.ee_pose_topic(arm), POSE_STAMPED, typestore=store) for arm in ARMS
-            }
-            writer.write(episode, int(frames_ns[0]), encode_string(store, meta_text))
+        with EpisodeBagWriter(
+            inner, meta_json=meta_text, stamp_ns=int(frames_ns[0]), storage=storage, typestore=store
+        ) as out:
             for i, stamp in enumerate(frames_ns.tolist()):
-                for camera, connection in image_conns.items():
-                    pixels = cameras[camera][i]
-                    if pixels is not None:
-                        writer.write(connection, stamp, encode_image(store, stamp, camera_frame(camera), pixels))
-                writer.write(joint_states, stamp, encode_joint_state(store, stamp, joint_names, joints[i]))
-                for name, connection in object_conns.items():
-                    pose = encode_pose(store, stamp, topics.WORLD_FRAME, trajectory.obj_pos[name][i], obj_quat[name][i])
-                    writer.write(connection, stamp, pose)
-                for arm, connection in ee_conns.items():
-                    pose = encode_pose(store, stamp, topics.WORLD_FRAME, trajectory.ee[arm][i], ee_quat[arm][i])
-                    writer.write(connection, stamp, pose)
+                out.write_frame(
+                    stamp,
+                    images={camera: frames[i] for camera, frames in cameras.items()},
+                    joints=(joint_names, joints[i]),
+                    objects={name: (trajectory.obj_pos[name][i], obj_quat[name][i]) for name in trajectory.obj_pos},
+                    ee={arm: (trajectory.ee[arm][i], ee_quat[arm][i]) for arm in ARMS},
+                )
             if result_text is not None:
-                result_conn = writer.add_connection(topics.RESULT, STRING, typestore=store)
-                writer.write(result_conn, int(frames_ns[-1]), encode_string(store, result_text))
+                out.write_result_json(result_text, stamp_ns=int(frames_ns[-1]))
         os.replace(inner, bag)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return bag
+
+
+class EpisodeBagWriter:
+    """Writes one episode bag message by message (the recorder node streams into it; the batch writer loops).
+
+    The episode message is written first. Everything written is in the file as soon as the storage flushes it;
+    a writer that is killed leaves a bag that ``read_episode_bag`` recovers (``docs/bags.md``).
+
+    Args:
+        path: bag directory to create; it must not exist.
+        meta_json: the /robofollow/episode JSON text.
+        stamp_ns: log time of the episode message.
+        storage: ``mcap`` or ``sqlite3``.
+        typestore: ROS distribution (or typestore) whose message definitions are embedded.
+
+    Raises:
+        BagError: unknown storage or existing path.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        meta_json: str,
+        stamp_ns: int,
+        storage: Storage = 'mcap',
+        typestore: Stores | Typestore = Stores.ROS2_KILTED,
+    ) -> None:
+        self.path = Path(path)
+        if storage not in STORAGES:
+            raise BagError(f'unknown storage {storage!r} (supported: {", ".join(STORAGES)})')
+        if self.path.exists():
+            raise BagError(f'{self.path}: already exists; a bag is never overwritten')
+        self.typestore = typestore_for(typestore) if isinstance(typestore, Stores) else typestore
+        self._writer = Writer(self.path, version=ROSBAG2_VERSION, storage_plugin=PLUGINS[storage])
+        self._writer.open()
+        self._connections: dict[str, Connection] = {}
+        episode = self._connection(topics.EPISODE, STRING, offered_qos_profiles=[LATCHED_QOS])
+        self._writer.write(episode, int(stamp_ns), encode_string(self.typestore, meta_json))
+
+    def _connection(self, topic: str, msgtype: str, **qos: Any) -> Connection:
+        connection = self._connections.get(topic)
+        if connection is None:
+            connection = self._writer.add_connection(topic, msgtype, typestore=self.typestore, **qos)
+            self._connections[topic] = connection
+        elif connection.msgtype != msgtype:
+            raise BagError(f'{topic} was written as {connection.msgtype}, not {msgtype}')
+        return connection
+
+    def write_raw(self, topic: str, msgtype: str, log_ns: int, data: bytes | memoryview) -> None:
+        """Write one CDR-serialised message of type ``msgtype`` (e.g. ``sensor_msgs/msg/Image``) as received."""
+        self._writer.write(self._connection(topic, msgtype), int(log_ns), bytes(data))
+
+    def write_frame(
+        self,
+        stamp_ns: int,
+        *,
+        ee: Mapping[str, tuple[np.ndarray, np.ndarray]],
+        joints: tuple[Sequence[str], np.ndarray],
+        objects: Mapping[str, tuple[np.ndarray, np.ndarray]],
+        images: Mapping[str, np.ndarray | None] | None = None,
+    ) -> None:
+        """Write one trajectory frame: images, joint states, object poses, then the EE poses (see module doc).
+
+        Poses are (position (3,), quaternion w, x, y, z) in the world frame.
+        """
+        store = self.typestore
+        for camera, pixels in (images or {}).items():
+            if pixels is not None:
+                message = encode_image(store, stamp_ns, camera_frame(camera), pixels)
+                self._writer.write(self._connection(topics.image_topic(camera), IMAGE), stamp_ns, message)
+        names, positions = joints
+        message = encode_joint_state(store, stamp_ns, tuple(names), positions)
+        self._writer.write(self._connection(topics.JOINT_STATES, JOINT_STATE), stamp_ns, message)
+        for name, (position, quat) in objects.items():
+            message = encode_pose(store, stamp_ns, topics.WORLD_FRAME, position, quat)
+            self._writer.write(self._connection(topics.object_pose_topic(name), POSE_STAMPED), stamp_ns, message)
+        for arm, (position, quat) in ee.items():
+            message = encode_pose(store, stamp_ns, topics.WORLD_FRAME, position, quat)
+            self._writer.write(self._connection(topics.ee_pose_topic(arm), POSE_STAMPED), stamp_ns, message)
+
+    def write_result(self, record: Mapping[str, Any], *, stamp_ns: int) -> None:
+        """Write the result record as JSON on /robofollow/result.
+
+        Raises:
+            BagError: the record cannot be stored as JSON.
+        """
+        self.write_result_json(_json(record, what='result'), stamp_ns=stamp_ns)
+
+    def write_result_json(self, text: str, *, stamp_ns: int) -> None:
+        """Write an already serialised result record on /robofollow/result."""
+        self._writer.write(self._connection(topics.RESULT, STRING), int(stamp_ns), encode_string(self.typestore, text))
+
+    def close(self) -> None:
+        """Finish the bag (storage index and metadata.yaml)."""
+        self._writer.close()
+
+    def __enter__(self) -> EpisodeBagWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _json(value: Mapping[str, Any], *, what: str) -> str:

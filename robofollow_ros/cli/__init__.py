@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     'collect': 'robofollow_ros.cli.collect',
     'serve-policy': 'robofollow_ros.cli.serve_policy',
     'probe': 'robofollow_ros.cli.probe',
+    'launch': 'robofollow_ros.cli.launch',
 }
 
 RESUMABLE = frozenset({'eval', 'demo'})

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 HELP = 'demo evaluation in simulation: expert vs language-blind baseline, one task per scene and level'
 DESCRIPTION = """\
-Run a small RoboFollow evaluation in the MuJoCo cell, in this process, and compare two policies:
+Run a small RoboFollow evaluation in the MuJoCo cell over the ROS 2 node graph (sim, policy bridge,
+referee, recorder and evaluator nodes; --in-process for the same without ROS) and compare two policies:
 
   expert   the scripted planner with privileged state: it follows every instruction
   blind    the same planner, but language-blind: it always performs one fixed training task of the
@@ -22,8 +23,9 @@ Run a small RoboFollow evaluation in the MuJoCo cell, in this process, and compa
 Each policy runs the middle evaluation task of every scene x level cell (16 tasks; --all for all 554).
 The gap between the two tables is what RoboFollow measures: a policy that ignores the instruction can
 look fine on some cells and collapses where the instruction matters. Expert episodes are saved as
-trajectory files that `robofollow score` re-scores offline. Running the demo again resumes it; results
-of another version of the package are moved aside into OUT/<policy>/superseded-<time>/ first.
+episode bags (trajectory files with --in-process) that `robofollow score` re-scores offline. Running the
+demo again resumes it; results of another version of the package are moved aside into
+OUT/<policy>/superseded-<time>/ first.
 """
 
 POLICIES = ('expert', 'blind')
@@ -36,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--rounds', type=int, default=1, help='rounds per task (default 1)')
     parser.add_argument('--quiet', action='store_true', help='no per-trial progress lines')
     add_robot_argument(parser)
+    parser.add_argument('--in-process', action='store_true', help='run without ROS, in this process')
 
 
 def demo_task_ids() -> list[str]:
@@ -80,12 +83,19 @@ def run(args: argparse.Namespace) -> int:
             policy=policy,
             task_ids=task_ids,
             rounds=args.rounds,
-            record='json' if policy == 'expert' else 'none',
+            record=('json' if args.in_process else 'bag') if policy == 'expert' else 'none',
             force_new=True,
             robot=args.robot,
         )
-        print(f'== {policy}: {len(task_ids) if task_ids else 554} tasks x {args.rounds} round(s) -> {out}', flush=True)
-        records = run_suite(options, progress=not args.quiet)
+        where = 'in this process' if args.in_process else 'over the ROS 2 node graph'
+        count = len(task_ids) if task_ids else 554
+        print(f'== {policy}: {count} tasks x {args.rounds} round(s), {where} -> {out}', flush=True)
+        if args.in_process:
+            records = run_suite(options, progress=not args.quiet)
+        else:
+            from robofollow_ros.graph.run import run_graph_suite
+
+            records = run_graph_suite(options, progress=not args.quiet)
         tables[policy] = write_report(records, out / 'report', about=one_run(records, sources=[str(out)])).table
     comparison = side_by_side(tables)
     (args.out / 'comparison.md').write_text(comparison, encoding='utf-8')
@@ -95,5 +105,6 @@ def run(args: argparse.Namespace) -> int:
     print(
         f'reports: {args.out}/<policy>/report/summary.{{md,csv,json,png}}; comparison: {args.out}/comparison.{{md,png}}'
     )
-    print(f're-score an episode offline: robofollow score {args.out}/expert/episodes/<episode>.json')
+    episode = '<episode>.json' if args.in_process else '<episode bag>'
+    print(f're-score an episode offline: robofollow score {args.out}/expert/episodes/{episode}')
     return 0

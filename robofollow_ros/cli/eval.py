@@ -7,18 +7,19 @@ from pathlib import Path
 
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
 from robofollow_ros.cli.options import add_robot_argument
-from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 
-HELP = 'run evaluation episodes (in-process simulation) and write result records'
+HELP = 'run evaluation episodes over the ROS graph (or in-process) and write result records'
 DESCRIPTION = """\
 Run RoboFollow evaluation episodes and score them with the referee.
 
---in-process runs the MuJoCo cell, the policy and the referee in this process, without ROS: the
-baseline that every ROS run is compared with. Results go to OUT/results.jsonl, one record per trial,
-flushed after each trial; running the same command again resumes where it stopped. A folder holds one
-run: resuming with another policy, other --policy-kwargs, variant or limits is refused (use a new --out,
-or --force-new to set the old results aside), and a second run into a busy folder is refused.
+By default the episodes run over the ROS 2 node graph (sim, policy bridge, referee, evaluator, and the
+recorder with --record bag), started as by `robofollow launch sim`. --in-process runs the MuJoCo cell,
+the policy and the referee in this process, without ROS: the baseline that every ROS run is compared
+with. Either way results go to OUT/results.jsonl, one record per trial, flushed after each trial;
+running the same command again resumes where it stopped. A folder holds one run: resuming with another
+policy, other --policy-kwargs, variant or limits is refused (use a new --out, or --force-new to set the
+old results aside), and a second run into a busy folder is refused.
 
 A custom policy (--policy module:function) must be importable (put its folder on PYTHONPATH). It sees
 only the three camera images, the 14-D joint state and the instruction; every call into it must return
@@ -55,7 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument('--out', type=Path, default=None, help='output folder (default runs/<policy>)')
     parser.add_argument(
-        '--record', choices=('none', 'json', 'bag'), default='none', help='also save each episode for re-scoring'
+        '--record',
+        choices=('none', 'json', 'bag'),
+        default='none',
+        help='also save each episode for re-scoring (json: --in-process only)',
     )
     parser.add_argument('--video', action='store_true', help='also write an MP4 of each episode (OUT/videos)')
     parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
@@ -94,10 +98,6 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
 
-    if not args.in_process:
-        raise RoboFollowError(
-            'only --in-process evaluation is available so far (evaluation over ROS nodes is not in this package yet)'
-        )
     options = SuiteOptions(
         out=args.out or Path('runs') / args.policy.replace(':', '_'),
         policy=args.policy,
@@ -118,7 +118,12 @@ def run(args: argparse.Namespace) -> int:
         ray_address=args.ray or None,
         robot=args.robot,
     )
-    records = run_suite(options, progress=not args.quiet)
+    if args.in_process:
+        records = run_suite(options, progress=not args.quiet)
+    else:
+        from robofollow_ros.graph.run import run_graph_suite
+
+        records = run_graph_suite(options, progress=not args.quiet)
     print(f'{counts_line(trial_counts(records))}; results in {options.out / "results.jsonl"}')
     print(f'tables and plot: robofollow report {options.out / "results.jsonl"} --out {options.out / "report"}')
     return 0

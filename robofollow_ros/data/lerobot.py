@@ -27,7 +27,7 @@ from robofollow_ros.data.raw_hdf5 import read_raw_episode
 from robofollow_ros.data.store import StoredEpisode, stored_episodes
 from robofollow_ros.data.video import VideoWriter
 from robofollow_ros.errors import DatasetError
-from robofollow_ros.sim.constants import CAMERAS
+from robofollow_ros.state_layout import CAMERAS
 
 CODEBASE_VERSION = 'v3.0'
 ROBOT_TYPE = 'robofollow_cell'

@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from robofollow_ros.errors import DatasetError
-from robofollow_ros.sim.constants import CAMERAS
+from robofollow_ros.state_layout import CAMERAS
 
 CODEC = 'libx264'
 PIXEL_FORMAT = 'yuv420p'

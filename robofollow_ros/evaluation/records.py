@@ -13,6 +13,7 @@ from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.results import TrialKey
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 
@@ -68,23 +69,28 @@ def unscored_record(trial: Trial, *, reason: str, variant: Variant) -> dict[str,
     }
 
 
+def score_record(trial: Trial, trajectory: Trajectory, *, layout: Layout, variant: Variant) -> dict[str, Any]:
+    """The referee's record of a trial's trajectory (unscored if too short to score), with its sim seconds.
+
+    Every runner and the graph's referee node score here, so live and in-process records agree.
+    """
+    try:
+        result = score_episode(
+            trial.task, trajectory, layout=layout, meta={'seed': trial.seed, 'round': trial.round}, variant=variant
+        )
+        record = {**result.to_record(), 'scored': True}
+    except TrajectoryError as error:
+        record = unscored_record(trial, reason=f'not scored: {error}', variant=variant)
+        record['frames'] = len(trajectory)
+    record['sim_seconds'] = float(trajectory.t[-1] - trajectory.t[0]) if len(trajectory) else 0.0
+    return record
+
+
 def make_record(
     trial: Trial, outcome: EpisodeOutcome, *, layout: Layout, options: SuiteOptions, identity: RunIdentity
 ) -> dict[str, Any]:
     """Score the episode and return its result record with the trial's bookkeeping fields."""
-    try:
-        result = score_episode(
-            trial.task,
-            outcome.trajectory,
-            layout=layout,
-            meta={'seed': trial.seed, 'round': trial.round},
-            variant=options.variant,
-        )
-        record = {**result.to_record(), 'scored': True}
-    except TrajectoryError as error:
-        record = unscored_record(trial, reason=f'not scored: {error}', variant=options.variant)
-        record['frames'] = len(outcome.trajectory)
-    trajectory = outcome.trajectory
+    record = score_record(trial, outcome.trajectory, layout=layout, variant=options.variant)
     record.update(
         bookkeeping(trial, identity=identity, policy_error=outcome.policy_error, error_kind=outcome.error_kind)
     )
@@ -92,7 +98,6 @@ def make_record(
         {
             'queries': outcome.queries,
             'executed_rows': outcome.executed_rows,
-            'sim_seconds': float(trajectory.t[-1] - trajectory.t[0]) if len(trajectory) else 0.0,
             'wall_seconds': round(outcome.wall_seconds, 3),
         }
     )

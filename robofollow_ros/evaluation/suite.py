@@ -11,7 +11,7 @@ import sys
 import threading
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -173,6 +173,16 @@ class TrialExecutor(Protocol):
         ...
 
 
+class ExecutorFactory(Protocol):
+    """Builds the executor of a run elsewhere than the built-in ways (the ROS graph); names that runtime."""
+
+    runtime: str
+
+    def __call__(self, options: SuiteOptions, *, identity: RunIdentity) -> TrialExecutor:
+        """The executor for this run."""
+        ...
+
+
 def make_executor(options: SuiteOptions, *, identity: RunIdentity) -> TrialExecutor:
     """This process, local worker processes, or Ray actors, as ``options`` ask."""
     if options.use_ray:
@@ -206,12 +216,16 @@ def write_result(options: SuiteOptions, result: TrialResult, *, trial: Trial, re
     results.append(record)
 
 
-def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str, Any]]:
+def run_suite(
+    options: SuiteOptions, *, progress: bool = True, executor: ExecutorFactory | None = None
+) -> list[dict[str, Any]]:
     """Run every trial not yet in ``out/results.jsonl``; returns all records of the suite.
 
     The folder is locked for the run (``RunLock``) and must hold this run's identity or none
     (``claim_run_folder``; ``options.force_new`` sets another run aside). ``run.json`` is rewritten after every
-    trial and says ``interrupted`` or ``failed``, with the reason, if the run stops early.
+    trial and says ``interrupted`` or ``failed``, with the reason, if the run stops early. ``executor`` runs the
+    trials elsewhere (the ROS graph's evaluator): planning, resuming, writing, progress and ``run.json`` stay the
+    same, and the run identity names its ``runtime``.
 
     Raises:
         RoboFollowError: bad options, unknown policy, or a folder that is busy or holds another run.
@@ -220,6 +234,8 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
     check_options(options)
     factory = resolve_policy(options.policy, kwargs=options.policy_kwargs)
     identity = run_identity(options, privileged=factory.privileged)
+    if executor is not None:
+        identity = replace(identity, runtime=executor.runtime)
     trials = plan_trials(options)
     wanted = {trial.key for trial in trials}
     make_out_folder(options.out)
@@ -261,12 +277,12 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
             if display is not None:
                 display.update(record, wall_seconds=wall)
 
-        executor = make_executor(options, identity=identity)
+        trials_executor = (executor or make_executor)(options, identity=identity)
         by_key = {trial.key: trial for trial in todo}
         try:
             with SignalStop().installed() as stop:
                 status('running')
-                stream = executor.results(todo)
+                stream = trials_executor.results(todo)
                 try:
                     for result in stream:
                         with stop.shield():
@@ -281,7 +297,7 @@ def run_suite(options: SuiteOptions, *, progress: bool = True) -> list[dict[str,
             status('failed', reason=f'{type(error).__name__}: {error}')
             raise
         finally:
-            for problem in executor.problems:
+            for problem in trials_executor.problems:
                 print(f'warning: {problem}', file=sys.stderr)
         status('complete')
         return suite_records()

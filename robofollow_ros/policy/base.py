@@ -8,8 +8,8 @@ import numpy as np
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.observation import Observation
+from robofollow_ros.state_layout import ACTION_DIM
 
-ACTION_DIM = 14
 INTERFACE = ('reset', 'set_instruction', 'predict')
 NUMERIC_KINDS = 'fiu'
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-CAMERAS = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
-STATE_DIM = 14
+from robofollow_ros.state_layout import CAMERAS, STATE_DIM
+
+__all__ = ['CAMERAS', 'STATE_DIM', 'Observation']
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ The packaged default is found next to the source tree (editable installs) or und
 from __future__ import annotations
 
 import math
-import sys
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
@@ -240,16 +239,12 @@ def default_config_path() -> Path:
     Raises:
         RoboFollowError: if neither the source tree nor the installed share directory holds it.
     """
-    here = Path(__file__).resolve()
-    candidates = [
-        here.parents[2] / 'config' / CONFIG_NAME,
-        Path(sys.prefix) / 'share' / 'robofollow' / 'config' / CONFIG_NAME,
-    ]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    searched = ', '.join(str(c) for c in candidates)
-    raise RoboFollowError(f'referee config {CONFIG_NAME} not found (searched {searched})')
+    from robofollow_ros.resources import share_file
+
+    try:
+        return share_file(f'config/{CONFIG_NAME}')
+    except RoboFollowError as error:
+        raise RoboFollowError(f'referee config {error}') from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -84,7 +84,6 @@ BOWL_BASE_FRACTION = 0.6
 BOWL_BASE_THICKNESS = 0.006
 BOWL_MASS_DEFAULT = 0.15
 
-CAMERAS = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
 CAMERA_LINKS = {
     'cam_high': 'cam_high_link',
     'cam_left_wrist': 'left_wrist_camera_link',

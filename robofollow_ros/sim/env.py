@@ -6,7 +6,7 @@ recorded at reset and after every executed action row (protocol §4.1).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import mujoco
@@ -22,9 +22,10 @@ from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
 from robofollow_ros.sim.recorder import FrameRecorder
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, RobotDescription, load_robot
+from robofollow_ros.sim.robot import RobotDescription, load_robot
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.sim.spawn import spawn
+from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
 
 MODEL_CACHE_SIZE = 4
 
@@ -174,8 +175,12 @@ class CellEnv:
             raise SimulationError('the environment has not been reset')
         return self.cell, self.data, self.executor, self.recorder
 
-    def execute(self, actions: np.ndarray, *, images: bool | None = None) -> Observation:
+    def execute(
+        self, actions: np.ndarray, *, images: bool | None = None, on_row: Callable[[], None] | None = None
+    ) -> Observation:
         """Execute every row of an action chunk (T, 14), recording one trajectory frame per row.
+
+        ``on_row`` is called after each row's frame is recorded (the sim node publishes the frame from it).
 
         Raises:
             PolicyError: the chunk has the wrong shape or non-finite values (nothing moves).
@@ -188,6 +193,8 @@ class CellEnv:
         for row in chunk:
             executor.execute_row(row)
             recorder.record(executor.grip)
+            if on_row is not None:
+                on_row()
         return self.observe(images=images)
 
     def observe(self, *, images: bool | None = None) -> Observation:

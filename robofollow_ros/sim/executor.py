@@ -14,24 +14,9 @@ import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark.types import ARMS
-from robofollow_ros.errors import PolicyError
 from robofollow_ros.sim.constants import GRIP_SPEED, ROW_SECONDS
 from robofollow_ros.sim.model import CellModel
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX, STATE_DIM
-
-
-def validate_chunk(actions: object) -> np.ndarray:
-    """Return ``actions`` as a float64 (T, 14) array, or raise ``PolicyError`` (wrong shape, empty, NaN/Inf)."""
-    try:
-        array = np.asarray(actions, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise PolicyError(f'action chunk is not numeric: {exc}') from exc
-    if array.ndim != 2 or array.shape[1] != STATE_DIM or array.shape[0] < 1:
-        raise PolicyError(f'action chunk must have shape (T>=1, {STATE_DIM}), got {array.shape}')
-    if not np.all(np.isfinite(array)):
-        bad = np.argwhere(~np.isfinite(array))[0]
-        raise PolicyError(f'action chunk has a non-finite value at row {bad[0]}, column {bad[1]}')
-    return array
+from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX, STATE_DIM
 
 
 class JointExecutor:

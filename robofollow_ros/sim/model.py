@@ -20,7 +20,6 @@ from robofollow_ros.sim.constants import (
     CAMERA_FAR,
     CAMERA_LINKS,
     CAMERA_NEAR,
-    CAMERAS,
     COLLISION,
     FINGER_FRICTION,
     FINGER_PRIORITY,
@@ -38,6 +37,7 @@ from robofollow_ros.sim.constants import (
 from robofollow_ros.sim.objects import add_object, free_joint_name, is_static
 from robofollow_ros.sim.robot import RobotDescription, load_robot
 from robofollow_ros.sim.rotations import quat_from_matrix
+from robofollow_ros.state_layout import CAMERAS
 
 CAMERA_FROM_LINK = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 """MuJoCo cameras look along their -z with +y up; camera links follow the ROS convention (+x forward, +z up)."""

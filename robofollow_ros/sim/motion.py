@@ -19,8 +19,8 @@ import numpy as np
 from robofollow_ros.benchmark.types import TABLE_Z, Arm
 from robofollow_ros.sim.constants import GRIP_SPEED, ROW_SECONDS
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
-from robofollow_ros.sim.robot import ARM_SLICE, GRIP_INDEX
 from robofollow_ros.sim.rotations import tcp_yaw, top_down, wrap_angle
+from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
 
 CARTESIAN_STEP = 0.01
 """Default TCP advance per row in straight-line moves (m): ~0.17 m/s at the nominal row time."""

@@ -10,7 +10,8 @@ import mujoco
 import numpy as np
 
 from robofollow_ros.errors import SimulationError
-from robofollow_ros.sim.constants import CAMERAS, IMAGE_HEIGHT, IMAGE_WIDTH
+from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
+from robofollow_ros.state_layout import CAMERAS
 
 
 class CameraRig:

@@ -12,11 +12,6 @@ from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, RobotSpec, get_robot_spec
 
-ARM_DOF = 6
-STATE_DIM = 14
-GRIP_INDEX: dict[Arm, int] = {'left': 6, 'right': 13}
-ARM_SLICE: dict[Arm, slice] = {'left': slice(0, 6), 'right': slice(7, 13)}
-
 
 @dataclass(frozen=True)
 class ArmDescription:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from robofollow_ros.errors import SimulationError
+from robofollow_ros.resources import share_file_or_default
 from robofollow_ros.sim.assets import gym_aloha_assets
 from robofollow_ros.sim.constants import (
     ARM_ARMATURE,
@@ -30,7 +31,6 @@ from robofollow_ros.sim.constants import (
 )
 
 RobotName = Literal['aloha', 'primitive']
-URDF_DIR = Path(__file__).resolve().parents[2] / 'urdf'
 DEFAULT_ROBOT: RobotName = 'aloha'
 
 
@@ -91,7 +91,7 @@ class RobotSpec:
 
 PRIMITIVE = RobotSpec(
     name='primitive',
-    urdf=URDF_DIR / 'robofollow_cell.urdf',
+    urdf=share_file_or_default('urdf/robofollow_cell.urdf'),
     joints=tuple(f'joint{i}' for i in range(1, 7)),
     fingers=('finger_left_joint', 'finger_right_joint'),
     home=HOME_Q,
@@ -108,7 +108,7 @@ PRIMITIVE = RobotSpec(
 
 ALOHA = RobotSpec(
     name='aloha',
-    urdf=URDF_DIR / 'aloha_cell.urdf',
+    urdf=share_file_or_default('urdf/aloha_cell.urdf'),
     joints=('waist', 'shoulder', 'elbow', 'forearm_roll', 'wrist_angle', 'wrist_rotate'),
     fingers=('left_finger', 'right_finger'),
     home=(0.0, -0.6, 0.5, 0.0, math.pi / 2.0 + 0.1, 0.0),

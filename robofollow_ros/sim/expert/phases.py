@@ -25,8 +25,8 @@ from robofollow_ros.sim.expert.geometry import (
 )
 from robofollow_ros.sim.expert.scene import SceneView
 from robofollow_ros.sim.motion import CLOSED, MotionPlanner, Plan
-from robofollow_ros.sim.robot import GRIP_INDEX
 from robofollow_ros.sim.rotations import tcp_yaw
+from robofollow_ros.state_layout import GRIP_INDEX
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
-"""Putting asynchronous signals on one frame timeline: zero-order hold and gap detection (pure numpy)."""
+"""Putting asynchronous signals on one frame timeline: zero-order hold and gap detection (pure numpy).
+
+Used by ``TrajectoryBuilder`` for live episodes (referee node) and recorded ones (bag reader).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robofollow_ros.bags.conventions import NS_PER_S
+NS_PER_S = 1_000_000_000
+MAX_GAP_S = 0.5
+"""A required signal silent for longer than this inside the episode is reported in ``Trajectory.gaps``."""
 
 
 @dataclass(frozen=True)

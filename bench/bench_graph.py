@@ -1,0 +1,214 @@
+"""The ROS node graph against in-process evaluation, measured in the same run.
+
+1. The expert on the demo's 16 tasks (one per scene x level), in-process (the baseline) and over the graph
+   (``robofollow launch sim``): episodes per minute and their ratio (target >= 0.8), from the records' wall
+   times (the graph's start-up is printed apart); the summed RSS of the graph's node processes (target < 1.5 GiB).
+2. A policy that needs the three 320x240 images and answers at once (``ImageHold`` below), over the graph, for
+   at least 200 queries: the bridge's overhead beyond the policy's own time per query, p50 / p95 (target p95 <=
+   5 ms; from ``/robofollow/episode_end``), and camera images lost (target 0): images expected (three per
+   observation the sim reported on ``/robofollow/sim/status``) minus images received by a subscriber here.
+
+Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_graph.py [--domain 59] [--rounds 2]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+GIB = 1024**3
+
+
+class ImageHold:
+    """Holds still, but only after looking at all three camera images (so the bridge must deliver them)."""
+
+    needs_images = True
+
+    def reset(self) -> None:
+        """Nothing to forget."""
+
+    def set_instruction(self, text: str) -> None:
+        """Ignored."""
+
+    def predict(self, observation: Any) -> np.ndarray:
+        """Five rows of the current state; fails if an image is missing or not 240x320 RGB."""
+        for camera in ('cam_high', 'cam_left_wrist', 'cam_right_wrist'):
+            assert observation.images[camera].shape == (240, 320, 3)
+        return np.repeat(np.asarray(observation.state, dtype=np.float32)[None, :], 5, axis=0)
+
+
+def image_hold() -> ImageHold:
+    """Factory for ``--policy bench_graph:image_hold``."""
+    return ImageHold()
+
+
+def node_rss(launcher: int) -> int:
+    """Summed resident memory (bytes) of the launcher's child processes."""
+    total = 0
+    for task in Path(f'/proc/{launcher}/task').glob('*'):
+        for child in (task / 'children').read_text().split() if (task / 'children').exists() else []:
+            try:
+                status = Path(f'/proc/{child}/status').read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith('VmRSS:'):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
+def launch(arguments: dict[str, str], env: dict[str, str]) -> tuple[float, int, str]:
+    """Run ``robofollow launch sim``; its wall seconds, peak summed node RSS and output."""
+    command = [sys.executable, '-m', 'robofollow_ros', 'launch', 'sim', *(f'{k}:={v}' for k, v in arguments.items())]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
+    reader.start()
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, node_rss(process.pid))
+        time.sleep(0.2)
+    reader.join(timeout=5)
+    output = ''.join(lines)
+    if process.returncode != 0:
+        raise SystemExit(f'graph failed ({process.returncode}):\n{output[-3000:]}')
+    return time.perf_counter() - started, peak, output
+
+
+class Listener:
+    """Counts camera images and sim observations, and collects the bridge's per-query overheads."""
+
+    def __init__(self, domain: int) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+
+        from robofollow_ros import topics
+        from robofollow_ros.ros import qos
+
+        self.rclpy = rclpy
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain)
+        self.node = rclpy.create_node('bench_graph_listener', context=self.context)
+        self.images: dict[str, set[int]] = {
+            camera: set() for camera in ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+        }
+        self.observations: set[int] = set()
+        self.overheads: list[float] = []
+        for camera in self.images:
+            self.node.create_subscription(
+                Image,
+                topics.image_topic(camera),
+                lambda m, c=camera: self.images[c].add(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec),
+                qos.SENSOR,
+            )
+        self.node.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.node.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.spin, daemon=True)
+        self.thread.start()
+
+    def spin(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+
+        with contextlib.suppress(ExternalShutdownException):
+            while self.context.ok():
+                self.executor.spin_once(timeout_sec=0.1)
+
+    def on_status(self, message: Any) -> None:
+        self.observations.add(int(json.loads(message.data)['stamp_ns']))
+
+    def on_end(self, message: Any) -> None:
+        self.overheads.extend(json.loads(message.data).get('bridge_overhead_ms', []))
+
+    def close(self) -> None:
+        self.rclpy.shutdown(context=self.context)
+        self.thread.join(timeout=2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--domain', type=int, default=59, help='ROS domain of the graph (default 59)')
+    parser.add_argument('--rounds', type=int, default=2, help='rounds of the image-policy run (16 tasks x 10 queries)')
+    args = parser.parse_args()
+
+    from robofollow_ros.cli.demo import demo_task_ids
+    from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+
+    tasks = demo_task_ids()
+    env = {
+        **os.environ,
+        'ROS_DOMAIN_ID': str(args.domain),
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
+        'PYTHONPATH': os.pathsep.join([str(ROOT / 'bench'), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep),
+    }
+    os.environ.update({key: env[key] for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder)
+        records = run_suite(SuiteOptions(out=out / 'in_process', policy='expert', task_ids=tasks), progress=False)
+        in_process_wall = sum(record['wall_seconds'] for record in records)
+        total, peak_rss, _ = launch(
+            {'policy': 'expert', 'task_ids': ','.join(tasks), 'out': str(out / 'graph'), 'progress': 'false'}, env
+        )
+        graph_records = [json.loads(line) for line in (out / 'graph' / 'results.jsonl').read_text().splitlines()]
+        graph_wall = sum(record['wall_seconds'] for record in graph_records)
+        same = sum(
+            a['completion_ok'] == b['completion_ok'] and a['intent_score'] == b['intent_score']
+            for a, b in zip(
+                sorted(records, key=lambda r: r['task_id']),
+                sorted(graph_records, key=lambda r: r['task_id']),
+                strict=True,
+            )
+        )
+        in_rate, graph_rate = 60 * len(records) / in_process_wall, 60 * len(graph_records) / graph_wall
+        print(f'expert, {len(tasks)} tasks: in-process {in_rate:.1f} episodes/min; graph {graph_rate:.1f} episodes/min')
+        print(
+            f'  ratio graph / in-process: {graph_rate / in_rate:.2f} (target >= 0.8); same scores: {same}/{len(tasks)}'
+        )
+        print(
+            f'  graph start-up and shutdown: {total - graph_wall:.1f} s; peak summed node RSS {peak_rss / GIB:.2f} GiB'
+        )
+
+        listener = Listener(args.domain)
+        time.sleep(1.0)
+        launch(
+            {
+                'policy': 'bench_graph:image_hold',
+                'task_ids': ','.join(tasks),
+                'rounds': str(args.rounds),
+                'out': str(out / 'images'),
+                'progress': 'false',
+            },
+            env,
+        )
+        time.sleep(0.5)
+        listener.close()
+        overheads = np.array(listener.overheads)
+        expected = 3 * len(listener.observations)
+        received = sum(len(stamps & listener.observations) for stamps in listener.images.values())
+        print(
+            f'image policy, {len(overheads)} queries with three 320x240 images: bridge overhead '
+            f'p50 {np.percentile(overheads, 50):.2f} ms, p95 {np.percentile(overheads, 95):.2f} ms (target p95 <= 5)'
+        )
+        print(f'  images lost: {expected - received} of {expected} (target 0)')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,53 @@
+"""``robofollow launch``: start a declared node graph without the ros2 CLI (the same graph as sim.launch.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from robofollow_ros.errors import RoboFollowError
+
+HELP = 'start the ROS node graph (sim, policy bridge, referee, recorder, evaluator) without the ros2 CLI'
+DESCRIPTION = """\
+Start the nodes of a graph declared in config/graph_<GRAPH>.yaml, the same graph that
+`ros2 launch robofollow sim.launch.py` starts, as processes supervised by this command: ordered start,
+the shipped Fast DDS shared-memory profile, SIGINT and SIGTERM both stop every node, and the command
+exits non-zero when a required node dies. Arguments are NAME:=VALUE pairs, as for ros2 launch.
+
+example:
+  robofollow launch sim policy:=expert scenes:=1 levels:=L0 out:=runs/graph record:=bag
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``robofollow launch``."""
+    parser.add_argument('graph', nargs='?', default='sim', help='graph name (default sim)')
+    parser.add_argument('arguments', nargs='*', metavar='NAME:=VALUE', help='launch arguments')
+    parser.add_argument('--show-args', action='store_true', help='list the launch arguments and exit')
+
+
+def parse_launch_arguments(items: list[str]) -> dict[str, str]:
+    """``['a:=1', 'b:=x']`` -> ``{'a': '1', 'b': 'x'}``.
+
+    Raises:
+        RoboFollowError: an item is not NAME:=VALUE.
+    """
+    arguments = {}
+    for item in items:
+        name, separator, value = item.partition(':=')
+        if not separator or not name:
+            raise RoboFollowError(f'launch argument {item!r} must look like NAME:=VALUE')
+        arguments[name] = value
+    return arguments
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the graph until it ends; its exit code."""
+    from robofollow_ros.graph.declaration import load_graph
+    from robofollow_ros.graph.supervisor import Supervisor
+
+    graph = load_graph(args.graph, parse_launch_arguments(args.arguments))
+    if args.show_args:
+        for name, value in graph.arguments.items():
+            print(f"    '{name}': {graph.descriptions[name]} (default: '{value}')")
+        return 0
+    return Supervisor(graph).run()

@@ -1,0 +1,142 @@
+"""The node graph declared as data (``config/graph_<name>.yaml``), resolved against launch arguments.
+
+``launch/sim.launch.py`` (launch_ros) and ``robofollow launch`` (``graph/supervisor.py``) both start the nodes this
+module resolves, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from robofollow_ros.errors import GraphError, RoboFollowError
+from robofollow_ros.resources import share_file
+
+SUBSTITUTION = re.compile(r'\$\((\w+)\)')
+PROFILE = 'config/fastdds_shm.xml'
+LEGACY_PROFILE_DISTROS = ('humble', 'jazzy')
+
+
+@dataclass(frozen=True)
+class NodeDeclaration:
+    """One node of the graph, with its parameters resolved.
+
+    Attributes:
+        name: node name (``__node`` remap).
+        executable: console script (``ros2 run robofollow <executable>``), also ``robofollow_ros.nodes.<executable>``.
+        parameters: typed parameter values.
+        remappings: (from, to) topic remappings.
+        required: the graph ends (non-zero) when this node exits.
+        main: the graph ends with this node's exit code when it exits.
+    """
+
+    name: str
+    executable: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+    required: bool = False
+    main: bool = False
+
+    @property
+    def module(self) -> str:
+        """The Python module of the node (``python -m``)."""
+        return f'robofollow_ros.nodes.{self.executable}'
+
+
+@dataclass(frozen=True)
+class GraphDeclaration:
+    """A resolved graph: the nodes to start, in order, and the argument values used."""
+
+    name: str
+    nodes: tuple[NodeDeclaration, ...]
+    arguments: dict[str, str]
+    descriptions: dict[str, str]
+
+
+def graph_file(name: str) -> Path:
+    """``config/graph_<name>.yaml`` (source tree or installed share folder)."""
+    return share_file(f'config/graph_{name}.yaml')
+
+
+def _substitute(value: Any, arguments: Mapping[str, str], *, as_string: bool) -> Any:
+    if not isinstance(value, str):
+        return value
+    used = SUBSTITUTION.findall(value)
+    unknown = [name for name in used if name not in arguments]
+    if unknown:
+        raise GraphError(f'graph refers to undeclared argument(s) {", ".join(unknown)}')
+    text = SUBSTITUTION.sub(lambda match: arguments[match.group(1)], value)
+    if as_string or not used:
+        return text
+    try:
+        return yaml.safe_load(text) if text.strip() else text
+    except yaml.YAMLError:
+        return text
+
+
+def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: Path | None = None) -> GraphDeclaration:
+    """Read and resolve a graph declaration.
+
+    Args:
+        name: the graph (``sim``).
+        arguments: launch argument values (strings, as on a ``ros2 launch`` command line).
+        path: read this file instead of the installed ``config/graph_<name>.yaml``.
+
+    Raises:
+        GraphError: unknown graph or argument, or a malformed declaration.
+    """
+    try:
+        source = path or graph_file(name)
+    except RoboFollowError as error:
+        raise GraphError(f'unknown graph {name!r}: {error}') from None
+    try:
+        document = yaml.safe_load(Path(source).read_text(encoding='utf-8'))
+    except (OSError, yaml.YAMLError) as error:
+        raise GraphError(f'cannot read graph {source}: {error}') from None
+    declared = document.get('arguments') or {}
+    given = dict(arguments or {})
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise GraphError(f'unknown launch argument(s) {", ".join(unknown)} (declared: {", ".join(declared)})')
+    values = {key: str(given.get(key, spec.get('default', ''))) for key, spec in declared.items()}
+    strings = set(document.get('strings') or [])
+    nodes = []
+    for entry in document.get('nodes') or []:
+        when = entry.get('when') or {}
+        if any(values.get(key) != str(expected) for key, expected in when.items()):
+            continue
+        parameters = {
+            key: _substitute(value, values, as_string=key in strings)
+            for key, value in (entry.get('parameters') or {}).items()
+        }
+        nodes.append(
+            NodeDeclaration(
+                name=str(entry['name']),
+                executable=str(entry['executable']),
+                parameters=parameters,
+                remappings=tuple((str(a), str(b)) for a, b in (entry.get('remappings') or [])),
+                required=bool(entry.get('required', False)),
+                main=bool(entry.get('main', False)),
+            )
+        )
+    descriptions = {key: str(spec.get('description', '')) for key, spec in declared.items()}
+    return GraphDeclaration(name=name, nodes=tuple(nodes), arguments=values, descriptions=descriptions)
+
+
+def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every node of the graph runs in: the shipped Fast DDS shared-memory profile, headless MuJoCo
+    rendering and localhost discovery (each unless set already)."""
+    environment = dict(os.environ if base is None else base)
+    profile = str(share_file(PROFILE))
+    environment.setdefault('FASTDDS_DEFAULT_PROFILES_FILE', profile)
+    if environment.get('ROS_DISTRO', '').lower() in LEGACY_PROFILE_DISTROS:
+        environment.setdefault('FASTRTPS_DEFAULT_PROFILES_FILE', environment['FASTDDS_DEFAULT_PROFILES_FILE'])
+    environment.setdefault('MUJOCO_GL', 'egl')
+    environment.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    return environment

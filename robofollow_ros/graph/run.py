@@ -1,0 +1,60 @@
+"""Running an evaluation suite over the ROS graph from Python (``robofollow eval`` without ``--in-process``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from robofollow_ros.errors import GraphError
+from robofollow_ros.evaluation.results import ResultsFile, trial_key
+from robofollow_ros.evaluation.suite import RESULTS_NAME, SuiteOptions, plan_trials
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
+
+
+def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> dict[str, str]:
+    """The ``sim`` graph's launch arguments for a suite."""
+    if options.record == 'json':
+        raise GraphError('the graph records episodes as bags: use --record bag (or --in-process for JSON files)')
+    return {
+        'policy': options.policy,
+        'policy_kwargs': json.dumps(dict(options.policy_kwargs)),
+        'scenes': ','.join(str(scene) for scene in options.scenes or []),
+        'levels': ','.join(f'L{level}' for level in options.levels or []),
+        'tasks': options.pattern or '',
+        'task_ids': ','.join(options.task_ids or []),
+        'rounds': str(options.rounds),
+        'first_round': str(options.first_round),
+        'variant': options.variant,
+        'max_queries': str(options.limits.max_queries),
+        'record': options.record,
+        'policy_timeout': str(options.query_timeout),
+        'force_new': 'true' if options.force_new else 'false',
+        'record_images': 'true' if record_images else 'false',
+        'out': str(options.out),
+    }
+
+
+def run_graph_suite(
+    options: SuiteOptions, *, progress: bool = True, record_images: bool = False
+) -> list[dict[str, Any]]:
+    """Start the ``sim`` graph for ``options``, wait until its evaluator is done, return the suite's records.
+
+    Raises:
+        GraphError: the graph ended with a non-zero exit code (a node died, or the evaluator failed).
+    """
+    from robofollow_ros.graph.declaration import load_graph
+    from robofollow_ros.graph.supervisor import Supervisor
+
+    if options.robot != DEFAULT_ROBOT:
+        raise GraphError(
+            f'the graph runs the {DEFAULT_ROBOT} cell only so far; use --in-process for --robot {options.robot}'
+        )
+    if options.workers > 1 or options.use_ray:
+        raise GraphError('--workers and --ray run in-process simulators; add --in-process')
+    arguments = launch_arguments(options, record_images=record_images)
+    arguments['progress'] = 'true' if progress else 'false'
+    code = Supervisor(load_graph('sim', arguments)).run()
+    if code != 0:
+        raise GraphError(f'the graph ended with exit code {code} (see the messages above)')
+    wanted = {trial.key for trial in plan_trials(options)}
+    return [record for record in ResultsFile(options.out / RESULTS_NAME).records if trial_key(record) in wanted]

@@ -1,0 +1,212 @@
+"""``policy_bridge`` node: runs the episode loop of a policy over the graph.
+
+An instruction on ``/robofollow/instruction`` starts an episode of the current ``/robofollow/episode``. A worker
+thread (never the executor's) runs ``run_episode`` on a ``RosEnvironment``: it assembles each observation (three
+images + 14-D state) from the topics, queries the policy with a timeout, checks every chunk (shape, finite, joint
+limits, per-row step) and publishes it per arm. A bad chunk is never forwarded: the arms are told to hold (an
+empty JointTrajectory) and the episode ends with the reason in ``/robofollow/episode_end``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import queue
+import threading
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
+
+from robofollow_ros import topics
+from robofollow_ros.bags.cdr import header_stamp_ns
+from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.guard import PolicyFailure
+from robofollow_ros.graph.chunk_limits import ChunkLimits
+from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
+from robofollow_ros.nodes.sim import pose_topics
+from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.environment import RosEnvironment
+from robofollow_ros.ros.limited_policy import LimitedPolicy
+from robofollow_ros.ros.messages import from_time, image_array, trajectory_message
+from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.sim.constants import ROW_SECONDS
+from robofollow_ros.state_layout import CAMERAS
+
+
+class PolicyBridge(Node):
+    """Connects one policy to the cell."""
+
+    def __init__(self) -> None:
+        super().__init__('policy_bridge')
+        name = str(param(self, 'policy', 'expert'))
+        kwargs = parse_policy_kwargs(str(param(self, 'policy_kwargs', '{}')))
+        self.timeout = float(param(self, 'timeout', 30.0))
+        self.sim_timeout = float(param(self, 'sim_timeout', 30.0))
+        self.limits = EpisodeLimits(
+            max_queries=int(param(self, 'max_queries', 10)),
+            actions_per_query=int(param(self, 'actions_per_query', 50)),
+        )
+        self.chunk_limits = ChunkLimits.for_robot(max_row_step=float(param(self, 'max_row_step', 0.5)))
+        self.factory = resolve_policy(name, kwargs=kwargs)
+        self.policy = self.build_policy()
+        self.privileged = self.policy.privileged
+        self.images = self.policy.needs_images
+        self.cache = ObservationCache()
+        self.spec: EpisodeSpec | None = None
+        self.requests: queue.Queue[str | None] = queue.Queue()
+        self.ran: set[str] = set()
+
+        self.trajectory_pubs = {
+            arm: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(arm), qos.EVENTS) for arm in ARMS
+        }
+        self.end_pub = self.create_publisher(String, topics.EPISODE_END, qos.EVENTS)
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
+        self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE, raw=True)
+        if self.images:
+            for camera in CAMERAS:
+                self.create_subscription(
+                    Image, topics.image_topic(camera), lambda m, c=camera: self.on_image(c, m), qos.SENSOR
+                )
+        if self.privileged:
+            for topic in pose_topics():
+                self.create_subscription(PoseStamped, topic, lambda m, t=topic: self.on_pose(t, m), qos.STATE, raw=True)
+        self.worker = threading.Thread(target=self.work, name='episodes', daemon=True)
+        self.worker.start()
+        self.get_logger().info(f'policy {name!r} ready (images: {self.images}, privileged: {self.privileged})')
+
+    def build_policy(self) -> LimitedPolicy:
+        """A fresh policy instance (at start, and after an instance was abandoned on a timeout)."""
+        return LimitedPolicy(self.factory, limits=self.chunk_limits, timeout=self.timeout)
+
+    def on_episode(self, message: String) -> None:
+        spec = read_episode(self, message.data)
+        if spec is None:
+            return
+        with self.cache.condition:
+            self.spec = spec
+            self.cache.condition.notify_all()
+
+    def on_instruction(self, message: String) -> None:
+        self.requests.put(message.data)
+
+    def on_status(self, message: String) -> None:
+        try:
+            self.cache.add_status(SimStatus.from_json(message.data))
+        except RoboFollowError as error:
+            self.get_logger().error(f'ignored {topics.SIM_STATUS}: {error}')
+
+    def on_joint_state(self, data: bytes) -> None:
+        self.cache.add_state(header_stamp_ns(data), data)
+
+    def on_image(self, camera: str, message: Image) -> None:
+        try:
+            pixels = image_array(message)
+        except RoboFollowError as error:
+            self.get_logger().error(f'ignored {camera} image: {error}', throttle_duration_sec=5.0)
+            return
+        self.cache.add_image(camera, from_time(message.header.stamp), pixels)
+
+    def on_pose(self, topic: str, data: bytes) -> None:
+        self.cache.add_pose(topic, header_stamp_ns(data), data)
+
+    def publish_chunk(self, chunk: np.ndarray, stamp_ns: int) -> None:
+        for arm in ARMS:
+            self.trajectory_pubs[arm].publish(
+                trajectory_message(chunk, arm, stamp_ns=stamp_ns, row_seconds=ROW_SECONDS)
+            )
+
+    def work(self) -> None:
+        while True:
+            instruction = self.requests.get()
+            if instruction is None:
+                return
+            spec = self.fresh_spec()
+            if spec is None:
+                self.get_logger().error(
+                    f'instruction {instruction!r} without a new {topics.EPISODE} and reset: ignored'
+                )
+                continue
+            self.ran.add(spec.episode_id)
+            self.get_logger().debug(f'episode {spec.task_id} r{spec.round} ({spec.episode_id})')
+            self.run(spec, instruction)
+
+    def fresh_spec(self) -> EpisodeSpec | None:
+        """The latest episode spec not run yet whose reset the sim reported (waits for both to arrive)."""
+
+        def ready() -> bool:
+            spec = self.spec
+            return (
+                spec is not None
+                and spec.episode_id not in self.ran
+                and self.cache.find_status(lambda s: s.event == 'reset' and s.episode_id == spec.episode_id) is not None
+            )
+
+        try:
+            self.cache.wait(ready, timeout=self.sim_timeout, what='a new episode')
+        except RoboFollowError:
+            return None
+        return self.spec
+
+    def run(self, spec: EpisodeSpec, instruction: str) -> None:
+        env = RosEnvironment(
+            self.cache,
+            self.publish_chunk,
+            episode_id=spec.episode_id,
+            privileged=self.privileged,
+            timeout=self.sim_timeout,
+        )
+        error: str | None = None
+        kind: str | None = None
+        try:
+            if self.policy.abandoned:
+                self.policy = self.build_policy()
+            task, layout = spec.resolve()
+            task = dataclasses.replace(task, instruction=instruction)
+            outcome = run_episode(env, self.policy, task, seed=spec.seed, layout=layout, limits=self.limits)
+            error, kind = outcome.policy_error, outcome.error_kind
+        except PolicyFailure as failure:
+            error, kind = str(failure), failure.kind
+        except RoboFollowError as failure:
+            error, kind = f'graph: {failure}', 'graph'
+        if error is not None:
+            self.get_logger().error(f'{spec.task_id}: {error}; holding the arms')
+            self.publish_chunk(np.zeros((0, 14)), env.stamp_ns)
+        overheads = [
+            round(1000.0 * (total - predicted), 3)
+            for total, predicted in zip(env.timing.overheads, self.policy.predict_seconds, strict=False)
+        ]
+        end = EpisodeEnd(
+            episode_id=spec.episode_id,
+            end_stamp_ns=env.stamp_ns,
+            queries=env.queries,
+            executed_rows=env.executed_rows,
+            policy_error=error,
+            error_kind=kind,
+        )
+        payload = json.loads(end.to_json())
+        payload['bridge_overhead_ms'] = overheads
+        self.end_pub.publish(String(data=json.dumps(payload)))
+
+    def close(self) -> None:
+        self.requests.put(None)
+        self.policy.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the policy bridge until shutdown."""
+    return run_node(PolicyBridge, args, threads=2)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""``recorder`` node: one rosbag2 per episode (``out/episodes/<task>__rNN``), written through rosbags.
+
+Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``: joint states, object and TCP
+poses, the result, and with ``images: true`` the camera images and CameraInfo. Only messages stamped from the
+episode's reset on go into its bag; the bag is closed when the episode's result arrives. A recorder killed
+mid-episode leaves a bag that ``robofollow score`` recovers (``docs/bags.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+
+from robofollow_ros import topics
+from robofollow_ros.bags.cdr import header_stamp_ns
+from robofollow_ros.bags.conventions import IMAGE, JOINT_STATE, POSE_STAMPED
+from robofollow_ros.bags.writer import EpisodeBagWriter
+from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
+from robofollow_ros.graph.protocol import SimStatus
+from robofollow_ros.nodes.sim import pose_topics
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.textfiles import partial_path
+
+CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
+KEEP_EPISODES = 16
+KEEP_OPEN = 3
+END_TIMEOUT_SECONDS = 5.0
+MAX_WAITING = 20000
+"""Messages kept while their episode's spec or reset is still on its way (a few episodes' worth)."""
+
+
+@dataclass
+class _OpenBag:
+    spec: EpisodeSpec
+    writer: EpisodeBagWriter
+    path: Path
+    start_ns: int | None = None
+    ee_ns: dict[str, int] = field(default_factory=dict)
+    result: dict | None = None  # type: ignore[type-arg]
+    result_seen: float = 0.0
+    end_ns: int = 0
+
+
+class RecorderNode(Node):
+    """Writes episode bags.
+
+    Messages of consecutive episodes may arrive interleaved across topics (a result after the next episode's
+    spec), so a bag stays open until its own result arrives, and each message goes to the open bag whose
+    episode began last at or before its stamp.
+    """
+
+    def __init__(self) -> None:
+        super().__init__('recorder')
+        self.out = Path(str(param(self, 'out', 'runs/graph'))) / EPISODES_DIR
+        self.storage = str(param(self, 'storage', 'mcap'))
+        self.bags: dict[str, _OpenBag] = {}
+        self.waiting: list[tuple[str, str, bytes]] = []
+        self.resets: dict[str, int] = {}
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
+        self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
+        for topic in pose_topics():
+            self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
+        if bool(param(self, 'images', False)):
+            for camera in CAMERAS:
+                self._raw(Image, topics.image_topic(camera), IMAGE, qos.SENSOR)
+                self._raw(CameraInfo, topics.camera_info_topic(camera), CAMERA_INFO, qos.SENSOR)
+        self.create_timer(0.05, self.try_finish)
+
+    def _raw(self, kind: type, topic: str, msgtype: str, profile: object) -> None:
+        self.create_subscription(kind, topic, lambda data: self.on_message(topic, msgtype, data), profile, raw=True)
+
+    def on_episode(self, message: String) -> None:
+        spec = read_episode(self, message.data)
+        if spec is None:
+            return
+        if spec.episode_id in self.bags:
+            return
+        while len(self.bags) >= KEEP_OPEN:
+            self.finish(next(iter(self.bags)), publish=False)
+        path = self.out / episode_stem(spec.task_id, spec.round)
+        self.out.mkdir(parents=True, exist_ok=True)
+        staging = partial_path(path)
+        shutil.rmtree(staging, ignore_errors=True)
+        meta = json.dumps({**spec.to_dict(), 'frames_are_rows': True})
+        try:
+            writer = EpisodeBagWriter(staging, meta_json=meta, stamp_ns=time.time_ns(), storage=self.storage)  # type: ignore[arg-type]
+        except RoboFollowError as error:
+            self.get_logger().error(f'cannot record {spec.task_id}: {error}')
+            return
+        self.bags[spec.episode_id] = _OpenBag(spec, writer, path, self.resets.get(spec.episode_id))
+        self.flush()
+
+    def on_status(self, message: String) -> None:
+        try:
+            status = SimStatus.from_json(message.data)
+        except RoboFollowError:
+            return
+        if status.event != 'reset':
+            return
+        self.resets[status.episode_id] = status.stamp_ns
+        while len(self.resets) > KEEP_EPISODES:
+            self.resets.pop(next(iter(self.resets)))
+        if status.episode_id in self.bags:
+            self.bags[status.episode_id].start_ns = status.stamp_ns
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the messages that waited for their episode's spec and reset."""
+        waiting, self.waiting = self.waiting, []
+        for topic, msgtype, data in waiting:
+            self.on_message(topic, msgtype, data)
+
+    def on_message(self, topic: str, msgtype: str, data: bytes) -> None:
+        if not self.bags or any(bag.start_ns is None for bag in self.bags.values()):
+            self.waiting.append((topic, msgtype, data))
+            del self.waiting[:-MAX_WAITING]
+            return
+        stamp = header_stamp_ns(data)
+        started = [bag for bag in self.bags.values() if bag.start_ns is not None and bag.start_ns <= stamp]
+        if started:
+            target = max(started, key=lambda bag: bag.start_ns or 0)
+            target.writer.write_raw(topic, msgtype, time.time_ns(), data)
+            if topic.startswith(topics.EE_POSE_PREFIX):
+                target.ee_ns[topic] = max(stamp, target.ee_ns.get(topic, stamp))
+
+    def on_result(self, message: String) -> None:
+        try:
+            record = json.loads(message.data)
+        except ValueError:
+            return
+        bag = self.bags.get(record.pop('episode_id', None))
+        if bag is not None:
+            bag.end_ns = int(record.pop('end_stamp_ns', 0))
+            bag.result, bag.result_seen = record, time.monotonic()
+            self.try_finish()
+
+    def try_finish(self) -> None:
+        """Publish every bag whose result is in once its TCP poses up to the result's end stamp are written."""
+        for episode_id, bag in list(self.bags.items()):
+            if bag.result is None:
+                continue
+            complete = len(bag.ee_ns) == len(ARMS) and min(bag.ee_ns.values()) >= bag.end_ns
+            if complete or time.monotonic() - bag.result_seen > END_TIMEOUT_SECONDS:
+                bag.writer.write_result(bag.result, stamp_ns=time.time_ns())
+                self.finish(episode_id, publish=True)
+
+    def finish(self, episode_id: str, *, publish: bool) -> None:
+        """Close a bag; a complete episode's bag is moved to its final name (an abandoned one stays hidden, where
+        ``robofollow score`` can still read it and the next run's clean-up removes it)."""
+        bag = self.bags.pop(episode_id)
+        bag.writer.close()
+        if publish:
+            if bag.path.exists():
+                shutil.rmtree(bag.path)
+            os.replace(bag.writer.path, bag.path)
+            self.get_logger().info(f'recorded {bag.path}')
+
+    def close(self) -> None:
+        for episode_id in list(self.bags):
+            self.finish(episode_id, publish=False)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the recorder node until shutdown."""
+    return run_node(RecorderNode, args, threads=1)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

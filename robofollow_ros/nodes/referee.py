@@ -1,0 +1,157 @@
+"""``referee`` node: scores each episode from the pose and joint topics and publishes the result record.
+
+Samples are kept by header stamp. On ``/robofollow/episode_end`` the trajectory from the episode's reset stamp to
+its end stamp is built with the same ``TrajectoryBuilder`` as the bag reader, scored with the same code as the
+in-process suite (``score_record``), and published as JSON on ``/robofollow/result``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from robofollow_ros import topics
+from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore, header_stamp_ns
+from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.records import Trial, score_record
+from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
+from robofollow_ros.nodes.sim import pose_topics
+from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.runtime import param, read_episode, run_node
+
+KEEP_EPISODES = 16
+STALE_END_SECONDS = 60.0
+
+
+class RefereeNode(Node):
+    """Live scoring.
+
+    Messages of one episode may arrive in any order across topics (the spec, the sim's reset status, the poses,
+    the bridge's end), so everything is kept by episode id or stamp until the episode can be scored.
+    """
+
+    def __init__(self) -> None:
+        super().__init__('referee')
+        self.end_timeout = float(param(self, 'end_timeout', 5.0))
+        self.specs: dict[str, EpisodeSpec] = {}
+        self.resets: dict[str, int] = {}
+        self.ends: dict[str, tuple[EpisodeEnd, float]] = {}
+        self.poses: list[tuple[str, int, bytes]] = []
+        self.joints: list[tuple[int, bytes]] = []
+        self.typestore = default_typestore()
+        self.result_pub = self.create_publisher(String, topics.RESULT, qos.EVENTS)
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE, raw=True)
+        for topic in pose_topics():
+            self.create_subscription(PoseStamped, topic, lambda m, t=topic: self.on_pose(t, m), qos.STATE, raw=True)
+        self.create_timer(0.05, self.try_score)
+
+    def on_episode(self, message: String) -> None:
+        spec = read_episode(self, message.data)
+        if spec is None:
+            return
+        self.specs[spec.episode_id] = spec
+        _keep_recent(self.specs)
+
+    def on_status(self, message: String) -> None:
+        try:
+            status = SimStatus.from_json(message.data)
+        except RoboFollowError as error:
+            self.get_logger().error(f'ignored {topics.SIM_STATUS}: {error}')
+            return
+        if status.event == 'reset':
+            self.resets[status.episode_id] = status.stamp_ns
+            _keep_recent(self.resets)
+
+    def on_end(self, message: String) -> None:
+        try:
+            end = EpisodeEnd.from_json(message.data)
+        except RoboFollowError as error:
+            self.get_logger().error(f'ignored {topics.EPISODE_END}: {error}')
+            return
+        self.ends[end.episode_id] = (end, time.monotonic())
+        self.try_score()
+
+    def on_joint_state(self, data: bytes) -> None:
+        self.joints.append((header_stamp_ns(data), data))
+
+    def on_pose(self, topic: str, data: bytes) -> None:
+        self.poses.append((topic, header_stamp_ns(data), data))
+
+    def try_score(self) -> None:
+        """Score every ended episode whose spec and reset are known once the EE poses up to its end are here."""
+        for episode_id, (end, seen) in list(self.ends.items()):
+            if episode_id not in self.specs or episode_id not in self.resets:
+                if time.monotonic() - seen > STALE_END_SECONDS:
+                    self.get_logger().warning(f'end of unknown episode {episode_id}: dropped')
+                    del self.ends[episode_id]
+                continue
+            complete = all(
+                any(topic == topics.ee_pose_topic(arm) and stamp >= end.end_stamp_ns for topic, stamp, _ in self.poses)
+                for arm in ARMS
+            )
+            if not complete and time.monotonic() - seen < self.end_timeout:
+                continue
+            del self.ends[episode_id]
+            self.score(self.specs.pop(episode_id), self.resets.pop(episode_id), end)
+
+    def score(self, spec: EpisodeSpec, start_ns: int, end: EpisodeEnd) -> None:
+        end_ns = max(end.end_stamp_ns, start_ns)
+        task, layout = spec.resolve()
+        wanted = {topics.ee_pose_topic(arm) for arm in ARMS} | {
+            topics.object_pose_topic(name) for name in layout.object_names
+        }
+        builder = TrajectoryBuilder()
+        by_topic: dict[str, list[bytes]] = defaultdict(list)
+        for topic, stamp, data in self.poses:
+            if topic in wanted and start_ns <= stamp <= end_ns:
+                by_topic[topic].append(data)
+        for topic, messages in by_topic.items():
+            series = decode_poses(self.typestore, messages, topic=topic)
+            builder.add_poses(topic, series.stamp_ns, series.position, series.quat)
+        for stamp, data in self.joints:
+            if start_ns <= stamp <= end_ns:
+                sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
+                builder.add_joint_state(sample.stamp_ns, sample.names, sample.position)
+        self.poses = [sample for sample in self.poses if sample[1] > end_ns]
+        self.joints = [sample for sample in self.joints if sample[0] > end_ns]
+        trial = Trial(task=task, round=spec.round, seed=spec.seed)
+        try:
+            trajectory = builder.build(origin_ns=start_ns, frames_are_rows=True).trajectory
+        except RoboFollowError as error:
+            self.get_logger().error(f'{spec.task_id}: {error}')
+            trajectory = empty_trajectory()
+        record = score_record(trial, trajectory, layout=layout, variant=spec.variant)
+        record.update(end.bookkeeping())
+        record['episode_id'] = spec.episode_id
+        record['end_stamp_ns'] = end_ns
+        self.result_pub.publish(String(data=json.dumps(record, allow_nan=False)))
+        self.get_logger().info(
+            f'{spec.task_id} r{spec.round}: IS {record["intent_score"]:.2f} ES {record["exec_score"]:.2f} '
+            f'complete {record["completion_ok"]}'
+        )
+
+
+def _keep_recent(mapping: dict) -> None:  # type: ignore[type-arg]
+    while len(mapping) > KEEP_EPISODES:
+        mapping.pop(next(iter(mapping)))
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the referee node until shutdown."""
+    return run_node(RefereeNode, args, threads=1)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,253 @@
+"""``sim`` node: the MuJoCo cell on ROS, in synchronous mode (handshake: ``robofollow_ros/graph/protocol.py``).
+
+Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row; camera images and CameraInfo
+after each reset and chunk (rendered only while someone subscribes, or always with ``images: always``);
+``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics, ``/robofollow/episode``
+and the ``/robofollow/sim/reset`` service.
+"""
+
+from __future__ import annotations
+
+import time
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
+
+from robofollow_ros import topics
+from robofollow_ros.bags.conventions import camera_frame
+from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.types import ARMS, Arm
+from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.graph.clock import SimClock
+from robofollow_ros.graph.intrinsics import pinhole_from_fovy
+from robofollow_ros.graph.protocol import SimStatus
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.markers import scene_markers
+from robofollow_ros.ros.messages import (
+    camera_info_message,
+    from_time,
+    image_message,
+    joint_state_message,
+    pose_message,
+    to_time,
+    trajectory_positions,
+)
+from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.state_layout import CAMERAS, JOINT_NAMES, chunk_from_arm_rows
+
+MATCH_TIMEOUT_SECONDS = 5.0
+
+
+def all_object_names() -> list[str]:
+    """Every scene item name of the registry: pose topics exist from the start, so discovery happens once."""
+    return sorted({name for scene in (1, 2, 3, 4) for name in registry.scene_objects(scene)})
+
+
+def pose_topics() -> list[str]:
+    """The TCP pose topics of both arms and the pose topic of every scene item."""
+    return [topics.ee_pose_topic(arm) for arm in ARMS] + [topics.object_pose_topic(n) for n in all_object_names()]
+
+
+class SimNode(Node):
+    """Owns the simulated cell."""
+
+    def __init__(self) -> None:
+        super().__init__('sim')
+        from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
+        from robofollow_ros.sim.env import CellEnv
+
+        self.width = int(param(self, 'width', IMAGE_WIDTH))
+        self.height = int(param(self, 'height', IMAGE_HEIGHT))
+        self.images = str(param(self, 'images', 'auto'))
+        self.env = CellEnv(render=False, width=self.width, height=self.height)
+        self.clock = SimClock()
+        self.spec: EpisodeSpec | None = None
+        self.current: EpisodeSpec | None = None
+        self.observation_ns = -1
+        self.pending: dict[Arm, tuple[list[str], object]] = {}
+        self.pending_ns = -1
+
+        self.clock_pub = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
+        self.joints_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
+        self.ee_pubs = {arm: self.create_publisher(PoseStamped, topics.ee_pose_topic(arm), qos.STATE) for arm in ARMS}
+        self.object_pubs = {
+            name: self.create_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE)
+            for name in all_object_names()
+        }
+        self.image_pubs = {
+            camera: self.create_publisher(Image, topics.image_topic(camera), qos.SENSOR) for camera in CAMERAS
+        }
+        self.info_pubs = {
+            camera: self.create_publisher(CameraInfo, topics.camera_info_topic(camera), qos.SENSOR)
+            for camera in CAMERAS
+        }
+        self.status_pub = self.create_publisher(String, topics.SIM_STATUS, qos.EVENTS)
+        self.markers_pub = self.create_publisher(MarkerArray, topics.SCENE_MARKERS, qos.LATCHED)
+        description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
+        description.publish(String(data=self.env.robot.spec.urdf_text()))
+
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        for arm in ARMS:
+            self.create_subscription(
+                JointTrajectory,
+                topics.arm_trajectory_topic(arm),
+                lambda msg, arm=arm: self.on_trajectory(arm, msg),
+                qos.EVENTS,
+            )
+        self.create_service(Trigger, topics.SIM_RESET, self.on_reset)
+
+    def on_episode(self, message: String) -> None:
+        spec = read_episode(self, message.data)
+        if spec is None:
+            return
+        self.spec = spec
+
+    def on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        spec = self.spec
+        if spec is None:
+            response.success, response.message = False, f'no {topics.EPISODE} received yet'
+            return response
+        try:
+            task, layout = spec.resolve()
+            self.env.reset(task, seed=spec.seed, layout=layout, images=False)
+        except RoboFollowError as error:
+            self.get_logger().error(f'reset to {spec.task_id} failed: {error}')
+            response.success, response.message = False, str(error)
+            return response
+        self.current = spec
+        self.pending.clear()
+        self.wait_for_readers()
+        self.clock.start_episode()
+        self.publish_frame()
+        self.publish_observation()
+        self.status_pub.publish(
+            String(data=SimStatus(event='reset', episode_id=spec.episode_id, stamp_ns=self.observation_ns).to_json())
+        )
+        response.success, response.message = True, spec.episode_id
+        self.get_logger().debug(f'reset to {spec.task_id} r{spec.round} ({spec.episode_id})')
+        return response
+
+    def wait_for_readers(self) -> None:
+        """Give discovery a moment to finish: every reader this node knows of on a frame topic must be matched
+        (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes out."""
+        publishers = [self.joints_pub, *self.ee_pubs.values(), *self.object_pubs.values(), *self.image_pubs.values()]
+        reference = self.ee_pubs[ARMS[0]]
+
+        def matched() -> bool:
+            readers = reference.get_subscription_count()
+            return readers >= self.count_subscribers(reference.topic_name) and all(
+                p.get_subscription_count() >= min(readers, self.count_subscribers(p.topic_name)) for p in publishers
+            )
+
+        deadline = time.monotonic() + MATCH_TIMEOUT_SECONDS
+        while not matched() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def on_trajectory(self, arm: Arm, message: JointTrajectory) -> None:
+        if self.current is None:
+            self.get_logger().warning(f'{arm} arm trajectory before any reset: ignored')
+            return
+        try:
+            names, rows = trajectory_positions(message)
+        except RoboFollowError as error:
+            self.get_logger().error(f'{arm} arm trajectory ignored: {error}')
+            return
+        if not len(rows):
+            return
+        stamp = from_time(message.header.stamp)
+        if stamp != self.observation_ns:
+            self.get_logger().warning(f'{arm} arm trajectory for stamp {stamp} ns, not the latest observation: ignored')
+            return
+        if stamp != self.pending_ns:
+            self.pending, self.pending_ns = {}, stamp
+        self.pending[arm] = (names, rows)
+        if len(self.pending) == len(ARMS):
+            self.execute(stamp)
+
+    def execute(self, for_stamp_ns: int) -> None:
+        try:
+            chunk = chunk_from_arm_rows(self.pending)  # type: ignore[arg-type]
+        except RoboFollowError as error:
+            self.get_logger().error(f'chunk ignored: {error}')
+            self.pending.clear()
+            return
+        self.pending.clear()
+        self.env.execute(chunk, images=False, on_row=self.publish_frame)
+        self.publish_observation()
+        assert self.current is not None
+        status = SimStatus(
+            event='executed',
+            episode_id=self.current.episode_id,
+            stamp_ns=self.observation_ns,
+            for_stamp_ns=for_stamp_ns,
+            rows=int(chunk.shape[0]),
+        )
+        self.status_pub.publish(String(data=status.to_json()))
+
+    def publish_frame(self) -> None:
+        """Publish the current frame: clock, joint states, object poses, then the TCP poses (the frame clock)."""
+        observation = self.env.observe(images=False)
+        stamp = self.clock.stamp(observation.time)
+        self.observation_ns = stamp
+        self.clock_pub.publish(Clock(clock=to_time(stamp)))
+        self.joints_pub.publish(joint_state_message(JOINT_NAMES, observation.state, stamp_ns=stamp))
+        for name, position in observation.object_pos.items():
+            publisher = self.object_pubs.get(name)
+            if publisher is not None:
+                publisher.publish(
+                    pose_message(position, observation.object_quat[name], stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
+                )
+        for arm in ARMS:
+            self.ee_pubs[arm].publish(
+                pose_message(
+                    observation.ee_pos[arm], observation.ee_quat[arm], stamp_ns=stamp, frame_id=topics.WORLD_FRAME
+                )
+            )
+
+    def wants_images(self) -> bool:
+        if self.images == 'always':
+            return True
+        if self.images == 'never':
+            return False
+        return any(
+            publisher.get_subscription_count() > 0 or self.count_subscribers(publisher.topic_name) > 0
+            for publisher in self.image_pubs.values()
+        )
+
+    def publish_observation(self) -> None:
+        """Publish the images (when wanted) and the scene markers of the current state."""
+        stamp = self.observation_ns
+        if self.wants_images():
+            observation = self.env.observe(images=True)
+            model = self.env.cell.model  # type: ignore[union-attr]
+            for camera, pixels in observation.images.items():
+                frame = camera_frame(camera)
+                intrinsics = pinhole_from_fovy(
+                    float(model.camera(camera).fovy[0]), width=self.width, height=self.height
+                )
+                self.info_pubs[camera].publish(camera_info_message(intrinsics, stamp_ns=stamp, frame_id=frame))
+                self.image_pubs[camera].publish(image_message(pixels, stamp_ns=stamp, frame_id=frame))
+        if self.markers_pub.get_subscription_count() > 0 and self.env.layout is not None:
+            observation = self.env.observe(images=False)
+            self.markers_pub.publish(
+                scene_markers(self.env.layout, observation.object_pos, observation.object_quat, stamp_ns=stamp)
+            )
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the sim node until shutdown."""
+    return run_node(SimNode, args, threads=1)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""rclpy helpers shared by the nodes: message conversions, QoS profiles, spinning and shutdown."""

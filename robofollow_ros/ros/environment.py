@@ -1,0 +1,181 @@
+"""``RosEnvironment``: the sim node seen through topics, driven by the same ``run_episode`` loop as ``CellEnv``.
+
+``reset`` waits for the observation the sim published after the evaluator's reset; ``execute`` publishes a chunk
+as one JointTrajectory per arm and waits for the next complete observation (handshake: ``graph/protocol.py``).
+Privileged poses (objects, TCPs) are attached only when the policy is a built-in reference policy, as a
+mocap-equipped real cell would provide them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robofollow_ros import topics
+from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore
+from robofollow_ros.benchmark.types import ARMS, Arm, Layout, Task
+from robofollow_ros.errors import GraphError
+from robofollow_ros.graph.protocol import SimStatus
+from robofollow_ros.referee.builder import empty_trajectory
+from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.state_layout import CAMERAS, state_from_joint_state
+
+NS_PER_S = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class GraphObservation:
+    """Three camera images and the 14-D state; the privileged poses only for reference policies."""
+
+    images: dict[str, np.ndarray]
+    state: np.ndarray
+    time: float
+    ee_pos: dict[Arm, np.ndarray] = field(default_factory=dict)
+    ee_quat: dict[Arm, np.ndarray] = field(default_factory=dict)
+    object_pos: dict[str, np.ndarray] = field(default_factory=dict)
+    object_quat: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class QueryTiming:
+    """When the observation a query answers became complete at the sim (its status arrived here)."""
+
+    status_arrival: float = 0.0
+    overheads: list[float] = field(default_factory=list)
+
+
+class RosEnvironment:
+    """One episode over the graph.
+
+    Args:
+        cache: what the bridge's subscriptions stored.
+        publish_chunk: publishes a (T, 14) chunk answering the observation stamped ``stamp_ns``.
+        episode_id: the episode the sim was reset to (from ``/robofollow/episode``).
+        privileged: attach object and TCP poses.
+        timeout: seconds to wait for the sim.
+    """
+
+    def __init__(
+        self,
+        cache: ObservationCache,
+        publish_chunk: Callable[[np.ndarray, int], None],
+        *,
+        episode_id: str,
+        privileged: bool,
+        timeout: float,
+    ) -> None:
+        self.cache = cache
+        self.publish_chunk = publish_chunk
+        self.episode_id = episode_id
+        self.images = False
+        self.privileged = privileged
+        self.timeout = timeout
+        self.layout: Layout | None = None
+        self.origin_ns = 0
+        self.stamp_ns = -1
+        self.queries = 0
+        self.executed_rows = 0
+        self.timing = QueryTiming()
+        self.typestore = default_typestore()
+
+    def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> GraphObservation:
+        """The initial observation of the episode the sim was reset to (with the camera images if ``images``)."""
+        self.layout, self.images = layout, images
+        status = self._status(lambda s: s.event == 'reset' and s.episode_id == self.episode_id, 'the sim reset')
+        self.origin_ns = status.stamp_ns
+        return self._observation(status.stamp_ns)
+
+    def execute(self, chunk: np.ndarray, *, images: bool) -> GraphObservation:
+        """Send ``chunk`` to the arms and return the observation after its last row."""
+        self.images = images
+        answered = self.stamp_ns
+        self.timing.overheads.append(time.perf_counter() - self.timing.status_arrival)
+        self.publish_chunk(chunk, answered)
+        self.queries += 1
+        status = self._status(
+            lambda s: s.event == 'executed' and s.episode_id == self.episode_id and s.for_stamp_ns == answered,
+            f'the sim to execute the chunk for stamp {answered}',
+        )
+        self.executed_rows += status.rows
+        return self._observation(status.stamp_ns)
+
+    def trajectory(self) -> Trajectory:
+        """Nothing: the referee node builds the trajectory from the topics."""
+        return empty_trajectory()
+
+    def _status(self, predicate: Callable[[SimStatus], bool], what: str) -> SimStatus:
+        found: list[tuple[float, SimStatus]] = []
+
+        def ready() -> bool:
+            match = self.cache.find_status(predicate)
+            if match is not None:
+                found.append(match)
+            return match is not None
+
+        self.cache.wait(ready, timeout=self.timeout, what=what)
+        arrival, status = found[-1]
+        self.timing.status_arrival = arrival
+        return status
+
+    def _pose_topics(self) -> list[str]:
+        assert self.layout is not None
+        return [topics.ee_pose_topic(arm) for arm in ARMS] + [
+            topics.object_pose_topic(name) for name in self.layout.object_names
+        ]
+
+    def _observation(self, stamp_ns: int) -> GraphObservation:
+        cache = self.cache
+        wanted = self._pose_topics() if self.privileged else []
+
+        def complete() -> bool:
+            if stamp_ns not in cache.states.items:
+                return False
+            if self.images and any(stamp_ns not in cache.images.get(c, _EMPTY).items for c in CAMERAS):
+                return False
+            return all(stamp_ns in cache.poses.get(topic, _EMPTY).items for topic in wanted)
+
+        try:
+            cache.wait(complete, timeout=self.timeout, what=f'the observation stamped {stamp_ns}')
+        except GraphError as error:
+            raise GraphError(f'{error} ({self._missing(stamp_ns, wanted)})') from None
+        self.stamp_ns = stamp_ns
+        with cache.condition:
+            images = {c: cache.images[c].items[stamp_ns] for c in CAMERAS} if self.images else {}
+            joints = cache.states.items[stamp_ns]
+            poses = {topic: cache.poses[topic].items[stamp_ns] for topic in wanted}
+        sample = decode_joint_state(self.typestore, joints, topic=topics.JOINT_STATES)
+        observation = GraphObservation(
+            images=images,
+            state=state_from_joint_state(sample.names, sample.position),
+            time=(stamp_ns - self.origin_ns) / NS_PER_S,
+        )
+        decoded = {topic: decode_poses(self.typestore, [data], topic=topic) for topic, data in poses.items()}
+        if self.privileged:
+            assert self.layout is not None
+            for arm in ARMS:
+                series = decoded[topics.ee_pose_topic(arm)]
+                observation.ee_pos[arm], observation.ee_quat[arm] = series.position[0], series.quat[0]
+            for name in self.layout.object_names:
+                series = decoded[topics.object_pose_topic(name)]
+                observation.object_pos[name], observation.object_quat[name] = series.position[0], series.quat[0]
+        return observation
+
+    def _missing(self, stamp_ns: int, wanted: list[str]) -> str:
+        cache = self.cache
+        missing = [] if stamp_ns in cache.states.items else [topics.JOINT_STATES]
+        if self.images:
+            missing += [topics.image_topic(c) for c in CAMERAS if stamp_ns not in cache.images.get(c, _EMPTY).items]
+        missing += [topic for topic in wanted if stamp_ns not in cache.poses.get(topic, _EMPTY).items]
+        return 'missing: ' + ', '.join(missing) if missing else 'nothing missing'
+
+
+class _Empty:
+    def __init__(self) -> None:
+        self.items: dict[int, object] = {}
+
+
+_EMPTY = _Empty()

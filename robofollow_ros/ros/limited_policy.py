@@ -1,0 +1,46 @@
+"""``LimitedPolicy``: the evaluator's ``GuardedPolicy`` plus the bridge's chunk limits and per-query timing."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from robofollow_ros.evaluation.guard import GuardedPolicy, PolicyFailure
+from robofollow_ros.graph.chunk_limits import ChunkLimits
+from robofollow_ros.policy.factory import PolicyFactory
+
+
+class LimitedPolicy(GuardedPolicy):
+    """A guarded policy (own worker thread, deadline per call, shape and finiteness checked) whose chunks must
+    also keep every target inside the joint limits and every row within ``limits.max_row_step`` of the last.
+
+    Raises:
+        PolicyFailure: as ``GuardedPolicy``; kind ``invalid_chunk`` for a chunk outside the limits.
+    """
+
+    def __init__(self, factory: PolicyFactory, *, limits: ChunkLimits, timeout: float) -> None:
+        super().__init__(factory, timeout=timeout)
+        self.limits = limits
+        self.predict_seconds: list[float] = []
+
+    def reset(self) -> None:
+        """Reset the policy and the per-query timing."""
+        self.predict_seconds = []
+        super().reset()
+
+    def predict(self, observation: Any, *, max_rows: int | None = None) -> np.ndarray:
+        """The checked chunk."""
+        started = time.perf_counter()
+        try:
+            chunk = super().predict(observation, max_rows=max_rows)
+        finally:
+            self.predict_seconds.append(time.perf_counter() - started)
+        try:
+            self.limits.check(chunk, np.asarray(observation.state))
+        except PolicyFailure:
+            raise
+        except Exception as error:
+            raise PolicyFailure(str(error), kind='invalid_chunk') from error
+        return chunk

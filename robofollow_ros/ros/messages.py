@@ -1,0 +1,126 @@
+"""Conversions between numpy / the 14-D layout and standard ROS messages (no cv_bridge, no tf2)."""
+
+from __future__ import annotations
+
+import array
+from collections.abc import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Duration, Time
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robofollow_ros.benchmark.types import Arm
+from robofollow_ros.errors import GraphError
+from robofollow_ros.graph.intrinsics import Intrinsics
+from robofollow_ros.state_layout import ARM_COMMAND_JOINTS, arm_rows
+
+NS_PER_S = 1_000_000_000
+RGB8 = 'rgb8'
+
+
+def to_time(stamp_ns: int) -> Time:
+    """A ``builtin_interfaces/Time`` from nanoseconds."""
+    sec, nanosec = divmod(int(stamp_ns), NS_PER_S)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def from_time(stamp: Time) -> int:
+    """Nanoseconds of a ``builtin_interfaces/Time``."""
+    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
+
+
+def image_message(pixels: np.ndarray, *, stamp_ns: int, frame_id: str) -> Image:
+    """An rgb8 Image from an (h, w, 3) uint8 array (filled through ``array.array``, the fast path)."""
+    height, width = pixels.shape[:2]
+    data = array.array('B')
+    data.frombytes(np.ascontiguousarray(pixels, dtype=np.uint8).tobytes())
+    message = Image(height=height, width=width, encoding=RGB8, is_bigendian=0, step=width * 3)
+    message.header.stamp = to_time(stamp_ns)
+    message.header.frame_id = frame_id
+    message.data = data
+    return message
+
+
+def image_array(message: Image) -> np.ndarray:
+    """The (h, w, 3) uint8 RGB pixels of an rgb8 or bgr8 Image.
+
+    Raises:
+        GraphError: another encoding, or a data size that does not match the header.
+    """
+    if message.encoding not in (RGB8, 'bgr8'):
+        raise GraphError(f'image encoding {message.encoding!r} is not rgb8 or bgr8')
+    pixels = np.frombuffer(message.data, dtype=np.uint8)
+    if pixels.size != message.height * message.step or message.step < message.width * 3:
+        raise GraphError(f'image data holds {pixels.size} bytes for {message.height} rows of {message.step}')
+    rows = pixels.reshape(message.height, message.step)[:, : message.width * 3]
+    image = rows.reshape(message.height, message.width, 3)
+    return image[..., ::-1].copy() if message.encoding == 'bgr8' else image.copy()
+
+
+def camera_info_message(intrinsics: Intrinsics, *, stamp_ns: int, frame_id: str) -> CameraInfo:
+    """CameraInfo of a distortion-free pinhole camera."""
+    message = CameraInfo(
+        width=intrinsics.width,
+        height=intrinsics.height,
+        distortion_model='plumb_bob',
+        d=[0.0] * 5,
+        k=list(intrinsics.k),
+        r=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        p=list(intrinsics.p),
+    )
+    message.header.stamp = to_time(stamp_ns)
+    message.header.frame_id = frame_id
+    return message
+
+
+def pose_message(position: Sequence[float], quat: Sequence[float], *, stamp_ns: int, frame_id: str) -> PoseStamped:
+    """A PoseStamped from a position and a (w, x, y, z) quaternion."""
+    message = PoseStamped()
+    message.header.stamp = to_time(stamp_ns)
+    message.header.frame_id = frame_id
+    p, o = message.pose.position, message.pose.orientation
+    p.x, p.y, p.z = (float(v) for v in position)
+    o.w, o.x, o.y, o.z = (float(v) for v in quat)
+    return message
+
+
+def joint_state_message(names: Sequence[str], positions: Sequence[float], *, stamp_ns: int) -> JointState:
+    """A JointState with positions only."""
+    message = JointState(name=list(names), position=[float(v) for v in positions])
+    message.header.stamp = to_time(stamp_ns)
+    return message
+
+
+def trajectory_message(chunk: np.ndarray, arm: Arm, *, stamp_ns: int, row_seconds: float) -> JointTrajectory:
+    """One arm's JointTrajectory of a (T, 14) chunk; point i is due ``(i + 1) * row_seconds`` after the stamp.
+
+    An empty chunk gives a trajectory without points: the JointTrajectoryController's "stop and hold".
+    """
+    message = JointTrajectory(joint_names=list(ARM_COMMAND_JOINTS[arm]))
+    message.header.stamp = to_time(stamp_ns)
+    rows = arm_rows(chunk, arm) if len(chunk) else np.zeros((0, 7))
+    for i, row in enumerate(rows):
+        due = (i + 1) * row_seconds
+        sec = int(due)
+        message.points.append(
+            JointTrajectoryPoint(
+                positions=[float(v) for v in row],
+                time_from_start=Duration(sec=sec, nanosec=round((due - sec) * NS_PER_S)),
+            )
+        )
+    return message
+
+
+def trajectory_positions(message: JointTrajectory) -> tuple[list[str], np.ndarray]:
+    """Joint names and (T, k) positions of a JointTrajectory.
+
+    Raises:
+        GraphError: a point has a different number of positions than there are joint names.
+    """
+    names = list(message.joint_names)
+    rows = [list(point.positions) for point in message.points]
+    if any(len(row) != len(names) for row in rows):
+        raise GraphError(f'trajectory points must have {len(names)} positions each')
+    return names, np.array(rows, dtype=np.float64).reshape(len(rows), len(names))

@@ -1,0 +1,86 @@
+"""Thread-safe store of what the sim published, keyed by stamp, so the bridge can wait for a complete observation.
+
+Joint states and poses stay serialised (CDR) until an observation needs them: the sim publishes them for every
+executed row, the bridge reads them once per query.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from robofollow_ros.errors import GraphError
+from robofollow_ros.graph.protocol import SimStatus
+
+_V = TypeVar('_V')
+KEEP = 64
+
+
+class _Recent(Generic[_V]):
+    def __init__(self, keep: int = KEEP) -> None:
+        self.keep = keep
+        self.items: OrderedDict[int, _V] = OrderedDict()
+
+    def put(self, stamp_ns: int, value: _V) -> None:
+        self.items[stamp_ns] = value
+        while len(self.items) > self.keep:
+            self.items.popitem(last=False)
+
+
+class ObservationCache:
+    """The latest joint states, images, poses and sim statuses by stamp; ``wait`` blocks until a predicate holds."""
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition()
+        self.states: _Recent[bytes] = _Recent()
+        self.images: dict[str, _Recent[np.ndarray]] = {}
+        self.poses: dict[str, _Recent[bytes]] = {}
+        self.statuses: list[tuple[float, SimStatus]] = []
+
+    def _add(self, update: Callable[[], None]) -> None:
+        with self.condition:
+            update()
+            self.condition.notify_all()
+
+    def add_state(self, stamp_ns: int, state: bytes) -> None:
+        """Store a JointState (CDR, decoded only when an observation needs it)."""
+        self._add(lambda: self.states.put(stamp_ns, state))
+
+    def add_image(self, camera: str, stamp_ns: int, pixels: np.ndarray) -> None:
+        """Store a camera image."""
+        self._add(lambda: self.images.setdefault(camera, _Recent()).put(stamp_ns, pixels))
+
+    def add_pose(self, topic: str, stamp_ns: int, pose: bytes) -> None:
+        """Store a PoseStamped (CDR; only the latest ``KEEP`` stamps per topic)."""
+        self._add(lambda: self.poses.setdefault(topic, _Recent()).put(stamp_ns, pose))
+
+    def add_status(self, status: SimStatus) -> None:
+        """Store a sim status with its arrival time."""
+
+        def update() -> None:
+            self.statuses.append((time.perf_counter(), status))
+            del self.statuses[:-KEEP]
+
+        self._add(update)
+
+    def find_status(self, predicate: Callable[[SimStatus], bool]) -> tuple[float, SimStatus] | None:
+        """The latest status matching ``predicate`` (call with the condition held, or accept a race)."""
+        for arrival, status in reversed(self.statuses):
+            if predicate(status):
+                return arrival, status
+        return None
+
+    def wait(self, predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
+        """Block until ``predicate()`` (evaluated with the lock held) is true.
+
+        Raises:
+            GraphError: ``timeout`` seconds passed first.
+        """
+        with self.condition:
+            if not self.condition.wait_for(predicate, timeout=timeout):
+                raise GraphError(f'timed out after {timeout:g} s waiting for {what}')

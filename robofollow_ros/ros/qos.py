@@ -1,0 +1,41 @@
+"""QoS profiles of the graph (DESIGN §4)."""
+
+from __future__ import annotations
+
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_profile_sensor_data,
+)
+
+SENSOR = qos_profile_sensor_data
+"""Camera images and CameraInfo: best effort, keep last 5."""
+STATE = QoSProfile(
+    depth=1000,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""Per-row joint states and poses: the referee and the recorder must see every frame of an episode, even when
+discovery matched them a moment after the sim started publishing (transient local: they get the last 1000
+samples, two episodes' worth, and keep only those stamped inside the episode)."""
+EVENTS = QoSProfile(
+    depth=50,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""Handshake messages (sim status, episode end), trajectories and results: a reader that matched a moment late
+still gets them (every consumer matches them by episode id or stamp, so a replayed old one is ignored)."""
+COMMANDS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+"""Instructions: never replayed to a late joiner (an instruction starts an episode)."""
+LATCHED = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""/robofollow/episode and /robot_description: late joiners get the latest message."""
+CLOCK = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)

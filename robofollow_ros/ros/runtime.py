@@ -1,0 +1,104 @@
+"""Starting, spinning and stopping a node process the same way for every node (``main(args=None)``)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.node import Node
+
+from robofollow_ros import topics
+from robofollow_ros.errors import GraphError, RoboFollowError
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+
+SPIN_PERIOD = 0.1
+
+
+def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, threads: int = 2) -> int:
+    """Init rclpy, build the node, spin until shutdown (SIGINT or SIGTERM); returns the process exit code.
+
+    A node may end the process itself by setting ``node.exit_code`` and calling ``rclpy.shutdown()``.
+    """
+    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    install_stop_handlers()
+    try:
+        node = factory()
+    except Exception as error:
+        rclpy.try_shutdown()
+        if isinstance(error, RoboFollowError):
+            print(f'error: {error}', file=sys.stderr)
+            return 2
+        if isinstance(error, (RCLError, InvalidHandle)):
+            return 0  # stopped while starting
+        raise
+    executor = SingleThreadedExecutor() if threads == 1 else MultiThreadedExecutor(num_threads=threads)
+    executor.add_node(node)
+    try:
+        spin(executor)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        close = getattr(node, 'close', None)
+        if close is not None:
+            close()
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return int(getattr(node, 'exit_code', 0))
+
+
+def spin(executor: Executor) -> None:
+    """Spin until rclpy shuts down, waking up often enough for Python signal handlers to run."""
+    with contextlib.suppress(ExternalShutdownException):
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=SPIN_PERIOD)
+
+
+def param(node: Node, name: str, default: Any) -> Any:
+    """Declare a parameter that accepts any type from the command line or a params file; its value."""
+    descriptor = ParameterDescriptor(dynamic_typing=True)
+    return node.declare_parameter(name, default, descriptor).value
+
+
+def install_stop_handlers() -> None:
+    """SIGINT and SIGTERM both shut rclpy down (so spinning and ``wait_for`` end and the node cleans up)."""
+
+    def request_stop(*_: Any) -> None:
+        rclpy.try_shutdown()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+
+
+def wait_for(condition: Callable[[], bool], *, timeout: float, what: str, poll: float = 0.005) -> None:
+    """Block until ``condition()`` holds.
+
+    Raises:
+        GraphError: ``timeout`` seconds passed, or rclpy was shut down.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if not rclpy.ok():
+            raise GraphError(f'shut down while waiting for {what}')
+        if time.monotonic() > deadline:
+            raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
+        time.sleep(poll)
+
+
+def read_episode(node: Node, text: str) -> EpisodeSpec | None:
+    """The ``EpisodeSpec`` of a ``/robofollow/episode`` message, or ``None`` after logging why it is ignored."""
+    try:
+        spec = EpisodeSpec.from_json(text)
+        spec.resolve()
+    except RoboFollowError as error:
+        node.get_logger().error(f'ignored {topics.EPISODE}: {error}')
+        return None
+    return spec

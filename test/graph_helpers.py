@@ -1,0 +1,122 @@
+"""Running the ROS graph from tests: private domains (graph range 10-59), localhost discovery, shipped profile."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = ROOT / 'config' / 'fastdds_shm.xml'
+
+
+def graph_env(domain: int, **extra: str) -> dict[str, str]:
+    """Environment of a graph test in its own DDS domain; the test folder is importable (test policies)."""
+    assert 10 <= domain <= 59, 'graph tests use ROS domains 10-59'
+    env = dict(os.environ)
+    env.update(
+        ROS_DOMAIN_ID=str(domain),
+        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+        FASTDDS_DEFAULT_PROFILES_FILE=str(PROFILE),
+        MUJOCO_GL=env.get('MUJOCO_GL', 'egl'),
+        PYTHONPATH=os.pathsep.join([str(ROOT / 'test'), str(ROOT), env.get('PYTHONPATH', '')]).rstrip(os.pathsep),
+    )
+    env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
+    env.update(extra)
+    return env
+
+
+def launch_command(**arguments: str) -> list[str]:
+    """``robofollow launch sim name:=value ...`` with the test's interpreter."""
+    return [sys.executable, '-m', 'robofollow_ros', 'launch', 'sim', *(f'{k}:={v}' for k, v in arguments.items())]
+
+
+def start_launch(domain: int, **arguments: str) -> subprocess.Popen[str]:
+    """Start the graph in a new session (so signals reach exactly its process group)."""
+    return subprocess.Popen(
+        launch_command(progress='false', **arguments),
+        env=graph_env(domain),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 30.0) -> str:
+    """Wait for a launcher to exit; its output (killed with its whole group, and failing, if it does not)."""
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        raise AssertionError(f'graph did not finish in {timeout} s:\n{output[-4000:]}') from None
+    return output
+
+
+def run_launch(domain: int, *, timeout: float = 120.0, **arguments: str) -> subprocess.CompletedProcess[str]:
+    """Run the graph to its end."""
+    process = start_launch(domain, **arguments)
+    output = finish(process, timeout)
+    return subprocess.CompletedProcess(process.args, process.returncode, output, '')
+
+
+def children(pid: int) -> list[int]:
+    """Direct child process ids of ``pid``."""
+    found = []
+    for task in Path(f'/proc/{pid}/task').glob('*'):
+        text = (task / 'children').read_text() if (task / 'children').exists() else ''
+        found += [int(item) for item in text.split()]
+    return found
+
+
+def node_pids(launcher: int) -> dict[str, int]:
+    """Node name -> pid of the node processes a launcher started."""
+    pids = {}
+    for child in children(launcher):
+        try:
+            command = Path(f'/proc/{child}/cmdline').read_bytes().split(b'\0')
+        except OSError:
+            continue
+        for part in command:
+            if part.startswith(b'robofollow_ros.nodes.'):
+                pids[part.decode().rsplit('.', 1)[1]] = child
+    return pids
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running (not zombie) process."""
+    try:
+        state = Path(f'/proc/{pid}/stat').read_text().split(') ', 1)[1][0]
+    except (OSError, IndexError):
+        return False
+    return state != 'Z'
+
+
+def wait_until(condition, *, timeout: float, what: str, poll: float = 0.05) -> None:
+    """Poll ``condition`` until true, or fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        time.sleep(poll)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of a results file."""
+    return [json.loads(line) for line in path.read_text(encoding='utf-8').splitlines() if line.strip()]
+
+
+VOLATILE = ('wall_seconds', 'sim_seconds', 'episode_file', 'source', 'run_id')
+"""run_id differs by design: the run identity names the runtime (in-process or ros-graph)."""
+
+
+def comparable(record: dict[str, Any]) -> dict[str, Any]:
+    """A result record without the fields that legitimately differ between runs of the same episode."""
+    return {key: value for key, value in record.items() if key not in VOLATILE}

@@ -1,0 +1,72 @@
+"""Policies that misbehave on purpose, for the policy bridge's fault tests (loaded as module:function)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+
+class _Scripted:
+    needs_images = False
+
+    def __init__(self, chunks: list[Any], *, delay: float = 0.0) -> None:
+        self.chunks = chunks
+        self.delay = delay
+        self.calls = 0
+
+    def reset(self) -> None:
+        self.calls = 0
+
+    def set_instruction(self, text: str) -> None:
+        self.instruction = text
+
+    def predict(self, observation: Any) -> np.ndarray:
+        time.sleep(self.delay)
+        state = np.asarray(observation.state, dtype=np.float64)
+        chunk = self.chunks[min(self.calls, len(self.chunks) - 1)]
+        self.calls += 1
+        return chunk(state) if callable(chunk) else chunk
+
+
+def _hold(rows: int):
+    return lambda state: np.tile(state, (rows, 1)).astype(np.float32)
+
+
+def _nan(state: np.ndarray) -> np.ndarray:
+    chunk = np.tile(state, (5, 1))
+    chunk[2, 3] = np.nan
+    return chunk
+
+
+def _out_of_limits(state: np.ndarray) -> np.ndarray:
+    chunk = np.tile(state, (5, 1))
+    chunk[:, 1] = 9.0
+    return chunk
+
+
+def nan_policy() -> _Scripted:
+    """A NaN in the first chunk."""
+    return _Scripted([_nan])
+
+
+def hold_then_out_of_limits() -> _Scripted:
+    """Ten rows of holding still, then a chunk far outside the joint limits."""
+    return _Scripted([_hold(10), _out_of_limits])
+
+
+def hold_then_too_fast() -> _Scripted:
+    """Ten rows of holding still, then a one-row jump of 1 rad on a shoulder joint."""
+
+    def jump(state: np.ndarray) -> np.ndarray:
+        chunk = np.tile(state, (3, 1))
+        chunk[:, 8] += 1.0
+        return chunk
+
+    return _Scripted([_hold(10), jump])
+
+
+def slow_hold(delay: float = 0.5) -> _Scripted:
+    """Holds still, taking ``delay`` seconds per query."""
+    return _Scripted([_hold(20)], delay=float(delay))

@@ -1,0 +1,184 @@
+"""The graph's pure pieces: 14-D layout helpers, EpisodeSpec, the trajectory builder, chunk limits, the sim clock,
+handshake messages, camera intrinsics and the graph declaration shared by both launchers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robofollow_ros import topics
+from robofollow_ros.benchmark import registry
+from robofollow_ros.errors import EpisodeSpecError, GraphError, LayoutError, PolicyError, TrajectoryError
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.graph.chunk_limits import ChunkLimits
+from robofollow_ros.graph.clock import SimClock
+from robofollow_ros.graph.declaration import graph_environment, load_graph
+from robofollow_ros.graph.intrinsics import pinhole_from_fovy
+from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
+from robofollow_ros.graph.supervisor import node_command
+from robofollow_ros.referee.builder import TrajectoryBuilder
+from robofollow_ros.sim.robot import home_state
+from robofollow_ros.state_layout import (
+    ARM_COMMAND_JOINTS,
+    JOINT_NAMES,
+    arm_rows,
+    chunk_from_arm_rows,
+    state_from_joint_state,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_joint_state_and_per_arm_trajectories_round_trip_the_14_vector() -> None:
+    chunk = np.arange(3 * 14, dtype=np.float64).reshape(3, 14)
+    per_arm = {arm: (list(ARM_COMMAND_JOINTS[arm])[::-1], arm_rows(chunk, arm)[:, ::-1]) for arm in ('left', 'right')}
+    np.testing.assert_array_equal(chunk_from_arm_rows(per_arm), chunk)
+    names = ['extra', *JOINT_NAMES[::-1]]
+    positions = [99.0, *chunk[0][::-1]]
+    np.testing.assert_array_equal(state_from_joint_state(names, positions), chunk[0])
+    with pytest.raises(LayoutError, match='lacks right_gripper'):
+        state_from_joint_state(JOINT_NAMES[:-1], chunk[0][:-1])
+    with pytest.raises(LayoutError, match='different numbers of points'):
+        chunk_from_arm_rows({'left': per_arm['left'], 'right': (per_arm['right'][0], per_arm['right'][1][:2])})
+    with pytest.raises(LayoutError, match='no trajectory for the right arm'):
+        chunk_from_arm_rows({'left': per_arm['left']})
+
+
+def test_episode_spec_round_trips_resolves_and_rejects_malformed_json() -> None:
+    task = registry.eval_tasks(scene=3, level=1)[0]
+    spec = EpisodeSpec.for_trial(task, seed=7, round=2, variant='published')
+    again = EpisodeSpec.from_json(spec.to_json())
+    assert again == spec
+    resolved_task, layout = again.resolve()
+    assert resolved_task.task_id == task.task_id and layout.name == task.layout
+    assert EpisodeSpec.from_json(spec.to_json()).episode_id == spec.episode_id
+    broken = json.loads(spec.to_json())
+    for change, message in [
+        ({'seed': 'x'}, "'seed' must be an integer"),
+        ({'variant': 'literal'}, 'variant'),
+        ({'arm': 'middle'}, 'arm'),
+        ({'task_id': ''}, "'task_id' must be a non-empty string"),
+    ]:
+        with pytest.raises(EpisodeSpecError, match=message):
+            EpisodeSpec.from_mapping({**broken, **change})
+    with pytest.raises(EpisodeSpecError, match='not valid JSON'):
+        EpisodeSpec.from_json('{oops')
+    with pytest.raises(EpisodeSpecError, match='lacks instruction'):
+        EpisodeSpec.from_mapping({k: v for k, v in broken.items() if k != 'instruction'})
+    with pytest.raises(EpisodeSpecError, match='no_such_task'):
+        EpisodeSpec.from_mapping({**broken, 'task_id': 'no_such_task'}).resolve()
+
+
+def test_trajectory_builder_orders_by_stamp_and_holds_signals() -> None:
+    builder = TrajectoryBuilder()
+    joints = list(JOINT_NAMES)
+    for stamp in (30, 10, 20):
+        for arm in ('left', 'right'):
+            builder.add_pose(topics.ee_pose_topic(arm), stamp, [stamp, 0, 0], [1, 0, 0, 0])
+        builder.add_joint_state(stamp, joints, [stamp / 100] * 14)
+    builder.add_pose(topics.object_pose_topic('cube'), 5, [1, 2, 3], [1, 0, 0, 0])
+    built = builder.build(origin_ns=10, frames_are_rows=True)
+    trajectory = built.trajectory
+    np.testing.assert_allclose(trajectory.t, [0.0, 1e-8, 2e-8])
+    np.testing.assert_allclose(trajectory.ee['left'][:, 0], [10, 20, 30])
+    np.testing.assert_allclose(trajectory.grip['right'], [0.1, 0.2, 0.3])
+    np.testing.assert_allclose(trajectory.obj_pos['cube'], [[1, 2, 3]] * 3)
+    assert trajectory.frames_are_rows and built.joint_positions.shape == (3, 14)
+    assert len(builder.build(since_ns=20).trajectory) == 2
+    with pytest.raises(TrajectoryError, match='no EE pose data for the left arm'):
+        TrajectoryBuilder().build()
+
+
+def test_chunk_limits_reject_out_of_range_and_too_fast_rows() -> None:
+    limits = ChunkLimits.for_robot(max_row_step=0.5)
+    home = home_state()
+    steady = np.tile(home, (4, 1))
+    limits.check(steady, home)
+    outside = steady.copy()
+    outside[2, 1] = 9.0
+    with pytest.raises(PolicyError, match=r'row 2 puts left_joint2 at 9\.0000, outside its limits'):
+        limits.check(outside, home)
+    jump = steady.copy()
+    jump[1:, 9] += 0.6
+    with pytest.raises(PolicyError, match=r'row 1 moves right_joint3 by 0\.6000 in one row'):
+        limits.check(jump, home)
+    with pytest.raises(PolicyError, match='row 0 moves'):
+        limits.check(steady, home + np.r_[np.zeros(13), 0.0] + np.r_[0.7, np.zeros(13)])
+
+
+def test_sim_clock_never_goes_backwards_across_episodes() -> None:
+    clock = SimClock()
+    first = clock.start_episode()
+    stamps = [clock.stamp(t) for t in (0.0, 0.06, 4.2)]
+    second = clock.start_episode()
+    assert second > stamps[-1] and clock.stamp(0.0) == second
+    assert stamps == sorted(stamps) and stamps[0] == first
+
+
+def test_handshake_messages_round_trip_and_reject_garbage() -> None:
+    status = SimStatus(event='executed', episode_id='e', stamp_ns=5, for_stamp_ns=3, rows=50)
+    assert SimStatus.from_json(status.to_json()) == status
+    end = EpisodeEnd(
+        episode_id='e', end_stamp_ns=9, queries=2, executed_rows=60, policy_error='x', error_kind='timeout'
+    )
+    assert EpisodeEnd.from_json(end.to_json()) == end
+    assert end.bookkeeping()['error_kind'] == 'timeout'
+    with pytest.raises(GraphError, match='SimStatus lacks'):
+        SimStatus.from_json('{"event": "reset"}')
+    with pytest.raises(GraphError, match='not valid JSON'):
+        EpisodeEnd.from_json('nope')
+
+
+def test_camera_intrinsics_match_the_vertical_field_of_view() -> None:
+    info = pinhole_from_fovy(37.0, width=320, height=240)
+    fy = info.k[4]
+    assert math.degrees(2 * math.atan(120 / fy)) == pytest.approx(37.0)
+    assert info.k[0] == fy and info.k[2] == 160 and info.k[5] == 120 and info.p[0] == fy
+
+
+def test_graph_declaration_resolves_arguments_and_typed_parameters() -> None:
+    graph = load_graph('sim', {'policy': 'blind', 'scenes': '1,2', 'rounds': '3', 'record': 'bag'})
+    names = [node.name for node in graph.nodes]
+    assert names == ['sim', 'policy_bridge', 'referee', 'recorder', 'evaluator']
+    evaluator = graph.nodes[-1]
+    assert evaluator.main and evaluator.parameters['rounds'] == 3 and evaluator.parameters['scenes'] == '1,2'
+    assert evaluator.parameters['policy_kwargs'] == '{}' and graph.nodes[1].parameters['policy'] == 'blind'
+    assert 'recorder' not in [node.name for node in load_graph('sim').nodes]
+    with pytest.raises(GraphError, match='unknown launch argument'):
+        load_graph('sim', {'polcy': 'x'})
+    with pytest.raises(GraphError, match='unknown graph'):
+        load_graph('nonexistent')
+    environment = graph_environment({})
+    assert Path(environment['FASTDDS_DEFAULT_PROFILES_FILE']) == ROOT / 'config' / 'fastdds_shm.xml'
+    assert 'FASTRTPS_DEFAULT_PROFILES_FILE' not in environment
+    assert graph_environment({'ROS_DISTRO': 'jazzy'})['FASTRTPS_DEFAULT_PROFILES_FILE'].endswith('fastdds_shm.xml')
+
+
+def _launch_file():
+    spec = importlib.util.spec_from_file_location('sim_launch', ROOT / 'launch' / 'sim.launch.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sim_launch_file_and_robofollow_launch_read_the_same_graph(tmp_path) -> None:
+    arguments = {'policy': 'expert', 'levels': 'L1', 'record': 'bag', 'out': str(tmp_path)}
+    from_launch_file = _launch_file().declared_graph(arguments)
+    assert from_launch_file == load_graph('sim', arguments)
+    params = tmp_path / 'p.yaml'
+    command = node_command(from_launch_file.nodes[0], params)
+    assert command[1:3] == ['-m', 'robofollow_ros.nodes.sim'] and '__node:=sim' in command
+    try:
+        import launch_ros  # noqa: F401
+
+        import launch  # noqa: F401
+    except ImportError:
+        return
+    description = _launch_file().generate_launch_description()
+    declared = {action.name for action in description.entities if hasattr(action, 'default_value')}
+    assert declared == set(load_graph('sim').arguments)

@@ -1,0 +1,72 @@
+"""A plain, non-editable ``pip install`` finds config/ and urdf/ (share/robofollow) and runs outside the sources."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = 'L0_pickup_yellow_block_1_left'
+IGNORED = ('.git', '.venv', 'build', 'install', 'log', 'runs', '*.egg-info', '__pycache__', '.pytest_cache')
+SHARED = ('config/referee.yaml', 'config/graph_sim.yaml', 'config/fastdds_shm.xml', 'urdf/robofollow_cell.urdf')
+
+
+@pytest.fixture(scope='module')
+def prefix(tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp('pip') / 'prefix'
+    build = tmp_path_factory.mktemp('pip_build')
+    source = build / 'source'
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*IGNORED))
+    command = [sys.executable, '-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--prefix', str(target)]
+    result = subprocess.run(
+        [*command, str(source)],
+        cwd=build,
+        env={**os.environ, 'PIP_NO_INPUT': '1', 'TMPDIR': str(build)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return target
+
+
+def test_installed_share_folder_holds_config_and_urdf(prefix) -> None:
+    share = prefix / 'share' / 'robofollow'
+    for relative in (
+        'config/referee.yaml',
+        'config/graph_sim.yaml',
+        'config/fastdds_shm.xml',
+        'urdf/robofollow_cell.urdf',
+    ):
+        assert (share / relative).read_bytes() == (ROOT / relative).read_bytes(), relative
+    assert (share / 'launch' / 'sim.launch.py').is_file()
+
+
+def test_pip_installed_package_evaluates_and_scores_outside_the_source_tree(prefix, tmp_path) -> None:
+    site = prefix / 'lib' / f'python{sys.version_info.major}.{sys.version_info.minor}' / 'site-packages'
+    env = {key: value for key, value in os.environ.items() if key not in ('PYTHONPATH', 'ROBOFOLLOW_SHARE')}
+    env.update(PYTHONPATH=str(site), MUJOCO_GL=os.environ.get('MUJOCO_GL', 'egl'))
+    python = [sys.executable, '-m', 'robofollow_ros']
+    where = subprocess.run(
+        [sys.executable, '-c', 'import robofollow_ros; print(robofollow_ros.__file__)'],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(where.stdout.strip()).is_relative_to(site)
+    run = [*python, 'eval', '--in-process', '--policy', 'expert', '--tasks', TASK, '--record', 'bag', '--out', 'run']
+    result = subprocess.run([*run, '--quiet'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    bag = tmp_path / 'run' / 'episodes' / f'{TASK}__r01'
+    score = subprocess.run([*python, 'score', str(bag)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert score.returncode == 0, score.stderr[-3000:]
+    record = json.loads(score.stdout)
+    assert record['task_id'] == TASK and record['completion_ok'] is True
