@@ -23,12 +23,12 @@ from robofollow_ros.sim.constants import (
     ARM_KP,
     ARM_KV,
     CAMERA_FOVY,
-    CAMERAS,
     FINGER_FORCE,
     FINGER_KP,
     FINGER_KV,
     HOME_Q,
 )
+from robofollow_ros.state_layout import CAMERAS
 
 RobotName = Literal['aloha', 'primitive']
 DEFAULT_ROBOT: RobotName = 'aloha'
