@@ -23,7 +23,11 @@ def prefix(tmp_path_factory) -> Path:
     build = tmp_path_factory.mktemp('pip_build')
     source = build / 'source'
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*IGNORED))
-    command = [sys.executable, '-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--prefix', str(target)]
+    # --ignore-installed: without it pip uninstalls the (editable) robofollow of the running venv first.
+    command = [
+        *(sys.executable, '-m', 'pip', 'install', '--no-deps', '--no-build-isolation', '--ignore-installed'),
+        *('--prefix', str(target)),
+    ]
     result = subprocess.run(
         [*command, str(source)],
         cwd=build,
@@ -33,6 +37,8 @@ def prefix(tmp_path_factory) -> Path:
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    still_here = subprocess.run([sys.executable, '-c', 'import robofollow_ros'], cwd=build, capture_output=True)
+    assert still_here.returncode == 0, "installing into a prefix removed the running environment's robofollow_ros"
     return target
 
 
