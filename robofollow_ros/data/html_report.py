@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.diagnostics.confusion import CATEGORIES
-from robofollow_ros.diagnostics.mirage import ALL_LEVELS, Scores
+from robofollow_ros.diagnostics.mirage import ALL_LEVELS, percent_triple
 from robofollow_ros.diagnostics.report import PLOT_NAME, Diagnostics
 from robofollow_ros.referee.report import METRICS, Table
 
@@ -104,19 +104,14 @@ def trial_rows_html(records: Sequence[Mapping[str, Any]], *, run_dir: Path, page
     return f'<table class="trials"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _percents(scores: Scores, *, signed: bool = False) -> str:
-    sign = '+' if signed else ''
-    return ' / '.join(f'{100 * v:{sign}.1f}' for v in (scores.intent, scores.exec, scores.completion))
-
-
 def diagnostics_html(diagnostics: Diagnostics, *, plot_name: str = PLOT_NAME) -> str:
     """The mirage gap (when a baseline was run) and the intent confusion, as HTML sections."""
     parts = []
     if diagnostics.gap:
         rows = ''.join(
             f'<tr><th>{_e("All" if row.level == ALL_LEVELS else row.level)}</th><td>{row.trials}</td>'
-            f'<td>{_percents(row.policy)}</td><td>{_percents(row.baseline)}</td>'
-            f'<td>{_percents(row.gap, signed=True)}</td></tr>'
+            f'<td>{percent_triple(row.policy)}</td><td>{percent_triple(row.baseline)}</td>'
+            f'<td>{percent_triple(row.gap, signed=True)}</td></tr>'
             for row in diagnostics.gap
         )
         parts.append(

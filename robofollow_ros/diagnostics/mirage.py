@@ -85,7 +85,8 @@ def mirage_gap(policy: Iterable[Mapping[str, Any]], baseline: Iterable[Mapping[s
     return rows
 
 
-def _triple(scores: Scores, *, signed: bool = False) -> str:
+def percent_triple(scores: Scores, *, signed: bool = False) -> str:
+    """``IS / ES / CR`` in percent with one decimal (``+`` signs for a gap)."""
     sign = '+' if signed else ''
     return ' / '.join(f'{100 * v:{sign}.1f}' for v in (scores.intent, scores.exec, scores.completion))
 
@@ -102,7 +103,7 @@ def mirage_markdown(rows: Sequence[GapRow], *, policy: str, baseline: str) -> st
     for row in rows:
         level = '**All**' if row.level == ALL_LEVELS else row.level
         lines.append(
-            f'| {level} | {row.trials} | {_triple(row.policy)} | {_triple(row.baseline)} | '
-            f'{_triple(row.gap, signed=True)} |'
+            f'| {level} | {row.trials} | {percent_triple(row.policy)} | {percent_triple(row.baseline)} | '
+            f'{percent_triple(row.gap, signed=True)} |'
         )
     return '\n'.join(lines) + '\n'

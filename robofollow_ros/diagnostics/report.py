@@ -30,13 +30,13 @@ def blind_baseline(records: Sequence[Mapping[str, Any]], *, out: Path, progress:
     Raises:
         RoboFollowError: the records do not name their trials (task, round) or mix variants or robots.
     """
+    from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+    from robofollow_ros.benchmark.parsing import parse_variant
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+    from robofollow_ros.referee.aggregate import single_variant
 
     if any(record.get('round') is None for record in records):
         raise RoboFollowError('records without a round cannot be matched to baseline trials')
-    variants = {record.get('variant') or 'published' for record in records}
-    if len(variants) > 1:
-        raise RoboFollowError(f'records of several variants ({", ".join(sorted(variants))})')
     robots = {record.get('robot') or 'primitive' for record in records}
     if len(robots) > 1:
         raise RoboFollowError(f'records of several robots ({", ".join(sorted(robots))})')
@@ -48,7 +48,7 @@ def blind_baseline(records: Sequence[Mapping[str, Any]], *, out: Path, progress:
         task_ids=task_ids,
         first_round=rounds[0],
         rounds=rounds[-1] - rounds[0] + 1,
-        variant=variants.pop(),  # type: ignore[arg-type]
+        variant=parse_variant(single_variant(records) or DEFAULT_VARIANT),
         robot=robots.pop(),
     )
     return run_suite(options, progress=progress)

@@ -39,7 +39,7 @@ from robofollow_ros.ros.messages import from_time, image_array, trajectory_messa
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
-from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
 
 
 class PolicyBridge(Node):
@@ -181,7 +181,7 @@ class PolicyBridge(Node):
             error, kind = f'graph: {failure}', 'graph'
         if error is not None:
             self.get_logger().error(f'{spec.task_id}: {error}; holding the arms')
-            self.publish_chunk(np.zeros((0, 14)), env.stamp_ns)
+            self.publish_chunk(np.zeros((0, ACTION_DIM)), env.stamp_ns)
         overheads = [
             round(1000.0 * (total - predicted), 3)
             for total, predicted in zip(env.timing.overheads, self.policy.predict_seconds, strict=False)
