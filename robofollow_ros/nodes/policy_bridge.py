@@ -211,7 +211,7 @@ class PolicyBridge(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the policy bridge until shutdown."""
-    return run_node(PolicyBridge, args, threads=2)
+    return run_node(PolicyBridge, args)
 
 
 if __name__ == '__main__':

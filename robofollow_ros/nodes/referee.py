@@ -150,7 +150,7 @@ def _keep_recent(mapping: dict) -> None:  # type: ignore[type-arg]
 
 def main(args: list[str] | None = None) -> int:
     """Run the referee node until shutdown."""
-    return run_node(RefereeNode, args, threads=1)
+    return run_node(RefereeNode, args)
 
 
 if __name__ == '__main__':

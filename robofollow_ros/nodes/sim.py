@@ -29,14 +29,12 @@ from robofollow_ros.graph.clock import SimClock
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.cdr_template import FrameMessages
 from robofollow_ros.ros.markers import scene_markers
 from robofollow_ros.ros.messages import (
     camera_info_message,
     from_time,
     image_message,
-    joint_state_message,
-    pose_message,
-    to_time,
     trajectory_positions,
 )
 from robofollow_ros.ros.runtime import param, read_episode, run_node
@@ -74,6 +72,7 @@ class SimNode(Node):
         self.pending: dict[Arm, tuple[list[str], object]] = {}
         self.pending_ns = -1
 
+        self.frame_messages = FrameMessages(joint_names=JOINT_NAMES, frame_id=topics.WORLD_FRAME)
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
         self.joints_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
         self.ee_pubs = {arm: self.create_publisher(PoseStamped, topics.ee_pose_topic(arm), qos.STATE) for arm in ARMS}
@@ -192,24 +191,21 @@ class SimNode(Node):
         self.status_pub.publish(String(data=status.to_json()))
 
     def publish_frame(self) -> None:
-        """Publish the current frame: clock, joint states, object poses, then the TCP poses (the frame clock)."""
+        """Publish the current frame: clock, joint states, object poses, then the TCP poses (the frame clock).
+
+        Published as pre-serialised CDR (``FrameMessages``): this runs for every executed row."""
         observation = self.env.observe(images=False)
         stamp = self.clock.stamp(observation.time)
         self.observation_ns = stamp
-        self.clock_pub.publish(Clock(clock=to_time(stamp)))
-        self.joints_pub.publish(joint_state_message(JOINT_NAMES, observation.state, stamp_ns=stamp))
+        messages = self.frame_messages
+        self.clock_pub.publish(messages.clock(stamp))
+        self.joints_pub.publish(messages.joint_state(stamp, observation.state))
         for name, position in observation.object_pos.items():
             publisher = self.object_pubs.get(name)
             if publisher is not None:
-                publisher.publish(
-                    pose_message(position, observation.object_quat[name], stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
-                )
+                publisher.publish(messages.pose(stamp, position, observation.object_quat[name]))
         for arm in ARMS:
-            self.ee_pubs[arm].publish(
-                pose_message(
-                    observation.ee_pos[arm], observation.ee_quat[arm], stamp_ns=stamp, frame_id=topics.WORLD_FRAME
-                )
-            )
+            self.ee_pubs[arm].publish(messages.pose(stamp, observation.ee_pos[arm], observation.ee_quat[arm]))
 
     def wants_images(self) -> bool:
         if self.images == 'always':
@@ -246,7 +242,7 @@ class SimNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the sim node until shutdown."""
-    return run_node(SimNode, args, threads=1)
+    return run_node(SimNode, args)
 
 
 if __name__ == '__main__':
