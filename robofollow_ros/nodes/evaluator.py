@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -40,7 +40,7 @@ from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.runtime import param, spin, wait_for
+from robofollow_ros.ros.runtime import param, spin, wait_for, wait_notified
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
@@ -163,7 +163,8 @@ class EvaluatorNode(Node):
         self.episode_pub.publish(String(data=spec.to_json()))
         self.reset(spec, deadline=deadline)
         self.instruction_pub.publish(String(data=spec.instruction))
-        wait_for(
+        wait_notified(
+            self.condition,
             lambda: spec.episode_id in self.results,
             timeout=max(0.0, deadline - time.monotonic()),
             what=f'the result of {spec.task_id}',
@@ -231,7 +232,7 @@ def main(args: list[str] | None = None) -> int:
         print(f'error: {error}', file=sys.stderr)
         rclpy.try_shutdown()
         return 2
-    executor = MultiThreadedExecutor(num_threads=2)
+    executor = EventsExecutor()
     executor.add_node(node)
     spinner = threading.Thread(target=spin, args=(executor,), daemon=True)
     spinner.start()

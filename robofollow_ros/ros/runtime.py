@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -97,6 +98,24 @@ def wait_for(condition: Callable[[], bool], *, timeout: float, what: str, poll: 
         if time.monotonic() > deadline:
             raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
         time.sleep(poll)
+
+
+def wait_notified(condition: threading.Condition, predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """Block until ``predicate()`` holds, woken by ``condition.notify_all()`` rather than polling (``wait_for``
+    sleeps between checks: latency on every handshake of an episode).
+
+    Raises:
+        GraphError: ``timeout`` seconds passed, or rclpy was shut down.
+    """
+    deadline = time.monotonic() + timeout
+    with condition:
+        while not predicate():
+            if not rclpy.ok():
+                raise GraphError(f'shut down while waiting for {what}')
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
+            condition.wait(min(remaining, SPIN_PERIOD))
 
 
 def read_episode(node: Node, text: str) -> EpisodeSpec | None:
