@@ -45,6 +45,13 @@ class ObservationCache:
         self.poses: dict[str, _Recent[bytes]] = {}
         self.statuses: list[tuple[float, SimStatus]] = []
         self.announced_ns = -1
+        self.sources: list[Callable[[], None]] = []
+        """Called by ``refresh``: samples read on demand (``LatestSamples.drain``) rather than pushed by callbacks."""
+
+    def refresh(self) -> None:
+        """Pull in the samples of every on-demand source."""
+        for source in self.sources:
+            source()
 
     def _add(self, update: Callable[[], None], stamp_ns: int) -> None:
         with self.condition:
@@ -83,12 +90,17 @@ class ObservationCache:
                 return arrival, status
         return None
 
-    def wait(self, predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
-        """Block until ``predicate()`` (evaluated with the lock held) is true.
+    def wait(self, predicate: Callable[[], bool], *, timeout: float, what: str, poll: float | None = None) -> None:
+        """Block until ``predicate()`` (evaluated with the lock held) is true: re-evaluated when a sample is
+        stored, and every ``poll`` seconds if given (for predicates on on-demand sources, which notify nobody).
 
         Raises:
             GraphError: ``timeout`` seconds passed first.
         """
+        deadline = time.monotonic() + timeout
         with self.condition:
-            if not self.condition.wait_for(predicate, timeout=timeout):
-                raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
+            while not predicate():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
+                self.condition.wait(remaining if poll is None else min(poll, remaining))

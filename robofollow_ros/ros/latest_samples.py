@@ -1,0 +1,66 @@
+"""``LatestSamples``: per-row topics that a node reads on demand instead of through its executor.
+
+The sim publishes joint states and poses for every executed row, but the policy bridge needs them only at the
+observation each query answers. Its subscriptions to those topics therefore live on a helper node that no executor
+spins: every reader keeps the newest sample (depth 1) inside Fast DDS, and ``drain`` takes whatever arrived when
+an observation is due. Python then handles about one message per topic and query instead of one per row, and the
+bridge's executor is free for the sim's status, whose latency is on the critical path (``docs/graph.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from robofollow_ros.bags.cdr import header_stamp_ns
+
+NEWEST = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""The newest sample only; transient local, so a reader matched after the last row still gets it."""
+
+
+class LatestSamples:
+    """Raw readers of ``kinds`` (topic -> message type) on an unspun node beside ``node``.
+
+    Args:
+        node: the node they belong to (its context and name are used).
+        kinds: the topics and their message types.
+        store: receives ``(topic, header stamp ns, CDR bytes)`` for every sample ``drain`` takes.
+    """
+
+    def __init__(self, node: Node, kinds: Mapping[str, type], *, store: Callable[[str, int, bytes], None]) -> None:
+        self.store = store
+        self.node = rclpy.create_node(
+            f'{node.get_name()}_samples',
+            context=node.context,
+            namespace=node.get_namespace(),
+            start_parameter_services=False,
+            enable_rosout=False,
+        )
+        self.readers = {
+            topic: self.node.create_subscription(kind, topic, _never_called, NEWEST, raw=True)
+            for topic, kind in kinds.items()
+        }
+
+    def drain(self) -> None:
+        """Hand every sample that arrived since the last call to ``store``."""
+        for topic, reader in self.readers.items():
+            with reader.handle:
+                while (taken := reader.handle.take_message(reader.msg_type, True)) is not None:
+                    data = taken[0]
+                    self.store(topic, header_stamp_ns(data), data)
+
+    def close(self) -> None:
+        """Destroy the helper node."""
+        self.node.destroy_node()
+
+
+def _never_called(_: object) -> None:
+    """No executor spins the helper node."""
