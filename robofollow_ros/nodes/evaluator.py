@@ -47,6 +47,7 @@ MATCH_SETTLE_SECONDS = 0.5
 """Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
 RESET_ATTEMPT_SECONDS = 15.0
 """How long one call of the reset service may stay unanswered before it is made again."""
+BAG_WAIT_SECONDS = 10.0
 LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
 
 
@@ -172,6 +173,16 @@ class EvaluatorNode(Node):
         with self.condition:
             return self.results.pop(spec.episode_id)
 
+    def wait_for_bag(self, path: Path, *, since: float) -> None:
+        """Give the recorder a moment to publish the bag of the episode just scored (it closes the bag on the same
+        result this node received; a graph stopped before that would leave the bag hidden)."""
+        deadline = time.monotonic() + BAG_WAIT_SECONDS
+        while not (path.is_dir() and path.stat().st_mtime >= since - 1.0):
+            if time.monotonic() > deadline or not rclpy.ok():
+                self.get_logger().warning(f'the recorder has not published {path} yet')
+                return
+            time.sleep(0.01)
+
 
 class GraphTrials:
     """Runs the suite's trials over the ROS graph: ``run_suite``'s executor for the ``ros-graph`` runtime."""
@@ -198,7 +209,7 @@ class GraphTrials:
             spec = EpisodeSpec.for_trial(
                 trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
             )
-            started = time.perf_counter()
+            started, started_wall = time.perf_counter(), time.time()
             live = self.node.run_episode(spec)
             wall = time.perf_counter() - started
             record = {key: value for key, value in live.items() if key not in LIVE_ONLY}
@@ -210,6 +221,7 @@ class GraphTrials:
             )
             if options.record == 'bag':
                 record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
+                self.node.wait_for_bag(options.out / record['episode_file'], since=started_wall)
             yield TrialResult(key=trial.key, record=record)
 
 
