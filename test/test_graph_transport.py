@@ -19,9 +19,9 @@ from robofollow_ros.errors import GraphError
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.cdr_template import CdrTemplate, FrameMessages
-from robofollow_ros.ros.latest_samples import LatestSamples
 from robofollow_ros.ros.messages import joint_state_message, pose_message, to_time
 from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.state_layout import JOINT_NAMES
 
 DOMAIN = ros_domain(43)
@@ -45,7 +45,7 @@ def test_a_template_whose_builder_drops_the_values_is_refused() -> None:
 
 
 @pytest.mark.ros
-def test_latest_samples_hand_over_the_newest_sample_of_each_topic(monkeypatch) -> None:
+def test_on_demand_readers_hand_over_the_newest_sample_of_each_topic(monkeypatch) -> None:
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     context = Context()
     rclpy.init(context=context, domain_id=DOMAIN)
@@ -55,7 +55,7 @@ def test_latest_samples_hand_over_the_newest_sample_of_each_topic(monkeypatch) -
         topics = ['/test/a/pose', '/test/b/pose']
         writers = {topic: writer_node.create_publisher(PoseStamped, topic, qos.STATE) for topic in topics}
         stored: list[tuple[str, int, bytes]] = []
-        samples = LatestSamples(
+        samples = OnDemandReaders(
             reader_node, dict.fromkeys(topics, PoseStamped), store=lambda *item: stored.append(item)
         )
         wait_until(lambda: all(w.get_subscription_count() == 1 for w in writers.values()), timeout=10, what='match')

@@ -34,10 +34,10 @@ from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.environment import RosEnvironment
-from robofollow_ros.ros.latest_samples import LatestSamples
 from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array, trajectory_message
 from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
@@ -79,7 +79,7 @@ class PolicyBridge(Node):
         per_row: dict[str, type] = {topics.JOINT_STATES: JointState}
         if self.privileged:
             per_row.update(dict.fromkeys(pose_topics(), PoseStamped))
-        self.samples = LatestSamples(self, per_row, store=self.on_sample)
+        self.samples = OnDemandReaders(self, per_row, store=self.on_sample)
         self.cache.sources.append(self.samples.drain)
         if self.images:
             for camera in CAMERAS:

@@ -1,10 +1,11 @@
-"""``LatestSamples``: per-row topics that a node reads on demand instead of through its executor.
+"""``OnDemandReaders``: per-row topics that a node takes in batches when it needs them, not through its executor.
 
-The sim publishes joint states and poses for every executed row, but the policy bridge needs them only at the
-observation each query answers. Its subscriptions to those topics therefore live on a helper node that no executor
-spins: every reader keeps the newest sample (depth 1) inside Fast DDS, and ``drain`` takes whatever arrived when
-an observation is due. Python then handles about one message per topic and query instead of one per row, and the
-bridge's executor is free for the sim's status, whose latency is on the critical path (``docs/graph.md``).
+The sim publishes joint states and poses for every executed row (~14 messages). The readers of those topics live
+on a helper node that no executor spins; Fast DDS keeps the samples in each reader's history and ``drain`` takes
+whatever arrived, when the node needs it: the policy bridge keeps only the newest sample (depth 1) and drains when
+an observation is due, so Python handles one message per topic and query instead of one per row; the referee keeps
+every sample (``qos.STATE``) and drains at each sim status and at the episode's end. Either way no executor wakes
+up for every message (``docs/graph.md``).
 """
 
 from __future__ import annotations
@@ -26,16 +27,24 @@ NEWEST = QoSProfile(
 """The newest sample only; transient local, so a reader matched after the last row still gets it."""
 
 
-class LatestSamples:
+class OnDemandReaders:
     """Raw readers of ``kinds`` (topic -> message type) on an unspun node beside ``node``.
 
     Args:
         node: the node they belong to (its context and name are used).
         kinds: the topics and their message types.
         store: receives ``(topic, header stamp ns, CDR bytes)`` for every sample ``drain`` takes.
+        profile: the readers' QoS; its depth is how many samples per topic wait for ``drain``.
     """
 
-    def __init__(self, node: Node, kinds: Mapping[str, type], *, store: Callable[[str, int, bytes], None]) -> None:
+    def __init__(
+        self,
+        node: Node,
+        kinds: Mapping[str, type],
+        *,
+        store: Callable[[str, int, bytes], None],
+        profile: QoSProfile = NEWEST,
+    ) -> None:
         self.store = store
         self.node = rclpy.create_node(
             f'{node.get_name()}_samples',
@@ -45,7 +54,7 @@ class LatestSamples:
             enable_rosout=False,
         )
         self.readers = {
-            topic: self.node.create_subscription(kind, topic, _never_called, NEWEST, raw=True)
+            topic: self.node.create_subscription(kind, topic, _never_called, profile, raw=True)
             for topic, kind in kinds.items()
         }
 
