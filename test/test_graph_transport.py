@@ -80,6 +80,25 @@ def test_on_demand_readers_hand_over_the_newest_sample_of_each_topic(monkeypatch
         rclpy.shutdown(context=context)
 
 
+@pytest.mark.ros
+def test_on_demand_readers_get_a_name_of_their_own_and_follow_the_nodes_remappings(monkeypatch) -> None:
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = Context()
+    rclpy.init(
+        context=context,
+        domain_id=DOMAIN,
+        args=['--ros-args', '-r', '__node:=referee', '-r', '/joint_states:=/cell/joint_states'],
+    )
+    try:
+        node = rclpy.create_node('anything', context=context)
+        readers = OnDemandReaders(node, {'/joint_states': JointState}, store=lambda *_: None)
+        assert (node.get_name(), readers.node.get_name()) == ('referee', 'referee_samples')
+        assert readers.readers['/joint_states'].topic_name == '/cell/joint_states'
+        readers.close()
+    finally:
+        rclpy.shutdown(context=context)
+
+
 def _status(stamp_ns: int) -> SimStatus:
     return SimStatus(event='executed', episode_id='e', stamp_ns=stamp_ns, for_stamp_ns=stamp_ns - 1)
 

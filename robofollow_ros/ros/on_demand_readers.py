@@ -30,8 +30,11 @@ NEWEST = QoSProfile(
 class OnDemandReaders:
     """Raw readers of ``kinds`` (topic -> message type) on an unspun node beside ``node``.
 
+    The helper node ignores the process's global ROS arguments (a ``__node`` remap would give it the name of
+    ``node``); the topics are resolved through ``node`` instead, so its remappings still apply.
+
     Args:
-        node: the node they belong to (its context and name are used).
+        node: the node they belong to (its context, name and remappings are used).
         kinds: the topics and their message types.
         store: receives ``(topic, header stamp ns, CDR bytes)`` for every sample ``drain`` takes.
         profile: the readers' QoS; its depth is how many samples per topic wait for ``drain``.
@@ -50,11 +53,12 @@ class OnDemandReaders:
             f'{node.get_name()}_samples',
             context=node.context,
             namespace=node.get_namespace(),
+            use_global_arguments=False,
             start_parameter_services=False,
             enable_rosout=False,
         )
         self.readers = {
-            topic: self.node.create_subscription(kind, topic, _never_called, profile, raw=True)
+            topic: self.node.create_subscription(kind, node.resolve_topic_name(topic), _never_called, profile, raw=True)
             for topic, kind in kinds.items()
         }
 
