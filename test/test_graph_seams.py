@@ -8,8 +8,8 @@ import json
 import math
 import subprocess
 import sys
-from xml.etree import ElementTree as ET
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
