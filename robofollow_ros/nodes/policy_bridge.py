@@ -58,7 +58,7 @@ class PolicyBridge(Node):
             actions_per_query=int(param(self, 'actions_per_query', 50)),
         )
         robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT)))
-        self.joints = robot.joint_layout
+        self.joint_layout = robot.joint_layout
         self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(param(self, 'max_row_step', 0.5)))
         self.factory = resolve_policy(name, kwargs=kwargs)
         self.policy = self.build_policy()
@@ -127,7 +127,7 @@ class PolicyBridge(Node):
     def publish_chunk(self, chunk: np.ndarray, stamp_ns: int) -> None:
         for arm in ARMS:
             self.trajectory_pubs[arm].publish(
-                trajectory_message(chunk, arm, joints=self.joints, stamp_ns=stamp_ns, row_seconds=ROW_SECONDS)
+                trajectory_message(chunk, arm, joints=self.joint_layout, stamp_ns=stamp_ns, row_seconds=ROW_SECONDS)
             )
 
     def work(self) -> None:
@@ -166,7 +166,7 @@ class PolicyBridge(Node):
         env = RosEnvironment(
             self.cache,
             self.publish_chunk,
-            joints=self.joints,
+            joints=self.joint_layout,
             episode_id=spec.episode_id,
             privileged=self.privileged,
             timeout=self.sim_timeout,

@@ -45,7 +45,7 @@ class RefereeNode(Node):
     def __init__(self) -> None:
         super().__init__('referee')
         self.end_timeout = float(param(self, 'end_timeout', 5.0))
-        self.joints = joint_layout(str(param(self, 'robot', DEFAULT_ROBOT)))
+        self.joint_layout = joint_layout(str(param(self, 'robot', DEFAULT_ROBOT)))
         self.specs: dict[str, EpisodeSpec] = {}
         self.resets: dict[str, int] = {}
         self.ends: dict[str, tuple[EpisodeEnd, float]] = {}
@@ -116,7 +116,7 @@ class RefereeNode(Node):
         wanted = {topics.ee_pose_topic(arm) for arm in ARMS} | {
             topics.object_pose_topic(name) for name in layout.object_names
         }
-        builder = TrajectoryBuilder(layouts=(self.joints,))
+        builder = TrajectoryBuilder(layouts=(self.joint_layout,))
         by_topic: dict[str, list[bytes]] = defaultdict(list)
         for topic, stamp, data in self.poses:
             if topic in wanted and start_ns <= stamp <= end_ns:

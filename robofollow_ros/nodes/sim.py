@@ -71,7 +71,7 @@ class SimNode(Node):
         self.env = CellEnv(
             render=False, width=self.width, height=self.height, robot=str(param(self, 'robot', DEFAULT_ROBOT))
         )
-        self.joints = self.env.robot.joint_layout
+        self.joint_layout = self.env.robot.joint_layout
         self.clock = SimClock()
         self.spec: EpisodeSpec | None = None
         self.current: EpisodeSpec | None = None
@@ -178,7 +178,7 @@ class SimNode(Node):
 
     def execute(self, for_stamp_ns: int) -> None:
         try:
-            chunk = self.joints.chunk_from_arm_rows(self.pending)  # type: ignore[arg-type]
+            chunk = self.joint_layout.chunk_from_arm_rows(self.pending)  # type: ignore[arg-type]
         except RoboFollowError as error:
             self.get_logger().error(f'chunk ignored: {error}')
             self.pending.clear()
@@ -202,7 +202,7 @@ class SimNode(Node):
         stamp = self.clock.stamp(observation.time)
         self.observation_ns = stamp
         self.clock_pub.publish(Clock(clock=to_time(stamp)))
-        self.joints_pub.publish(joint_state_message(*self.joints.joint_state(observation.state), stamp_ns=stamp))
+        self.joints_pub.publish(joint_state_message(*self.joint_layout.joint_state(observation.state), stamp_ns=stamp))
         for name, position in observation.object_pos.items():
             publisher = self.object_pubs.get(name)
             if publisher is not None:
