@@ -198,6 +198,21 @@ def test_graph_declaration_resolves_arguments_and_typed_parameters() -> None:
     assert graph_environment({'ROS_DISTRO': 'jazzy'})['FASTRTPS_DEFAULT_PROFILES_FILE'].endswith('fastdds_shm.xml')
 
 
+def test_the_robot_argument_reaches_every_node_and_an_unknown_robot_is_refused_before_any_starts(capsys) -> None:
+    assert load_graph('sim').arguments['robot'] == DEFAULT_ROBOT
+    graph = load_graph('sim', {'robot': 'primitive', 'record': 'bag'})
+    assert {node.name: node.parameters['robot'] for node in graph.nodes} == dict.fromkeys(
+        ('sim', 'policy_bridge', 'referee', 'recorder', 'evaluator'), 'primitive'
+    )
+    with pytest.raises(GraphError, match="launch argument robot: unknown robot 'ur5'; choose one of aloha, primitive"):
+        load_graph('sim', {'robot': 'ur5'})
+    from robofollow_ros.cli import main
+
+    assert main(['launch', 'sim', 'robot:=ur5']) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "unknown robot 'ur5'" in error
+
+
 def _launch_file():
     spec = importlib.util.spec_from_file_location('sim_launch', ROOT / 'launch' / 'sim.launch.py')
     module = importlib.util.module_from_spec(spec)
