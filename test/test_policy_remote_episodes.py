@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from remote_support import ServedPolicyProcess
+from remote_support import ServedPolicyProcess, free_port
 
 from robofollow_ros.cli import main
 from robofollow_ros.policy.factory import make_policy
@@ -31,12 +31,6 @@ def evaluate(out, policy, *extra):
 
 def client_kwargs(port):
     return json.dumps({'port': port, 'connect_retries': 1, 'timeout': 60})
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.parametrize('protocol', PROTOCOLS)
