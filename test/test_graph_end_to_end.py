@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from graph_helpers import ROOT, comparable, graph_env, read_records, run_launch, start_joint_names_listener
 
-from robofollow_ros.bags import GENERIC_LAYOUT, read_episode_bag, write_episode_bag
+from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, write_episode_bag
 from robofollow_ros.cli.score import score_path
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.referee.trajectory_json import load_trajectory
@@ -145,19 +145,23 @@ def test_recorded_bags_hold_the_in_process_frames_and_rescore_to_the_live_record
 
 
 def test_a_bag_with_the_generic_joint_names_of_earlier_versions_still_scores(expert_runs: Runs, tmp_path) -> None:
+    """Earlier graph bags named no robot; earlier in-process bags named it but used the generic joint names."""
     runs = expert_runs
     task_id = runs.tasks[0]
     (offline,) = [r for r in read_records(runs.offline / 'results.jsonl') if r['task_id'] == task_id]
     episode = load_trajectory(runs.offline / 'episodes' / f'{task_id}__r01.json')
-    meta = {key: value for key, value in episode.meta.items() if key != 'robot'}
-    old = write_episode_bag(tmp_path / 'old', meta=meta, trajectory=episode.trajectory, joints=GENERIC_LAYOUT)
-    _, trajectory = read_episode_bag(old)
-    for arm in ('left', 'right'):
-        np.testing.assert_array_equal(trajectory.grip[arm], episode.trajectory.grip[arm])
-    rescored = score_path(old)
-    assert {k: rescored[k] for k in comparable(rescored) if k in offline} == {
-        k: v for k, v in comparable(offline).items() if k in rescored
-    }
+    assert episode.meta['robot'] == runs.robot
+    without_robot = {key: value for key, value in episode.meta.items() if key != 'robot'}
+    for name, meta in (('graph', without_robot), ('in_process', episode.meta)):
+        old = write_episode_bag(tmp_path / name, meta=meta, trajectory=episode.trajectory, joints=GENERIC_LAYOUT)
+        recording = load_episode(old)
+        assert recording.joints is GENERIC_LAYOUT
+        for arm in ('left', 'right'):
+            np.testing.assert_array_equal(recording.trajectory.grip[arm], episode.trajectory.grip[arm])
+        rescored = score_path(old)
+        assert {k: rescored[k] for k in comparable(rescored) if k in offline} == {
+            k: v for k, v in comparable(offline).items() if k in rescored
+        }
 
 
 def test_blind_policy_scores_lower_than_the_expert_on_an_l1_task(graph_runs, tmp_path) -> None:
