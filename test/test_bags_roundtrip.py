@@ -107,6 +107,9 @@ def test_joint_positions_round_trip_by_name_and_gripper_only_default(tmp_path, s
     exact(grippers_only.joint_positions[:, 6], trajectory.grip['left'])
     exact(grippers_only.joint_positions[:, 13], trajectory.grip['right'])
     exact(grippers_only.trajectory.grip['left'], trajectory.grip['left'])
+    assert grippers_only.joints.robot == robot
+    by_meta = load_episode(write_episode_bag(tmp_path / 'meta', meta=meta, trajectory=trajectory, storage=storage))
+    assert by_meta.joints.robot == robot, 'without joints=, the writer names joints after meta["robot"]'
 
 
 def _close(actual: np.ndarray, expected: np.ndarray) -> None:

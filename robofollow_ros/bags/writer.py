@@ -307,14 +307,15 @@ def _joint_rows(
 ) -> tuple[tuple[str, ...], np.ndarray]:
     n = len(trajectory)
     grippers = np.stack([np.asarray(trajectory.grip[arm], dtype=np.float64) for arm in ARMS], axis=1)
+    columns = [GRIP_INDEX[arm] for arm in ARMS]
     if joint_positions is None:
-        mimics = [name for arm in ARMS for name in layout.gripper_mimics.get(arm, ())]
-        names = (*(layout.grippers[arm] for arm in ARMS), *mimics)
-        values = grippers * layout.gripper_scale
-        columns = [ARMS.index(arm) for arm in ARMS for _ in layout.gripper_mimics.get(arm, ())]
-        return names, np.concatenate([values, values[:, columns]], axis=1)
+        states = np.zeros((n, ACTION_DIM))
+        states[:, columns] = grippers
+        carried = {*layout.grippers.values(), *(name for names in layout.gripper_mimics.values() for name in names)}
+        kept = [i for i, name in enumerate(layout.published_names) if name in carried]
+        return tuple(layout.published_names[i] for i in kept), np.ascontiguousarray(layout.to_joints(states)[:, kept])
     states = _array(joint_positions, (n, ACTION_DIM), 'joint_positions')
-    if not np.allclose(states[:, list(GRIP_INDEX.values())], grippers, rtol=0.0, atol=GRIPPER_TOLERANCE):
+    if not np.allclose(states[:, columns], grippers, rtol=0.0, atol=GRIPPER_TOLERANCE):
         raise TrajectoryError('joint_positions gripper columns differ from trajectory.grip')
     return layout.published_names, layout.to_joints(states)
 
