@@ -107,7 +107,8 @@ def test_live_records_equal_in_process_records(expert_runs: Runs) -> None:
         assert live_records[task_id]['sim_seconds'] == pytest.approx(offline_records[task_id]['sim_seconds'], abs=1e-6)
         assert live_records[task_id]['completion_ok'], task_id
     run = json.loads((runs.live / 'run.json').read_text())
-    assert run['status'] == 'complete' and '"ros-graph"' in json.dumps(run)
+    assert run['status'] == 'complete' and run['runtime'] == 'ros-graph'
+    assert run['identity']['robot'] == run['options']['robot'] == runs.robot
     assert json.loads((runs.live / 'identity.json').read_text())['robot'] == runs.robot
 
 
