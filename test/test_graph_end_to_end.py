@@ -19,7 +19,15 @@ from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
-from graph_helpers import ROOT, comparable, graph_env, read_records, run_launch, start_joint_names_listener
+from graph_helpers import (
+    ROOT,
+    comparable,
+    graph_env,
+    read_records,
+    run_launch,
+    start_joint_names_listener,
+    stop_listener,
+)
 
 from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, write_episode_bag
 from robofollow_ros.cli.score import score_path
@@ -40,7 +48,7 @@ TASKS = {
 }
 PRIMITIVE_PATTERN = '*pick_right_of_red*'
 """Exactly the primitive robot's tasks (``robofollow eval`` selects tasks by pattern)."""
-DOMAINS = {'aloha': 21, 'primitive': 43}
+DOMAINS = {'aloha': 44, 'primitive': 43}
 BLIND_TASK = 'L1_s11_pick_right_of_red'
 
 
@@ -81,7 +89,7 @@ def graph_runs(tmp_path_factory):
             try:
                 _run_graph(robot, live)
             finally:
-                listener.wait(timeout=60)
+                stop_listener(listener)
             offline = tmp_path_factory.mktemp(f'in_process_{robot}')
             options = SuiteOptions(out=offline, policy='expert', task_ids=TASKS[robot], record='json', robot=robot)
             run_suite(options, progress=False)
@@ -167,7 +175,7 @@ def test_a_bag_with_the_generic_joint_names_of_earlier_versions_still_scores(exp
 
 def test_blind_policy_scores_lower_than_the_expert_on_an_l1_task(graph_runs, tmp_path) -> None:
     live = graph_runs('aloha').live
-    result = run_launch(22, policy='blind', task_ids=BLIND_TASK, out=str(tmp_path))
+    result = run_launch(45, policy='blind', task_ids=BLIND_TASK, out=str(tmp_path))
     assert result.returncode == 0, result.stdout[-4000:]
     (blind,) = read_records(tmp_path / 'results.jsonl')
     expert = next(r for r in read_records(live / 'results.jsonl') if r['task_id'] == BLIND_TASK)
