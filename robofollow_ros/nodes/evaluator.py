@@ -46,6 +46,8 @@ from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
 """Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
+RESET_ATTEMPT_SECONDS = 15.0
+"""How long one call of the reset service may stay unanswered before it is made again."""
 LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
 
 
@@ -70,6 +72,7 @@ class EvaluatorNode(Node):
             query_timeout=float(param(self, 'query_timeout', DEFAULT_QUERY_TIMEOUT)),
             force_new=bool(param(self, 'force_new', False)),
             robot=get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name,
+            retry_errors=bool(param(self, 'retry_errors', False)),
         )
         self.timeout = float(param(self, 'timeout', 600.0))
         self.startup_timeout = float(param(self, 'startup_timeout', 60.0))
@@ -124,10 +127,25 @@ class EvaluatorNode(Node):
         time.sleep(MATCH_SETTLE_SECONDS)
 
     def reset(self, spec: EpisodeSpec, *, deadline: float) -> None:
-        """Call the reset service until the sim has reset to ``spec``."""
+        """Call the reset service until the sim has reset to ``spec``.
+
+        A call unanswered after ``RESET_ATTEMPT_SECONDS`` is abandoned and made again: Fast DDS drops a response
+        whose reader the service has not matched yet ("failed to send response"), and resetting twice to the
+        same episode is harmless (every node follows the latest reset of an episode).
+        """
         while True:
             future = self.reset_client.call_async(Trigger.Request())
-            wait_for(future.done, timeout=max(0.0, deadline - time.monotonic()), what=f'{topics.SIM_RESET}')
+            attempt_end = min(deadline, time.monotonic() + RESET_ATTEMPT_SECONDS)
+            try:
+                wait_for(future.done, timeout=max(0.0, attempt_end - time.monotonic()), what=f'{topics.SIM_RESET}')
+            except GraphError:
+                self.reset_client.remove_pending_request(future)
+                if time.monotonic() >= deadline or not rclpy.ok():
+                    raise
+                self.get_logger().warning(
+                    f'{topics.SIM_RESET} unanswered for {RESET_ATTEMPT_SECONDS:g} s: calling again'
+                )
+                continue
             response = future.result()
             if response is not None and response.success and response.message == spec.episode_id:
                 return
