@@ -140,3 +140,50 @@ VOLATILE = ('wall_seconds', 'sim_seconds', 'episode_file', 'source', 'run_id')
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
     """A result record without the fields that legitimately differ between runs of the same episode."""
     return {key: value for key, value in record.items() if key not in VOLATILE}
+
+
+LISTEN_JOINT_NAMES = """
+import json, sys, time
+import rclpy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from robofollow_ros.ros import qos
+rclpy.init()
+node = rclpy.create_node('joint_names_listener')
+seen = {}
+node.create_subscription(JointState, '/joint_states', lambda m: seen.setdefault('names', list(m.name)), qos.STATE)
+node.create_subscription(String, '/robot_description', lambda m: seen.setdefault('urdf', m.data), qos.LATCHED)
+print('ready', flush=True)
+deadline = time.monotonic() + float(sys.argv[2])
+try:
+    while len(seen) < 2 and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.1)
+except KeyboardInterrupt:
+    pass
+with open(sys.argv[1], 'w', encoding='utf-8') as out:
+    json.dump(seen, out)
+"""
+
+
+def start_joint_names_listener(domain: int, path: Path, *, timeout: float = 300.0) -> subprocess.Popen[str]:
+    """A process in ``domain`` that writes to ``path`` the names of the first /joint_states message and the
+    /robot_description text as JSON (``names``, ``urdf``), once it has both or on SIGINT with what it has;
+    returns once it is subscribed."""
+    process = subprocess.Popen(
+        [sys.executable, '-c', LISTEN_JOINT_NAMES, str(path), str(timeout)],
+        env=graph_env(domain),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == 'ready'
+    return process
+
+
+def stop_listener(process: subprocess.Popen[str], *, grace: float = 20.0) -> None:
+    """Let a listener finish on its own for ``grace`` seconds, then interrupt it (it writes what it got)."""
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=10)

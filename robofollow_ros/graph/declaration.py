@@ -89,7 +89,7 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
         path: read this file instead of the installed ``config/graph_<name>.yaml``.
 
     Raises:
-        GraphError: unknown graph or argument, or a malformed declaration.
+        GraphError: unknown graph or argument, an unknown robot, or a malformed declaration.
     """
     try:
         source = path or graph_file(name)
@@ -105,6 +105,7 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
     if unknown:
         raise GraphError(f'unknown launch argument(s) {", ".join(unknown)} (declared: {", ".join(declared)})')
     values = {key: str(given.get(key, spec.get('default', ''))) for key, spec in declared.items()}
+    _check_arguments(values)
     strings = set(document.get('strings') or [])
     nodes = []
     for entry in document.get('nodes') or []:
@@ -127,6 +128,17 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
         )
     descriptions = {key: str(spec.get('description', '')) for key, spec in declared.items()}
     return GraphDeclaration(name=name, nodes=tuple(nodes), arguments=values, descriptions=descriptions)
+
+
+def _check_arguments(values: Mapping[str, str]) -> None:
+    """Refuse values that would only fail once the nodes run (so the error comes before any node starts)."""
+    from robofollow_ros.sim.robots import get_robot_spec
+
+    if 'robot' in values:
+        try:
+            get_robot_spec(values['robot'])
+        except RoboFollowError as error:
+            raise GraphError(f'launch argument robot: {error}') from None
 
 
 def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:

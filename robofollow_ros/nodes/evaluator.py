@@ -41,6 +41,7 @@ from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.runtime import param, spin, wait_for
+from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
@@ -70,6 +71,7 @@ class EvaluatorNode(Node):
             limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', 10))),
             query_timeout=float(param(self, 'query_timeout', DEFAULT_QUERY_TIMEOUT)),
             force_new=bool(param(self, 'force_new', False)),
+            robot=get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name,
             retry_errors=bool(param(self, 'retry_errors', False)),
         )
         self.timeout = float(param(self, 'timeout', 600.0))

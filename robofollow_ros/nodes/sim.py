@@ -1,9 +1,10 @@
 """``sim`` node: the MuJoCo cell on ROS, in synchronous mode (handshake: ``robofollow_ros/graph/protocol.py``).
 
-Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row; camera images and CameraInfo
-after each reset and chunk (rendered only while someone subscribes, or always with ``images: always``);
-``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics, ``/robofollow/episode``
-and the ``/robofollow/sim/reset`` service.
+Parameter ``robot`` picks the cell's robot (``sim.robots``); ``/joint_states`` and the trajectories carry its URDF's
+joint names (``JointLayout``). Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row;
+camera images and CameraInfo after each reset and chunk (rendered only while someone subscribes, or always with
+``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics,
+``/robofollow/episode`` and the ``/robofollow/sim/reset`` service.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from robofollow_ros.ros.messages import (
     trajectory_positions,
 )
 from robofollow_ros.ros.runtime import param, read_episode, run_node
-from robofollow_ros.state_layout import CAMERAS, JOINT_NAMES, chunk_from_arm_rows
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
+from robofollow_ros.state_layout import CAMERAS
 
 MATCH_TIMEOUT_SECONDS = 5.0
 
@@ -66,7 +68,10 @@ class SimNode(Node):
         self.width = int(param(self, 'width', IMAGE_WIDTH))
         self.height = int(param(self, 'height', IMAGE_HEIGHT))
         self.images = str(param(self, 'images', 'auto'))
-        self.env = CellEnv(render=False, width=self.width, height=self.height)
+        self.env = CellEnv(
+            render=False, width=self.width, height=self.height, robot=str(param(self, 'robot', DEFAULT_ROBOT))
+        )
+        self.joint_layout = self.env.robot.joint_layout
         self.clock = SimClock()
         self.spec: EpisodeSpec | None = None
         self.current: EpisodeSpec | None = None
@@ -173,7 +178,7 @@ class SimNode(Node):
 
     def execute(self, for_stamp_ns: int) -> None:
         try:
-            chunk = chunk_from_arm_rows(self.pending)  # type: ignore[arg-type]
+            chunk = self.joint_layout.chunk_from_arm_rows(self.pending)  # type: ignore[arg-type]
         except RoboFollowError as error:
             self.get_logger().error(f'chunk ignored: {error}')
             self.pending.clear()
@@ -197,7 +202,7 @@ class SimNode(Node):
         stamp = self.clock.stamp(observation.time)
         self.observation_ns = stamp
         self.clock_pub.publish(Clock(clock=to_time(stamp)))
-        self.joints_pub.publish(joint_state_message(JOINT_NAMES, observation.state, stamp_ns=stamp))
+        self.joints_pub.publish(joint_state_message(*self.joint_layout.joint_state(observation.state), stamp_ns=stamp))
         for name, position in observation.object_pos.items():
             publisher = self.object_pubs.get(name)
             if publisher is not None:
