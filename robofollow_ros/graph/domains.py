@@ -53,10 +53,10 @@ def graph_domains(base: int, workers: int) -> list[int]:
         )
     clashing = [domain for domain in domains if domain in EPHEMERAL_DOMAINS]
     if clashing:
+        which = f'{clashing[0]}' if len(clashing) == 1 else f'{clashing[0]}-{clashing[-1]}'
         raise GraphError(
-            f'{workers} graphs from {DOMAIN_VARIABLE}={base} need domains {base}-{last}, and '
-            f'{clashing[0]}-{clashing[-1]} clash with the ephemeral ports (domains 102-214); '
-            f'choose a range within 0-101 or 215-{MAX_DOMAIN}'
+            f'{workers} graphs from {DOMAIN_VARIABLE}={base} need domains {base}-{last}, and {which} fall among '
+            f'the ephemeral ports (domains 102-214); choose a range within 0-101 or 215-{MAX_DOMAIN}'
         )
     return domains
 
