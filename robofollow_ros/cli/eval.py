@@ -26,9 +26,11 @@ only the three camera images, the 14-D joint state and the instruction; every ca
 within --query-timeout seconds (building it, ten times that), or the trial records a timeout and the
 next trial gets a fresh instance. Failures of the policy are recorded per trial and the run goes on.
 
---workers N runs N simulators as separate processes of this machine; --ray [ADDRESS] runs them as Ray
-actors on a cluster (or on a Ray instance started for the run; needs `pip install .[ray]`). Either way this
-process writes every file, a lost worker's trial runs again, and the records are those of a one-process run.
+--workers N runs N simulators as separate processes of this machine (with --in-process), or N graphs in
+ROS domains ROS_DOMAIN_ID+0..N-1 driven by one evaluator (over the graph); --ray [ADDRESS] runs them as
+Ray actors on a cluster (or on a Ray instance started for the run; needs `pip install .[ray]`; with
+--in-process). Either way one process writes every file, a lost worker's (or graph's) trial runs again,
+and the records are those of a one-process run.
 --policy-kwargs '{"endpoints": ["host:port", ...]}' spreads a network policy (openpi, robotwin-tcp) over a
 pool of servers: each simulator talks to one, and a server that goes down leaves the pool.
 """
@@ -76,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--workers',
         type=int,
         default=None,
-        help='simulators running trials at once (default 1; with --ray, one per CPU)',
+        help='simulators (or graphs) running trials at once (default 1; with --ray, one per CPU)',
     )
     parser.add_argument(
         '--ray',
