@@ -87,5 +87,9 @@ class PolicyPoolError(PolicyError):
     """Every policy server of an ``endpoints`` pool is unreachable."""
 
 
+class PolicyServerDownError(PolicyError):
+    """The run's one policy server kept refusing connections for several trials in a row."""
+
+
 class DatasetError(RoboFollowError):
     """A demonstration collection or dataset cannot be written or read (options differ, malformed files)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,13 @@ class WavePolicy:
 def make_wave(rows: int = 7, die_at: int | None = None) -> WavePolicy:
     """Factory for ``--policy remote_support:make_wave``."""
     return WavePolicy(rows=rows, die_at=die_at)
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on (a dead endpoint)."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
 
 
 class ServedPolicyProcess:

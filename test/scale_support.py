@@ -26,13 +26,13 @@ def cli_args(out: Path, *extra: str) -> list[str]:
     return ['eval', '--in-process', *scope, '--out', str(out), '--quiet', *extra]
 
 
-def comparable(records) -> dict:
-    """Records by trial without their wall-clock fields; a trial recorded twice fails the comparison."""
+def comparable(records, *, ignore: tuple[str, ...] = ()) -> dict:
+    """Records by trial without their wall-clock fields (and ``ignore``); a trial recorded twice fails."""
     by_key = {}
     for record in records:
         key = (record['task_id'], record['round'])
         assert key not in by_key, f'{key} recorded twice'
-        by_key[key] = {name: value for name, value in record.items() if name not in WALL_CLOCK_FIELDS}
+        by_key[key] = {name: value for name, value in record.items() if name not in WALL_CLOCK_FIELDS | set(ignore)}
     return by_key
 
 
@@ -49,6 +49,18 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state != 'Z'
+
+
+def pids_mentioning(text: str) -> list[int]:
+    """Process ids whose command line contains ``text``."""
+    found = []
+    for cmdline in Path('/proc').glob('[0-9]*/cmdline'):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
 
 
 def is_worker(pid: int) -> bool:

@@ -95,6 +95,32 @@ def test_export_reads_back_frame_by_frame(dataset):
             assert psnr > 28.0
 
 
+def test_episodes_roll_over_to_the_next_data_and_video_files(dataset, tmp_path):
+    collection, root, _ = dataset
+    rolled = tmp_path / 'rolled'
+    export_lerobot(collection, rolled, episodes_per_file=3)
+    whole = pq.read_table(root / 'data' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    parts = [pq.read_table(rolled / 'data' / 'chunk-000' / f'file-00{i}.parquet').to_pandas() for i in (0, 1)]
+    assert [sorted(set(part['episode_index'])) for part in parts] == [[0, 1, 2], [3]]
+    joined = pd.concat(parts, ignore_index=True)
+    assert list(joined['index']) == list(whole['index']) == list(range(len(whole)))
+    np.testing.assert_array_equal(np.stack(joined['action']), np.stack(whole['action']))
+    episodes = pq.read_table(rolled / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    last = episodes.iloc[3]
+    assert (last['data/file_index'], last['dataset_from_index']) == (1, len(parts[0]))
+    for camera in CAMERAS:
+        key = f'videos/observation.images.{camera}'
+        assert last[f'{key}/file_index'] == 1 and last[f'{key}/from_timestamp'] == 0.0
+        frames, _ = _decode(rolled / f'videos/observation.images.{camera}/chunk-000/file-001.mp4')
+        assert len(frames) == len(parts[1]) == last['length']
+        whole_frames, _ = _decode(root / f'videos/observation.images.{camera}/chunk-000/file-000.mp4')
+        difference = np.abs(frames[0].astype(np.int16) - whole_frames[len(parts[0])].astype(np.int16))
+        assert difference.mean() < 3.0, 'the new file does not start with the first frame of episode 3'
+        assert np.abs(frames[0].astype(np.int16) - whole_frames[len(parts[0]) - 1].astype(np.int16)).mean() > 0
+    with pytest.raises(DatasetError, match='at least one episode'):
+        export_lerobot(collection, tmp_path / 'none', episodes_per_file=0)
+
+
 def test_stats_cover_every_feature(dataset):
     _, root, _ = dataset
     stats = json.loads((root / 'meta' / 'stats.json').read_text())

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import eval_process
 import pytest
-from remote_support import ServedPolicyProcess
+from remote_support import ServedPolicyProcess, free_port
 
 from robofollow_ros.cli import main
 
 pytestmark = pytest.mark.sim
 TASK = 'L0_pickup_yellow_block_2'
 LOCAL_ONLY = ('wall_seconds', 'run_id')
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 def evaluate(out, policy, kwargs, *extra):

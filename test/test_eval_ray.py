@@ -9,14 +9,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
 
 import eval_process
 import pytest
 import ray
+from graph_helpers import wait_until
 from ray.cluster_utils import Cluster
-from scale_support import TRIALS, cli_args, comparable, suite_options
+from remote_support import ServedPolicyProcess, free_port
+from scale_support import TRIALS, cli_args, comparable, pids_mentioning, suite_options
 
+from robofollow_ros.cli import main
 from robofollow_ros.evaluation.ray_workers import HEALTH_CHECK, LOCAL_RAY_ENVIRONMENT, RayTrials
 from robofollow_ros.evaluation.suite import plan_trials, run_identity, run_suite
 
@@ -49,6 +53,9 @@ def cluster():
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
+POOL_TASKS = 'L0_pickup_yellow_block_2'
+
+
 def ray_options(out, cluster):
     return suite_options(out, use_ray=True, ray_address=cluster.address, workers=2)
 
@@ -71,6 +78,80 @@ def test_the_command_line_writes_one_results_file_from_the_cluster(tmp_path, clu
     assert comparable(eval_process.result_lines(out)) == one_process
     run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
     assert run['status'] == 'complete' and run['options']['use_ray'] is True
+
+
+def test_ctrl_c_during_a_cluster_run_frees_the_cluster_and_the_run_resumes(tmp_path, cluster, one_process):
+    head_cluster, _ = cluster
+    out = tmp_path / 'run'
+    args = cli_args(out, '--ray', head_cluster.address, '--workers', '2')
+    process = eval_process.start(args)
+    eval_process.wait_for_records(out, 3, process)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'interrupted' and run['completed_trials'] == len(eval_process.result_lines(out)) < TRIALS
+    wait_until(lambda: ray.available_resources().get('CPU') == 2.0, timeout=30, what='the actors to be released')
+    done = eval_process.run(args)
+    assert done.returncode == 0, done.stderr
+    assert comparable(eval_process.result_lines(out)) == one_process
+
+
+def test_a_pool_with_a_dead_endpoint_on_the_cluster_finishes_like_the_live_server_alone(tmp_path, cluster):
+    head_cluster, _ = cluster
+    dead = f'127.0.0.1:{free_port()}'
+    scope = ['--tasks', POOL_TASKS, '--rounds', '4', '--max-queries', '3', '--quiet']
+    with ServedPolicyProcess('--policy', 'remote_support:make_wave', '--protocol', 'openpi') as server:
+        pool = {'endpoints': [dead, f'127.0.0.1:{server.port}'], 'timeout': 60}
+        ray_args = ['--ray', head_cluster.address, '--workers', '2']
+        assert (
+            main(
+                [
+                    'eval',
+                    '--in-process',
+                    '--policy',
+                    'openpi',
+                    '--policy-kwargs',
+                    json.dumps(pool),
+                    *scope,
+                    '--out',
+                    str(tmp_path / 'pool'),
+                    *ray_args,
+                ]
+            )
+            == 0
+        )
+        alone = {'port': server.port, 'timeout': 60}
+        assert (
+            main(
+                [
+                    'eval',
+                    '--in-process',
+                    '--policy',
+                    'openpi',
+                    '--policy-kwargs',
+                    json.dumps(alone),
+                    *scope,
+                    '--out',
+                    str(tmp_path / 'alone'),
+                ]
+            )
+            == 0
+        )
+    pooled = comparable(eval_process.result_lines(tmp_path / 'pool'), ignore=('run_id',))
+    assert len(pooled) == 4 and not any(record['policy_error'] for record in pooled.values())
+    assert pooled == comparable(eval_process.result_lines(tmp_path / 'alone'), ignore=('run_id',))
+
+
+def test_ray_without_an_address_starts_and_stops_its_own_instance(tmp_path, one_process):
+    ray_tmp = tempfile.mkdtemp(prefix='rf-ray-')
+    out = tmp_path / 'run'
+    done = eval_process.run(cli_args(out, '--tasks', 'L0_pickup_*_1_*', '--ray', '--workers', '2'), RAY_TMPDIR=ray_tmp)
+    assert done.returncode == 0, done.stderr
+    records = comparable(eval_process.result_lines(out))
+    assert len(records) == 4 and records == {key: one_process[key] for key in records}
+    wait_until(lambda: not pids_mentioning(ray_tmp), timeout=15, what='the Ray processes of the run to exit')
+    shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def test_losing_a_node_mid_run_loses_and_duplicates_nothing(tmp_path, cluster, one_process):

@@ -12,9 +12,13 @@ import pytest
 from scale_support import TRIALS, alive, child_pids, cli_args, comparable, is_worker, suite_options
 
 from robofollow_ros.cli import main
+from robofollow_ros.cli.score import score_path
+from robofollow_ros.data.video import END_CARD_SECONDS, decode_frames
 from robofollow_ros.evaluation.records import Trial
 from robofollow_ros.evaluation.suite import plan_trials, run_identity, run_suite
 from robofollow_ros.evaluation.workers import LocalWorkers
+
+SCORES = ('task_id', 'round', 'intent_score', 'exec_score', 'completion_ok', 'frames', 'selection')
 
 
 @pytest.fixture(scope='module')
@@ -73,3 +77,20 @@ def test_a_signal_stops_every_worker_and_the_run_resumes(tmp_path, one_process, 
 def test_workers_below_one_are_refused(tmp_path, capsys):
     assert main(cli_args(tmp_path / 'run', '--workers', '0')) == 2
     assert capsys.readouterr().err.strip() == 'robofollow eval: error: --workers must be at least 1'
+
+
+def test_two_workers_record_bags_and_videos_through_the_one_writer(tmp_path):
+    tasks = ['--tasks', 'L0_pickup_*_1_*']
+    one, two = tmp_path / 'one', tmp_path / 'two'
+    assert main([*cli_args(one, '--record', 'bag', '--video', *tasks)]) == 0
+    assert main([*cli_args(two, '--record', 'bag', '--video', '--workers', '2', *tasks)]) == 0
+    records = comparable(eval_process.result_lines(two))
+    assert records == comparable(eval_process.result_lines(one)) and len(records) >= 4
+    for record in records.values():
+        rescored = score_path(two / record['episode_file'])
+        assert {key: rescored[key] for key in SCORES} == {key: record[key] for key in SCORES}
+        frames = decode_frames(two / record['video_file'])
+        assert len(frames) == record['frames'] + round(END_CARD_SECONDS * 17)
+    assert sorted(path.name for path in (two / 'episodes').iterdir()) == sorted(
+        path.name for path in (one / 'episodes').iterdir()
+    )

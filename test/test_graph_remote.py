@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 from graph_helpers import ROOT, finish, graph_env, read_records, run_launch, start_launch, wait_until
+from remote_support import free_port
+
+from robofollow_ros.evaluation.endpoints import reachable
 
 pytestmark = pytest.mark.ros
 
 TASKS = 'L0_pickup_yellow_block_1_left,L0_pickup_yellow_block_1_right,L0_pickup_yellow_block_2'
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return int(probe.getsockname()[1])
 
 
 def _serve(domain: int, policy: str, protocol: str, port: int, kwargs: str = '{}') -> subprocess.Popen[str]:
@@ -35,11 +31,7 @@ def _serve(domain: int, policy: str, protocol: str, port: int, kwargs: str = '{}
         text=True,
     )
 
-    def listening() -> bool:
-        with socket.socket() as probe:
-            return probe.connect_ex(('127.0.0.1', port)) == 0
-
-    wait_until(listening, timeout=60, what=f'serve-policy on port {port}')
+    wait_until(lambda: reachable(f'127.0.0.1:{port}'), timeout=60, what=f'serve-policy on port {port}')
     return server
 
 
@@ -47,7 +39,7 @@ def _serve(domain: int, policy: str, protocol: str, port: int, kwargs: str = '{}
     ('domain', 'protocol', 'client'), [(40, 'openpi', 'openpi'), (41, 'robotwin-tcp', 'robotwin-tcp')]
 )
 def test_serve_policy_behind_the_bridge_runs_a_full_episode(domain, protocol, client, tmp_path) -> None:
-    port = _free_port()
+    port = free_port()
     server = _serve(domain, 'hold', protocol, port)
     try:
         kwargs = json.dumps({'port': port, 'connect_retries': 10})
@@ -64,7 +56,7 @@ def test_serve_policy_behind_the_bridge_runs_a_full_episode(domain, protocol, cl
 
 
 def test_a_policy_server_killed_mid_episode_records_a_policy_error_and_the_run_goes_on(tmp_path) -> None:
-    port = _free_port()
+    port = free_port()
     server = _serve(42, 'graph_policies:slow_hold', 'openpi', port, kwargs='{"delay": 0.4}')
     kwargs = json.dumps({'port': port, 'connect_retries': 1, 'retry_interval': 0.1, 'timeout': 10.0})
     launcher = start_launch(42, policy='openpi', policy_kwargs=kwargs, task_ids=TASKS, out=str(tmp_path))

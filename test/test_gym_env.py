@@ -19,7 +19,7 @@ pytestmark = pytest.mark.sim
 TASK = 'L0_pickup_yellow_block_2'
 SMALL = {'width': 32, 'height': 24}
 BOOKKEEPING = {
-    'policy', 'robot', 'privileged', 'run_id', 'policy_error', 'error_kind', 'scored',
+    'policy', 'robot', 'run_id', 'policy_error', 'error_kind', 'scored',
     'queries', 'executed_rows', 'sim_seconds', 'wall_seconds',
 }  # fmt: skip
 
@@ -94,4 +94,18 @@ def test_expert_through_gymnasium_gives_the_eval_record(tmp_path):
     assert steps < expected['executed_rows']
     assert 0.0 < info['intent_score'] <= expected['intent_score'] and info['exec_score'] <= expected['exec_score']
     assert [stage['name'] for stage in info['record']['stages']] == [stage['name'] for stage in expected['stages']]
+    env.close()
+
+
+def test_records_say_whether_the_episode_read_the_privileged_observation():
+    env = gym.make('robofollow/RoboFollow-v0', task_id=TASK, round=1, **SMALL)
+    observation, _ = env.reset()
+    _, _, _, _, info = env.step(observation['agent_pos'])
+    assert info['record']['privileged'] is False
+    env.unwrapped.privileged_observation()
+    _, _, _, _, info = env.step(observation['agent_pos'])
+    assert info['record']['privileged'] is True
+    env.reset()
+    _, _, _, _, info = env.step(observation['agent_pos'])
+    assert info['record']['privileged'] is False
     env.close()

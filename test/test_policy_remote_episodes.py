@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from remote_support import ServedPolicyProcess
+from remote_support import ServedPolicyProcess, free_port
 
 from robofollow_ros.cli import main
 from robofollow_ros.policy.factory import make_policy
@@ -31,12 +31,6 @@ def evaluate(out, policy, *extra):
 
 def client_kwargs(port):
     return json.dumps({'port': port, 'connect_retries': 1, 'timeout': 60})
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.parametrize('protocol', PROTOCOLS)
@@ -177,3 +171,42 @@ def test_a_served_replay_of_the_experts_rows_completes_the_task_like_the_replay_
     assert {k: v for k, v in direct.items() if k not in LOCAL_ONLY} == {
         k: v for k, v in served.items() if k not in LOCAL_ONLY
     }
+
+
+def test_a_server_that_stays_down_stops_the_run_and_retry_errors_plays_those_trials_again(tmp_path, capsys):
+    port = free_port()
+    kwargs = json.dumps({'port': port, 'connect_retries': 1, 'timeout': 60})
+    served = ('--policy', 'remote_support:make_wave', '--protocol', 'openpi', '--port', str(port))
+    with ServedPolicyProcess(*served, '--policy-kwargs', '{"die_at": 3}'):
+        status = evaluate(tmp_path, 'openpi', '--policy-kwargs', kwargs, '--rounds', '6', '--record', 'json')
+    assert status == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f'the policy server at 127.0.0.1:{port} refused connections through 3 trials in a row' in error
+    assert 'with 3 trials to go' in error
+    first = records(tmp_path)
+    assert [record['round'] for record in first] == [1, 2, 3] and all(record['policy_error'] for record in first)
+    run = json.loads((tmp_path / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'failed' and 'PolicyServerDownError' in run['reason']
+
+    with ServedPolicyProcess(*served):
+        again = ('--rounds', '6', '--record', 'json', '--retry-errors')
+        assert evaluate(tmp_path, 'openpi', '--policy-kwargs', kwargs, *again) == 0
+    assert '--retry-errors: 3 trials with a policy error run again' in capsys.readouterr().err
+    final = records(tmp_path)
+    assert sorted(record['round'] for record in final) == [1, 2, 3, 4, 5, 6]
+    assert not any(record['policy_error'] for record in final)
+    (aside,) = tmp_path.glob('retried-*')
+    assert records(aside) == first
+    assert all((aside / record['episode_file']).is_file() for record in first)
+    assert all((tmp_path / record['episode_file']).is_file() for record in final)
+    assert json.loads((tmp_path / 'run.json').read_text(encoding='utf-8'))['status'] == 'complete'
+
+
+def test_retry_errors_without_failed_trials_changes_nothing(tmp_path):
+    with ServedPolicyProcess('--policy', 'remote_support:make_wave', '--protocol', 'openpi') as server:
+        kwargs = json.dumps({'port': server.port, 'timeout': 60})
+        assert evaluate(tmp_path, 'openpi', '--policy-kwargs', kwargs, '--rounds', '2') == 0
+        before = (tmp_path / 'results.jsonl').read_text(encoding='utf-8')
+        assert evaluate(tmp_path, 'openpi', '--policy-kwargs', kwargs, '--rounds', '2', '--retry-errors') == 0
+    assert (tmp_path / 'results.jsonl').read_text(encoding='utf-8') == before
+    assert not list(tmp_path.glob('retried-*'))

@@ -24,7 +24,10 @@ old results aside), and a second run into a busy folder is refused.
 A custom policy (--policy module:function) must be importable (put its folder on PYTHONPATH). It sees
 only the three camera images, the 14-D joint state and the instruction; every call into it must return
 within --query-timeout seconds (building it, ten times that), or the trial records a timeout and the
-next trial gets a fresh instance. Failures of the policy are recorded per trial and the run goes on.
+next trial gets a fresh instance. Failures of the policy are recorded per trial and the run goes on,
+except when the one policy server of a network policy refuses connections through 3 trials in a row: then
+the run stops (resume it when the server is back). --retry-errors plays the trials whose records hold a
+policy error again; their first records and files are kept in OUT/retried-<time>/.
 
 --workers N runs N simulators as separate processes of this machine (with --in-process), or N graphs in
 ROS domains ROS_DOMAIN_ID+0..N-1 driven by one evaluator (over the graph); --ray [ADDRESS] runs them as
@@ -75,6 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--force-new', action='store_true', help='if --out holds another run, set it aside and start a new one'
     )
     parser.add_argument(
+        '--retry-errors',
+        action='store_true',
+        help='play again the trials that ended in a policy error (first records kept in OUT/retried-<time>)',
+    )
+    parser.add_argument(
         '--workers',
         type=int,
         default=None,
@@ -115,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
         force_new=args.force_new,
+        retry_errors=args.retry_errors,
         workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),
         use_ray=args.ray is not None,
         ray_address=args.ray or None,

@@ -186,17 +186,22 @@ class _FileSet:
             writer.close()
 
 
-def export_lerobot(collection: Path, root: Path, *, overwrite: bool = False) -> ExportSummary:
+def export_lerobot(
+    collection: Path, root: Path, *, overwrite: bool = False, episodes_per_file: int = EPISODES_PER_FILE
+) -> ExportSummary:
     """Write the accepted demonstrations of ``collection`` as a LeRobot v3.0 dataset in ``root``.
 
     Args:
         collection: a folder written by ``robofollow collect``.
         root: dataset folder to create (LeRobot: ``LeRobotDataset(repo_id, root=root)``).
         overwrite: replace an existing ``root``.
+        episodes_per_file: episodes per data and video file before the next file starts.
 
     Raises:
         DatasetError: the collection is empty or unreadable, or ``root`` exists and ``overwrite`` is false.
     """
+    if episodes_per_file < 1:
+        raise DatasetError('a LeRobot file holds at least one episode')
     episodes = stored_episodes(collection)
     if not episodes:
         raise DatasetError(f'{collection} holds no accepted demonstration yet')
@@ -207,12 +212,14 @@ def export_lerobot(collection: Path, root: Path, *, overwrite: bool = False) -> 
     fps = row_fps()
     staging = root.with_name(root.name + '.partial')
     shutil.rmtree(staging, ignore_errors=True)
-    summary = _write(staging, episodes, fps=fps)
+    summary = _write(staging, episodes, fps=fps, episodes_per_file=episodes_per_file)
     staging.rename(root)
     return ExportSummary(root=root, episodes=summary[0], frames=summary[1], tasks=summary[2], fps=fps)
 
 
-def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int) -> tuple[int, int, int]:
+def _write(
+    root: Path, episodes: Sequence[StoredEpisode], *, fps: int, episodes_per_file: int
+) -> tuple[int, int, int]:
     tasks: dict[str, int] = {}
     episode_rows: list[dict[str, Any]] = []
     provenance: list[dict[str, Any]] = []
@@ -223,10 +230,10 @@ def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int) -> tuple[
     shape: tuple[int, int] | None = None
     files: _FileSet | None = None
     for episode_index, stored in enumerate(episodes):
-        if files is None or episode_index % EPISODES_PER_FILE == 0:
+        if files is None or episode_index % episodes_per_file == 0:
             if files is not None:
                 files.close()
-            files = _FileSet(root, episode_index // EPISODES_PER_FILE, fps)
+            files = _FileSet(root, episode_index // episodes_per_file, fps)
         frames, _ = read_raw_episode(stored.hdf5)
         length = len(frames) - 1
         if length < 1 or any(camera not in frames.images for camera in CAMERAS):

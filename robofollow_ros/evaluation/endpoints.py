@@ -12,12 +12,17 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from robofollow_ros.errors import PolicyError, PolicyPoolError
+from robofollow_ros.errors import PolicyError, PolicyPoolError, PolicyServerDownError
+from robofollow_ros.policy import openpi, robotwin_tcp
 
 ENDPOINTS_KEY = 'endpoints'
 POOL_CONNECT_RETRIES = 2
 """Connection attempts per instance in a pool (not the single-server default): the next endpoint is preferred."""
 PROBE_TIMEOUT = 2.0
+SERVER_DEFAULT_PORTS = {'openpi': openpi.DEFAULT_PORT, 'robotwin-tcp': robotwin_tcp.DEFAULT_PORT}
+"""The network backends by policy name, and the port each connects to when none is given."""
+SERVER_DOWN_TRIALS = 3
+"""Trials in a row that fail while the run's one policy server refuses connections before the run stops."""
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:
@@ -90,3 +95,53 @@ class EndpointPool:
         self.alive.remove(endpoint)
         self.dead.append(endpoint)
         return True
+
+
+def server_endpoint(policy: str, kwargs: Mapping[str, Any]) -> str | None:
+    """``host:port`` of the one server a network backend talks to; ``None`` for other policies and for pools."""
+    if policy not in SERVER_DEFAULT_PORTS or ENDPOINTS_KEY in kwargs:
+        return None
+    host = str(kwargs.get('host', '127.0.0.1'))
+    port = kwargs.get('port', SERVER_DEFAULT_PORTS[policy])
+    endpoint = host if port is None else f'{host.split("://", 1)[-1].rstrip("/")}:{port}'
+    try:
+        parse_endpoint(endpoint)
+    except PolicyError:
+        return None
+    return endpoint
+
+
+class ServerWatch:
+    """Stops a run whose one policy server stays down instead of recording every remaining trial as an error.
+
+    A trial that ended in a policy error while the server refuses connections counts; any other trial resets
+    the count. A server that comes back within a trial's connection retries loses nothing.
+    """
+
+    def __init__(self, endpoint: str, *, limit: int = SERVER_DOWN_TRIALS) -> None:
+        self.endpoint = endpoint
+        self.limit = limit
+        self.down = 0
+
+    @classmethod
+    def for_run(cls, policy: str, kwargs: Mapping[str, Any]) -> ServerWatch | None:
+        """The watch of a run of ``policy`` (``None`` unless it talks to one policy server)."""
+        endpoint = server_endpoint(policy, kwargs)
+        return None if endpoint is None else cls(endpoint)
+
+    def observe(self, record: Mapping[str, Any], *, remaining: int) -> None:
+        """Count ``record``.
+
+        Raises:
+            PolicyServerDownError: ``limit`` trials in a row failed with the server down, and trials remain.
+        """
+        if not record.get('policy_error') or reachable(self.endpoint):
+            self.down = 0
+            return
+        self.down += 1
+        if self.down >= self.limit and remaining > 0:
+            raise PolicyServerDownError(
+                f'the policy server at {self.endpoint} refused connections through {self.down} trials in a row; '
+                f'the run stops with {remaining} trials to go (resume it when the server is back; add '
+                '--retry-errors to play the failed trials again)'
+            )

@@ -105,16 +105,29 @@ def read_identity(folder: Path) -> RunIdentity | None:
     return RunIdentity.from_dict(data, source=str(path))
 
 
+def aside_folder(folder: Path, *, prefix: str) -> Path:
+    """A new, empty ``folder/<prefix>-<UTC time>/``."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')
+    target = Path(folder) / f'{prefix}-{stamp}'
+    target.mkdir()
+    return target
+
+
+def move_into(folder: Path, names: Iterable[str], target: Path) -> None:
+    """Move the entries of ``folder`` named by paths relative to it to the same relative paths under ``target``."""
+    for name in names:
+        if (Path(folder) / name).exists():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(Path(folder) / name), str(target / name))
+
+
 def set_aside(folder: Path, names: Iterable[str]) -> Path | None:
     """Move the named entries of ``folder`` into ``folder/superseded-<UTC time>/``; nothing is deleted."""
-    present = [Path(folder) / name for name in names if (Path(folder) / name).exists()]
+    present = [name for name in names if (Path(folder) / name).exists()]
     if not present:
         return None
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')
-    target = Path(folder) / f'superseded-{stamp}'
-    target.mkdir()
-    for entry in present:
-        shutil.move(str(entry), str(target / entry.name))
+    target = aside_folder(folder, prefix='superseded')
+    move_into(folder, present, target)
     return target
 
 

@@ -39,6 +39,7 @@ class SuiteOptions:
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
     force_new: bool = False
+    retry_errors: bool = False
     robot: str = DEFAULT_ROBOT
     workers: int = 1
     ray_address: str | None = None

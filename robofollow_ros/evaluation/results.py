@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,11 @@ TrialKey = tuple[str, int]
 def trial_key(record: dict[str, Any]) -> TrialKey:
     """The (task id, round) pair that identifies a trial."""
     return str(record['task_id']), int(record.get('round', 0))
+
+
+def jsonl_text(records: Iterable[dict[str, Any]]) -> str:
+    """Records as JSON lines (sorted keys), the results file's format."""
+    return ''.join(json.dumps(record, sort_keys=True, allow_nan=False) + '\n' for record in records)
 
 
 class ResultsFile:
@@ -32,16 +38,20 @@ class ResultsFile:
             return
         text = read_utf8(self.path, what='results')
         if text and not text.endswith('\n'):
-            kept = ''.join(json.dumps(record, sort_keys=True) + '\n' for record in self.records)
-            write_atomically(self.path, kept)
+            self.keep_only(self.records)
 
     def done(self) -> set[TrialKey]:
         """Trials already recorded."""
         return {trial_key(record) for record in self.records}
 
+    def keep_only(self, records: list[dict[str, Any]]) -> None:
+        """Replace the file's records with ``records`` (atomically: the old file or the new one, never half)."""
+        write_atomically(self.path, jsonl_text(records))
+        self.records = list(records)
+
     def append(self, record: dict[str, Any]) -> None:
         """Write one record and force it to disk before returning."""
-        line = json.dumps(record, sort_keys=True, allow_nan=False) + '\n'
+        line = jsonl_text([record])
         with self.path.open('a', encoding='utf-8') as stream:
             stream.write(line)
             stream.flush()

@@ -20,6 +20,7 @@ from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Task
 from robofollow_ros.errors import RoboFollowError, RunFolderError
 from robofollow_ros.evaluation.dispatch import run_pool
+from robofollow_ros.evaluation.endpoints import ServerWatch
 from robofollow_ros.evaluation.identity import RunIdentity, claim_run_folder
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.evaluation.options import SuiteOptions
@@ -27,6 +28,7 @@ from robofollow_ros.evaluation.progress import Progress
 from robofollow_ros.evaluation.recording import EPISODES_DIR, clean_episodes, episode_stem, save_episode
 from robofollow_ros.evaluation.records import Trial, episode_meta
 from robofollow_ros.evaluation.results import ResultsFile, trial_key
+from robofollow_ros.evaluation.retry import set_aside_failed_trials
 from robofollow_ros.evaluation.runner import InProcessTrials, TrialResult
 from robofollow_ros.evaluation.status import RUN_NAME, write_status
 from robofollow_ros.policy.factory import resolve_policy
@@ -251,6 +253,13 @@ def run_suite(
         if moved is not None:
             print(f'--force-new: the previous run in {options.out} was moved to {moved}', file=sys.stderr)
             results = ResultsFile(options.out / RESULTS_NAME)
+        if options.retry_errors:
+            count, aside = set_aside_failed_trials(options.out, results, wanted=wanted)
+            if aside is not None:
+                print(
+                    f'--retry-errors: {count} trials with a policy error run again (first records in {aside})',
+                    file=sys.stderr,
+                )
         clean_episodes(options.out, referenced=(str(r['episode_file']) for r in results.records if 'episode_file' in r))
         done = results.done()
         todo = [trial for trial in trials if trial.key not in done]
@@ -277,17 +286,22 @@ def run_suite(
             if display is not None:
                 display.update(record, wall_seconds=wall)
 
+        watch = ServerWatch.for_run(options.policy, options.policy_kwargs)
         trials_executor = (executor or make_executor)(options, identity=identity)
         by_key = {trial.key: trial for trial in todo}
         try:
             with SignalStop().installed() as stop:
                 status('running')
                 stream = trials_executor.results(todo)
+                written = 0
                 try:
                     for result in stream:
                         with stop.shield():
                             write_result(options, result, trial=by_key[result.key], results=results)
                             on_record(result.record, float(result.record.get('wall_seconds', 0.0)))
+                        written += 1
+                        if watch is not None:
+                            watch.observe(result.record, remaining=len(todo) - written)
                 finally:
                     stream.close()
         except KeyboardInterrupt as interrupt:

@@ -29,6 +29,7 @@ def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> d
         'record': options.record,
         'policy_timeout': str(options.query_timeout),
         'force_new': 'true' if options.force_new else 'false',
+        'retry_errors': 'true' if options.retry_errors else 'false',
         'record_images': 'true' if record_images else 'false',
         'out': str(options.out),
         'workers': str(options.workers),

@@ -95,6 +95,7 @@ class RoboFollowEnv(gym.Env):
         self.trial_seed: int | None = None
         self._observation: Any = None
         self.record: dict[str, Any] | None = None
+        self.privileged = False
 
     def _obs(self, observation: Any) -> dict[str, Any]:
         assert self.task is not None
@@ -122,6 +123,7 @@ class RoboFollowEnv(gym.Env):
         self.trial_seed = registry.trial_seed(task.task_id, round_)
         self.round_ = round_
         self.record = None
+        self.privileged = False
         self._observation = self.cell.reset(task, seed=self.trial_seed, layout=self.layout, images=True)
         return self._obs(self._observation), {'task_id': task.task_id, 'round': round_, 'seed': self.trial_seed}
 
@@ -131,7 +133,9 @@ class RoboFollowEnv(gym.Env):
 
         assert self.task is not None
         meta = {'seed': self.trial_seed, 'round': self.round_, 'variant': self.variant}
-        return score_episode(self.task, self.cell.trajectory(), layout=self.layout, meta=meta).to_record()
+        record = score_episode(self.task, self.cell.trajectory(), layout=self.layout, meta=meta).to_record()
+        record['privileged'] = self.privileged
+        return record
 
     def step(self, action: np.ndarray) -> tuple[dict, float, bool, bool, dict]:
         """Execute one absolute 14-D target.
@@ -161,8 +165,9 @@ class RoboFollowEnv(gym.Env):
     def privileged_observation(self) -> Any:
         """The simulator's full observation (object and TCP poses): for reference policies such as the expert.
 
-        Records of episodes driven through it must say ``privileged: true``.
+        Records of an episode in which it was called say ``privileged: true``.
         """
+        self.privileged = True
         return self._observation
 
     def render(self) -> np.ndarray | None:

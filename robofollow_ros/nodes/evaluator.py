@@ -47,6 +47,10 @@ from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
 """Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
+RESET_ATTEMPT_SECONDS = 15.0
+"""How long one call of the reset service may stay unanswered before it is made again."""
+LOSS_CHECK_SECONDS = 0.05
+"""How often a wait looks whether its graph is still there (several graphs only)."""
 
 
 class EvaluatorNode(Node):
@@ -95,6 +99,7 @@ class EvaluatorNode(Node):
             limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', 10))),
             query_timeout=float(param(self, 'query_timeout', DEFAULT_QUERY_TIMEOUT)),
             force_new=bool(param(self, 'force_new', False)),
+            retry_errors=bool(param(self, 'retry_errors', False)),
             workers=workers,
         )
         self.timeout = float(param(self, 'timeout', 600.0))
@@ -129,10 +134,15 @@ class EvaluatorNode(Node):
         return None
 
     def _wait(self, condition: Callable[[], bool], *, timeout: float, what: str) -> None:
+        next_check = 0.0
+
         def done() -> bool:
-            reason = self.lost()
-            if reason is not None:
-                raise GraphLostError(f'the graph in ROS domain {self.domain} is gone ({reason})')
+            nonlocal next_check
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + LOSS_CHECK_SECONDS
+                reason = self.lost()
+                if reason is not None:
+                    raise GraphLostError(f'the graph in ROS domain {self.domain} is gone ({reason})')
             return condition()
 
         wait_for(done, timeout=timeout, what=f'{what}{self.where}', context=self.context)
@@ -170,10 +180,28 @@ class EvaluatorNode(Node):
         self.ready = True
 
     def reset(self, spec: EpisodeSpec, *, deadline: float) -> None:
-        """Call the reset service until the sim has reset to ``spec``."""
+        """Call the reset service until the sim has reset to ``spec``.
+
+        A call unanswered after ``RESET_ATTEMPT_SECONDS`` is abandoned and made again: Fast DDS drops a response
+        whose reader the service has not matched yet ("failed to send response"), and resetting twice to the
+        same episode is harmless (every node follows the latest reset of an episode).
+        """
         while True:
             future = self.reset_client.call_async(Trigger.Request())
-            self._wait(future.done, timeout=max(0.0, deadline - time.monotonic()), what=f'{topics.SIM_RESET}')
+            attempt_end = min(deadline, time.monotonic() + RESET_ATTEMPT_SECONDS)
+            try:
+                self._wait(future.done, timeout=max(0.0, attempt_end - time.monotonic()), what=f'{topics.SIM_RESET}')
+            except GraphLostError:
+                self.reset_client.remove_pending_request(future)
+                raise
+            except GraphError:
+                self.reset_client.remove_pending_request(future)
+                if time.monotonic() >= deadline or not self.context.ok():
+                    raise
+                self.get_logger().warning(
+                    f'{topics.SIM_RESET}{self.where} unanswered for {RESET_ATTEMPT_SECONDS:g} s: calling again'
+                )
+                continue
             response = future.result()
             if response is not None and response.success and response.message == spec.episode_id:
                 return

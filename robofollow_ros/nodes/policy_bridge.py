@@ -13,6 +13,7 @@ import dataclasses
 import json
 import queue
 import threading
+from collections import OrderedDict
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -41,6 +42,9 @@ from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
 
+KEEP_SPECS = 16
+"""Episode specs remembered by id: the spec and the sim's reset status may arrive in either order."""
+
 
 class PolicyBridge(Node):
     """Connects one policy to the cell."""
@@ -61,7 +65,7 @@ class PolicyBridge(Node):
         self.privileged = self.policy.privileged
         self.images = self.policy.needs_images
         self.cache = ObservationCache()
-        self.spec: EpisodeSpec | None = None
+        self.specs: OrderedDict[str, EpisodeSpec] = OrderedDict()
         self.requests: queue.Queue[str | None] = queue.Queue()
         self.ran: set[str] = set()
 
@@ -69,7 +73,7 @@ class PolicyBridge(Node):
             arm: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(arm), qos.EVENTS) for arm in ARMS
         }
         self.end_pub = self.create_publisher(String, topics.EPISODE_END, qos.EVENTS)
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE, raw=True)
@@ -94,7 +98,9 @@ class PolicyBridge(Node):
         if spec is None:
             return
         with self.cache.condition:
-            self.spec = spec
+            self.specs[spec.episode_id] = spec
+            while len(self.specs) > KEEP_SPECS:
+                self.specs.popitem(last=False)
             self.cache.condition.notify_all()
 
     def on_instruction(self, message: String) -> None:
@@ -142,21 +148,21 @@ class PolicyBridge(Node):
             self.run(spec, instruction)
 
     def fresh_spec(self) -> EpisodeSpec | None:
-        """The latest episode spec not run yet whose reset the sim reported (waits for both to arrive)."""
+        """The episode the sim last reset to, once both its spec and its reset status are here, if not run yet."""
 
-        def ready() -> bool:
-            spec = self.spec
-            return (
-                spec is not None
-                and spec.episode_id not in self.ran
-                and self.cache.find_status(lambda s: s.event == 'reset' and s.episode_id == spec.episode_id) is not None
-            )
+        def latest_reset() -> EpisodeSpec | None:
+            found = self.cache.find_status(lambda s: s.event == 'reset')
+            if found is None:
+                return None
+            episode_id = found[1].episode_id
+            return None if episode_id in self.ran else self.specs.get(episode_id)
 
         try:
-            self.cache.wait(ready, timeout=self.sim_timeout, what='a new episode')
+            self.cache.wait(lambda: latest_reset() is not None, timeout=self.sim_timeout, what='a new episode')
         except RoboFollowError:
             return None
-        return self.spec
+        with self.cache.condition:
+            return latest_reset()
 
     def run(self, spec: EpisodeSpec, instruction: str) -> None:
         env = RosEnvironment(

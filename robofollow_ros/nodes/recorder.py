@@ -70,7 +70,7 @@ class RecorderNode(Node):
         self.bags: dict[str, _OpenBag] = {}
         self.waiting: list[tuple[str, str, bytes]] = []
         self.resets: dict[str, int] = {}
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)

@@ -49,7 +49,7 @@ class RefereeNode(Node):
         self.joints: list[tuple[int, bytes]] = []
         self.typestore = default_typestore()
         self.result_pub = self.create_publisher(String, topics.RESULT, qos.EVENTS)
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
         self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE, raw=True)

@@ -93,7 +93,7 @@ class SimNode(Node):
         description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED)
+        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         for arm in ARMS:
             self.create_subscription(
                 JointTrajectory,

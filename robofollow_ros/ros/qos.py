@@ -37,5 +37,13 @@ LATCHED = QoSProfile(
     reliability=ReliabilityPolicy.RELIABLE,
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
-"""/robofollow/episode and /robot_description: late joiners get the latest message."""
+"""/robofollow/episode and /robot_description as published: late joiners get the latest message."""
+LATCHED_READER = QoSProfile(
+    depth=10,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""Readers of /robofollow/episode: a keyless topic keeps one history for all writers, so with depth 1 a message
+from another writer arriving before the callback ran would replace the evaluator's episode spec unseen."""
 CLOCK = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)

@@ -1,0 +1,97 @@
+"""The graph's control plane over real DDS (private domains, localhost discovery): QoS and the reset call."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import rclpy
+from graph_helpers import wait_until
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.context import Context
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from robofollow_ros import topics
+from robofollow_ros.benchmark import registry
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.nodes import evaluator
+from robofollow_ros.ros import qos
+
+pytestmark = pytest.mark.ros
+DOMAIN = 37
+RESET_DOMAIN = 38
+
+
+@pytest.fixture
+def context(monkeypatch):
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = Context()
+    rclpy.init(context=context, domain_id=DOMAIN)
+    yield context
+    rclpy.shutdown(context=context)
+
+
+def test_an_episode_spec_survives_messages_of_another_writer_queued_before_the_callback(context) -> None:
+    """The bridge lost the evaluator's spec this way under load: garbage from a second writer replaced it unseen."""
+    reader = rclpy.create_node('reader', context=context)
+    evaluator = rclpy.create_node('evaluator', context=context)
+    intruder = rclpy.create_node('intruder', context=context)
+    received: list[str] = []
+    reader.create_subscription(String, topics.EPISODE, lambda m: received.append(m.data), qos.LATCHED_READER)
+    spec_pub = evaluator.create_publisher(String, topics.EPISODE, qos.LATCHED)
+    garbage_pub = intruder.create_publisher(String, topics.EPISODE, qos.LATCHED)
+    wait_until(
+        lambda: spec_pub.get_subscription_count() and garbage_pub.get_subscription_count(),
+        timeout=20,
+        what='both writers to match the reader',
+    )
+    spec_pub.publish(String(data='spec'))
+    for text in ('{not json', '[1, 2]', '{}'):
+        garbage_pub.publish(String(data=text))
+    time.sleep(1.0)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(reader)
+    wait_until(lambda: executor.spin_once(timeout_sec=0.05) or len(received) >= 4, timeout=10, what='4 messages')
+    assert sorted(received) == sorted(['spec', '{not json', '[1, 2]', '{}'])
+    executor.shutdown()
+    for node in (reader, evaluator, intruder):
+        node.destroy_node()
+
+
+def test_the_evaluator_calls_reset_again_when_a_call_stays_unanswered(monkeypatch) -> None:
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    monkeypatch.setattr(evaluator, 'RESET_ATTEMPT_SECONDS', 0.5)
+    task = registry.eval_tasks(scene=1, level=0)[0]
+    spec = EpisodeSpec.for_trial(task, seed=1, round=1, variant='published', layout=registry.layout_of(task).name)
+    rclpy.init(domain_id=RESET_DOMAIN)
+    try:
+        sim = rclpy.create_node('sim')
+        calls: list[float] = []
+
+        def on_reset(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+            calls.append(time.monotonic())
+            if len(calls) == 1:
+                time.sleep(2.0)
+            response.success, response.message = True, spec.episode_id
+            return response
+
+        sim.create_service(Trigger, topics.SIM_RESET, on_reset, callback_group=ReentrantCallbackGroup())
+        node = evaluator.EvaluatorNode()
+        executor = MultiThreadedExecutor(num_threads=3)
+        executor.add_node(sim)
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        wait_until(node.reset_client.service_is_ready, timeout=20, what='the reset service')
+        started = time.monotonic()
+        node.reset(spec, deadline=started + 20)
+        assert len(calls) == 2 and calls[1] - started < 2.0
+        executor.shutdown(timeout_sec=5)
+        spinner.join(timeout=5)
+        node.destroy_node()
+        sim.destroy_node()
+    finally:
+        rclpy.shutdown()
