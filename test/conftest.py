@@ -1,4 +1,5 @@
-"""Golden referee tests run under every scoring variant unless marked ``@pytest.mark.variant(...)``.
+"""Golden referee tests run under every scoring variant unless marked ``@pytest.mark.variant(...)``; no ROS graph
+a test started outlives it.
 
 A test module opts in with ``pytestmark = pytest.mark.usefixtures('scoring_variant')``; ``golden.episodes.score``
 then scores under the variant of the current parameter.
@@ -6,6 +7,7 @@ then scores under the variant of the current parameter.
 
 from __future__ import annotations
 
+import graph_helpers
 import pytest
 from golden import episodes
 
@@ -23,3 +25,10 @@ def scoring_variant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     """The variant this run of the test scores under."""
     monkeypatch.setattr(episodes, 'VARIANT', request.param)
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def no_graph_outlives_its_test():
+    """Stop any launcher a failed test left running, so its nodes cannot disturb later tests in that domain."""
+    yield
+    graph_helpers.stop_leftovers()

@@ -36,9 +36,13 @@ def launch_command(**arguments: str) -> list[str]:
     return [sys.executable, '-m', 'robofollow_ros', 'launch', 'sim', *(f'{k}:={v}' for k, v in arguments.items())]
 
 
+STARTED: list[subprocess.Popen[str]] = []
+"""Every launcher a test started, so that one left running by a failed test is stopped (``stop_leftovers``)."""
+
+
 def start_launch(domain: int, **arguments: str) -> subprocess.Popen[str]:
     """Start the graph in a new session (so signals reach exactly its process group)."""
-    return subprocess.Popen(
+    process = subprocess.Popen(
         launch_command(progress='false', **arguments),
         env=graph_env(domain),
         cwd=ROOT,
@@ -47,6 +51,22 @@ def start_launch(domain: int, **arguments: str) -> subprocess.Popen[str]:
         text=True,
         start_new_session=True,
     )
+    STARTED.append(process)
+    return process
+
+
+def stop_leftovers() -> None:
+    """Stop launchers still running after their test (SIGTERM stops their nodes; SIGKILL if it does not)."""
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is not None:
+            continue
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 30.0) -> str:

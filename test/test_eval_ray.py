@@ -97,47 +97,18 @@ def test_ctrl_c_during_a_cluster_run_frees_the_cluster_and_the_run_resumes(tmp_p
     assert comparable(eval_process.result_lines(out)) == one_process
 
 
+def _openpi_run(out, kwargs, *extra):
+    scope = ['--tasks', POOL_TASKS, '--rounds', '4', '--max-queries', '3', '--quiet', '--out', str(out)]
+    return main(['eval', '--in-process', '--policy', 'openpi', '--policy-kwargs', json.dumps(kwargs), *scope, *extra])
+
+
 def test_a_pool_with_a_dead_endpoint_on_the_cluster_finishes_like_the_live_server_alone(tmp_path, cluster):
     head_cluster, _ = cluster
     dead = f'127.0.0.1:{free_port()}'
-    scope = ['--tasks', POOL_TASKS, '--rounds', '4', '--max-queries', '3', '--quiet']
     with ServedPolicyProcess('--policy', 'remote_support:make_wave', '--protocol', 'openpi') as server:
         pool = {'endpoints': [dead, f'127.0.0.1:{server.port}'], 'timeout': 60}
-        ray_args = ['--ray', head_cluster.address, '--workers', '2']
-        assert (
-            main(
-                [
-                    'eval',
-                    '--in-process',
-                    '--policy',
-                    'openpi',
-                    '--policy-kwargs',
-                    json.dumps(pool),
-                    *scope,
-                    '--out',
-                    str(tmp_path / 'pool'),
-                    *ray_args,
-                ]
-            )
-            == 0
-        )
-        alone = {'port': server.port, 'timeout': 60}
-        assert (
-            main(
-                [
-                    'eval',
-                    '--in-process',
-                    '--policy',
-                    'openpi',
-                    '--policy-kwargs',
-                    json.dumps(alone),
-                    *scope,
-                    '--out',
-                    str(tmp_path / 'alone'),
-                ]
-            )
-            == 0
-        )
+        assert _openpi_run(tmp_path / 'pool', pool, '--ray', head_cluster.address, '--workers', '2') == 0
+        assert _openpi_run(tmp_path / 'alone', {'port': server.port, 'timeout': 60}) == 0
     pooled = comparable(eval_process.result_lines(tmp_path / 'pool'), ignore=('run_id',))
     assert len(pooled) == 4 and not any(record['policy_error'] for record in pooled.values())
     assert pooled == comparable(eval_process.result_lines(tmp_path / 'alone'), ignore=('run_id',))

@@ -30,8 +30,12 @@ def _serve(domain: int, policy: str, protocol: str, port: int, kwargs: str = '{}
         stderr=subprocess.STDOUT,
         text=True,
     )
-
-    wait_until(lambda: reachable(f'127.0.0.1:{port}'), timeout=60, what=f'serve-policy on port {port}')
+    try:
+        wait_until(lambda: reachable(f'127.0.0.1:{port}'), timeout=60, what=f'serve-policy on port {port}')
+    except BaseException:
+        server.kill()
+        server.communicate()
+        raise
     return server
 
 
@@ -59,12 +63,14 @@ def test_a_policy_server_killed_mid_episode_records_a_policy_error_and_the_run_g
     port = free_port()
     server = _serve(42, 'graph_policies:slow_hold', 'openpi', port, kwargs='{"delay": 0.4}')
     kwargs = json.dumps({'port': port, 'connect_retries': 1, 'retry_interval': 0.1, 'timeout': 10.0})
-    launcher = start_launch(42, policy='openpi', policy_kwargs=kwargs, task_ids=TASKS, out=str(tmp_path))
-    results = tmp_path / 'results.jsonl'
-    wait_until(lambda: results.exists() and len(read_records(results)) >= 1, timeout=120, what='a first result')
-    time.sleep(1.0)
-    server.kill()
-    server.communicate(timeout=30)
+    try:
+        launcher = start_launch(42, policy='openpi', policy_kwargs=kwargs, task_ids=TASKS, out=str(tmp_path))
+        results = tmp_path / 'results.jsonl'
+        wait_until(lambda: results.exists() and len(read_records(results)) >= 1, timeout=120, what='a first result')
+        time.sleep(1.0)
+    finally:
+        server.kill()
+        server.communicate(timeout=30)
     output = finish(launcher, timeout=180)
     assert launcher.returncode == 0, output[-4000:]
     records = read_records(results)
