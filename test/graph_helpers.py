@@ -98,16 +98,29 @@ def children(pid: int) -> list[int]:
 
 def node_pids(launcher: int) -> dict[str, int]:
     """Node name -> pid of the node processes a launcher started."""
+    return dict(_node_processes(launcher))
+
+
+def node_pids_by_domain(launcher: int) -> dict[str, int]:
+    """``name@domain`` -> pid of the node processes a launcher of several graphs started (``evaluator``: once)."""
     pids = {}
+    for name, pid in _node_processes(launcher):
+        environment = Path(f'/proc/{pid}/environ').read_bytes().split(b'\0')
+        domain = next(item.split(b'=', 1)[1].decode() for item in environment if item.startswith(b'ROS_DOMAIN_ID='))
+        pids[name if name == 'evaluator' else f'{name}@{domain}'] = pid
+    return pids
+
+
+def _node_processes(launcher: int) -> list[tuple[str, int]]:
+    found = []
     for child in children(launcher):
         try:
             command = Path(f'/proc/{child}/cmdline').read_bytes().split(b'\0')
         except OSError:
             continue
-        for part in command:
-            if part.startswith(b'robofollow_ros.nodes.'):
-                pids[part.decode().rsplit('.', 1)[1]] = child
-    return pids
+        modules = [part.decode() for part in command if part.startswith(b'robofollow_ros.nodes.')]
+        found += [(module.rsplit('.', 1)[1], child) for module in modules]
+    return found
 
 
 def alive(pid: int) -> bool:

@@ -20,10 +20,11 @@ from robofollow_ros.errors import EpisodeSpecError, GraphError, LayoutError, Pol
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.graph.clock import SimClock
-from robofollow_ros.graph.declaration import graph_environment, load_graph
+from robofollow_ros.graph.declaration import graph_environment, graph_instances, load_graph
+from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
-from robofollow_ros.graph.supervisor import node_command
+from robofollow_ros.graph.supervisor import Supervisor, node_command
 from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.sim.robot import home_state, joint_layout, known_joint_layouts, load_robot
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, robot_names
@@ -236,3 +237,39 @@ def test_sim_launch_file_and_robofollow_launch_read_the_same_graph(tmp_path) -> 
     description = _launch_file().generate_launch_description()
     declared = {action.name for action in description.entities if hasattr(action, 'default_value')}
     assert declared == set(load_graph('sim').arguments)
+
+
+def test_graph_domains_follow_the_user_domain_and_refuse_unusable_ranges() -> None:
+    assert graph_domains(50, 1) == [50] and graph_domains(150, 1) == [150]
+    assert graph_domains(50, 3) == [50, 51, 52] and graph_domains(230, 3) == [230, 231, 232]
+    with pytest.raises(GraphError, match='need domains 231-233, beyond 232; set ROS_DOMAIN_ID to at most 230'):
+        graph_domains(231, 3)
+    with pytest.raises(GraphError, match='need domains 100-103, and 102-103 fall among the ephemeral ports'):
+        graph_domains(100, 4)
+    assert base_domain({}) == 0 and base_domain({'ROS_DOMAIN_ID': ' 42 '}) == 42
+    for bad, message in [('x', 'not a whole number'), ('233', 'outside 0-232')]:
+        with pytest.raises(GraphError, match=message):
+            base_domain({'ROS_DOMAIN_ID': bad})
+    with pytest.raises(GraphError, match='workers must be at least 1'):
+        graph_instances(load_graph('sim', {'workers': '0'}), base=0)
+
+
+def test_n_graphs_start_every_node_once_per_domain_and_the_evaluator_once() -> None:
+    single = load_graph('sim', {'record': 'bag'})
+    assert [(i.label, i.domain, i.graph) for i in graph_instances(single, base=7)] == [
+        ('sim', None, 0),
+        ('policy_bridge', None, 0),
+        ('referee', None, 0),
+        ('recorder', None, 0),
+        ('evaluator', None, None),
+    ]
+    double = load_graph('sim', {'record': 'bag', 'workers': '2'})
+    instances = graph_instances(double, base=50)
+    assert [(i.label, i.domain, i.graph) for i in instances] == [
+        *((f'{name}@50', 50, 0) for name in ('sim', 'policy_bridge', 'referee', 'recorder')),
+        *((f'{name}@51', 51, 1) for name in ('sim', 'policy_bridge', 'referee', 'recorder')),
+        ('evaluator', 50, None),
+    ]
+    assert instances[-1].node.parameters['workers'] == 2 and instances[-1].node.main
+    with pytest.raises(GraphError, match='beyond 232'):
+        Supervisor(load_graph('sim', {'workers': '4'}), environment={'ROS_DOMAIN_ID': '230'})

@@ -32,13 +32,15 @@ def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> d
         'retry_errors': 'true' if options.retry_errors else 'false',
         'record_images': 'true' if record_images else 'false',
         'out': str(options.out),
+        'workers': str(options.workers),
     }
 
 
 def run_graph_suite(
     options: SuiteOptions, *, progress: bool = True, record_images: bool = False
 ) -> list[dict[str, Any]]:
-    """Start the ``sim`` graph for ``options``, wait until its evaluator is done, return the suite's records.
+    """Start the ``sim`` graph for ``options`` (``options.workers`` graphs in as many ROS domains, one evaluator),
+    wait until its evaluator is done, return the suite's records.
 
     Raises:
         GraphError: unknown robot, or the graph ended with a non-zero exit code (a node died, or the evaluator
@@ -47,8 +49,8 @@ def run_graph_suite(
     from robofollow_ros.graph.declaration import load_graph
     from robofollow_ros.graph.supervisor import Supervisor
 
-    if options.workers > 1 or options.use_ray:
-        raise GraphError('--workers and --ray run in-process simulators; add --in-process')
+    if options.use_ray:
+        raise GraphError('--ray runs in-process simulators; add --in-process')
     arguments = launch_arguments(options, record_images=record_images)
     arguments['progress'] = 'true' if progress else 'false'
     code = Supervisor(load_graph('sim', arguments)).run()

@@ -12,6 +12,7 @@ from typing import Any
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
+from rclpy.context import Context
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -58,8 +59,13 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
 def spin(executor: Executor) -> None:
     """Spin until rclpy shuts down, waking up often enough for Python signal handlers to run."""
     with contextlib.suppress(ExternalShutdownException):
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=SPIN_PERIOD)
+        while executor.context.ok():
+            try:
+                executor.spin_once(timeout_sec=SPIN_PERIOD)
+            except RCLError:
+                if executor.context.ok():
+                    raise
+                return  # shut down (by a signal) between the check and the wait
 
 
 def param(node: Node, name: str, default: Any) -> Any:
@@ -78,15 +84,17 @@ def install_stop_handlers() -> None:
     signal.signal(signal.SIGTERM, request_stop)
 
 
-def wait_for(condition: Callable[[], bool], *, timeout: float, what: str, poll: float = 0.005) -> None:
+def wait_for(
+    condition: Callable[[], bool], *, timeout: float, what: str, poll: float = 0.005, context: Context | None = None
+) -> None:
     """Block until ``condition()`` holds.
 
     Raises:
-        GraphError: ``timeout`` seconds passed, or rclpy was shut down.
+        GraphError: ``timeout`` seconds passed, or rclpy (``context``, default the global one) was shut down.
     """
     deadline = time.monotonic() + timeout
     while not condition():
-        if not rclpy.ok():
+        if not rclpy.ok(context=context):
             raise GraphError(f'shut down while waiting for {what}')
         if time.monotonic() > deadline:
             raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
