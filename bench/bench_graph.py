@@ -10,8 +10,12 @@
    5 ms; from ``/robofollow/episode_end``), and camera images lost (target 0): images expected (three per
    observation the sim reported on ``/robofollow/sim/status``) minus images received by a subscriber here, from
    the time that subscriber matched the sim's camera writers (the first few observations of the run at most).
+3. One graph against two (``workers:=2``, ROS domains ``--domain`` and ``--domain`` + 1) on the same expert
+   trials (the 16 tasks x ``--rounds``), interleaved ``--repeats`` times: episodes per minute from the launch to
+   the last result (start-up included) and from the first result to the last (steady state), medians, and the
+   ratio two graphs / one. The load average is printed too: other work on the machine shares its cores.
 
-Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_graph.py [--domain 59] [--rounds 2]``
+Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_graph.py [--domain 59] [--rounds 2] [--parts 1,2,3]``
 """
 
 from __future__ import annotations
@@ -72,8 +76,19 @@ def node_rss(launcher: int) -> int:
     return total
 
 
-def launch(arguments: dict[str, str], env: dict[str, str]) -> tuple[float, int, str]:
-    """Run ``robofollow launch sim``; its wall seconds, peak summed node RSS and output."""
+def result_count(out: Path) -> int:
+    """Lines in ``out/results.jsonl`` so far."""
+    try:
+        return (out / 'results.jsonl').read_bytes().count(b'\n')
+    except OSError:
+        return 0
+
+
+def launch(
+    arguments: dict[str, str], env: dict[str, str], *, arrivals: list[float] | None = None
+) -> tuple[float, int, str]:
+    """Run ``robofollow launch sim``; its wall seconds, peak summed node RSS and output. ``arrivals`` receives the
+    seconds from the launch at which result lines appeared (polled)."""
     command = [sys.executable, '-m', 'robofollow_ros', 'launch', 'sim', *(f'{k}:={v}' for k, v in arguments.items())]
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -81,9 +96,15 @@ def launch(arguments: dict[str, str], env: dict[str, str]) -> tuple[float, int, 
     reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
     reader.start()
     peak = 0
+    out, seen = Path(arguments['out']), 0
     while process.poll() is None:
         peak = max(peak, node_rss(process.pid))
-        time.sleep(0.2)
+        if arrivals is not None and (count := result_count(out)) > seen:
+            arrivals.extend([time.perf_counter() - started] * (count - seen))
+            seen = count
+        time.sleep(0.2 if arrivals is None else 0.05)
+    if arrivals is not None and (count := result_count(out)) > seen:
+        arrivals.extend([time.perf_counter() - started] * (count - seen))
     reader.join(timeout=5)
     output = ''.join(lines)
     if process.returncode != 0:
@@ -164,11 +185,13 @@ class Listener:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--domain', type=int, default=59, help='ROS domain of the graph (default 59)')
-    parser.add_argument('--rounds', type=int, default=2, help='rounds of the image-policy run (16 tasks x 10 queries)')
+    parser.add_argument('--rounds', type=int, default=2, help='rounds of parts 2 and 3 (x 16 tasks)')
+    parser.add_argument('--repeats', type=int, default=2, help='runs of one and of two graphs, interleaved (default 2)')
+    parser.add_argument('--parts', default='1,2,3', help='which measurements to make (default 1,2,3)')
     args = parser.parse_args()
+    parts = {int(part) for part in args.parts.split(',')}
 
     from robofollow_ros.cli.demo import demo_task_ids
-    from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 
     tasks = demo_task_ids()
     env = {
@@ -181,69 +204,122 @@ def main() -> None:
     print(f'load average at start: {_load()}')
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
-        records = run_suite(SuiteOptions(out=out / 'in_process', policy='expert', task_ids=tasks), progress=False)
-        in_process_walls = [sum(record['wall_seconds'] for record in records)]
-        total, peak_rss, _ = launch(
-            {'policy': 'expert', 'task_ids': ','.join(tasks), 'out': str(out / 'graph'), 'progress': 'false'}, env
-        )
-        graph_records = [json.loads(line) for line in (out / 'graph' / 'results.jsonl').read_text().splitlines()]
-        graph_wall = sum(record['wall_seconds'] for record in graph_records)
-        same = sum(
-            a['completion_ok'] == b['completion_ok'] and a['intent_score'] == b['intent_score']
-            for a, b in zip(
-                sorted(records, key=lambda r: r['task_id']),
-                sorted(graph_records, key=lambda r: r['task_id']),
-                strict=True,
-            )
-        )
-        again = run_suite(SuiteOptions(out=out / 'in_process_again', policy='expert', task_ids=tasks), progress=False)
-        in_process_walls.append(sum(record['wall_seconds'] for record in again))
-        in_rate = 60 * 2 * len(records) / sum(in_process_walls)
-        graph_rate = 60 * len(graph_records) / graph_wall
-        before, after = (60 * len(records) / wall for wall in in_process_walls)
-        print(
-            f'expert, {len(tasks)} tasks: in-process {in_rate:.1f} episodes/min (before the graph {before:.1f}, '
-            f'after {after:.1f}); graph {graph_rate:.1f} episodes/min'
-        )
-        print(
-            f'  ratio graph / in-process: {graph_rate / in_rate:.2f} (target >= 0.8); same scores: {same}/{len(tasks)}'
-        )
-        print(
-            f'  graph start-up and shutdown: {total - graph_wall:.1f} s; peak summed node RSS {peak_rss / GIB:.2f} GiB'
-        )
-
-        listener = Listener(args.domain)
-        time.sleep(1.0)
-        launch(
-            {
-                'policy': 'bench_graph:image_hold',
-                'task_ids': ','.join(tasks),
-                'rounds': str(args.rounds),
-                'out': str(out / 'images'),
-                'progress': 'false',
-            },
-            env,
-        )
-        time.sleep(0.5)
-        listener.close()
-        image_records = [json.loads(line) for line in (out / 'images' / 'results.jsonl').read_text().splitlines()]
-        failed = sum(record.get('policy_error') is not None for record in image_records)
-        overheads = np.array(listener.overheads)
-        expected = 3 * len(listener.observations)
-        received = sum(len(stamps & listener.observations) for stamps in listener.images.values())
-        print(
-            f'image policy, {len(overheads)} queries with three 320x240 images: bridge overhead '
-            f'p50 {np.percentile(overheads, 50):.2f} ms, p95 {np.percentile(overheads, 95):.2f} ms (target p95 <= 5)'
-        )
-        print(
-            f'  images lost: {expected - received} of {expected} (target 0); episodes that failed: {failed}; '
-            f'observations before this listener matched the cameras (not counted): {listener.unmatched}'
-        )
+        if 1 in parts:
+            expert_graph(tasks, out, env)
+        if 2 in parts:
+            image_policy(tasks, out, env, domain=args.domain, rounds=args.rounds)
+        if 3 in parts:
+            one_and_two_graphs(tasks, out, env, rounds=args.rounds, repeats=args.repeats)
     print(f'load average at end: {_load()}')
 
 
 def _load() -> str:
     return ' '.join(f'{value:.2f}' for value in os.getloadavg())
+
+
+def expert_graph(tasks: list[str], out: Path, env: dict[str, str]) -> None:
+    """Part 1: the expert in-process and over one graph."""
+    from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+
+    records = run_suite(SuiteOptions(out=out / 'in_process', policy='expert', task_ids=tasks), progress=False)
+    in_process_walls = [sum(record['wall_seconds'] for record in records)]
+    total, peak_rss, _ = launch(
+        {'policy': 'expert', 'task_ids': ','.join(tasks), 'out': str(out / 'graph'), 'progress': 'false'}, env
+    )
+    graph_records = [json.loads(line) for line in (out / 'graph' / 'results.jsonl').read_text().splitlines()]
+    graph_wall = sum(record['wall_seconds'] for record in graph_records)
+    same = sum(
+        a['completion_ok'] == b['completion_ok'] and a['intent_score'] == b['intent_score']
+        for a, b in zip(
+            sorted(records, key=lambda r: r['task_id']),
+            sorted(graph_records, key=lambda r: r['task_id']),
+            strict=True,
+        )
+    )
+    again = run_suite(SuiteOptions(out=out / 'in_process_again', policy='expert', task_ids=tasks), progress=False)
+    in_process_walls.append(sum(record['wall_seconds'] for record in again))
+    in_rate = 60 * 2 * len(records) / sum(in_process_walls)
+    graph_rate = 60 * len(graph_records) / graph_wall
+    before, after = (60 * len(records) / wall for wall in in_process_walls)
+    print(
+        f'expert, {len(tasks)} tasks: in-process {in_rate:.1f} episodes/min (before the graph {before:.1f}, '
+        f'after {after:.1f}); graph {graph_rate:.1f} episodes/min'
+    )
+    print(f'  ratio graph / in-process: {graph_rate / in_rate:.2f} (target >= 0.8); same scores: {same}/{len(tasks)}')
+    print(f'  graph start-up and shutdown: {total - graph_wall:.1f} s; peak summed node RSS {peak_rss / GIB:.2f} GiB')
+
+
+def image_policy(tasks: list[str], out: Path, env: dict[str, str], *, domain: int, rounds: int) -> None:
+    """Part 2: the bridge's overhead per query and the images lost, with a policy that needs the images."""
+    listener = Listener(domain)
+    time.sleep(1.0)
+    launch(
+        {
+            'policy': 'bench_graph:image_hold',
+            'task_ids': ','.join(tasks),
+            'rounds': str(rounds),
+            'out': str(out / 'images'),
+            'progress': 'false',
+        },
+        env,
+    )
+    time.sleep(0.5)
+    listener.close()
+    image_records = [json.loads(line) for line in (out / 'images' / 'results.jsonl').read_text().splitlines()]
+    failed = sum(record.get('policy_error') is not None for record in image_records)
+    overheads = np.array(listener.overheads)
+    expected = 3 * len(listener.observations)
+    received = sum(len(stamps & listener.observations) for stamps in listener.images.values())
+    print(
+        f'image policy, {len(overheads)} queries with three 320x240 images: bridge overhead '
+        f'p50 {np.percentile(overheads, 50):.2f} ms, p95 {np.percentile(overheads, 95):.2f} ms (target p95 <= 5)'
+    )
+    print(
+        f'  images lost: {expected - received} of {expected} (target 0); episodes that failed: {failed}; '
+        f'observations before this listener matched the cameras (not counted): {listener.unmatched}'
+    )
+
+
+def one_and_two_graphs(tasks: list[str], out: Path, env: dict[str, str], *, rounds: int, repeats: int) -> None:
+    """Part 3: episodes per minute of one graph and of two (``workers:=2``) on the same trials."""
+    print(f'load average before: {" ".join(f"{value:.2f}" for value in os.getloadavg())} on {os.cpu_count()} CPUs')
+    rates: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+    reference: dict[tuple[str, int], dict[str, Any]] = {}
+    differing: set[tuple[str, int]] = set()
+    for repeat in range(repeats):
+        for workers in rates:
+            arrivals: list[float] = []
+            folder = out / f'workers{workers}_{repeat}'
+            arguments = {
+                'policy': 'expert',
+                'task_ids': ','.join(tasks),
+                'rounds': str(rounds),
+                'workers': str(workers),
+                'out': str(folder),
+                'progress': 'false',
+            }
+            launch(arguments, env, arrivals=arrivals)
+            count = len(arrivals)
+            assert count == len(tasks) * rounds, f'{count} results of {len(tasks) * rounds}'
+            steady = arrivals[-1] - arrivals[0]
+            rates[workers].append((60.0 * count / arrivals[-1], 60.0 * (count - 1) / steady))
+            records = {
+                (record['task_id'], record['round']): {k: v for k, v in record.items() if k != 'wall_seconds'}
+                for record in map(json.loads, (folder / 'results.jsonl').read_text().splitlines())
+            }
+            reference = reference or records
+            assert records.keys() == reference.keys(), 'a trial is missing or extra'
+            differing.update(key for key in records if records[key] != reference[key])
+    print(f'load average after: {" ".join(f"{value:.2f}" for value in os.getloadavg())}')
+    base = np.median(np.asarray(rates[1]), axis=0)
+    print(f'expert, {len(tasks) * rounds} trials, {repeats} interleaved runs each; medians (episodes per minute):')
+    print(f'{"graphs":<8} {"launch->last":>13} {"first->last":>12} {"ratio":>7} {"ratio":>7}')
+    for workers, values in rates.items():
+        total, steady = np.median(np.asarray(values), axis=0)
+        print(f'{workers:<8} {total:13.1f} {steady:12.1f} {total / base[0]:7.2f} {steady / base[1]:7.2f}')
+    print(f'records (wall_seconds aside) that differed from the first run in some run: {len(differing)}')
+    for task_id, round_ in sorted(differing):
+        print(f'  {task_id} round {round_}')
 
 
 if __name__ == '__main__':

@@ -67,6 +67,10 @@ class GraphError(RoboFollowError):
     """The ROS node graph cannot start, lost a required node, or timed out waiting for one."""
 
 
+class GraphLostError(GraphError):
+    """One of several graphs lost a node mid-run (or the run stopped); its trial in flight runs on another graph."""
+
+
 class PolicyConnectionError(PolicyError):
     """The connection to a policy server broke or timed out (the request may or may not have run)."""
 

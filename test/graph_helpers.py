@@ -111,16 +111,29 @@ def children(pid: int) -> list[int]:
 
 def node_pids(launcher: int) -> dict[str, int]:
     """Node name -> pid of the node processes a launcher started."""
+    return dict(_node_processes(launcher))
+
+
+def node_pids_by_domain(launcher: int) -> dict[str, int]:
+    """``name@domain`` -> pid of the node processes a launcher of several graphs started (``evaluator``: once)."""
     pids = {}
+    for name, pid in _node_processes(launcher):
+        environment = Path(f'/proc/{pid}/environ').read_bytes().split(b'\0')
+        domain = next(item.split(b'=', 1)[1].decode() for item in environment if item.startswith(b'ROS_DOMAIN_ID='))
+        pids[name if name == 'evaluator' else f'{name}@{domain}'] = pid
+    return pids
+
+
+def _node_processes(launcher: int) -> list[tuple[str, int]]:
+    found = []
     for child in children(launcher):
         try:
             command = Path(f'/proc/{child}/cmdline').read_bytes().split(b'\0')
         except OSError:
             continue
-        for part in command:
-            if part.startswith(b'robofollow_ros.nodes.'):
-                pids[part.decode().rsplit('.', 1)[1]] = child
-    return pids
+        modules = [part.decode() for part in command if part.startswith(b'robofollow_ros.nodes.')]
+        found += [(module.rsplit('.', 1)[1], child) for module in modules]
+    return found
 
 
 def alive(pid: int) -> bool:
@@ -153,3 +166,50 @@ VOLATILE = ('wall_seconds', 'sim_seconds', 'episode_file', 'source', 'run_id')
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
     """A result record without the fields that legitimately differ between runs of the same episode."""
     return {key: value for key, value in record.items() if key not in VOLATILE}
+
+
+LISTEN_JOINT_NAMES = """
+import json, sys, time
+import rclpy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from robofollow_ros.ros import qos
+rclpy.init()
+node = rclpy.create_node('joint_names_listener')
+seen = {}
+node.create_subscription(JointState, '/joint_states', lambda m: seen.setdefault('names', list(m.name)), qos.STATE)
+node.create_subscription(String, '/robot_description', lambda m: seen.setdefault('urdf', m.data), qos.LATCHED)
+print('ready', flush=True)
+deadline = time.monotonic() + float(sys.argv[2])
+try:
+    while len(seen) < 2 and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.1)
+except KeyboardInterrupt:
+    pass
+with open(sys.argv[1], 'w', encoding='utf-8') as out:
+    json.dump(seen, out)
+"""
+
+
+def start_joint_names_listener(domain: int, path: Path, *, timeout: float = 300.0) -> subprocess.Popen[str]:
+    """A process in ``domain`` that writes to ``path`` the names of the first /joint_states message and the
+    /robot_description text as JSON (``names``, ``urdf``), once it has both or on SIGINT with what it has;
+    returns once it is subscribed."""
+    process = subprocess.Popen(
+        [sys.executable, '-c', LISTEN_JOINT_NAMES, str(path), str(timeout)],
+        env=graph_env(domain),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == 'ready'
+    return process
+
+
+def stop_listener(process: subprocess.Popen[str], *, grace: float = 20.0) -> None:
+    """Let a listener finish on its own for ``grace`` seconds, then interrupt it (it writes what it got)."""
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=10)

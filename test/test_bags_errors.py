@@ -45,7 +45,10 @@ def test_minimal_bag_reads(tmp_path):
         ([GRIPPERS, LEFT, RIGHT], r'no /robofollow/episode message'),
         ([EPISODE, GRIPPERS, LEFT], r'no EE pose data for the right arm \(/robofollow/ee/right/pose\)'),
         ([EPISODE, GRIPPERS, RIGHT], r'no EE pose data for the left arm'),
-        ([EPISODE, LEFT, RIGHT], r'no gripper data for the left arm \(left_gripper in /joint_states\)'),
+        (
+            [EPISODE, LEFT, RIGHT],
+            r'no gripper data for the left arm \(left_left_finger, left_finger_left_joint or left_gripper in ',
+        ),
         (
             [EPISODE, ('/joint_states', JOINTS, 0, joints_cdr(0, ['left_gripper'], [1.0])), LEFT, RIGHT],
             r'no gripper data for the right arm',

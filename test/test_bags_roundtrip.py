@@ -11,8 +11,10 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores
 from test_bags_support import META, OBJECTS, TS, synthetic_trajectory
 
-from robofollow_ros.bags import JOINT_NAMES, load_episode, read_episode_bag, read_episode_result, write_episode_bag
+from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, read_episode_result, write_episode_bag
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.sim.robot import joint_layout
+from robofollow_ros.sim.robots import robot_names
 
 STORAGES = ('mcap', 'sqlite3')
 SUFFIX = {'mcap': '.mcap', 'sqlite3': '.db3'}
@@ -73,25 +75,52 @@ def test_bag_layout_topics_types_and_counts(tmp_path, storage):
 
 
 @pytest.mark.parametrize('storage', STORAGES)
-def test_joint_positions_round_trip_and_gripper_only_default(tmp_path, storage):
+@pytest.mark.parametrize('robot', [*robot_names(), 'generic'])
+def test_joint_positions_round_trip_by_name_and_gripper_only_default(tmp_path, storage, robot):
+    """Bags name joints after the robot (grippers as finger positions in metres); bags with the generic names of
+    earlier versions (``left_joint1`` .. ``left_gripper``, normalised) still read back."""
     n = 30
     trajectory = synthetic_trajectory(n)
     joints = np.random.default_rng(3).uniform(-2, 2, size=(n, 14))
     joints[:, 6] = trajectory.grip['left']
     joints[:, 13] = trajectory.grip['right']
-    full = load_episode(
-        write_episode_bag(tmp_path / 'full', meta=META, trajectory=trajectory, joint_positions=joints, storage=storage)
+    layout = GENERIC_LAYOUT if robot == 'generic' else joint_layout(robot)
+    meta = {**META, 'robot': robot} if robot != 'generic' else META
+    exact = np.testing.assert_array_equal if layout.gripper_scale == 1.0 else _close
+    path = write_episode_bag(
+        tmp_path / 'full', meta=meta, trajectory=trajectory, joint_positions=joints, storage=storage, joints=layout
     )
-    np.testing.assert_array_equal(full.joint_positions, joints)
+    full = load_episode(path)
+    assert full.joints.robot == robot
+    exact(full.joint_positions, joints)
+    with Reader(path) as reader:
+        connection = next(c for c in reader.connections if c.topic == '/joint_states')
+        _, _, data = next(reader.messages(connections=[connection]))
+        message = reader_typestore(reader).deserialize_cdr(data, connection.msgtype)
+    assert list(message.name) == list(layout.published_names)
+    assert message.position[6] == pytest.approx(joints[0, 6] * layout.gripper_scale)
 
     grippers_only = load_episode(
-        write_episode_bag(tmp_path / 'grip', meta=META, trajectory=trajectory, storage=storage)
+        write_episode_bag(tmp_path / 'grip', meta=meta, trajectory=trajectory, storage=storage, joints=layout)
     )
     assert np.isnan(grippers_only.joint_positions[:, [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12]]).all()
-    np.testing.assert_array_equal(grippers_only.joint_positions[:, 6], trajectory.grip['left'])
-    np.testing.assert_array_equal(grippers_only.joint_positions[:, 13], trajectory.grip['right'])
-    assert JOINT_NAMES[6] == 'left_gripper' and JOINT_NAMES[13] == 'right_gripper'
-    assert JOINT_NAMES[:6] == tuple(f'left_joint{i}' for i in range(1, 7))
+    exact(grippers_only.joint_positions[:, 6], trajectory.grip['left'])
+    exact(grippers_only.joint_positions[:, 13], trajectory.grip['right'])
+    exact(grippers_only.trajectory.grip['left'], trajectory.grip['left'])
+    assert grippers_only.joints.robot == robot
+    by_meta = load_episode(write_episode_bag(tmp_path / 'meta', meta=meta, trajectory=trajectory, storage=storage))
+    assert by_meta.joints.robot == robot, 'without joints=, the writer names joints after meta["robot"]'
+
+
+def _close(actual: np.ndarray, expected: np.ndarray) -> None:
+    """Grippers travel in metres: normalised -> metres -> normalised is exact to the last bit or two."""
+    np.testing.assert_allclose(actual, expected, rtol=1e-15, atol=1e-15)
+
+
+def reader_typestore(reader: Reader):
+    from rosbags.typesys import get_typestore
+
+    return get_typestore(Stores.ROS2_KILTED)
 
 
 @pytest.mark.parametrize('storage', STORAGES)

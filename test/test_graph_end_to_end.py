@@ -1,65 +1,144 @@
 """The node graph over real DDS (rclpy, Fast DDS with the shipped shared-memory profile, private domains).
 
-One task of each scene with the expert: the live record equals the in-process record of the same task and seed,
-the recorded bag holds the same trajectory frames as the in-process episode and re-scores to the live record;
-the language-blind policy scores lower than the expert on an L1 task.
+For each robot of the cell, the expert over the graph: the live record equals the in-process record of the same
+task, seed and robot; /joint_states carries the robot's URDF joint names (as /robot_description declares them);
+the recorded bag holds the same trajectory frames as the in-process episode and re-scores to the live record.
+The ALOHA cell runs one task of each scene through ``robofollow launch sim``, the primitive cell runs through
+``robofollow eval --robot primitive``. A bag written with the generic joint names of earlier versions still
+scores. The language-blind policy scores lower than the expert on an L1 task.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
-from graph_helpers import comparable, read_records, run_launch
+from graph_helpers import (
+    ROOT,
+    comparable,
+    graph_env,
+    read_records,
+    run_launch,
+    start_joint_names_listener,
+    stop_listener,
+)
 
-from robofollow_ros.bags import read_episode_bag
+from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, write_episode_bag
 from robofollow_ros.cli.score import score_path
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.referee.trajectory_json import load_trajectory
+from robofollow_ros.sim.robot import load_robot
 
 pytestmark = pytest.mark.ros
 
-TASKS = (
-    'L1_s11_pick_right_of_red',
-    'L1_scene2_1_01_pickup_red_cylinder_larger_red_object',
-    'L1_scene3_1__r_pick2_via4_to6_short_front',
-    'L1_scene4_4_01_l1_s44_if_bowl_nonempty_then_l_pick_blue_else_r_stack',
-)
+TASKS = {
+    'aloha': (
+        'L1_s11_pick_right_of_red',
+        'L1_scene2_1_01_pickup_red_cylinder_larger_red_object',
+        'L1_scene3_1__r_pick2_via4_to6_short_front',
+        'L1_scene4_4_01_l1_s44_if_bowl_nonempty_then_l_pick_blue_else_r_stack',
+    ),
+    'primitive': ('L1_s11_pick_right_of_red', 'L1_s12_pick_right_of_red'),
+}
+PRIMITIVE_PATTERN = '*pick_right_of_red*'
+"""Exactly the primitive robot's tasks (``robofollow eval`` selects tasks by pattern)."""
+DOMAINS = {'aloha': 44, 'primitive': 43}
 BLIND_TASK = 'L1_s11_pick_right_of_red'
 
 
+@dataclass(frozen=True)
+class Runs:
+    robot: str
+    tasks: tuple[str, ...]
+    live: Path
+    offline: Path
+    listened: dict
+
+
+def _run_graph(robot: str, out: Path) -> None:
+    tasks = TASKS[robot]
+    if robot == 'aloha':
+        result = run_launch(DOMAINS[robot], policy='expert', task_ids=','.join(tasks), record='bag', out=str(out))
+        output, code = result.stdout, result.returncode
+    else:
+        command = [sys.executable, '-m', 'robofollow_ros', 'eval', '--robot', robot, '--policy', 'expert']
+        command += ['--tasks', PRIMITIVE_PATTERN, '--record', 'bag', '--out', str(out), '--quiet']
+        done = subprocess.run(
+            command, env=graph_env(DOMAINS[robot]), cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+        output, code = done.stdout + done.stderr, done.returncode
+    assert code == 0, output[-4000:]
+
+
 @pytest.fixture(scope='module')
-def expert_runs(tmp_path_factory) -> tuple[Path, Path]:
-    live = tmp_path_factory.mktemp('live')
-    result = run_launch(21, policy='expert', task_ids=','.join(TASKS), record='bag', out=str(live))
-    assert result.returncode == 0, result.stdout[-4000:]
-    offline = tmp_path_factory.mktemp('in_process')
-    run_suite(SuiteOptions(out=offline, policy='expert', task_ids=TASKS, record='json'), progress=False)
-    return live, offline
+def graph_runs(tmp_path_factory):
+    """robot -> its expert runs over the graph and in-process (each made once per module)."""
+    made: dict[str, Runs] = {}
+
+    def runs(robot: str) -> Runs:
+        if robot not in made:
+            live = tmp_path_factory.mktemp(f'live_{robot}')
+            names = live.parent / f'{live.name}_joint_names.json'
+            listener = start_joint_names_listener(DOMAINS[robot], names)
+            try:
+                _run_graph(robot, live)
+            finally:
+                stop_listener(listener)
+            offline = tmp_path_factory.mktemp(f'in_process_{robot}')
+            options = SuiteOptions(out=offline, policy='expert', task_ids=TASKS[robot], record='json', robot=robot)
+            run_suite(options, progress=False)
+            made[robot] = Runs(robot, TASKS[robot], live, offline, json.loads(names.read_text()))
+        return made[robot]
+
+    return runs
 
 
-def test_live_records_equal_in_process_records(expert_runs) -> None:
-    live, offline = expert_runs
-    live_records = {record['task_id']: record for record in read_records(live / 'results.jsonl')}
-    offline_records = {record['task_id']: record for record in read_records(offline / 'results.jsonl')}
-    assert set(live_records) == set(TASKS) == set(offline_records)
-    for task_id in TASKS:
+@pytest.fixture(scope='module', params=sorted(TASKS))
+def expert_runs(request, graph_runs) -> Runs:
+    return graph_runs(request.param)
+
+
+def test_live_records_equal_in_process_records(expert_runs: Runs) -> None:
+    runs = expert_runs
+    live_records = {record['task_id']: record for record in read_records(runs.live / 'results.jsonl')}
+    offline_records = {record['task_id']: record for record in read_records(runs.offline / 'results.jsonl')}
+    assert set(live_records) == set(runs.tasks) == set(offline_records)
+    for task_id in runs.tasks:
+        assert live_records[task_id]['robot'] == runs.robot
         assert comparable(live_records[task_id]) == comparable(offline_records[task_id]), task_id
         assert live_records[task_id]['sim_seconds'] == pytest.approx(offline_records[task_id]['sim_seconds'], abs=1e-6)
         assert live_records[task_id]['completion_ok'], task_id
-    run = (live / 'run.json').read_text()
-    assert '"ros-graph"' in run and '"status": "complete"' in run
+    run = json.loads((runs.live / 'run.json').read_text())
+    assert run['status'] == 'complete' and run['runtime'] == 'ros-graph'
+    assert run['identity']['robot'] == run['options']['robot'] == runs.robot
+    assert json.loads((runs.live / 'identity.json').read_text())['robot'] == runs.robot
 
 
-def test_recorded_bags_hold_the_in_process_frames_and_rescore_to_the_live_record(expert_runs) -> None:
-    live, offline = expert_runs
-    live_records = {record['task_id']: record for record in read_records(live / 'results.jsonl')}
-    for task_id in TASKS:
-        bag = live / live_records[task_id]['episode_file']
+def test_joint_states_carry_the_joint_names_of_the_robot_description(expert_runs: Runs) -> None:
+    listened = expert_runs.listened
+    assert set(listened) == {'names', 'urdf'}, listened.keys()
+    root = ET.fromstring(listened['urdf'])
+    movable = [joint.get('name') for joint in root.iter('joint') if joint.get('type') != 'fixed']
+    assert root.get('name') == ET.parse(load_robot(expert_runs.robot).spec.urdf).getroot().get('name')
+    assert sorted(listened['names']) == sorted(movable) and len(listened['names']) == 16
+    assert not set(GENERIC_LAYOUT.grippers.values()) & set(listened['names'])
+
+
+def test_recorded_bags_hold_the_in_process_frames_and_rescore_to_the_live_record(expert_runs: Runs) -> None:
+    runs = expert_runs
+    live_records = {record['task_id']: record for record in read_records(runs.live / 'results.jsonl')}
+    for task_id in runs.tasks:
+        bag = runs.live / live_records[task_id]['episode_file']
         meta, recorded = read_episode_bag(bag)
         assert meta['task_id'] == task_id and meta['seed'] == live_records[task_id]['seed']
-        reference = load_trajectory(offline / 'episodes' / f'{task_id}__r01.json').trajectory
+        assert meta['robot'] == runs.robot
+        reference = load_trajectory(runs.offline / 'episodes' / f'{task_id}__r01.json').trajectory
         assert len(recorded) == len(reference), task_id
         np.testing.assert_allclose(recorded.t - recorded.t[0], reference.t - reference.t[0], atol=1e-6)
         for arm in ('left', 'right'):
@@ -74,9 +153,29 @@ def test_recorded_bags_hold_the_in_process_frames_and_rescore_to_the_live_record
         }
 
 
-def test_blind_policy_scores_lower_than_the_expert_on_an_l1_task(expert_runs, tmp_path) -> None:
-    live, _ = expert_runs
-    result = run_launch(22, policy='blind', task_ids=BLIND_TASK, out=str(tmp_path))
+def test_a_bag_with_the_generic_joint_names_of_earlier_versions_still_scores(expert_runs: Runs, tmp_path) -> None:
+    """Earlier graph bags named no robot; earlier in-process bags named it but used the generic joint names."""
+    runs = expert_runs
+    task_id = runs.tasks[0]
+    (offline,) = [r for r in read_records(runs.offline / 'results.jsonl') if r['task_id'] == task_id]
+    episode = load_trajectory(runs.offline / 'episodes' / f'{task_id}__r01.json')
+    assert episode.meta['robot'] == runs.robot
+    without_robot = {key: value for key, value in episode.meta.items() if key != 'robot'}
+    for name, meta in (('graph', without_robot), ('in_process', episode.meta)):
+        old = write_episode_bag(tmp_path / name, meta=meta, trajectory=episode.trajectory, joints=GENERIC_LAYOUT)
+        recording = load_episode(old)
+        assert recording.joints is GENERIC_LAYOUT
+        for arm in ('left', 'right'):
+            np.testing.assert_array_equal(recording.trajectory.grip[arm], episode.trajectory.grip[arm])
+        rescored = score_path(old)
+        assert {k: rescored[k] for k in comparable(rescored) if k in offline} == {
+            k: v for k, v in comparable(offline).items() if k in rescored
+        }
+
+
+def test_blind_policy_scores_lower_than_the_expert_on_an_l1_task(graph_runs, tmp_path) -> None:
+    live = graph_runs('aloha').live
+    result = run_launch(45, policy='blind', task_ids=BLIND_TASK, out=str(tmp_path))
     assert result.returncode == 0, result.stdout[-4000:]
     (blind,) = read_records(tmp_path / 'results.jsonl')
     expert = next(r for r in read_records(live / 'results.jsonl') if r['task_id'] == BLIND_TASK)

@@ -41,7 +41,7 @@ def _results(out: Path) -> list[dict]:
     [
         (30, 'graph_policies:nan_policy', 0, 'non-finite value at row 2, column 3'),
         (31, 'graph_policies:hold_then_out_of_limits', 10, 'outside its limits'),
-        (32, 'graph_policies:hold_then_too_fast', 10, 'right_joint2 by 1.0000 in one row'),
+        (32, 'graph_policies:hold_then_too_fast', 10, 'right_shoulder by 1.0000 in one row'),
     ],
 )
 def test_a_bad_chunk_is_rejected_and_the_arms_do_not_move(domain, policy, executed, reason, tmp_path) -> None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
@@ -17,36 +20,68 @@ from robofollow_ros.errors import EpisodeSpecError, GraphError, LayoutError, Pol
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.graph.clock import SimClock
-from robofollow_ros.graph.declaration import graph_environment, load_graph
+from robofollow_ros.graph.declaration import graph_environment, graph_instances, load_graph
+from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
-from robofollow_ros.graph.supervisor import node_command
+from robofollow_ros.graph.supervisor import Supervisor, node_command
 from robofollow_ros.referee.builder import TrajectoryBuilder
-from robofollow_ros.sim.robot import home_state
-from robofollow_ros.state_layout import (
-    ARM_COMMAND_JOINTS,
-    JOINT_NAMES,
-    arm_rows,
-    chunk_from_arm_rows,
-    state_from_joint_state,
-)
+from robofollow_ros.sim.robot import home_state, joint_layout, known_joint_layouts, load_robot
+from robofollow_ros.sim.robots import DEFAULT_ROBOT, robot_names
+from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, find_layout
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_joint_state_and_per_arm_trajectories_round_trip_the_14_vector() -> None:
-    chunk = np.arange(3 * 14, dtype=np.float64).reshape(3, 14)
-    per_arm = {arm: (list(ARM_COMMAND_JOINTS[arm])[::-1], arm_rows(chunk, arm)[:, ::-1]) for arm in ('left', 'right')}
-    np.testing.assert_array_equal(chunk_from_arm_rows(per_arm), chunk)
-    names = ['extra', *JOINT_NAMES[::-1]]
-    positions = [99.0, *chunk[0][::-1]]
-    np.testing.assert_array_equal(state_from_joint_state(names, positions), chunk[0])
-    with pytest.raises(LayoutError, match='lacks right_gripper'):
-        state_from_joint_state(JOINT_NAMES[:-1], chunk[0][:-1])
+@pytest.mark.parametrize('layout', known_joint_layouts(), ids=lambda layout: layout.robot)
+def test_joint_state_and_per_arm_trajectories_round_trip_the_14_vector_by_name(layout: JointLayout) -> None:
+    chunk = np.linspace(0.0, 1.0, 3 * 14).reshape(3, 14)
+    chunk[:, [6, 13]] = [[0.0, 1.0], [1.0, 0.5], [0.25, 0.0]]
+    per_arm = {
+        arm: (list(layout.command_joints(arm))[::-1], layout.arm_command(chunk, arm)[:, ::-1])
+        for arm in ('left', 'right')
+    }
+    np.testing.assert_array_equal(layout.chunk_from_arm_rows(per_arm), chunk)
+    names, positions = layout.joint_state(chunk[1])
+    assert len(set(names)) == len(names) == len(positions)
+    shuffled = ['extra', *names[::-1]]
+    state = layout.state_from_joint_state(shuffled, [99.0, *positions[::-1]])
+    np.testing.assert_array_equal(state, chunk[1])
+    left_gripper = positions[names.index(layout.grippers['left'])]
+    assert left_gripper == pytest.approx(layout.gripper_scale) and 0.0 < layout.gripper_scale <= 1.0
+    assert find_layout(names, known_joint_layouts()) is not None
+    assert find_layout(names, known_joint_layouts()).robot == layout.robot
+    with pytest.raises(LayoutError, match=f'lacks {layout.grippers["right"]}'):
+        layout.state_from_joint_state(layout.names[:-1], chunk[0][:-1])
     with pytest.raises(LayoutError, match='different numbers of points'):
-        chunk_from_arm_rows({'left': per_arm['left'], 'right': (per_arm['right'][0], per_arm['right'][1][:2])})
+        layout.chunk_from_arm_rows({'left': per_arm['left'], 'right': (per_arm['right'][0], per_arm['right'][1][:2])})
     with pytest.raises(LayoutError, match='no trajectory for the right arm'):
-        chunk_from_arm_rows({'left': per_arm['left']})
+        layout.chunk_from_arm_rows({'left': per_arm['left']})
+    other = next(candidate for candidate in known_joint_layouts() if candidate.robot != layout.robot)
+    with pytest.raises(LayoutError, match='expected'):
+        layout.chunk_from_arm_rows({arm: (other.command_joints(arm), rows) for arm, (_, rows) in per_arm.items()})
+
+
+@pytest.mark.parametrize('robot', robot_names())
+def test_each_robot_layout_names_the_movable_joints_of_its_urdf(robot: str) -> None:
+    description = load_robot(robot)
+    layout = joint_layout(robot)
+    root = ET.parse(description.spec.urdf).getroot()
+    movable = {joint.get('name') for joint in root.iter('joint') if joint.get('type') != 'fixed'}
+    assert set(layout.published_names) == movable and len(layout.published_names) == len(movable) == 16
+    assert layout.names[:6] == tuple(f'left_{joint}' for joint in description.spec.joints)
+    assert layout.gripper_scale == description.arms['left'].finger_travel
+    assert known_joint_layouts(robot)[0].robot == robot and known_joint_layouts()[0].robot == DEFAULT_ROBOT
+    assert known_joint_layouts()[-1] is GENERIC_LAYOUT
+
+
+def test_name_lists_and_layouts_import_without_mujoco() -> None:
+    code = (
+        'import sys; import robofollow_ros.sim.robot as r, robofollow_ros.bags, robofollow_ros.referee.builder, '
+        'robofollow_ros.evaluation.environment, robofollow_ros.graph.chunk_limits; '
+        'r.known_joint_layouts(); assert "mujoco" not in sys.modules, "mujoco imported"'
+    )
+    subprocess.run([sys.executable, '-c', code], check=True)
 
 
 def test_episode_spec_round_trips_resolves_and_rejects_malformed_json() -> None:
@@ -76,7 +111,7 @@ def test_episode_spec_round_trips_resolves_and_rejects_malformed_json() -> None:
 
 def test_trajectory_builder_orders_by_stamp_and_holds_signals() -> None:
     builder = TrajectoryBuilder()
-    joints = list(JOINT_NAMES)
+    joints = list(GENERIC_LAYOUT.names)
     for stamp in (30, 10, 20):
         for arm in ('left', 'right'):
             builder.add_pose(topics.ee_pose_topic(arm), stamp, [stamp, 0, 0], [1, 0, 0, 0])
@@ -94,18 +129,23 @@ def test_trajectory_builder_orders_by_stamp_and_holds_signals() -> None:
         TrajectoryBuilder().build()
 
 
-def test_chunk_limits_reject_out_of_range_and_too_fast_rows() -> None:
-    limits = ChunkLimits.for_robot(max_row_step=0.5)
-    home = home_state()
+@pytest.mark.parametrize('robot', robot_names())
+def test_chunk_limits_reject_out_of_range_and_too_fast_rows(robot: str) -> None:
+    limits = ChunkLimits.for_robot(robot, max_row_step=0.5)
+    description = load_robot(robot)
+    np.testing.assert_array_equal(limits.upper[:6], description.arms['left'].upper)
+    home = home_state(robot)
     steady = np.tile(home, (4, 1))
     limits.check(steady, home)
     outside = steady.copy()
     outside[2, 1] = 9.0
-    with pytest.raises(PolicyError, match=r'row 2 puts left_joint2 at 9\.0000, outside its limits'):
+    name = description.arms['left'].joints[1]
+    with pytest.raises(PolicyError, match=rf'row 2 puts {name} at 9\.0000, outside its limits'):
         limits.check(outside, home)
     jump = steady.copy()
     jump[1:, 9] += 0.6
-    with pytest.raises(PolicyError, match=r'row 1 moves right_joint3 by 0\.6000 in one row'):
+    name = description.arms['right'].joints[2]
+    with pytest.raises(PolicyError, match=rf'row 1 moves {name} by 0\.6000 in one row'):
         limits.check(jump, home)
     with pytest.raises(PolicyError, match='row 0 moves'):
         limits.check(steady, home + np.r_[np.zeros(13), 0.0] + np.r_[0.7, np.zeros(13)])
@@ -159,6 +199,21 @@ def test_graph_declaration_resolves_arguments_and_typed_parameters() -> None:
     assert graph_environment({'ROS_DISTRO': 'jazzy'})['FASTRTPS_DEFAULT_PROFILES_FILE'].endswith('fastdds_shm.xml')
 
 
+def test_the_robot_argument_reaches_every_node_and_an_unknown_robot_is_refused_before_any_starts(capsys) -> None:
+    assert load_graph('sim').arguments['robot'] == DEFAULT_ROBOT
+    graph = load_graph('sim', {'robot': 'primitive', 'record': 'bag'})
+    assert {node.name: node.parameters['robot'] for node in graph.nodes} == dict.fromkeys(
+        ('sim', 'policy_bridge', 'referee', 'recorder', 'evaluator'), 'primitive'
+    )
+    with pytest.raises(GraphError, match="launch argument robot: unknown robot 'ur5'; choose one of aloha, primitive"):
+        load_graph('sim', {'robot': 'ur5'})
+    from robofollow_ros.cli import main
+
+    assert main(['launch', 'sim', 'robot:=ur5']) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "unknown robot 'ur5'" in error
+
+
 def _launch_file():
     spec = importlib.util.spec_from_file_location('sim_launch', ROOT / 'launch' / 'sim.launch.py')
     module = importlib.util.module_from_spec(spec)
@@ -182,3 +237,39 @@ def test_sim_launch_file_and_robofollow_launch_read_the_same_graph(tmp_path) -> 
     description = _launch_file().generate_launch_description()
     declared = {action.name for action in description.entities if hasattr(action, 'default_value')}
     assert declared == set(load_graph('sim').arguments)
+
+
+def test_graph_domains_follow_the_user_domain_and_refuse_unusable_ranges() -> None:
+    assert graph_domains(50, 1) == [50] and graph_domains(150, 1) == [150]
+    assert graph_domains(50, 3) == [50, 51, 52] and graph_domains(230, 3) == [230, 231, 232]
+    with pytest.raises(GraphError, match='need domains 231-233, beyond 232; set ROS_DOMAIN_ID to at most 230'):
+        graph_domains(231, 3)
+    with pytest.raises(GraphError, match='need domains 100-103, and 102-103 fall among the ephemeral ports'):
+        graph_domains(100, 4)
+    assert base_domain({}) == 0 and base_domain({'ROS_DOMAIN_ID': ' 42 '}) == 42
+    for bad, message in [('x', 'not a whole number'), ('233', 'outside 0-232')]:
+        with pytest.raises(GraphError, match=message):
+            base_domain({'ROS_DOMAIN_ID': bad})
+    with pytest.raises(GraphError, match='workers must be at least 1'):
+        graph_instances(load_graph('sim', {'workers': '0'}), base=0)
+
+
+def test_n_graphs_start_every_node_once_per_domain_and_the_evaluator_once() -> None:
+    single = load_graph('sim', {'record': 'bag'})
+    assert [(i.label, i.domain, i.graph) for i in graph_instances(single, base=7)] == [
+        ('sim', None, 0),
+        ('policy_bridge', None, 0),
+        ('referee', None, 0),
+        ('recorder', None, 0),
+        ('evaluator', None, None),
+    ]
+    double = load_graph('sim', {'record': 'bag', 'workers': '2'})
+    instances = graph_instances(double, base=50)
+    assert [(i.label, i.domain, i.graph) for i in instances] == [
+        *((f'{name}@50', 50, 0) for name in ('sim', 'policy_bridge', 'referee', 'recorder')),
+        *((f'{name}@51', 51, 1) for name in ('sim', 'policy_bridge', 'referee', 'recorder')),
+        ('evaluator', 50, None),
+    ]
+    assert instances[-1].node.parameters['workers'] == 2 and instances[-1].node.main
+    with pytest.raises(GraphError, match='beyond 232'):
+        Supervisor(load_graph('sim', {'workers': '4'}), environment={'ROS_DOMAIN_ID': '230'})

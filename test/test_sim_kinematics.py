@@ -73,6 +73,14 @@ def test_ik_recovers_random_top_down_poses(kin: Kinematics, arm: str) -> None:
         assert np.abs(rot - top_down(yaw)).max() < 5e-3
 
 
+def test_ik_of_one_arm_does_not_depend_on_what_was_solved_for_the_other(kin: Kinematics) -> None:
+    target = np.array([-0.05, -0.1, 0.82])
+    fresh = Kinematics(kin.cell).solve('left', target, yaw=0.3, symmetric=False).q
+    used = Kinematics(kin.cell)
+    used.solve('right', np.array([0.1, -0.05, 0.8]), yaw=-0.4, symmetric=False)
+    np.testing.assert_array_equal(used.solve('left', target, yaw=0.3, symmetric=False).q, fresh)
+
+
 def test_unreachable_pose_is_reported(kin: Kinematics) -> None:
     far = np.array([0.9, 0.6, 0.75])
     solution = kin.solve('left', far)

@@ -1,8 +1,8 @@
 """rosbag2 recording and reading of evaluation episodes through ``rosbags`` (no ROS installation needed).
 
-An episode bag holds /robofollow/episode (JSON meta data), /joint_states (grippers normalised: 1 open,
-0 closed), /robofollow/ee/<arm>/pose, /robofollow/objects/<name>/pose, optionally /<camera>/image_raw,
-and /robofollow/result at the end. See docs/bags.md.
+An episode bag holds /robofollow/episode (JSON meta data), /joint_states (the robot's URDF joint names; each gripper as
+its first finger's position, normalised opening x finger travel), /robofollow/ee/<arm>/pose,
+/robofollow/objects/<name>/pose, optionally /<camera>/image_raw, and /robofollow/result at the end. See docs/bags.md.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from robofollow_ros.bags.reader import (
     read_episode_result,
 )
 from robofollow_ros.bags.writer import write_episode_bag
-from robofollow_ros.state_layout import JOINT_NAMES
+from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout
 
 __all__ = [
-    'JOINT_NAMES',
+    'GENERIC_LAYOUT',
     'MAX_GAP_S',
     'CameraStream',
     'EpisodeRecording',
+    'JointLayout',
     'load_episode',
     'read_episode_bag',
     'read_episode_result',

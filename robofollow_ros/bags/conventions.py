@@ -1,8 +1,11 @@
 """What an episode bag holds: message types, joint names, frames and reading thresholds, in one place.
 
-Gripper convention: the ``left_gripper`` / ``right_gripper`` entries of ``/joint_states`` are NORMALISED
-opening values, 1 = fully open and 0 = closed (DESIGN §3), not metres or radians. A real-cell driver that
-publishes physical gripper positions must be rescaled (per-cell profile) before it is recorded for scoring.
+Joint convention: ``/joint_states`` carries the robot's URDF joint names (``state_layout.JointLayout``, built per
+robot by ``sim.robot.joint_layout``): six revolute joints per arm in radians, and each gripper as its finger joints'
+position in metres, the normalised opening (1 = fully open, 0 = closed, DESIGN §3) times the finger travel of the
+URDF. Readers map names to the 14-D layout through the layout of the robot the episode names, and still read bags
+recorded before joints were named after the robot (``state_layout.GENERIC_LAYOUT``: ``left_joint1`` ..
+``left_gripper``, grippers normalised).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ EPISODE_KEYS: tuple[str, ...] = (
     'arm',
     'instruction',
     'variant',
+    'robot',
     'frames_are_rows',
 )
 """Keys of the /robofollow/episode JSON written by the evaluator (the reader returns whatever is there)."""

@@ -3,7 +3,9 @@
 Frames are the header stamps of the EE pose messages of both arms. Every other signal is zero-order held
 (its latest sample at or before the frame). Frames before every required signal (both EE poses, both
 grippers, every object pose) has a sample are dropped. Header stamps are the time base; the bag's log
-(receive) times only order messages with equal stamps.
+(receive) times only order messages with equal stamps. Joint states are mapped to the 14-D layout by name: the
+joint names of the robot the episode names (``robot`` in /robofollow/episode), of any registered robot, or the
+generic ``left_joint1`` .. ``left_gripper`` of bags recorded before joints were named after the robot.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from robofollow_ros.bags.storage import read_raw
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.sim.robot import known_joint_layouts
+from robofollow_ros.state_layout import CAMERAS, JointLayout
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,9 @@ class EpisodeRecording:
     Attributes:
         meta: the /robofollow/episode JSON, plus ``recovered`` (what was repaired) and ``warnings`` when any.
         trajectory: the referee's input.
-        joint_positions: (n, 14) ``JOINT_NAMES`` order, zero-order held; NaN for joints never (or not yet) seen.
+        joint_positions: (n, 14) in the 14-D layout (grippers normalised), zero-order held; NaN for joints never
+            (or not yet) seen.
+        joints: the joint layout /joint_states was read with (whose names the bag carries).
         result: the last /robofollow/result JSON, or ``None``.
         cameras: camera name -> its images (only when asked for).
     """
@@ -68,6 +73,7 @@ class EpisodeRecording:
     trajectory: Trajectory
     joint_positions: np.ndarray
     result: dict[str, Any] | None
+    joints: JointLayout
     cameras: dict[str, CameraStream] = field(default_factory=dict)
 
 
@@ -149,7 +155,10 @@ class _Assembler:
 
     def recording(self, image_topics: dict[str, str]) -> EpisodeRecording:
         meta = self.meta()
-        builder = TrajectoryBuilder(max_gap=self.max_gap_ns / NS_PER_S)
+        robot = meta.get('robot')
+        builder = TrajectoryBuilder(
+            layouts=known_joint_layouts(robot if isinstance(robot, str) else None), max_gap=self.max_gap_ns / NS_PER_S
+        )
         for topic in sorted(self.raw.topics):
             if topic.startswith(topics.EE_POSE_PREFIX) or topics.object_name_from_topic(topic) is not None:
                 self.add_poses(builder, topic)
@@ -164,7 +173,12 @@ class _Assembler:
         if self.warnings:
             meta['warnings'] = self.warnings
         return EpisodeRecording(
-            meta, built.trajectory, built.joint_positions, _result(self.typestore, self.raw, self.path), cameras
+            meta,
+            built.trajectory,
+            built.joint_positions,
+            _result(self.typestore, self.raw, self.path),
+            built.joints,
+            cameras,
         )
 
     def typed(self, topic: str, msgtype: str) -> RawTopic | None:

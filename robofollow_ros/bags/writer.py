@@ -38,7 +38,8 @@ from robofollow_ros.bags.conventions import (
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.state_layout import GRIPPER_JOINTS, JOINT_NAMES
+from robofollow_ros.sim.robot import joint_layout
+from robofollow_ros.state_layout import ACTION_DIM, GENERIC_LAYOUT, GRIP_INDEX, JointLayout
 from robofollow_ros.textfiles import partial_path
 
 IDENTITY_QUAT = (1.0, 0.0, 0.0, 0.0)
@@ -71,6 +72,7 @@ def write_episode_bag(
     result: Mapping[str, Any] | None = None,
     storage: Storage = 'mcap',
     typestore: Stores | Typestore = Stores.ROS2_KILTED,
+    joints: JointLayout | None = None,
 ) -> Path:
     """Write one episode as a new rosbag2 directory.
 
@@ -81,14 +83,17 @@ def write_episode_bag(
             executed action rows.
         trajectory: frames to record; ``t`` (seconds, >= 0) becomes the header stamps. Missing orientations
             (``ee_quat`` / ``obj_quat`` entries) are written as the identity quaternion.
-        joint_positions: (n, 14) joint positions in ``JOINT_NAMES`` order, grippers normalised (1 open, 0
-            closed) and equal to ``trajectory.grip``. Without it /joint_states carries only the two gripper
-            joints, so the bag still scores but cannot be replayed joint by joint.
+        joint_positions: (n, 14) states in the 14-D layout, grippers normalised (1 open, 0 closed) and equal to
+            ``trajectory.grip``. Without it /joint_states carries only the gripper joints, so the bag still
+            scores but cannot be replayed joint by joint.
         images: camera name -> n entries, each an (h, w, 3) uint8 RGB array or ``None`` where that frame has
             no image; written as /<camera>/image_raw (rgb8).
         result: the result record, stored as JSON on /robofollow/result at the last frame time.
         storage: ``mcap`` or ``sqlite3``.
         typestore: ROS distribution (or typestore) whose message definitions are embedded.
+        joints: names and gripper scale of /joint_states (default: the layout of the robot ``meta['robot']``
+            names; without one, ``state_layout.GENERIC_LAYOUT``, the names of bags made before joints were named
+            after the robot).
 
     The bag is written inside a hidden temporary folder next to ``path`` and moved to ``path`` when complete,
     so a process killed while writing never leaves a partial bag at ``path``.
@@ -99,6 +104,7 @@ def write_episode_bag(
     Raises:
         BagError: unknown storage, existing path, or meta/result that cannot be stored as JSON.
         TrajectoryError: malformed trajectory, joint positions or images.
+        SimulationError: ``meta['robot']`` is not a registered robot.
     """
     bag = Path(path)
     if storage not in STORAGES:
@@ -106,7 +112,9 @@ def write_episode_bag(
     if bag.exists():
         raise BagError(f'{bag}: already exists; a bag is never overwritten')
     frames_ns = _frame_stamps(trajectory)
-    joint_names, joints = _joint_rows(trajectory, joint_positions)
+    if joints is None:
+        joints = GENERIC_LAYOUT if meta.get('robot') is None else joint_layout(str(meta['robot']))
+    joint_names, joint_rows = _joint_rows(trajectory, joint_positions, joints)
     cameras = _camera_images(images, len(frames_ns))
     rows = {'frames_are_rows': True} if trajectory.frames_are_rows else {}
     meta_text = _json({**meta, **rows}, what='meta')
@@ -131,7 +139,7 @@ def write_episode_bag(
                 out.write_frame(
                     stamp,
                     images={camera: frames[i] for camera, frames in cameras.items()},
-                    joints=(joint_names, joints[i]),
+                    joints=(joint_names, joint_rows[i]),
                     objects={name: (trajectory.obj_pos[name][i], obj_quat[name][i]) for name in trajectory.obj_pos},
                     ee={arm: (trajectory.ee[arm][i], ee_quat[arm][i]) for arm in ARMS},
                 )
@@ -294,16 +302,22 @@ def _quats(value: Any, n: int, what: str) -> np.ndarray:
     return _array(value, (n, 4), what)
 
 
-def _joint_rows(trajectory: Trajectory, joint_positions: np.ndarray | None) -> tuple[tuple[str, ...], np.ndarray]:
+def _joint_rows(
+    trajectory: Trajectory, joint_positions: np.ndarray | None, layout: JointLayout
+) -> tuple[tuple[str, ...], np.ndarray]:
     n = len(trajectory)
     grippers = np.stack([np.asarray(trajectory.grip[arm], dtype=np.float64) for arm in ARMS], axis=1)
+    columns = [GRIP_INDEX[arm] for arm in ARMS]
     if joint_positions is None:
-        return tuple(GRIPPER_JOINTS[arm] for arm in ARMS), grippers
-    joints = _array(joint_positions, (n, len(JOINT_NAMES)), 'joint_positions')
-    columns = [JOINT_NAMES.index(GRIPPER_JOINTS[arm]) for arm in ARMS]
-    if not np.allclose(joints[:, columns], grippers, rtol=0.0, atol=GRIPPER_TOLERANCE):
+        states = np.zeros((n, ACTION_DIM))
+        states[:, columns] = grippers
+        carried = {*layout.grippers.values(), *(name for names in layout.gripper_mimics.values() for name in names)}
+        kept = [i for i, name in enumerate(layout.published_names) if name in carried]
+        return tuple(layout.published_names[i] for i in kept), np.ascontiguousarray(layout.to_joints(states)[:, kept])
+    states = _array(joint_positions, (n, ACTION_DIM), 'joint_positions')
+    if not np.allclose(states[:, columns], grippers, rtol=0.0, atol=GRIPPER_TOLERANCE):
         raise TrajectoryError('joint_positions gripper columns differ from trajectory.grip')
-    return JOINT_NAMES, joints
+    return layout.published_names, layout.to_joints(states)
 
 
 def _camera_images(

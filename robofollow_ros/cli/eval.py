@@ -29,9 +29,11 @@ except when the one policy server of a network policy refuses connections throug
 the run stops (resume it when the server is back). --retry-errors plays the trials whose records hold a
 policy error again; their first records and files are kept in OUT/retried-<time>/.
 
---workers N runs N simulators as separate processes of this machine; --ray [ADDRESS] runs them as Ray
-actors on a cluster (or on a Ray instance started for the run; needs `pip install .[ray]`). Either way this
-process writes every file, a lost worker's trial runs again, and the records are those of a one-process run.
+--workers N runs N simulators as separate processes of this machine (with --in-process), or N graphs in
+ROS domains ROS_DOMAIN_ID+0..N-1 driven by one evaluator (over the graph); --ray [ADDRESS] runs them as
+Ray actors on a cluster (or on a Ray instance started for the run; needs `pip install .[ray]`; with
+--in-process). Either way one process writes every file, a lost worker's (or graph's) trial runs again,
+and the records are those of a one-process run.
 --policy-kwargs '{"endpoints": ["host:port", ...]}' spreads a network policy (openpi, robotwin-tcp) over a
 pool of servers: each simulator talks to one, and a server that goes down leaves the pool.
 """
@@ -84,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--workers',
         type=int,
         default=None,
-        help='simulators running trials at once (default 1; with --ray, one per CPU)',
+        help='simulators (or graphs) running trials at once (default 1; with --ray, one per CPU)',
     )
     parser.add_argument(
         '--ray',

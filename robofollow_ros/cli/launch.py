@@ -13,8 +13,13 @@ Start the nodes of a graph declared in config/graph_<GRAPH>.yaml, the same graph
 the shipped Fast DDS shared-memory profile, SIGINT and SIGTERM both stop every node, and the command
 exits non-zero when a required node dies. Arguments are NAME:=VALUE pairs, as for ros2 launch.
 
+workers:=N runs N graphs side by side, graph i in ROS domain ROS_DOMAIN_ID + i (the range must stay
+within 0-101 or 215-232), driven by one evaluator that writes every file. A required node that dies
+stops only its graph; its trial runs on another, and the command exits non-zero only when no graph is left.
+
 example:
   robofollow launch sim policy:=expert scenes:=1 levels:=L0 out:=runs/graph record:=bag
+  ROS_DOMAIN_ID=20 robofollow launch sim workers:=2 policy:=expert scenes:=1 out:=runs/graph2   # domains 20, 21
 """
 
 

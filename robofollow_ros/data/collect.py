@@ -141,6 +141,7 @@ def _write_episode(
         'instruction': task.instruction,
         'arm': task.arm,
         'level': 'train',
+        'robot': options.robot,
     }
     if options.video:
         from robofollow_ros.data.video import write_episode_video

@@ -217,9 +217,7 @@ def export_lerobot(
     return ExportSummary(root=root, episodes=summary[0], frames=summary[1], tasks=summary[2], fps=fps)
 
 
-def _write(
-    root: Path, episodes: Sequence[StoredEpisode], *, fps: int, episodes_per_file: int
-) -> tuple[int, int, int]:
+def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int, episodes_per_file: int) -> tuple[int, int, int]:
     tasks: dict[str, int] = {}
     episode_rows: list[dict[str, Any]] = []
     provenance: list[dict[str, Any]] = []

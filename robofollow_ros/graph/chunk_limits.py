@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robofollow_ros.errors import PolicyError
-from robofollow_ros.state_layout import ACTION_DIM, JOINT_NAMES
+from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 
 LIMIT_TOLERANCE = 1e-6
 
@@ -24,23 +24,34 @@ class ChunkLimits:
     Attributes:
         lower, upper: (14,) bounds of every target.
         max_row_step: (14,) largest allowed change of each value from one row to the next.
+        names: (14,) joint names used in messages (the robot's URDF names).
     """
 
     lower: np.ndarray
     upper: np.ndarray
     max_row_step: np.ndarray
+    names: tuple[str, ...]
 
     @classmethod
-    def for_robot(cls, *, max_row_step: float, max_gripper_step: float = 1.0) -> ChunkLimits:
-        """Limits from the URDF of the cell: joint limits, and ``max_row_step`` rad per row for every joint."""
-        from robofollow_ros.sim.robot import load_robot
-        from robofollow_ros.state_layout import GRIP_INDEX
+    def for_robot(cls, robot: str, *, max_row_step: float, max_gripper_step: float = 1.0) -> ChunkLimits:
+        """Limits from the URDF of a registered robot: its joint limits, and ``max_row_step`` rad per row for every
+        joint.
 
-        robot = load_robot()
+        Raises:
+            SimulationError: unknown robot, or its URDF cannot be read.
+        """
+        from robofollow_ros.sim.robot import load_robot
+
+        description = load_robot(robot)
         step = np.full(ACTION_DIM, float(max_row_step))
         for index in GRIP_INDEX.values():
             step[index] = max_gripper_step
-        return cls(lower=robot.state_lower(), upper=robot.state_upper(), max_row_step=step)
+        return cls(
+            lower=description.state_lower(),
+            upper=description.state_upper(),
+            max_row_step=step,
+            names=description.joint_layout.names,
+        )
 
     def check(self, chunk: np.ndarray, state: np.ndarray) -> None:
         """Raise ``PolicyError`` naming the first violation of ``chunk`` (T, 14) starting from ``state`` (14,)."""
@@ -50,7 +61,7 @@ class ChunkLimits:
         if below.any() or above.any():
             row, column = np.argwhere(below | above)[0]
             raise PolicyError(
-                f'action chunk row {row} puts {JOINT_NAMES[column]} at {rows[row, column]:.4f}, outside its limits '
+                f'action chunk row {row} puts {self.names[column]} at {rows[row, column]:.4f}, outside its limits '
                 f'[{self.lower[column]:.4f}, {self.upper[column]:.4f}]'
             )
         steps = np.abs(np.diff(np.vstack([np.asarray(state, dtype=np.float64)[None, :], rows]), axis=0))
@@ -58,6 +69,6 @@ class ChunkLimits:
         if fast.any():
             row, column = np.argwhere(fast)[0]
             raise PolicyError(
-                f'action chunk row {row} moves {JOINT_NAMES[column]} by {steps[row, column]:.4f} in one row '
+                f'action chunk row {row} moves {self.names[column]} by {steps[row, column]:.4f} in one row '
                 f'(at most {self.max_row_step[column]:.4f})'
             )

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from robofollow_ros.errors import GraphError, RoboFollowError
+from robofollow_ros.graph.domains import graph_domains, parse_workers
 from robofollow_ros.resources import share_file
 
 SUBSTITUTION = re.compile(r'\$\((\w+)\)')
@@ -34,6 +35,8 @@ class NodeDeclaration:
         remappings: (from, to) topic remappings.
         required: the graph ends (non-zero) when this node exits.
         main: the graph ends with this node's exit code when it exits.
+        once: started once whatever the number of graphs (the evaluator, which drives them all), in the user's
+            ROS domain; every other node is started once per graph, in that graph's domain.
     """
 
     name: str
@@ -42,6 +45,7 @@ class NodeDeclaration:
     remappings: tuple[tuple[str, str], ...] = ()
     required: bool = False
     main: bool = False
+    once: bool = False
 
     @property
     def module(self) -> str:
@@ -57,6 +61,48 @@ class GraphDeclaration:
     nodes: tuple[NodeDeclaration, ...]
     arguments: dict[str, str]
     descriptions: dict[str, str]
+
+    @property
+    def workers(self) -> int:
+        """How many graphs to run side by side (the ``workers`` argument; 1 if the graph declares none)."""
+        return parse_workers(self.arguments.get('workers', '1'))
+
+
+@dataclass(frozen=True)
+class NodeInstance:
+    """One process to start: a declared node in one graph's ROS domain.
+
+    Attributes:
+        node: the declaration.
+        label: how messages name it (the node name; ``name@domain`` when several graphs run).
+        domain: its ROS domain, or ``None`` to keep the launcher's environment (one graph).
+        graph: the index of its graph, or ``None`` for a node started once.
+    """
+
+    node: NodeDeclaration
+    label: str
+    domain: int | None
+    graph: int | None
+
+
+def graph_instances(graph: GraphDeclaration, *, base: int) -> list[NodeInstance]:
+    """The processes of ``graph.workers`` graphs (``graph/domains.py``): every graph's nodes, graph after graph,
+    then the nodes started once. With one graph these are the declared nodes, in order, in the launcher's domain.
+
+    Raises:
+        GraphError: a bad ``workers`` value, or a domain range that cannot be used.
+    """
+    workers = graph.workers
+    if workers == 1:
+        return [NodeInstance(node, node.name, None, None if node.once else 0) for node in graph.nodes]
+    domains = graph_domains(base, workers)
+    instances = [
+        NodeInstance(node, f'{node.name}@{domain}', domain, index)
+        for index, domain in enumerate(domains)
+        for node in graph.nodes
+        if not node.once
+    ]
+    return instances + [NodeInstance(node, node.name, base, None) for node in graph.nodes if node.once]
 
 
 def graph_file(name: str) -> Path:
@@ -89,7 +135,7 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
         path: read this file instead of the installed ``config/graph_<name>.yaml``.
 
     Raises:
-        GraphError: unknown graph or argument, or a malformed declaration.
+        GraphError: unknown graph or argument, an unknown robot, or a malformed declaration.
     """
     try:
         source = path or graph_file(name)
@@ -105,6 +151,7 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
     if unknown:
         raise GraphError(f'unknown launch argument(s) {", ".join(unknown)} (declared: {", ".join(declared)})')
     values = {key: str(given.get(key, spec.get('default', ''))) for key, spec in declared.items()}
+    _check_arguments(values)
     strings = set(document.get('strings') or [])
     nodes = []
     for entry in document.get('nodes') or []:
@@ -123,10 +170,22 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
                 remappings=tuple((str(a), str(b)) for a, b in (entry.get('remappings') or [])),
                 required=bool(entry.get('required', False)),
                 main=bool(entry.get('main', False)),
+                once=bool(entry.get('once', False)),
             )
         )
     descriptions = {key: str(spec.get('description', '')) for key, spec in declared.items()}
     return GraphDeclaration(name=name, nodes=tuple(nodes), arguments=values, descriptions=descriptions)
+
+
+def _check_arguments(values: Mapping[str, str]) -> None:
+    """Refuse values that would only fail once the nodes run (so the error comes before any node starts)."""
+    from robofollow_ros.sim.robots import get_robot_spec
+
+    if 'robot' in values:
+        try:
+            get_robot_spec(values['robot'])
+        except RoboFollowError as error:
+            raise GraphError(f'launch argument robot: {error}') from None
 
 
 def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:

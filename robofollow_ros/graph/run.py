@@ -8,7 +8,6 @@ from typing import Any
 from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.results import ResultsFile, trial_key
 from robofollow_ros.evaluation.suite import RESULTS_NAME, SuiteOptions, plan_trials
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 
 def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> dict[str, str]:
@@ -16,6 +15,7 @@ def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> d
     if options.record == 'json':
         raise GraphError('the graph records episodes as bags: use --record bag (or --in-process for JSON files)')
     return {
+        'robot': options.robot,
         'policy': options.policy,
         'policy_kwargs': json.dumps(dict(options.policy_kwargs)),
         'scenes': ','.join(str(scene) for scene in options.scenes or []),
@@ -32,26 +32,25 @@ def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> d
         'retry_errors': 'true' if options.retry_errors else 'false',
         'record_images': 'true' if record_images else 'false',
         'out': str(options.out),
+        'workers': str(options.workers),
     }
 
 
 def run_graph_suite(
     options: SuiteOptions, *, progress: bool = True, record_images: bool = False
 ) -> list[dict[str, Any]]:
-    """Start the ``sim`` graph for ``options``, wait until its evaluator is done, return the suite's records.
+    """Start the ``sim`` graph for ``options`` (``options.workers`` graphs in as many ROS domains, one evaluator),
+    wait until its evaluator is done, return the suite's records.
 
     Raises:
-        GraphError: the graph ended with a non-zero exit code (a node died, or the evaluator failed).
+        GraphError: unknown robot, or the graph ended with a non-zero exit code (a node died, or the evaluator
+            failed).
     """
     from robofollow_ros.graph.declaration import load_graph
     from robofollow_ros.graph.supervisor import Supervisor
 
-    if options.robot != DEFAULT_ROBOT:
-        raise GraphError(
-            f'the graph runs the {DEFAULT_ROBOT} cell only so far; use --in-process for --robot {options.robot}'
-        )
-    if options.workers > 1 or options.use_ray:
-        raise GraphError('--workers and --ray run in-process simulators; add --in-process')
+    if options.use_ray:
+        raise GraphError('--ray runs in-process simulators; add --in-process')
     arguments = launch_arguments(options, record_images=record_images)
     arguments['progress'] = 'true' if progress else 'false'
     code = Supervisor(load_graph('sim', arguments)).run()

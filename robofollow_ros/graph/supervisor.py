@@ -5,6 +5,11 @@ order in the graph environment; SIGINT and SIGTERM both stop the graph (SIGINT t
 SIGKILL for nodes that do not exit in time); when the main node exits the graph stops with its exit code; when any
 other required node exits the graph stops with a non-zero code and says which node died; every node asks the
 kernel to kill it if the supervisor itself dies, so no node is ever orphaned.
+
+With ``workers:=N`` (N graphs, each in its own ROS domain, one evaluator driving all of them) a required node that
+exits takes only its own graph down: the supervisor stops that graph's other nodes and says so, the evaluator sees
+the graph leave and hands its trial in flight to another graph, and the run goes on. When no graph is left, every
+node is stopped and the exit code is non-zero, as with one graph.
 """
 
 from __future__ import annotations
@@ -21,7 +26,14 @@ from typing import Any
 
 import yaml
 
-from robofollow_ros.graph.declaration import GraphDeclaration, NodeDeclaration, graph_environment
+from robofollow_ros.graph.declaration import (
+    GraphDeclaration,
+    NodeDeclaration,
+    NodeInstance,
+    graph_environment,
+    graph_instances,
+)
+from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
 
 PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.05
@@ -59,6 +71,7 @@ class Supervisor:
     ) -> None:
         self.graph = graph
         self.environment = {**graph_environment(), **(environment or {})}
+        self.instances = graph_instances(graph, base=base_domain(self.environment))
         self.log = log or (lambda text: print(f'[robofollow launch] {text}', file=sys.stderr, flush=True))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.stop_signal: int | None = None
@@ -77,42 +90,58 @@ class Supervisor:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def _start(self, node: NodeDeclaration, folder: Path) -> None:
-        params = folder / f'{node.name}.yaml'
+    def _start(self, instance: NodeInstance, folder: Path) -> None:
+        node = instance.node
+        params = folder / f'{instance.label}.yaml'
         params.write_text(yaml.safe_dump({node.name: {'ros__parameters': node.parameters}}), encoding='utf-8')
-        self.processes[node.name] = subprocess.Popen(
-            node_command(node, params), env=self.environment, preexec_fn=_die_with_parent
+        environment = self.environment
+        if instance.domain is not None:
+            environment = {**environment, DOMAIN_VARIABLE: str(instance.domain)}
+        self.processes[instance.label] = subprocess.Popen(
+            node_command(node, params), env=environment, preexec_fn=_die_with_parent
         )
 
     def _run(self, folder: Path) -> int:
-        for node in self.graph.nodes:
+        for instance in self.instances:
             if self.stop_signal is not None:
                 return 128 + self.stop_signal
-            self._start(node, folder)
+            self._start(instance, folder)
         self.log(f'started {", ".join(f"{name} ({p.pid})" for name, p in self.processes.items())}')
-        declared = {node.name: node for node in self.graph.nodes}
+        graphs = {instance.graph for instance in self.instances if instance.graph is not None}
+        watched = list(self.instances)
         while True:
             if self.stop_signal is not None:
                 self.log(f'{signal.Signals(self.stop_signal).name}: stopping the graph')
                 return 128 + self.stop_signal
-            for name, process in self.processes.items():
-                code = process.poll()
+            for instance in watched:
+                code = self.processes[instance.label].poll()
                 if code is None:
                     continue
-                node = declared[name]
                 code = 128 - code if code < 0 else code
-                if node.main:
+                if instance.node.main:
                     if code != 0:
-                        self.log(f'{name} exited with code {code}; stopping the graph')
+                        self.log(f'{instance.label} exited with code {code}; stopping the graph')
                     return code
-                if node.required:
-                    self.log(f'error: required node {name} exited with code {code}; stopping the graph')
+                if not instance.node.required:
+                    continue
+                graphs.discard(instance.graph)
+                if instance.graph is None or not graphs:
+                    self.log(f'error: required node {instance.label} exited with code {code}; stopping the graph')
                     return code if code > 0 else 1
+                self.log(
+                    f'error: required node {instance.label} exited with code {code}; stopping its graph '
+                    f'(ROS domain {instance.domain}), {len(graphs)} graph(s) go on'
+                )
+                lost = [other for other in watched if other.graph == instance.graph]
+                self.stop([self.processes[other.label] for other in lost])
+                watched = [other for other in watched if other.graph != instance.graph]
+                break
             time.sleep(POLL_SECONDS)
 
-    def stop(self) -> None:
+    def stop(self, processes: list[subprocess.Popen[bytes]] | None = None) -> None:
         """SIGINT every running node (last started first), then SIGTERM, then SIGKILL after a grace period."""
-        running = [p for p in reversed(list(self.processes.values())) if p.poll() is None]
+        chosen = list(self.processes.values()) if processes is None else processes
+        running = [p for p in reversed(chosen) if p.poll() is None]
         for sig in (signal.SIGINT, signal.SIGTERM):
             for process in running:
                 if process.poll() is None:

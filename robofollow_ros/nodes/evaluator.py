@@ -4,6 +4,10 @@ For each trial not yet in the results file: publish the ``EpisodeSpec``, reset t
 wait for the referee's result (handshake: ``graph/protocol.py``). Planning, resuming, the results file, progress
 and ``run.json`` are the in-process suite's own (``run_suite`` with ``GraphTrials``). Exits when the suite is
 done, so the launcher shuts the graph down.
+
+With ``workers: N`` the process drives N graphs, graph ``i`` in ROS domain ``ROS_DOMAIN_ID + i``
+(``graph/domains.py``): one rclpy context and one ``EvaluatorNode`` per domain, one trial queue for all. A graph
+whose policy bridge, referee or sim leaves mid-run is dropped and its trial in flight goes back to the queue.
 """
 
 from __future__ import annotations
@@ -13,49 +17,74 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import rclpy
+from rclpy.context import Context
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
-from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
 from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.registry import parse_level, parse_scene
-from robofollow_ros.errors import GraphError, RoboFollowError
+from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
-from robofollow_ros.evaluation.identity import RunIdentity
-from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
-from robofollow_ros.evaluation.records import Trial, bookkeeping
-from robofollow_ros.evaluation.runner import TrialResult
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+from robofollow_ros.graph.domains import base_domain, graph_domains, parse_workers
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.runtime import param, spin, wait_for, wait_notified
+from robofollow_ros.ros.graph_trials import GraphTrials
+from robofollow_ros.ros.runtime import param, spin, wait_for
+from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
 """Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
 RESET_ATTEMPT_SECONDS = 15.0
 """How long one call of the reset service may stay unanswered before it is made again."""
-BAG_WAIT_SECONDS = 10.0
-LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
+LOSS_CHECK_SECONDS = 0.05
+"""How often a wait looks whether its graph is still there (several graphs only)."""
 
 
 class EvaluatorNode(Node):
-    """Publishes episodes, calls the reset service and collects results."""
+    """Publishes episodes, calls the reset service and collects results, for the graph of one ROS domain.
 
-    def __init__(self) -> None:
-        super().__init__('evaluator')
+    Args:
+        context: the rclpy context of the domain (default: the global one, whose node reads the parameters).
+        settings: the node that read the parameters (for the nodes of the other domains).
+        domain: this node's domain (only with ``settings``).
+    """
+
+    def __init__(
+        self, *, context: Context | None = None, settings: EvaluatorNode | None = None, domain: int | None = None
+    ) -> None:
+        super().__init__('evaluator', context=context, enable_rosout=settings is None)
+        self.results: dict[str, dict[str, Any]] = {}
+        self.condition = threading.Condition()
+        self.ready = False
+        self.stopping = False
+        if settings is not None:
+            self.options, self.progress, self.domains = settings.options, settings.progress, settings.domains
+            self.timeout, self.startup_timeout = settings.timeout, settings.startup_timeout
+            self.domain = int(domain if domain is not None else settings.domain)
+        else:
+            self._read_parameters()
+        self.where = f' in ROS domain {self.domain}' if len(self.domains) > 1 else ''
+        self.episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
+        self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
+        self.reset_client = self.create_client(Trigger, topics.SIM_RESET)
+        self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
+
+    def _read_parameters(self) -> None:
+        workers = parse_workers(param(self, 'workers', 1))
         self.options = SuiteOptions(
             out=Path(str(param(self, 'out', 'runs/graph'))),
             policy=str(param(self, 'policy', 'expert')),
@@ -71,17 +100,15 @@ class EvaluatorNode(Node):
             limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', 10))),
             query_timeout=float(param(self, 'query_timeout', DEFAULT_QUERY_TIMEOUT)),
             force_new=bool(param(self, 'force_new', False)),
+            robot=get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name,
             retry_errors=bool(param(self, 'retry_errors', False)),
+            workers=workers,
         )
         self.timeout = float(param(self, 'timeout', 600.0))
         self.startup_timeout = float(param(self, 'startup_timeout', 60.0))
         self.progress = bool(param(self, 'progress', True))
-        self.results: dict[str, dict[str, Any]] = {}
-        self.condition = threading.Condition()
-        self.episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
-        self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
-        self.reset_client = self.create_client(Trigger, topics.SIM_RESET)
-        self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
+        self.domain = base_domain()
+        self.domains = graph_domains(self.domain, workers)
 
     def on_result(self, message: String) -> None:
         try:
@@ -94,19 +121,47 @@ class EvaluatorNode(Node):
             self.results[episode_id] = record
             self.condition.notify_all()
 
+    def lost(self) -> str | None:
+        """Why this node's graph is gone (only watched with several graphs, once the graph was complete)."""
+        if self.stopping:
+            return 'the run stopped'
+        if not self.ready or len(self.domains) == 1:
+            return None
+        if self.instruction_pub.get_subscription_count() == 0:
+            return 'its policy bridge left'
+        if self.count_publishers(topics.RESULT) == 0:
+            return 'its referee left'
+        if not self.reset_client.service_is_ready():
+            return 'its sim left'
+        return None
+
+    def _wait(self, condition: Callable[[], bool], *, timeout: float, what: str) -> None:
+        next_check = 0.0
+
+        def done() -> bool:
+            nonlocal next_check
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + LOSS_CHECK_SECONDS
+                reason = self.lost()
+                if reason is not None:
+                    raise GraphLostError(f'the graph in ROS domain {self.domain} is gone ({reason})')
+            return condition()
+
+        wait_for(done, timeout=timeout, what=f'{what}{self.where}', context=self.context)
+
     def wait_for_graph(self) -> None:
         """Block until the sim's reset service, the bridge and the referee are there."""
-        wait_for(
+        self._wait(
             self.reset_client.service_is_ready, timeout=self.startup_timeout, what=f'the {topics.SIM_RESET} service'
         )
-        wait_for(
+        self._wait(
             lambda: self.instruction_pub.get_subscription_count() > 0,
             timeout=self.startup_timeout,
             what=f'a policy bridge on {topics.INSTRUCTION}',
         )
-        wait_for(lambda: self.count_publishers(topics.RESULT) > 0, timeout=self.startup_timeout, what='a referee')
+        self._wait(lambda: self.count_publishers(topics.RESULT) > 0, timeout=self.startup_timeout, what='a referee')
         listeners = 3 + (self.options.record == 'bag')
-        wait_for(
+        self._wait(
             lambda: self.episode_pub.get_subscription_count() >= listeners,
             timeout=self.startup_timeout,
             what=f'the sim, bridge, referee{" and recorder" if listeners > 3 else ""} on {topics.EPISODE}',
@@ -118,12 +173,13 @@ class EvaluatorNode(Node):
         expected.update(dict.fromkeys(pose_topics(), pose_readers))
         if isinstance(factory.factory, type) and getattr(factory.factory, 'needs_images', True):
             expected.update({topics.image_topic(camera): 1 for camera in CAMERAS})
-        wait_for(
+        self._wait(
             lambda: all(self.count_subscribers(topic) >= count for topic, count in expected.items()),
             timeout=self.startup_timeout,
             what='the readers of every joint-state and pose topic',
         )
         time.sleep(MATCH_SETTLE_SECONDS)
+        self.ready = True
 
     def reset(self, spec: EpisodeSpec, *, deadline: float) -> None:
         """Call the reset service until the sim has reset to ``spec``.
@@ -136,13 +192,16 @@ class EvaluatorNode(Node):
             future = self.reset_client.call_async(Trigger.Request())
             attempt_end = min(deadline, time.monotonic() + RESET_ATTEMPT_SECONDS)
             try:
-                wait_for(future.done, timeout=max(0.0, attempt_end - time.monotonic()), what=f'{topics.SIM_RESET}')
+                self._wait(future.done, timeout=max(0.0, attempt_end - time.monotonic()), what=f'{topics.SIM_RESET}')
+            except GraphLostError:
+                self.reset_client.remove_pending_request(future)
+                raise
             except GraphError:
                 self.reset_client.remove_pending_request(future)
-                if time.monotonic() >= deadline or not rclpy.ok():
+                if time.monotonic() >= deadline or not self.context.ok():
                     raise
                 self.get_logger().warning(
-                    f'{topics.SIM_RESET} unanswered for {RESET_ATTEMPT_SECONDS:g} s: calling again'
+                    f'{topics.SIM_RESET}{self.where} unanswered for {RESET_ATTEMPT_SECONDS:g} s: calling again'
                 )
                 continue
             response = future.result()
@@ -153,9 +212,9 @@ class EvaluatorNode(Node):
                 and not response.success
                 and response.message != f'no {topics.EPISODE} received yet'
             ):
-                raise GraphError(f'the sim could not reset to {spec.task_id}: {response.message}')
+                raise GraphError(f'the sim{self.where} could not reset to {spec.task_id}: {response.message}')
             if time.monotonic() > deadline:
-                raise GraphError(f'the sim did not reset to {spec.task_id} in time')
+                raise GraphError(f'the sim{self.where} did not reset to {spec.task_id} in time')
             time.sleep(0.02)
 
     def run_episode(self, spec: EpisodeSpec) -> dict[str, Any]:
@@ -164,65 +223,13 @@ class EvaluatorNode(Node):
         self.episode_pub.publish(String(data=spec.to_json()))
         self.reset(spec, deadline=deadline)
         self.instruction_pub.publish(String(data=spec.instruction))
-        wait_notified(
-            self.condition,
+        self._wait(
             lambda: spec.episode_id in self.results,
             timeout=max(0.0, deadline - time.monotonic()),
             what=f'the result of {spec.task_id}',
         )
         with self.condition:
             return self.results.pop(spec.episode_id)
-
-    def wait_for_bag(self, path: Path, *, since: float) -> None:
-        """Give the recorder a moment to publish the bag of the episode just scored (it closes the bag on the same
-        result this node received; a graph stopped before that would leave the bag hidden)."""
-        deadline = time.monotonic() + BAG_WAIT_SECONDS
-        while not (path.is_dir() and path.stat().st_mtime >= since - 1.0):
-            if time.monotonic() > deadline or not rclpy.ok():
-                self.get_logger().warning(f'the recorder has not published {path} yet')
-                return
-            time.sleep(0.01)
-
-
-class GraphTrials:
-    """Runs the suite's trials over the ROS graph: ``run_suite``'s executor for the ``ros-graph`` runtime."""
-
-    runtime = 'ros-graph'
-
-    def __init__(self, node: EvaluatorNode) -> None:
-        self.node = node
-        self.problems: list[str] = []
-        self.options: SuiteOptions | None = None
-        self.identity: RunIdentity | None = None
-
-    def __call__(self, options: SuiteOptions, *, identity: RunIdentity) -> GraphTrials:
-        """Bind the run (``run_suite`` calls this once, like it builds any executor)."""
-        self.options, self.identity = options, identity
-        return self
-
-    def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
-        """Publish, reset, instruct and collect each trial; the record is completed as in-process."""
-        options, identity = self.options, self.identity
-        assert options is not None and identity is not None
-        for trial in todo:
-            layout = registry.layout_of(trial.task)
-            spec = EpisodeSpec.for_trial(
-                trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
-            )
-            started, started_wall = time.perf_counter(), time.time()
-            live = self.node.run_episode(spec)
-            wall = time.perf_counter() - started
-            record = {key: value for key, value in live.items() if key not in LIVE_ONLY}
-            record.update(
-                bookkeeping(trial, identity=identity, policy_error=live['policy_error'], error_kind=live['error_kind'])
-            )
-            record.update(
-                {'queries': live['queries'], 'executed_rows': live['executed_rows'], 'wall_seconds': round(wall, 3)}
-            )
-            if options.record == 'bag':
-                record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
-                self.node.wait_for_bag(options.out / record['episode_file'], since=started_wall)
-            yield TrialResult(key=trial.key, record=record)
 
 
 def _items(value: object) -> list[str]:
@@ -232,39 +239,62 @@ def _items(value: object) -> list[str]:
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run the suite over the graph; exit 0 when it is complete, 2 on an error."""
+    """Run the suite over the graph (or the graphs); exit 0 when it is complete, 2 on an error."""
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     # Both signals interrupt the suite in the main thread, so run.json says "interrupted" (run_suite turns
     # SIGTERM into RunInterrupted while it runs); rclpy is shut down on the way out.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    links: list[EvaluatorNode] = []
     try:
-        node = EvaluatorNode()
+        links.append(EvaluatorNode())
+        for domain in links[0].domains[1:]:
+            context = Context()
+            rclpy.init(context=context, domain_id=domain, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+            links.append(EvaluatorNode(context=context, settings=links[0], domain=domain))
     except (RoboFollowError, ValueError) as error:
         print(f'error: {error}', file=sys.stderr)
-        rclpy.try_shutdown()
+        _shut_down(links)
         return 2
-    executor = EventsExecutor()
-    executor.add_node(node)
-    spinner = threading.Thread(target=spin, args=(executor,), daemon=True)
-    spinner.start()
+    node = links[0]
+    executors = [EventsExecutor(context=link.context) for link in links]
+    spinners = []
+    for link, executor in zip(links, executors, strict=True):
+        executor.add_node(link)
+        spinners.append(threading.Thread(target=spin, args=(executor,), daemon=True))
+        spinners[-1].start()
     code = 0
     try:
-        node.wait_for_graph()
-        records = run_suite(node.options, progress=node.progress, executor=GraphTrials(node))
+        for link in links:
+            link.wait_for_graph()
+        trials = GraphTrials(links)
+        records = run_suite(node.options, progress=node.progress, executor=trials)
         completed = sum(bool(record.get('completion_ok')) for record in records)
         node.get_logger().info(f'{len(records)} trials in {node.options.out}; completed {completed}/{len(records)}')
+        if len(links) > 1:
+            counts = ', '.join(f'{domain}: {trials.ran[domain]}' for domain in node.domains)
+            node.get_logger().info(f'trials run per ROS domain (this run): {counts}')
     except RoboFollowError as error:
         print(f'error: {error}', file=sys.stderr)
         code = 2
     except KeyboardInterrupt:
         code = 130
     finally:
-        rclpy.try_shutdown()
-        spinner.join(timeout=5.0)
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
+        _shut_down(links)
+        for spinner in spinners:
+            spinner.join(timeout=5.0)
+        for executor in executors:
+            executor.shutdown(timeout_sec=1.0)
+        for link in links:
+            link.destroy_node()
     return code
+
+
+def _shut_down(links: list[EvaluatorNode]) -> None:
+    for link in links:
+        link.stopping = True
+        rclpy.try_shutdown(context=link.context)
+    rclpy.try_shutdown()
 
 
 if __name__ == '__main__':

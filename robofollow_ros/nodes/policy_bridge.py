@@ -40,6 +40,8 @@ from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
+from robofollow_ros.sim.robot import load_robot
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
 
 KEEP_SPECS = 16
@@ -59,7 +61,9 @@ class PolicyBridge(Node):
             max_queries=int(param(self, 'max_queries', 10)),
             actions_per_query=int(param(self, 'actions_per_query', 50)),
         )
-        self.chunk_limits = ChunkLimits.for_robot(max_row_step=float(param(self, 'max_row_step', 0.5)))
+        robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT)))
+        self.joint_layout = robot.joint_layout
+        self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(param(self, 'max_row_step', 0.5)))
         self.factory = resolve_policy(name, kwargs=kwargs)
         self.policy = self.build_policy()
         self.privileged = self.policy.privileged
@@ -130,7 +134,7 @@ class PolicyBridge(Node):
     def publish_chunk(self, chunk: np.ndarray, stamp_ns: int) -> None:
         for arm in ARMS:
             self.trajectory_pubs[arm].publish(
-                trajectory_message(chunk, arm, stamp_ns=stamp_ns, row_seconds=ROW_SECONDS)
+                trajectory_message(chunk, arm, joints=self.joint_layout, stamp_ns=stamp_ns, row_seconds=ROW_SECONDS)
             )
 
     def work(self) -> None:
@@ -169,6 +173,7 @@ class PolicyBridge(Node):
         env = RosEnvironment(
             self.cache,
             self.publish_chunk,
+            joints=self.joint_layout,
             episode_id=spec.episode_id,
             privileged=self.privileged,
             timeout=self.sim_timeout,

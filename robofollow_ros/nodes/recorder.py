@@ -1,9 +1,9 @@
 """``recorder`` node: one rosbag2 per episode (``out/episodes/<task>__rNN``), written through rosbags.
 
-Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``: joint states, object and TCP
-poses, the result, and with ``images: true`` the camera images and CameraInfo. Only messages stamped from the
-episode's reset on go into its bag; the bag is closed when the episode's result arrives. A recorder killed
-mid-episode leaves a bag that ``robofollow score`` recovers (``docs/bags.md``).
+Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``: joint states (the robot's joint names;
+the episode message names the ``robot``), object and TCP poses, the result, and with ``images: true`` the camera images
+and CameraInfo. Only messages stamped from the episode's reset on go into its bag; the bag is closed when the episode's
+result arrives. A recorder killed mid-episode leaves a bag that ``robofollow score`` recovers (``docs/bags.md``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
@@ -67,6 +68,7 @@ class RecorderNode(Node):
         super().__init__('recorder')
         self.out = Path(str(param(self, 'out', 'runs/graph'))) / EPISODES_DIR
         self.storage = str(param(self, 'storage', 'mcap'))
+        self.robot = get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name
         self.bags: dict[str, _OpenBag] = {}
         self.waiting: list[tuple[str, str, bytes]] = []
         self.resets: dict[str, int] = {}
@@ -97,7 +99,7 @@ class RecorderNode(Node):
         self.out.mkdir(parents=True, exist_ok=True)
         staging = partial_path(path)
         shutil.rmtree(staging, ignore_errors=True)
-        meta = json.dumps({**spec.to_dict(), 'frames_are_rows': True})
+        meta = json.dumps({**spec.to_dict(), 'robot': self.robot, 'frames_are_rows': True})
         try:
             writer = EpisodeBagWriter(staging, meta_json=meta, stamp_ns=time.time_ns(), storage=self.storage)  # type: ignore[arg-type]
         except RoboFollowError as error:

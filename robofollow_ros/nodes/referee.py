@@ -1,8 +1,9 @@
 """``referee`` node: scores each episode from the pose and joint topics and publishes the result record.
 
-Samples are kept by header stamp. On ``/robofollow/episode_end`` the trajectory from the episode's reset stamp to
-its end stamp is built with the same ``TrajectoryBuilder`` as the bag reader, scored with the same code as the
-in-process suite (``score_record``), and published as JSON on ``/robofollow/result``.
+Samples are kept by header stamp; joint states are read with the joint names of the ``robot`` parameter. On
+``/robofollow/episode_end`` the trajectory from the episode's reset stamp to its end stamp is built with the same
+``TrajectoryBuilder`` as the bag reader, scored with the same code as the in-process suite (``score_record``), and
+published as JSON on ``/robofollow/result``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.sim.robot import joint_layout
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 KEEP_EPISODES = 16
 STALE_END_SECONDS = 60.0
@@ -43,6 +46,7 @@ class RefereeNode(Node):
     def __init__(self) -> None:
         super().__init__('referee')
         self.end_timeout = float(param(self, 'end_timeout', 5.0))
+        self.joint_layout = joint_layout(str(param(self, 'robot', DEFAULT_ROBOT)))
         self.specs: dict[str, EpisodeSpec] = {}
         self.resets: dict[str, int] = {}
         self.ends: dict[str, tuple[EpisodeEnd, float]] = {}
@@ -114,7 +118,7 @@ class RefereeNode(Node):
         wanted = {topics.ee_pose_topic(arm) for arm in ARMS} | {
             topics.object_pose_topic(name) for name in layout.object_names
         }
-        builder = TrajectoryBuilder()
+        builder = TrajectoryBuilder(layouts=(self.joint_layout,))
         by_topic: dict[str, list[bytes]] = defaultdict(list)
         for topic, stamp, data in self.poses:
             if topic in wanted and start_ns <= stamp <= end_ns:

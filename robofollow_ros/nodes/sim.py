@@ -1,9 +1,10 @@
 """``sim`` node: the MuJoCo cell on ROS, in synchronous mode (handshake: ``robofollow_ros/graph/protocol.py``).
 
-Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row; camera images and CameraInfo
-after each reset and chunk (rendered only while someone subscribes, or always with ``images: always``);
-``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics, ``/robofollow/episode``
-and the ``/robofollow/sim/reset`` service.
+Parameter ``robot`` picks the cell's robot (``sim.robots``); ``/joint_states`` and the trajectories carry its URDF's
+joint names (``JointLayout``). Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row;
+camera images and CameraInfo after each reset and chunk (rendered only while someone subscribes, or always with
+``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics,
+``/robofollow/episode`` and the ``/robofollow/sim/reset`` service.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from robofollow_ros.ros.messages import (
     trajectory_positions,
 )
 from robofollow_ros.ros.runtime import param, read_episode, run_node
-from robofollow_ros.state_layout import CAMERAS, JOINT_NAMES, chunk_from_arm_rows
+from robofollow_ros.sim.robots import DEFAULT_ROBOT
+from robofollow_ros.state_layout import CAMERAS
 
 MATCH_TIMEOUT_SECONDS = 5.0
 
@@ -65,7 +67,10 @@ class SimNode(Node):
         self.width = int(param(self, 'width', IMAGE_WIDTH))
         self.height = int(param(self, 'height', IMAGE_HEIGHT))
         self.images = str(param(self, 'images', 'auto'))
-        self.env = CellEnv(render=False, width=self.width, height=self.height)
+        self.env = CellEnv(
+            render=False, width=self.width, height=self.height, robot=str(param(self, 'robot', DEFAULT_ROBOT))
+        )
+        self.joint_layout = self.env.robot.joint_layout
         self.clock = SimClock()
         self.spec: EpisodeSpec | None = None
         self.current: EpisodeSpec | None = None
@@ -73,7 +78,9 @@ class SimNode(Node):
         self.pending: dict[Arm, tuple[list[str], object]] = {}
         self.pending_ns = -1
 
-        self.frame_messages_cdr = FrameMessages(joint_names=JOINT_NAMES, frame_id=topics.WORLD_FRAME)
+        self.frame_messages_cdr = FrameMessages(
+            joint_names=self.joint_layout.published_names, frame_id=topics.WORLD_FRAME
+        )
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
         self.joints_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
         self.ee_pubs = {arm: self.create_publisher(PoseStamped, topics.ee_pose_topic(arm), qos.STATE) for arm in ARMS}
@@ -173,7 +180,7 @@ class SimNode(Node):
 
     def execute(self, for_stamp_ns: int) -> None:
         try:
-            chunk = chunk_from_arm_rows(self.pending)  # type: ignore[arg-type]
+            chunk = self.joint_layout.chunk_from_arm_rows(self.pending)  # type: ignore[arg-type]
         except RoboFollowError as error:
             self.get_logger().error(f'chunk ignored: {error}')
             self.pending.clear()
@@ -208,10 +215,8 @@ class SimNode(Node):
         stamp = self.clock.stamp(observation.time)
         self.observation_ns = stamp
         messages = self.frame_messages_cdr
-        frame = [
-            (self.clock_pub, messages.clock(stamp)),
-            (self.joints_pub, messages.joint_state(stamp, observation.state)),
-        ]
+        _, positions = self.joint_layout.joint_state(observation.state)
+        frame = [(self.clock_pub, messages.clock(stamp)), (self.joints_pub, messages.joint_state(stamp, positions))]
         for name, position in observation.object_pos.items():
             publisher = self.object_pubs.get(name)
             if publisher is not None:

@@ -4,23 +4,24 @@ The one place where asynchronous samples become trajectory frames, shared by the
 referee node (live), so that a live score and the score of the recorded bag cannot drift apart. Frames are the
 header stamps of the EE poses of both arms; every other signal is zero-order held (its latest sample at or before
 the frame); frames before every required signal (both EE poses, both grippers, every object pose) has a sample
-are dropped. Equal stamps are ordered by log (receive) time, then by arrival.
+are dropped. Equal stamps are ordered by log (receive) time, then by arrival. Joint states are read by name
+through the first of the given ``JointLayout``s whose gripper joints they carry (grippers back to normalised).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS, Arm
-from robofollow_ros.errors import TrajectoryError
+from robofollow_ros.errors import LayoutError, TrajectoryError
 from robofollow_ros.referee.timeline import MAX_GAP_S, NS_PER_S, Signal, frame_times, gaps, hold, hold_or_nan
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.state_layout import GRIPPER_JOINTS, JOINT_NAMES
+from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, find_layout
 
 
 @dataclass(frozen=True)
@@ -29,13 +30,16 @@ class BuiltTrajectory:
 
     Attributes:
         trajectory: the referee's input.
-        joint_positions: (n, 14) in ``JOINT_NAMES`` order, zero-order held; NaN before a joint's first sample.
+        joint_positions: (n, 14) in layout order (grippers normalised), zero-order held; NaN before a joint's
+            first sample.
         frames_ns: (n,) the frame stamps.
+        joints: the joint layout the joint states were read with.
     """
 
     trajectory: Trajectory
     joint_positions: np.ndarray
     frames_ns: np.ndarray
+    joints: JointLayout
 
 
 class _Samples:
@@ -59,10 +63,13 @@ class TrajectoryBuilder:
     """Collects pose and joint samples and builds the trajectory of one episode.
 
     Args:
+        layouts: joint layouts to read joint states with, the first whose grippers are there wins (e.g. the
+            robot's, then ``GENERIC_LAYOUT`` for old recordings).
         max_gap: silences of a required signal longer than this (seconds) go into ``Trajectory.gaps``.
     """
 
-    def __init__(self, *, max_gap: float = MAX_GAP_S) -> None:
+    def __init__(self, *, layouts: Sequence[JointLayout] = (GENERIC_LAYOUT,), max_gap: float = MAX_GAP_S) -> None:
+        self.layouts = tuple(layouts)
         self.max_gap_ns = round(max_gap * NS_PER_S)
         self._arrivals = 0
         self._positions: dict[str, _Samples] = defaultdict(_Samples)
@@ -122,6 +129,13 @@ class TrajectoryBuilder:
         for name, position in zip(names, positions, strict=False):
             self._joints[name].add(np.array([stamp_ns]), np.array([float(position)]), logs)
 
+    def _missing_gripper(self, present: Mapping[str, object]) -> str:
+        arm = next((arm for arm in ARMS if not any(layout.grippers[arm] in present for layout in self.layouts)), None)
+        if arm is None:
+            return f'the gripper joints in {topics.JOINT_STATES} belong to different robots'
+        names = list(dict.fromkeys(layout.grippers[arm] for layout in self.layouts))
+        return f'no gripper data for the {arm} arm ({_or(names)} in {topics.JOINT_STATES})'
+
     def _pose_signals(self, topic: str) -> tuple[Signal, Signal] | None:
         if topic not in self._positions:
             return None
@@ -148,13 +162,11 @@ class TrajectoryBuilder:
                 raise TrajectoryError(f'no EE pose data for the {arm} arm ({topic})')
             ee[arm] = signals
         joints = {name: samples.signal(f'{topics.JOINT_STATES}[{name}]') for name, samples in self._joints.items()}
-        grip: dict[Arm, Signal] = {}
-        for arm in ARMS:
-            if GRIPPER_JOINTS[arm] not in joints:
-                raise TrajectoryError(
-                    f'no gripper data for the {arm} arm ({GRIPPER_JOINTS[arm]} in {topics.JOINT_STATES})'
-                )
-            grip[arm] = joints[GRIPPER_JOINTS[arm]]
+        try:
+            layout = find_layout(joints, self.layouts)
+        except LayoutError:
+            raise TrajectoryError(self._missing_gripper(joints)) from None
+        grip = {arm: joints[layout.grippers[arm]] for arm in ARMS}
         objects: dict[str, tuple[Signal, Signal]] = {}
         for topic in sorted(self._positions):
             name = topics.object_name_from_topic(topic)
@@ -174,7 +186,7 @@ class TrajectoryBuilder:
         trajectory = Trajectory(
             t=(frames - origin_ns) / NS_PER_S,
             ee={arm: hold(ee[arm][0], frames) for arm in ARMS},
-            grip={arm: hold(grip[arm], frames) for arm in ARMS},
+            grip={arm: hold(grip[arm], frames) / layout.gripper_scale for arm in ARMS},
             obj_pos={name: hold(pose, frames) for name, (pose, _) in objects.items()},
             ee_quat={arm: hold(ee[arm][1], frames) for arm in ARMS},
             obj_quat={name: hold(quat, frames) for name, (_, quat) in objects.items()},
@@ -184,8 +196,12 @@ class TrajectoryBuilder:
             ),
             frames_are_rows=frames_are_rows,
         )
-        joint_positions = np.stack([hold_or_nan(joints.get(name), frames) for name in JOINT_NAMES], axis=1)
-        return BuiltTrajectory(trajectory, joint_positions, frames)
+        held = np.stack([hold_or_nan(joints.get(name), frames) for name in layout.names], axis=1)
+        return BuiltTrajectory(trajectory, layout.from_joints(held), frames, layout)
+
+
+def _or(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f'{", ".join(names[:-1])} or {names[-1]}'
 
 
 def empty_trajectory() -> Trajectory:

@@ -16,31 +16,19 @@ import numpy as np
 
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore
-from robofollow_ros.benchmark.types import ARMS, Arm, Layout, Task
+from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.errors import GraphError
+from robofollow_ros.evaluation.environment import CellObservation
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.ros.observation_cache import ObservationCache
-from robofollow_ros.state_layout import CAMERAS, state_from_joint_state
+from robofollow_ros.state_layout import CAMERAS, JointLayout
 
 NS_PER_S = 1_000_000_000
 SAMPLE_POLL = 0.0005
 """Seconds between looks for an on-demand sample that had not arrived with the sim's status (rare: the sim
 publishes the frames before the status)."""
-
-
-@dataclass(frozen=True)
-class GraphObservation:
-    """Three camera images and the 14-D state; the privileged poses only for reference policies."""
-
-    images: dict[str, np.ndarray]
-    state: np.ndarray
-    time: float
-    ee_pos: dict[Arm, np.ndarray] = field(default_factory=dict)
-    ee_quat: dict[Arm, np.ndarray] = field(default_factory=dict)
-    object_pos: dict[str, np.ndarray] = field(default_factory=dict)
-    object_quat: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -57,6 +45,7 @@ class RosEnvironment:
     Args:
         cache: what the bridge's subscriptions stored.
         publish_chunk: publishes a (T, 14) chunk answering the observation stamped ``stamp_ns``.
+        joints: the robot's joint layout (names of ``/joint_states``).
         episode_id: the episode the sim was reset to (from ``/robofollow/episode``).
         privileged: attach object and TCP poses.
         timeout: seconds to wait for the sim.
@@ -67,12 +56,14 @@ class RosEnvironment:
         cache: ObservationCache,
         publish_chunk: Callable[[np.ndarray, int], None],
         *,
+        joints: JointLayout,
         episode_id: str,
         privileged: bool,
         timeout: float,
     ) -> None:
         self.cache = cache
         self.publish_chunk = publish_chunk
+        self.joints = joints
         self.episode_id = episode_id
         self.images = False
         self.privileged = privileged
@@ -85,14 +76,14 @@ class RosEnvironment:
         self.timing = QueryTiming()
         self.typestore = default_typestore()
 
-    def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> GraphObservation:
+    def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> CellObservation:
         """The initial observation of the episode the sim was reset to (with the camera images if ``images``)."""
         self.layout, self.images = layout, images
         status = self._status(lambda s: s.event == 'reset' and s.episode_id == self.episode_id, 'the sim reset')
         self.origin_ns = status.stamp_ns
         return self._observation(status.stamp_ns)
 
-    def execute(self, chunk: np.ndarray, *, images: bool) -> GraphObservation:
+    def execute(self, chunk: np.ndarray, *, images: bool) -> CellObservation:
         """Send ``chunk`` to the arms and return the observation after its last row."""
         self.images = images
         answered = self.stamp_ns
@@ -130,7 +121,7 @@ class RosEnvironment:
             topics.object_pose_topic(name) for name in self.layout.object_names
         ]
 
-    def _observation(self, stamp_ns: int) -> GraphObservation:
+    def _observation(self, stamp_ns: int) -> CellObservation:
         cache = self.cache
         wanted = self._pose_topics() if self.privileged else []
 
@@ -152,10 +143,11 @@ class RosEnvironment:
             joints = cache.states.items[stamp_ns]
             poses = {topic: cache.poses[topic].items[stamp_ns] for topic in wanted}
         sample = decode_joint_state(self.typestore, joints, topic=topics.JOINT_STATES)
-        observation = GraphObservation(
+        observation = CellObservation(
             images=images,
-            state=state_from_joint_state(sample.names, sample.position),
+            state=self.joints.state_from_joint_state(sample.names, sample.position),
             time=(stamp_ns - self.origin_ns) / NS_PER_S,
+            robot=self.joints.robot,
         )
         decoded = {topic: decode_poses(self.typestore, [data], topic=topic) for topic, data in poses.items()}
         if self.privileged:

@@ -14,7 +14,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from robofollow_ros.benchmark.types import Arm
 from robofollow_ros.errors import GraphError
 from robofollow_ros.graph.intrinsics import Intrinsics
-from robofollow_ros.state_layout import ARM_COMMAND_JOINTS, arm_rows
+from robofollow_ros.state_layout import JointLayout
 
 NS_PER_S = 1_000_000_000
 RGB8 = 'rgb8'
@@ -93,14 +93,17 @@ def joint_state_message(names: Sequence[str], positions: Sequence[float], *, sta
     return message
 
 
-def trajectory_message(chunk: np.ndarray, arm: Arm, *, stamp_ns: int, row_seconds: float) -> JointTrajectory:
-    """One arm's JointTrajectory of a (T, 14) chunk; point i is due ``(i + 1) * row_seconds`` after the stamp.
+def trajectory_message(
+    chunk: np.ndarray, arm: Arm, *, joints: JointLayout, stamp_ns: int, row_seconds: float
+) -> JointTrajectory:
+    """One arm's JointTrajectory of a (T, 14) chunk, named and scaled by ``joints``; point i is due
+    ``(i + 1) * row_seconds`` after the stamp.
 
     An empty chunk gives a trajectory without points: the JointTrajectoryController's "stop and hold".
     """
-    message = JointTrajectory(joint_names=list(ARM_COMMAND_JOINTS[arm]))
+    message = JointTrajectory(joint_names=list(joints.command_joints(arm)))
     message.header.stamp = to_time(stamp_ns)
-    rows = arm_rows(chunk, arm) if len(chunk) else np.zeros((0, 7))
+    rows = joints.arm_command(chunk, arm)
     for i, row in enumerate(rows):
         due = (i + 1) * row_seconds
         sec = int(due)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
+from rclpy.context import Context
 from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
@@ -65,8 +65,13 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
 def spin(executor: Executor) -> None:
     """Spin until rclpy shuts down, waking up often enough for Python signal handlers to run."""
     with contextlib.suppress(ExternalShutdownException):
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=SPIN_PERIOD)
+        while executor.context.ok():
+            try:
+                executor.spin_once(timeout_sec=SPIN_PERIOD)
+            except RCLError:
+                if executor.context.ok():
+                    raise
+                return  # shut down (by a signal) between the check and the wait
 
 
 def param(node: Node, name: str, default: Any) -> Any:
@@ -85,37 +90,21 @@ def install_stop_handlers() -> None:
     signal.signal(signal.SIGTERM, request_stop)
 
 
-def wait_for(condition: Callable[[], bool], *, timeout: float, what: str, poll: float = 0.005) -> None:
+def wait_for(
+    condition: Callable[[], bool], *, timeout: float, what: str, poll: float = 0.005, context: Context | None = None
+) -> None:
     """Block until ``condition()`` holds.
 
     Raises:
-        GraphError: ``timeout`` seconds passed, or rclpy was shut down.
+        GraphError: ``timeout`` seconds passed, or rclpy (``context``, default the global one) was shut down.
     """
     deadline = time.monotonic() + timeout
     while not condition():
-        if not rclpy.ok():
+        if not rclpy.ok(context=context):
             raise GraphError(f'shut down while waiting for {what}')
         if time.monotonic() > deadline:
             raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
         time.sleep(poll)
-
-
-def wait_notified(condition: threading.Condition, predicate: Callable[[], bool], *, timeout: float, what: str) -> None:
-    """Block until ``predicate()`` holds, woken by ``condition.notify_all()`` rather than polling (``wait_for``
-    sleeps between checks: latency on every handshake of an episode).
-
-    Raises:
-        GraphError: ``timeout`` seconds passed, or rclpy was shut down.
-    """
-    deadline = time.monotonic() + timeout
-    with condition:
-        while not predicate():
-            if not rclpy.ok():
-                raise GraphError(f'shut down while waiting for {what}')
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
-            condition.wait(min(remaining, SPIN_PERIOD))
 
 
 def read_episode(node: Node, text: str) -> EpisodeSpec | None:

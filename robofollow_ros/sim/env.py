@@ -7,13 +7,13 @@ recorded at reset and after every executed action row (protocol §4.1).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark.types import ARMS, Arm, Layout, ObjectSpec, Task
 from robofollow_ros.errors import SimulationError
+from robofollow_ros.evaluation.environment import CellObservation
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
 from robofollow_ros.sim.executor import JointExecutor
@@ -28,33 +28,6 @@ from robofollow_ros.sim.spawn import spawn
 from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
 
 MODEL_CACHE_SIZE = 4
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What the cell shows after a reset or an executed chunk.
-
-    Attributes:
-        images: camera name -> (H, W, 3) uint8 RGB; empty when images were not requested.
-        state: (14,) ``[left q1..q6, left grip, right q1..q6, right grip]``, grips normalised (1 open, 0 closed).
-        time: simulated seconds since the episode started.
-        ee_pos: per arm, TCP position (3,) in the world frame (privileged).
-        ee_quat: per arm, TCP orientation (w, x, y, z) (privileged).
-        object_pos: per scene item, position (3,) (privileged).
-        object_quat: per scene item, orientation (w, x, y, z) (privileged).
-        finger_opening: per arm, measured finger opening, normalised (1 open, 0 pads touching).
-        robot: name of the cell's robot (privileged: built-in planners need its kinematics).
-    """
-
-    images: dict[str, np.ndarray]
-    state: np.ndarray
-    time: float
-    ee_pos: dict[Arm, np.ndarray] = field(default_factory=dict)
-    ee_quat: dict[Arm, np.ndarray] = field(default_factory=dict)
-    object_pos: dict[str, np.ndarray] = field(default_factory=dict)
-    object_quat: dict[str, np.ndarray] = field(default_factory=dict)
-    finger_opening: dict[Arm, float] = field(default_factory=dict)
-    robot: str = DEFAULT_ROBOT
 
 
 def _model_key(layout: Layout) -> tuple[tuple[str, ObjectSpec], ...]:
@@ -126,7 +99,7 @@ class CellEnv:
         layout: Layout | None = None,
         positions: Mapping[str, tuple[float, float]] | None = None,
         images: bool | None = None,
-    ) -> Observation:
+    ) -> CellObservation:
         """Build (or re-lay) the scene of ``task`` and return the initial observation (trajectory frame 0).
 
         Same task, layout and seed give the same initial state bit for bit. The compiled model is reused when
@@ -177,7 +150,7 @@ class CellEnv:
 
     def execute(
         self, actions: np.ndarray, *, images: bool | None = None, on_row: Callable[[], None] | None = None
-    ) -> Observation:
+    ) -> CellObservation:
         """Execute every row of an action chunk (T, 14), recording one trajectory frame per row.
 
         ``on_row`` is called after each row's frame is recorded (the sim node publishes the frame from it).
@@ -197,7 +170,7 @@ class CellEnv:
                 on_row()
         return self.observe(images=images)
 
-    def observe(self, *, images: bool | None = None) -> Observation:
+    def observe(self, *, images: bool | None = None) -> CellObservation:
         """The current observation; camera images are rendered only when ``images`` (or the default) is true."""
         cell, data, executor, _ = self._require()
         want_images = self.render_default if images is None else images
@@ -210,7 +183,7 @@ class CellEnv:
         object_quat: dict[str, np.ndarray] = {}
         for name in cell.object_names:
             object_pos[name], object_quat[name] = object_pose(cell, data, name)
-        return Observation(
+        return CellObservation(
             images=rendered,
             state=executor.state(),
             time=float(data.time) - self._t0,

@@ -95,6 +95,10 @@ class Kinematics:
         )
 
     def _set(self, arm: Arm, q: np.ndarray) -> None:
+        # Every other joint back at qpos0 first: the Jacobian's arithmetic goes through the whole tree's centre of
+        # mass, so the other arm's last solved pose would leak into this solution's last bits, and a trial's
+        # trajectory would depend on what the process planned before it.
+        self.data.qpos[:] = self.model.qpos0
         self.data.qpos[self.cell.arms[arm].qpos] = q
         mujoco.mj_kinematics(self.model, self.data)
 

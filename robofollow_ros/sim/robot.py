@@ -1,4 +1,7 @@
-"""The robot as described by its spec and URDF: joint names, limits and velocity limits per arm, the 14-D layout."""
+"""The robot as described by its spec and URDF: joint names, limits and velocity limits per arm, the 14-D layout.
+
+Reads XML only: importable (with ``sim.robots``) where MuJoCo must not be loaded, e.g. in policies and ROS nodes.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ import numpy as np
 
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import SimulationError
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, RobotSpec, get_robot_spec
+from robofollow_ros.sim.robots import DEFAULT_ROBOT, ROBOTS, RobotSpec, get_robot_spec, robot_names
+from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,18 @@ class RobotDescription:
         """Upper bounds of the 14-D state/action vector (gripper 1)."""
         return np.concatenate([np.append(self.arms[a].upper, 1.0) for a in ARMS])
 
+    @property
+    def joint_layout(self) -> JointLayout:
+        """How this robot's joints carry the 14-D layout on ROS: the URDF's joint names, the gripper as the first
+        finger's position in metres (the second finger mimics it)."""
+        return JointLayout(
+            robot=self.name,
+            arm_joints={arm: self.arms[arm].joints for arm in ARMS},
+            grippers={arm: self.arms[arm].fingers[0] for arm in ARMS},
+            gripper_scale=self.arms[ARMS[0]].finger_travel,
+            gripper_mimics={arm: self.arms[arm].fingers[1:] for arm in ARMS},
+        )
+
     def joint_velocity(self) -> np.ndarray:
         """Velocity limits of the 12 arm joints in state order (left 1-6, right 1-6)."""
         return np.concatenate([self.arms[a].velocity for a in ARMS])
@@ -78,6 +94,23 @@ class RobotDescription:
 def home_state(robot: str = DEFAULT_ROBOT) -> np.ndarray:
     """The 14-D home configuration of a registered robot (open grippers)."""
     return load_robot(robot).home_state()
+
+
+def joint_layout(robot: str = DEFAULT_ROBOT) -> JointLayout:
+    """The joint layout of a registered robot (its URDF's names; see ``RobotDescription.joint_layout``).
+
+    Raises:
+        SimulationError: unknown robot, or its URDF cannot be read.
+    """
+    return load_robot(robot).joint_layout
+
+
+def known_joint_layouts(first: str | None = None) -> tuple[JointLayout, ...]:
+    """The layouts a reader of recorded joint states tries: ``first`` (a robot name, when known), every
+    registered robot, then the generic names of bags recorded before joints were named after the robot."""
+    names = [first] if first in ROBOTS else []
+    names += [name for name in robot_names() if name not in names]
+    return (*(joint_layout(name) for name in names), GENERIC_LAYOUT)
 
 
 def _limit(joint: ET.Element, name: str) -> ET.Element:

@@ -1,0 +1,191 @@
+"""``GraphTrials``: ``run_suite``'s executor for the ``ros-graph`` runtime, over one graph or several.
+
+Each graph (one ``EvaluatorNode`` per ROS domain) gets a thread that takes trials from one ``TrialQueue``,
+publishes, resets, instructs and collects each, and hands the finished record to ``run_suite`` (the one writer)
+through a queue. A graph that is lost mid-trial (``GraphLostError``) puts its trial back, first in line, and
+stops taking trials; the others run it. A graph with nothing to take waits while another is busy, since that
+one's trial may come back. When every graph is lost with trials left, the run stops with ``WorkerLostError``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Generator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from robofollow_ros.benchmark import registry
+from robofollow_ros.errors import GraphLostError, WorkerLostError
+from robofollow_ros.evaluation.dispatch import TrialQueue
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.identity import RunIdentity
+from robofollow_ros.evaluation.options import SuiteOptions
+from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
+from robofollow_ros.evaluation.records import Trial, bookkeeping
+from robofollow_ros.evaluation.runner import TrialResult
+
+if TYPE_CHECKING:
+    from robofollow_ros.nodes.evaluator import EvaluatorNode
+
+LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
+POLL_SECONDS = 0.1
+JOIN_SECONDS = 5.0
+BAG_WAIT_SECONDS = 10.0
+
+
+class GraphTrials:
+    """Runs the suite's trials over the ROS graphs of ``links`` (one ``EvaluatorNode`` per domain).
+
+    Attributes:
+        problems: the graphs lost during the run (reported as warnings by ``run_suite``).
+        ran: trials finished per ROS domain.
+    """
+
+    runtime = 'ros-graph'
+
+    def __init__(self, links: Sequence[EvaluatorNode]) -> None:
+        self.links = list(links)
+        self.problems: list[str] = []
+        self.ran: Counter[int] = Counter()
+        self.options: SuiteOptions | None = None
+        self.identity: RunIdentity | None = None
+
+    def __call__(self, options: SuiteOptions, *, identity: RunIdentity) -> GraphTrials:
+        """Bind the run (``run_suite`` calls this once, like it builds any executor)."""
+        self.options, self.identity = options, identity
+        return self
+
+    def run_trial(self, link: EvaluatorNode, trial: Trial) -> TrialResult:
+        """Publish, reset, instruct and collect one trial on ``link``'s graph; the record is completed as
+        in-process."""
+        options, identity = self.options, self.identity
+        assert options is not None and identity is not None
+        layout = registry.layout_of(trial.task)
+        spec = EpisodeSpec.for_trial(
+            trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
+        )
+        started, started_wall = time.perf_counter(), time.time()
+        live = link.run_episode(spec)
+        wall = time.perf_counter() - started
+        record = {key: value for key, value in live.items() if key not in LIVE_ONLY}
+        record.update(
+            bookkeeping(trial, identity=identity, policy_error=live['policy_error'], error_kind=live['error_kind'])
+        )
+        record.update(
+            {'queries': live['queries'], 'executed_rows': live['executed_rows'], 'wall_seconds': round(wall, 3)}
+        )
+        if options.record == 'bag':
+            record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
+            _wait_for_bag(link, options.out / record['episode_file'], since=started_wall)
+        return TrialResult(key=trial.key, record=record)
+
+    def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
+        """Each trial's result as soon as a graph finishes it (in any order with several graphs)."""
+        dispatch = _Dispatch(TrialQueue(todo))
+        finished: queue.Queue[tuple[str, Any]] = queue.Queue()
+        threads = [
+            threading.Thread(target=self._serve, args=(link, dispatch, finished), daemon=True, name=f'graph-{i}')
+            for i, link in enumerate(self.links)
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            running = len(threads)
+            while running:
+                try:
+                    kind, payload = finished.get(timeout=POLL_SECONDS)
+                except queue.Empty:
+                    continue
+                if kind == 'result':
+                    yield payload
+                elif kind == 'lost':
+                    self.problems.append(payload)
+                elif kind == 'error':
+                    raise payload
+                else:
+                    running -= 1
+            if dispatch.trials:
+                raise WorkerLostError(
+                    f'no graph is left to run the {len(dispatch.trials)} remaining trial(s) '
+                    f'({"; ".join(self.problems)}); resume the run once the cause is fixed'
+                )
+        finally:
+            dispatch.stop()
+            for link in self.links:
+                link.stopping = True
+            for thread in threads:
+                thread.join(JOIN_SECONDS)
+
+    def _serve(self, link: EvaluatorNode, dispatch: _Dispatch, finished: queue.Queue[tuple[str, Any]]) -> None:
+        try:
+            while (trial := dispatch.take(link)) is not None:
+                try:
+                    result = self.run_trial(link, trial)
+                except GraphLostError as error:
+                    if dispatch.stopped:
+                        return
+                    dispatch.give_back(link, trial, reason=str(error))
+                    message = f'{error}: trial {trial.task.task_id} round {trial.round} goes to another graph'
+                    link.get_logger().warning(message)
+                    finished.put(('lost', message))
+                    return
+                dispatch.leave(link)
+                self.ran[link.domain] += 1
+                finished.put(('result', result))
+        except BaseException as error:  # run_suite re-raises it in the writing thread
+            finished.put(('error', error))
+        finally:
+            dispatch.leave(link)
+            finished.put(('exit', None))
+
+
+class _Dispatch:
+    """The trial queue shared by the graph threads, and which graphs are busy."""
+
+    def __init__(self, trials: TrialQueue) -> None:
+        self.trials = trials
+        self.busy: set[int] = set()
+        self.condition = threading.Condition()
+        self.stopped = False
+
+    def take(self, link: EvaluatorNode) -> Trial | None:
+        """The next trial for ``link``; waits while the queue is empty but another graph may give one back."""
+        with self.condition:
+            while not self.trials and self.busy and not self.stopped:
+                self.condition.wait(POLL_SECONDS)
+            if self.stopped or not self.trials:
+                return None
+            self.busy.add(id(link))
+            return self.trials.take()
+
+    def give_back(self, link: EvaluatorNode, trial: Trial, *, reason: str) -> None:
+        """``link``'s graph was lost with ``trial`` in flight (raises ``WorkerLostError`` on its third loss)."""
+        with self.condition:
+            self.trials.put_back(trial, reason=reason)
+            self.condition.notify_all()
+
+    def leave(self, link: EvaluatorNode) -> None:
+        """``link`` is no longer running a trial."""
+        with self.condition:
+            self.busy.discard(id(link))
+            self.condition.notify_all()
+
+    def stop(self) -> None:
+        """Hand out nothing more."""
+        with self.condition:
+            self.stopped = True
+            self.condition.notify_all()
+
+
+def _wait_for_bag(link: EvaluatorNode, path: Path, *, since: float) -> None:
+    """Give the recorder a moment to publish the bag of the episode just scored: it closes the bag on the same
+    result the evaluator received, and a graph stopped before that would leave the bag the record names hidden."""
+    deadline = time.monotonic() + BAG_WAIT_SECONDS
+    while not (path.is_dir() and path.stat().st_mtime >= since - 1.0):
+        if time.monotonic() > deadline:
+            link.get_logger().warning(f'the recorder has not published {path} yet')
+            return
+        time.sleep(0.01)
