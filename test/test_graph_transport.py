@@ -22,16 +22,17 @@ from robofollow_ros.ros.cdr_template import CdrTemplate, FrameMessages
 from robofollow_ros.ros.messages import joint_state_message, pose_message, to_time
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
-from robofollow_ros.state_layout import JOINT_NAMES
+from robofollow_ros.sim.robot import joint_layout
 
-DOMAIN = ros_domain(43)
+DOMAIN = ros_domain(57)
+JOINT_NAMES = joint_layout().published_names
 
 
 def test_frame_messages_decode_to_the_messages_built_field_by_field() -> None:
     frames = FrameMessages(joint_names=JOINT_NAMES, frame_id='world')
     rng = np.random.default_rng(7)
     for stamp in (0, 1_000_000_000, 3_999_999_999, 1_796_069_971_117_856_959):
-        position, quat, state = rng.normal(size=3), rng.normal(size=4), rng.normal(size=14)
+        position, quat, state = rng.normal(size=3), rng.normal(size=4), rng.normal(size=len(JOINT_NAMES))
         pose = deserialize_message(frames.pose(stamp, position, quat), PoseStamped)
         assert pose == pose_message(position, quat, stamp_ns=stamp, frame_id='world')
         joints = deserialize_message(frames.joint_state(stamp, state), JointState)
