@@ -19,7 +19,8 @@ def ros_domain(domain: int) -> int:
     """The ROS domain a test's nominal ``domain`` (10-59) runs in.
 
     ``ROBOFOLLOW_TEST_DOMAINS=LO-HI`` folds every test domain into LO-HI, so several people can run the suite on one
-    machine at once, each in their own range (tests that run one after another may then share a domain).
+    machine at once, each in their own range (tests that run one after another may then share a domain; the tests
+    of several graphs assert their nominal domains and fail folded).
     """
     assert 10 <= domain <= 59, 'graph tests use ROS domains 10-59'
     folded = os.environ.get('ROBOFOLLOW_TEST_DOMAINS', '')
