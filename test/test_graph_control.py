@@ -7,7 +7,7 @@ import time
 
 import pytest
 import rclpy
-from graph_helpers import wait_until
+from graph_helpers import ros_domain, wait_until
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
@@ -21,8 +21,8 @@ from robofollow_ros.nodes import evaluator
 from robofollow_ros.ros import qos
 
 pytestmark = pytest.mark.ros
-DOMAIN = 37
-RESET_DOMAIN = 38
+DOMAIN = ros_domain(37)
+RESET_DOMAIN = ros_domain(38)
 
 
 @pytest.fixture

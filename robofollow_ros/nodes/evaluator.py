@@ -23,7 +23,7 @@ from typing import Any
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -257,7 +257,7 @@ def main(args: list[str] | None = None) -> int:
         _shut_down(links)
         return 2
     node = links[0]
-    executors = [MultiThreadedExecutor(num_threads=2, context=link.context) for link in links]
+    executors = [EventsExecutor(context=link.context) for link in links]
     spinners = []
     for link, executor in zip(links, executors, strict=True):
         executor.add_node(link)

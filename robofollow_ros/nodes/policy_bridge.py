@@ -23,7 +23,6 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros import topics
-from robofollow_ros.bags.cdr import header_stamp_ns
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
@@ -38,6 +37,7 @@ from robofollow_ros.ros.environment import RosEnvironment
 from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array, trajectory_message
 from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.sim.robot import load_robot
@@ -80,15 +80,16 @@ class PolicyBridge(Node):
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
-        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE, raw=True)
+        per_row: dict[str, type] = {topics.JOINT_STATES: JointState}
+        if self.privileged:
+            per_row.update(dict.fromkeys(pose_topics(), PoseStamped))
+        self.samples = OnDemandReaders(self, per_row, store=self.on_sample)
+        self.cache.sources.append(self.samples.drain)
         if self.images:
             for camera in CAMERAS:
                 self.create_subscription(
                     Image, topics.image_topic(camera), lambda m, c=camera: self.on_image(c, m), qos.SENSOR
                 )
-        if self.privileged:
-            for topic in pose_topics():
-                self.create_subscription(PoseStamped, topic, lambda m, t=topic: self.on_pose(t, m), qos.STATE, raw=True)
         self.worker = threading.Thread(target=self.work, name='episodes', daemon=True)
         self.worker.start()
         self.get_logger().info(f'policy {name!r} ready (images: {self.images}, privileged: {self.privileged})')
@@ -116,8 +117,11 @@ class PolicyBridge(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'ignored {topics.SIM_STATUS}: {error}')
 
-    def on_joint_state(self, data: bytes) -> None:
-        self.cache.add_state(header_stamp_ns(data), data)
+    def on_sample(self, topic: str, stamp_ns: int, data: bytes) -> None:
+        if topic == topics.JOINT_STATES:
+            self.cache.add_state(stamp_ns, data)
+        else:
+            self.cache.add_pose(topic, stamp_ns, data)
 
     def on_image(self, camera: str, message: Image) -> None:
         try:
@@ -126,9 +130,6 @@ class PolicyBridge(Node):
             self.get_logger().error(f'ignored {camera} image: {error}', throttle_duration_sec=5.0)
             return
         self.cache.add_image(camera, from_time(message.header.stamp), pixels)
-
-    def on_pose(self, topic: str, data: bytes) -> None:
-        self.cache.add_pose(topic, header_stamp_ns(data), data)
 
     def publish_chunk(self, chunk: np.ndarray, stamp_ns: int) -> None:
         for arm in ARMS:
@@ -212,11 +213,12 @@ class PolicyBridge(Node):
     def close(self) -> None:
         self.requests.put(None)
         self.policy.close()
+        self.samples.close()
 
 
 def main(args: list[str] | None = None) -> int:
     """Run the policy bridge until shutdown."""
-    return run_node(PolicyBridge, args, threads=2)
+    return run_node(PolicyBridge, args)
 
 
 if __name__ == '__main__':

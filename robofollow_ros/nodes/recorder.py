@@ -180,7 +180,7 @@ class RecorderNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the recorder node until shutdown."""
-    return run_node(RecorderNode, args, threads=1)
+    return run_node(RecorderNode, args)
 
 
 if __name__ == '__main__':

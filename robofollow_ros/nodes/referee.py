@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from robofollow_ros import topics
-from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore, header_stamp_ns
+from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -27,6 +27,7 @@ from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.sim.robot import joint_layout
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
@@ -56,9 +57,8 @@ class RefereeNode(Node):
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
-        self.create_subscription(JointState, topics.JOINT_STATES, self.on_joint_state, qos.STATE, raw=True)
-        for topic in pose_topics():
-            self.create_subscription(PoseStamped, topic, lambda m, t=topic: self.on_pose(t, m), qos.STATE, raw=True)
+        per_row = {topics.JOINT_STATES: JointState, **dict.fromkeys(pose_topics(), PoseStamped)}
+        self.samples = OnDemandReaders(self, per_row, store=self.on_sample, profile=qos.STATE)
         self.create_timer(0.05, self.try_score)
 
     def on_episode(self, message: String) -> None:
@@ -74,6 +74,7 @@ class RefereeNode(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'ignored {topics.SIM_STATUS}: {error}')
             return
+        self.samples.drain()
         if status.event == 'reset':
             self.resets[status.episode_id] = status.stamp_ns
             _keep_recent(self.resets)
@@ -87,14 +88,15 @@ class RefereeNode(Node):
         self.ends[end.episode_id] = (end, time.monotonic())
         self.try_score()
 
-    def on_joint_state(self, data: bytes) -> None:
-        self.joints.append((header_stamp_ns(data), data))
-
-    def on_pose(self, topic: str, data: bytes) -> None:
-        self.poses.append((topic, header_stamp_ns(data), data))
+    def on_sample(self, topic: str, stamp_ns: int, data: bytes) -> None:
+        if topic == topics.JOINT_STATES:
+            self.joints.append((stamp_ns, data))
+        else:
+            self.poses.append((topic, stamp_ns, data))
 
     def try_score(self) -> None:
         """Score every ended episode whose spec and reset are known once the EE poses up to its end are here."""
+        self.samples.drain()
         for episode_id, (end, seen) in list(self.ends.items()):
             if episode_id not in self.specs or episode_id not in self.resets:
                 if time.monotonic() - seen > STALE_END_SECONDS:
@@ -146,6 +148,9 @@ class RefereeNode(Node):
             f'complete {record["completion_ok"]}'
         )
 
+    def close(self) -> None:
+        self.samples.close()
+
 
 def _keep_recent(mapping: dict) -> None:  # type: ignore[type-arg]
     while len(mapping) > KEEP_EPISODES:
@@ -154,7 +159,7 @@ def _keep_recent(mapping: dict) -> None:  # type: ignore[type-arg]
 
 def main(args: list[str] | None = None) -> int:
     """Run the referee node until shutdown."""
-    return run_node(RefereeNode, args, threads=1)
+    return run_node(RefereeNode, args)
 
 
 if __name__ == '__main__':

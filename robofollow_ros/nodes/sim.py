@@ -13,6 +13,7 @@ import time
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
@@ -30,14 +31,12 @@ from robofollow_ros.graph.clock import SimClock
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.cdr_template import FrameMessages
 from robofollow_ros.ros.markers import scene_markers
 from robofollow_ros.ros.messages import (
     camera_info_message,
     from_time,
     image_message,
-    joint_state_message,
-    pose_message,
-    to_time,
     trajectory_positions,
 )
 from robofollow_ros.ros.runtime import param, read_episode, run_node
@@ -79,6 +78,9 @@ class SimNode(Node):
         self.pending: dict[Arm, tuple[list[str], object]] = {}
         self.pending_ns = -1
 
+        self.frame_messages_cdr = FrameMessages(
+            joint_names=self.joint_layout.published_names, frame_id=topics.WORLD_FRAME
+        )
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
         self.joints_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
         self.ee_pubs = {arm: self.create_publisher(PoseStamped, topics.ee_pose_topic(arm), qos.STATE) for arm in ARMS}
@@ -131,7 +133,7 @@ class SimNode(Node):
         self.wait_for_readers()
         self.clock.start_episode()
         self.publish_frame()
-        self.publish_observation()
+        self.publish_observation(reset=True)
         self.status_pub.publish(
             String(data=SimStatus(event='reset', episode_id=spec.episode_id, stamp_ns=self.observation_ns).to_json())
         )
@@ -184,7 +186,12 @@ class SimNode(Node):
             self.pending.clear()
             return
         self.pending.clear()
-        self.env.execute(chunk, images=False, on_row=self.publish_frame)
+        # Step every row first, then publish the frames in one burst: readers then take them in batches instead of
+        # being woken for each message while the sim steps (docs/graph.md).
+        frames: list[tuple[Publisher, bytes]] = []
+        self.env.execute(chunk, images=False, on_row=lambda: frames.extend(self.frame_messages()))
+        for publisher, data in frames:
+            publisher.publish(data)
         self.publish_observation()
         assert self.current is not None
         status = SimStatus(
@@ -197,39 +204,42 @@ class SimNode(Node):
         self.status_pub.publish(String(data=status.to_json()))
 
     def publish_frame(self) -> None:
-        """Publish the current frame: clock, joint states, object poses, then the TCP poses (the frame clock)."""
+        """Publish the current frame (``frame_messages``)."""
+        for publisher, data in self.frame_messages():
+            publisher.publish(data)
+
+    def frame_messages(self) -> list[tuple[Publisher, bytes]]:
+        """The current frame, in publishing order: clock, joint states, object poses, then the TCP poses (the frame
+        clock), as pre-serialised CDR (``FrameMessages``): this runs for every executed row."""
         observation = self.env.observe(images=False)
         stamp = self.clock.stamp(observation.time)
         self.observation_ns = stamp
-        self.clock_pub.publish(Clock(clock=to_time(stamp)))
-        self.joints_pub.publish(joint_state_message(*self.joint_layout.joint_state(observation.state), stamp_ns=stamp))
+        messages = self.frame_messages_cdr
+        _, positions = self.joint_layout.joint_state(observation.state)
+        frame = [(self.clock_pub, messages.clock(stamp)), (self.joints_pub, messages.joint_state(stamp, positions))]
         for name, position in observation.object_pos.items():
             publisher = self.object_pubs.get(name)
             if publisher is not None:
-                publisher.publish(
-                    pose_message(position, observation.object_quat[name], stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
-                )
+                frame.append((publisher, messages.pose(stamp, position, observation.object_quat[name])))
         for arm in ARMS:
-            self.ee_pubs[arm].publish(
-                pose_message(
-                    observation.ee_pos[arm], observation.ee_quat[arm], stamp_ns=stamp, frame_id=topics.WORLD_FRAME
-                )
-            )
+            frame.append((self.ee_pubs[arm], messages.pose(stamp, observation.ee_pos[arm], observation.ee_quat[arm])))
+        return frame
 
-    def wants_images(self) -> bool:
+    def wants_images(self, *, ask_graph: bool = False) -> bool:
+        """Whether to render: ``images`` is ``always``, or a reader of an image topic is matched (or, with
+        ``ask_graph``, discovered at all: a graph query, so only at a reset, not after every chunk)."""
         if self.images == 'always':
             return True
         if self.images == 'never':
             return False
-        return any(
-            publisher.get_subscription_count() > 0 or self.count_subscribers(publisher.topic_name) > 0
-            for publisher in self.image_pubs.values()
-        )
+        if any(publisher.get_subscription_count() > 0 for publisher in self.image_pubs.values()):
+            return True
+        return ask_graph and any(self.count_subscribers(p.topic_name) > 0 for p in self.image_pubs.values())
 
-    def publish_observation(self) -> None:
+    def publish_observation(self, *, reset: bool = False) -> None:
         """Publish the images (when wanted) and the scene markers of the current state."""
         stamp = self.observation_ns
-        if self.wants_images():
+        if self.wants_images(ask_graph=reset):
             observation = self.env.observe(images=True)
             model = self.env.cell.model  # type: ignore[union-attr]
             for camera, pixels in observation.images.items():
@@ -251,7 +261,7 @@ class SimNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the sim node until shutdown."""
-    return run_node(SimNode, args, threads=1)
+    return run_node(SimNode, args)
 
 
 if __name__ == '__main__':

@@ -26,6 +26,9 @@ from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.state_layout import CAMERAS, JointLayout
 
 NS_PER_S = 1_000_000_000
+SAMPLE_POLL = 0.0005
+"""Seconds between looks for an on-demand sample that had not arrived with the sim's status (rare: the sim
+publishes the frames before the status)."""
 
 
 @dataclass
@@ -123,6 +126,7 @@ class RosEnvironment:
         wanted = self._pose_topics() if self.privileged else []
 
         def complete() -> bool:
+            cache.refresh()
             if stamp_ns not in cache.states.items:
                 return False
             if self.images and any(stamp_ns not in cache.images.get(c, _EMPTY).items for c in CAMERAS):
@@ -130,7 +134,7 @@ class RosEnvironment:
             return all(stamp_ns in cache.poses.get(topic, _EMPTY).items for topic in wanted)
 
         try:
-            cache.wait(complete, timeout=self.timeout, what=f'the observation stamped {stamp_ns}')
+            cache.wait(complete, timeout=self.timeout, what=f'the observation stamped {stamp_ns}', poll=SAMPLE_POLL)
         except GraphError as error:
             raise GraphError(f'{error} ({self._missing(stamp_ns, wanted)})') from None
         self.stamp_ns = stamp_ns

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
 POLL_SECONDS = 0.1
 JOIN_SECONDS = 5.0
+BAG_WAIT_SECONDS = 10.0
 
 
 class GraphTrials:
@@ -66,7 +67,7 @@ class GraphTrials:
         spec = EpisodeSpec.for_trial(
             trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
         )
-        started = time.perf_counter()
+        started, started_wall = time.perf_counter(), time.time()
         live = link.run_episode(spec)
         wall = time.perf_counter() - started
         record = {key: value for key, value in live.items() if key not in LIVE_ONLY}
@@ -78,6 +79,7 @@ class GraphTrials:
         )
         if options.record == 'bag':
             record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
+            _wait_for_bag(link, options.out / record['episode_file'], since=started_wall)
         return TrialResult(key=trial.key, record=record)
 
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
@@ -176,3 +178,14 @@ class _Dispatch:
         with self.condition:
             self.stopped = True
             self.condition.notify_all()
+
+
+def _wait_for_bag(link: EvaluatorNode, path: Path, *, since: float) -> None:
+    """Give the recorder a moment to publish the bag of the episode just scored: it closes the bag on the same
+    result the evaluator received, and a graph stopped before that would leave the bag the record names hidden."""
+    deadline = time.monotonic() + BAG_WAIT_SECONDS
+    while not (path.is_dir() and path.stat().st_mtime >= since - 1.0):
+        if time.monotonic() > deadline:
+            link.get_logger().warning(f'the recorder has not published {path} yet')
+            return
+        time.sleep(0.01)

@@ -13,7 +13,8 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
 from rclpy.context import Context
-from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 
 from robofollow_ros import topics
@@ -23,8 +24,13 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 SPIN_PERIOD = 0.1
 
 
-def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, threads: int = 2) -> int:
+def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """Init rclpy, build the node, spin until shutdown (SIGINT or SIGTERM); returns the process exit code.
+
+    Callbacks run one at a time on rclpy's events executor: the nodes take about 14 messages per executed row,
+    and the wait-set executors spent 70 (single-threaded) to 150 (multi-threaded) microseconds of CPU on each,
+    against about 11 (``docs/graph.md``). A callback must not block for long: the bridge runs episodes on its
+    own thread.
 
     A node may end the process itself by setting ``node.exit_code`` and calling ``rclpy.shutdown()``.
     """
@@ -40,7 +46,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None, *, 
         if isinstance(error, (RCLError, InvalidHandle)):
             return 0  # stopped while starting
         raise
-    executor = SingleThreadedExecutor() if threads == 1 else MultiThreadedExecutor(num_threads=threads)
+    executor = EventsExecutor()
     executor.add_node(node)
     try:
         spin(executor)

@@ -1,0 +1,134 @@
+"""The graph's fast paths: pre-serialised per-row messages, on-demand readers and the bridge's observation cache."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from graph_helpers import ros_domain, wait_until
+from rclpy.context import Context
+from rclpy.serialization import deserialize_message
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+
+from robofollow_ros.errors import GraphError
+from robofollow_ros.graph.protocol import SimStatus
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.cdr_template import CdrTemplate, FrameMessages
+from robofollow_ros.ros.messages import joint_state_message, pose_message, to_time
+from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.on_demand_readers import OnDemandReaders
+from robofollow_ros.sim.robot import joint_layout
+
+DOMAIN = ros_domain(57)
+JOINT_NAMES = joint_layout().published_names
+
+
+def test_frame_messages_decode_to_the_messages_built_field_by_field() -> None:
+    frames = FrameMessages(joint_names=JOINT_NAMES, frame_id='world')
+    rng = np.random.default_rng(7)
+    for stamp in (0, 1_000_000_000, 3_999_999_999, 1_796_069_971_117_856_959):
+        position, quat, state = rng.normal(size=3), rng.normal(size=4), rng.normal(size=len(JOINT_NAMES))
+        pose = deserialize_message(frames.pose(stamp, position, quat), PoseStamped)
+        assert pose == pose_message(position, quat, stamp_ns=stamp, frame_id='world')
+        joints = deserialize_message(frames.joint_state(stamp, state), JointState)
+        assert joints == joint_state_message(JOINT_NAMES, state, stamp_ns=stamp)
+        assert deserialize_message(frames.clock(stamp), Clock) == Clock(clock=to_time(stamp))
+
+
+def test_a_template_whose_builder_drops_the_values_is_refused() -> None:
+    with pytest.raises(GraphError, match='float64 values'):
+        CdrTemplate(lambda stamp, _: pose_message([0, 0, 0], [1, 0, 0, 0], stamp_ns=stamp, frame_id='w'), count=7)
+
+
+@pytest.mark.ros
+def test_on_demand_readers_hand_over_the_newest_sample_of_each_topic(monkeypatch) -> None:
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = Context()
+    rclpy.init(context=context, domain_id=DOMAIN)
+    try:
+        writer_node = rclpy.create_node('sim', context=context)
+        reader_node = rclpy.create_node('bridge', context=context)
+        topics = ['/test/a/pose', '/test/b/pose']
+        writers = {topic: writer_node.create_publisher(PoseStamped, topic, qos.STATE) for topic in topics}
+        stored: list[tuple[str, int, bytes]] = []
+        samples = OnDemandReaders(
+            reader_node, dict.fromkeys(topics, PoseStamped), store=lambda *item: stored.append(item)
+        )
+        wait_until(lambda: all(w.get_subscription_count() == 1 for w in writers.values()), timeout=10, what='match')
+        frames = FrameMessages(joint_names=JOINT_NAMES, frame_id='world')
+        for stamp in range(1, 6):
+            for index, writer in enumerate(writers.values()):
+                writer.publish(frames.pose(stamp * 1000 + index, [stamp, 0, 0], [1, 0, 0, 0]))
+
+        def newest_arrived() -> bool:
+            samples.drain()
+            return {topic: stamp for topic, stamp, _ in stored} == {'/test/a/pose': 5000, '/test/b/pose': 5001}
+
+        wait_until(newest_arrived, timeout=10, what='the newest samples')
+        assert len(stored) <= 2 * 5
+        pose = deserialize_message(stored[-1][2], PoseStamped)
+        assert pose.pose.position.x == 5.0
+        stored.clear()
+        samples.drain()
+        assert stored == []
+        samples.close()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+@pytest.mark.ros
+def test_on_demand_readers_get_a_name_of_their_own_and_follow_the_nodes_remappings(monkeypatch) -> None:
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = Context()
+    rclpy.init(
+        context=context,
+        domain_id=DOMAIN,
+        args=['--ros-args', '-r', '__node:=referee', '-r', '/joint_states:=/cell/joint_states'],
+    )
+    try:
+        node = rclpy.create_node('anything', context=context)
+        readers = OnDemandReaders(node, {'/joint_states': JointState}, store=lambda *_: None)
+        assert (node.get_name(), readers.node.get_name()) == ('referee', 'referee_samples')
+        assert readers.readers['/joint_states'].topic_name == '/cell/joint_states'
+        readers.close()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def _status(stamp_ns: int) -> SimStatus:
+    return SimStatus(event='executed', episode_id='e', stamp_ns=stamp_ns, for_stamp_ns=stamp_ns - 1)
+
+
+def test_a_sample_of_an_announced_observation_wakes_the_waiter() -> None:
+    cache = ObservationCache()
+    cache.add_status(_status(2000))
+    threading.Timer(0.2, lambda: cache.add_state(2000, b'late state')).start()
+    started = time.monotonic()
+    cache.wait(lambda: 2000 in cache.states.items, timeout=5.0, what='the state')
+    assert time.monotonic() - started < 4.0
+
+
+def test_on_demand_sources_are_polled_until_the_sample_is_there() -> None:
+    cache = ObservationCache()
+    calls: list[float] = []
+
+    def source() -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 5:
+            cache.add_state(7000, b'state')
+
+    cache.sources.append(source)
+
+    def complete() -> bool:
+        cache.refresh()
+        return 7000 in cache.states.items
+
+    cache.wait(complete, timeout=5.0, what='the state', poll=0.001)
+    assert len(calls) == 5
+    with pytest.raises(GraphError, match=r'timed out after 0\.05 s waiting for nothing'):
+        cache.wait(lambda: False, timeout=0.05, what='nothing', poll=0.01)
