@@ -103,7 +103,7 @@ def server_endpoint(policy: str, kwargs: Mapping[str, Any]) -> str | None:
         return None
     host = str(kwargs.get('host', '127.0.0.1'))
     port = kwargs.get('port', SERVER_DEFAULT_PORTS[policy])
-    endpoint = host if port is None else f'{host.split("://", 1)[-1].rstrip("/")}:{port}'
+    endpoint = host if port is None else f'{host.rstrip("/")}:{port}'
     try:
         parse_endpoint(endpoint)
     except PolicyError:

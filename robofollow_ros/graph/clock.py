@@ -6,7 +6,8 @@ continues after the previous episode, so that ``/clock`` and every stamp only ev
 
 from __future__ import annotations
 
-NS_PER_S = 1_000_000_000
+from robofollow_ros.referee.timeline import NS_PER_S
+
 START_NS = NS_PER_S
 EPISODE_GAP_NS = NS_PER_S
 

@@ -13,7 +13,6 @@ import dataclasses
 import json
 import queue
 import threading
-from collections import OrderedDict
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -38,14 +37,11 @@ from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array, trajectory_message
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
-from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.ros.runtime import param, read_episode, remember, run_node
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.sim.robot import load_robot
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
-
-KEEP_SPECS = 16
-"""Episode specs remembered by id: the spec and the sim's reset status may arrive in either order."""
 
 
 class PolicyBridge(Node):
@@ -69,7 +65,7 @@ class PolicyBridge(Node):
         self.privileged = self.policy.privileged
         self.images = self.policy.needs_images
         self.cache = ObservationCache()
-        self.specs: OrderedDict[str, EpisodeSpec] = OrderedDict()
+        self.specs: dict[str, EpisodeSpec] = {}
         self.requests: queue.Queue[str | None] = queue.Queue()
         self.ran: set[str] = set()
 
@@ -103,9 +99,7 @@ class PolicyBridge(Node):
         if spec is None:
             return
         with self.cache.condition:
-            self.specs[spec.episode_id] = spec
-            while len(self.specs) > KEEP_SPECS:
-                self.specs.popitem(last=False)
+            remember(self.specs, spec.episode_id, spec)
             self.cache.condition.notify_all()
 
     def on_instruction(self, message: String) -> None:

@@ -31,13 +31,12 @@ from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.ros.runtime import param, read_episode, remember, run_node
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
-KEEP_EPISODES = 16
 KEEP_OPEN = 3
 END_TIMEOUT_SECONDS = 5.0
 MAX_WAITING = 20000
@@ -115,9 +114,7 @@ class RecorderNode(Node):
             return
         if status.event != 'reset':
             return
-        self.resets[status.episode_id] = status.stamp_ns
-        while len(self.resets) > KEEP_EPISODES:
-            self.resets.pop(next(iter(self.resets)))
+        remember(self.resets, status.episode_id, status.stamp_ns)
         if status.episode_id in self.bags:
             self.bags[status.episode_id].start_ns = status.stamp_ns
             self.flush()

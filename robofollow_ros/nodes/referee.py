@@ -28,11 +28,10 @@ from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
-from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.ros.runtime import param, read_episode, remember, run_node
 from robofollow_ros.sim.robot import joint_layout
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
-KEEP_EPISODES = 16
 STALE_END_SECONDS = 60.0
 
 
@@ -65,8 +64,7 @@ class RefereeNode(Node):
         spec = read_episode(self, message.data)
         if spec is None:
             return
-        self.specs[spec.episode_id] = spec
-        _keep_recent(self.specs)
+        remember(self.specs, spec.episode_id, spec)
 
     def on_status(self, message: String) -> None:
         try:
@@ -76,8 +74,7 @@ class RefereeNode(Node):
             return
         self.samples.drain()
         if status.event == 'reset':
-            self.resets[status.episode_id] = status.stamp_ns
-            _keep_recent(self.resets)
+            remember(self.resets, status.episode_id, status.stamp_ns)
 
     def on_end(self, message: String) -> None:
         try:
@@ -150,11 +147,6 @@ class RefereeNode(Node):
 
     def close(self) -> None:
         self.samples.close()
-
-
-def _keep_recent(mapping: dict) -> None:  # type: ignore[type-arg]
-    while len(mapping) > KEEP_EPISODES:
-        mapping.pop(next(iter(mapping)))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -14,8 +14,8 @@ from typing import Any
 from rclpy.serialization import serialize_message
 
 from robofollow_ros.errors import GraphError
+from robofollow_ros.referee.timeline import NS_PER_S
 
-NS_PER_S = 1_000_000_000
 _PROBE_STAMP_NS = 0x1234_5678 * NS_PER_S + 0x0BAD_CAFE
 _STAMP = struct.Struct('<iI')
 

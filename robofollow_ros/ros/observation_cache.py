@@ -46,7 +46,7 @@ class ObservationCache:
         self.statuses: list[tuple[float, SimStatus]] = []
         self.announced_ns = -1
         self.sources: list[Callable[[], None]] = []
-        """Called by ``refresh``: samples read on demand (``LatestSamples.drain``) rather than pushed by callbacks."""
+        """Called by ``refresh``: samples read on demand (``OnDemandReaders.drain``) rather than pushed by callbacks."""
 
     def refresh(self) -> None:
         """Pull in the samples of every on-demand source."""
@@ -74,13 +74,10 @@ class ObservationCache:
     def add_status(self, status: SimStatus) -> None:
         """Store a sim status with its arrival time; it announces the observation stamped ``status.stamp_ns``."""
 
-        def update() -> None:
+        with self.condition:
             self.statuses.append((time.perf_counter(), status))
             del self.statuses[:-KEEP]
             self.announced_ns = max(self.announced_ns, status.stamp_ns)
-
-        with self.condition:
-            update()
             self.condition.notify_all()
 
     def find_status(self, predicate: Callable[[SimStatus], bool]) -> tuple[float, SimStatus] | None:

@@ -6,8 +6,8 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any, TypeVar
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
@@ -22,6 +22,10 @@ from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 
 SPIN_PERIOD = 0.1
+KEEP_EPISODES = 16
+"""Episodes a node remembers by id (specs, resets): their messages may arrive in any order across topics."""
+_K = TypeVar('_K')
+_V = TypeVar('_V')
 
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
@@ -105,6 +109,13 @@ def wait_for(
         if time.monotonic() > deadline:
             raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
         time.sleep(poll)
+
+
+def remember(mapping: MutableMapping[_K, _V], key: _K, value: _V, *, keep: int = KEEP_EPISODES) -> None:
+    """Store ``value`` under ``key`` and forget the oldest entries beyond ``keep`` (insertion order)."""
+    mapping[key] = value
+    while len(mapping) > keep:
+        del mapping[next(iter(mapping))]
 
 
 def read_episode(node: Node, text: str) -> EpisodeSpec | None:
