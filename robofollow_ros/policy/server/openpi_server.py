@@ -18,6 +18,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import Request, Response, Server, ServerConnection, serve
 
+from robofollow_ros.policy.openpi import DEFAULT_PORT
 from robofollow_ros.policy.openpi_codec import packb, unpackb
 from robofollow_ros.policy.openpi_images import OPENPI_IMAGE_SIZE
 from robofollow_ros.policy.openpi_messages import CAMERAS, parse_request
@@ -42,7 +43,7 @@ class OpenpiServer:
         served: ServedPolicy,
         *,
         host: str = '127.0.0.1',
-        port: int = 8000,
+        port: int = DEFAULT_PORT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
         self.served = served

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from robofollow_ros.errors import PolicyError
+from robofollow_ros.policy.robotwin_tcp import DEFAULT_PORT
 from robofollow_ros.policy.robotwin_tcp_codec import MAX_FRAME_BYTES, decode_message, encode_message, read_frame
 from robofollow_ros.policy.robotwin_tcp_messages import COMMANDS, parse_predict_payload
 from robofollow_ros.policy.server.failures import describe_failure
@@ -47,7 +48,7 @@ class RobotwinTcpServer:
         served: ServedPolicy,
         *,
         host: str = '127.0.0.1',
-        port: int = 8999,
+        port: int = DEFAULT_PORT,
         max_frame_bytes: int = MAX_FRAME_BYTES,
     ) -> None:
         self.served = served

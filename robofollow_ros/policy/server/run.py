@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from robofollow_ros.errors import PolicyError
+from robofollow_ros.policy import openpi, robotwin_tcp
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.policy.server.interface import PolicyServer
 from robofollow_ros.policy.server.openpi_server import OpenpiServer
@@ -16,7 +17,7 @@ from robofollow_ros.policy.server.served import ServedPolicy
 
 WireProtocol = Literal['openpi', 'robotwin-tcp']
 PROTOCOLS: tuple[WireProtocol, ...] = ('openpi', 'robotwin-tcp')
-DEFAULT_PORTS: dict[WireProtocol, int] = {'openpi': 8000, 'robotwin-tcp': 8999}
+DEFAULT_PORTS: dict[WireProtocol, int] = {'openpi': openpi.DEFAULT_PORT, 'robotwin-tcp': robotwin_tcp.DEFAULT_PORT}
 SCHEMES: dict[WireProtocol, str] = {'openpi': 'ws', 'robotwin-tcp': 'tcp'}
 
 
