@@ -122,7 +122,10 @@ for text in ('{not json', '{"task_id": "no_such_task"}', '[1, 2]'):
 
 
 def test_a_malformed_episode_message_is_logged_and_the_nodes_stay_up(tmp_path) -> None:
-    launcher = start_launch(36, policy='expert', task_ids=SCENE1, out=str(tmp_path))
+    # A policy that takes 0.1 s per query keeps the graph busy (~1 s per episode) until the garbage arrives: the
+    # expert's episodes now take ~0.2 s, so its eight could end before the garbage publisher has even matched.
+    slow = {'policy': 'graph_policies:slow_hold', 'policy_kwargs': '{"delay": 0.1}'}
+    launcher = start_launch(36, **slow, task_ids=SCENE1, out=str(tmp_path))
     subprocess.run([sys.executable, '-c', PUBLISH_GARBAGE], env=graph_env(36), cwd=ROOT, check=True, timeout=120)
     output = finish(launcher, timeout=180)
     assert launcher.returncode == 0, output[-4000:]
