@@ -1,8 +1,10 @@
 """The ROS node graph against in-process evaluation, measured in the same run.
 
 1. The expert on the demo's 16 tasks (one per scene x level), in-process (the baseline) and over the graph
-   (``robofollow launch sim``): episodes per minute and their ratio (target >= 0.8), from the records' wall
-   times (the graph's start-up is printed apart); the summed RSS of the graph's node processes (target < 1.5 GiB).
+   (``robofollow launch sim``): episodes per minute and their ratio (target >= 0.8), in-process from the
+   records' wall times, over the graph from the first ``/robofollow/episode`` to the last ``/robofollow/result``
+   seen by a listener (a graph runs the next trial while the referee scores the last, so the records' wall times
+   overlap; the start-up is printed apart); the summed RSS of the graph's node processes (target < 1.5 GiB).
    The baseline runs before and after the graph and counts both runs, so that a load that changes during the
    run (the machine is shared) weighs on both sides alike; the load averages are printed.
 2. A policy that needs the three 320x240 images and answers at once (``ImageHold`` below), over the graph, for
@@ -113,9 +115,10 @@ def launch(
 
 
 class Listener:
-    """Counts camera images and sim observations, and collects the bridge's per-query overheads."""
+    """Counts camera images and sim observations, collects the bridge's per-query overheads, and notes when the
+    first episode was published and the last result arrived."""
 
-    def __init__(self, domain: int) -> None:
+    def __init__(self, domain: int, *, images: bool = True) -> None:
         import rclpy
         from rclpy.context import Context
         from sensor_msgs.msg import Image
@@ -136,8 +139,10 @@ class Listener:
         self.unmatched = 0
         self.matched = False
         self.overheads: list[float] = []
+        self.first_episode = self.last_result = 0.0
+        self.results = 0
         self.image_subscriptions: list[Any] = []
-        for camera in self.images:
+        for camera in self.images if images else ():
             # Raw and on the events executor, so that the count measures delivery and not this listener: one that
             # deserialises every image on a wait-set executor falls behind under load and drops images itself.
             self.image_subscriptions.append(
@@ -151,6 +156,8 @@ class Listener:
             )
         self.node.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.node.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        self.node.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
+        self.node.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
         from rclpy.experimental import EventsExecutor
 
         self.executor = EventsExecutor(context=self.context)
@@ -173,6 +180,13 @@ class Listener:
         else:
             self.unmatched += 1
             self.matched = all(subscription.get_publisher_count() > 0 for subscription in self.image_subscriptions)
+
+    def on_episode(self, message: Any) -> None:
+        self.first_episode = self.first_episode or time.perf_counter()
+
+    def on_result(self, message: Any) -> None:
+        self.results += 1
+        self.last_result = time.perf_counter()
 
     def on_end(self, message: Any) -> None:
         self.overheads.extend(json.loads(message.data).get('bridge_overhead_ms', []))
@@ -205,7 +219,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
         if 1 in parts:
-            expert_graph(tasks, out, env)
+            expert_graph(tasks, out, env, domain=args.domain)
         if 2 in parts:
             image_policy(tasks, out, env, domain=args.domain, rounds=args.rounds)
         if 3 in parts:
@@ -217,17 +231,23 @@ def _load() -> str:
     return ' '.join(f'{value:.2f}' for value in os.getloadavg())
 
 
-def expert_graph(tasks: list[str], out: Path, env: dict[str, str]) -> None:
+def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: int) -> None:
     """Part 1: the expert in-process and over one graph."""
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 
     records = run_suite(SuiteOptions(out=out / 'in_process', policy='expert', task_ids=tasks), progress=False)
     in_process_walls = [sum(record['wall_seconds'] for record in records)]
+    listener = Listener(domain, images=False)
+    time.sleep(1.0)
     total, peak_rss, _ = launch(
         {'policy': 'expert', 'task_ids': ','.join(tasks), 'out': str(out / 'graph'), 'progress': 'false'}, env
     )
+    time.sleep(0.2)
+    listener.close()
     graph_records = [json.loads(line) for line in (out / 'graph' / 'results.jsonl').read_text().splitlines()]
-    graph_wall = sum(record['wall_seconds'] for record in graph_records)
+    if listener.results != len(graph_records) or not listener.first_episode:
+        raise SystemExit(f'the listener saw {listener.results} of {len(graph_records)} results')
+    graph_wall = listener.last_result - listener.first_episode
     same = sum(
         a['completion_ok'] == b['completion_ok'] and a['intent_score'] == b['intent_score']
         for a, b in zip(

@@ -1,9 +1,10 @@
 """``evaluator`` node: runs an evaluation suite over the graph and writes ``results.jsonl`` and ``run.json``.
 
 For each trial not yet in the results file: publish the ``EpisodeSpec``, reset the sim, send the instruction,
-wait for the referee's result (handshake: ``graph/protocol.py``). Planning, resuming, the results file, progress
-and ``run.json`` are the in-process suite's own (``run_suite`` with ``GraphTrials``). Exits when the suite is
-done, so the launcher shuts the graph down.
+wait for the bridge's end of the episode, collect the referee's result (handshake: ``graph/protocol.py``); the
+next trial starts as soon as the bridge is done, while the referee scores the last one (``GraphTrials``).
+Planning, resuming, the results file, progress and ``run.json`` are the in-process suite's own (``run_suite``
+with ``GraphTrials``). Exits when the suite is done, so the launcher shuts the graph down.
 
 With ``workers: N`` the process drives N graphs, graph ``i`` in ROS domain ``ROS_DOMAIN_ID + i``
 (``graph/domains.py``): one rclpy context and one ``EvaluatorNode`` per domain, one trial queue for all. A graph
@@ -38,11 +39,12 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains, parse_workers
+from robofollow_ros.graph.protocol import EpisodeEnd
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials
-from robofollow_ros.ros.runtime import param, spin, wait_for
+from robofollow_ros.ros.runtime import param, remember, spin, wait_for
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 
@@ -67,7 +69,8 @@ class EvaluatorNode(Node):
         self, *, context: Context | None = None, settings: EvaluatorNode | None = None, domain: int | None = None
     ) -> None:
         super().__init__('evaluator', context=context, enable_rosout=settings is None)
-        self.results: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, tuple[dict[str, Any], float]] = {}
+        self.ended: dict[str, bool] = {}
         self.condition = threading.Condition()
         self.ready = False
         self.stopping = False
@@ -82,6 +85,7 @@ class EvaluatorNode(Node):
         self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
         self.reset_client = self.create_client(Trigger, topics.SIM_RESET)
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
+        self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
 
     def _read_parameters(self) -> None:
         workers = parse_workers(param(self, 'workers', 1))
@@ -118,7 +122,17 @@ class EvaluatorNode(Node):
             self.get_logger().error(f'ignored {topics.RESULT}: {error}')
             return
         with self.condition:
-            self.results[episode_id] = record
+            self.results[episode_id] = (record, time.perf_counter())
+            self.condition.notify_all()
+
+    def on_end(self, message: String) -> None:
+        try:
+            end = EpisodeEnd.from_json(message.data)
+        except RoboFollowError as error:
+            self.get_logger().error(f'ignored {topics.EPISODE_END}: {error}')
+            return
+        with self.condition:
+            remember(self.ended, end.episode_id, True)
             self.condition.notify_all()
 
     def lost(self) -> str | None:
@@ -217,18 +231,29 @@ class EvaluatorNode(Node):
                 raise GraphError(f'the sim{self.where} did not reset to {spec.task_id} in time')
             time.sleep(0.02)
 
-    def run_episode(self, spec: EpisodeSpec) -> dict[str, Any]:
-        """One episode over the graph; its result record."""
-        deadline = time.monotonic() + self.timeout
+    def start_episode(self, spec: EpisodeSpec, *, deadline: float) -> None:
+        """Publish ``spec``, reset the sim to it and send the instruction: the bridge starts the episode."""
         self.episode_pub.publish(String(data=spec.to_json()))
         self.reset(spec, deadline=deadline)
         self.instruction_pub.publish(String(data=spec.instruction))
+
+    def wait_for_end(self, spec: EpisodeSpec, *, deadline: float) -> None:
+        """Block until the bridge has ended the episode of ``spec`` (the sim is free for the next reset)."""
+        self._wait(
+            lambda: spec.episode_id in self.ended,
+            timeout=max(0.0, deadline - time.monotonic()),
+            what=f'the end of {spec.task_id}',
+        )
+
+    def wait_for_result(self, spec: EpisodeSpec, *, deadline: float) -> tuple[dict[str, Any], float]:
+        """The referee's result record of ``spec`` and when it arrived (``time.perf_counter``)."""
         self._wait(
             lambda: spec.episode_id in self.results,
             timeout=max(0.0, deadline - time.monotonic()),
             what=f'the result of {spec.task_id}',
         )
         with self.condition:
+            self.ended.pop(spec.episode_id, None)
             return self.results.pop(spec.episode_id)
 
 

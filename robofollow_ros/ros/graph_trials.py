@@ -1,9 +1,11 @@
 """``GraphTrials``: ``run_suite``'s executor for the ``ros-graph`` runtime, over one graph or several.
 
 Each graph (one ``EvaluatorNode`` per ROS domain) gets a thread that takes trials from one ``TrialQueue``,
-publishes, resets, instructs and collects each, and hands the finished record to ``run_suite`` (the one writer)
-through a queue. A graph that is lost mid-trial (``GraphLostError``) puts its trial back, first in line, and
-stops taking trials; the others run it. A graph with nothing to take waits while another is busy, since that
+publishes, resets and instructs each, and hands the finished record to ``run_suite`` (the one writer) through a
+queue. A graph runs two trials at once, one step apart: once the bridge has ended an episode, the next one is
+reset and started while the referee scores the last (and the recorder closes its bag), and only then is the
+last one's result collected. A graph that is lost mid-trial (``GraphLostError``) puts its trials back, first in
+line, and stops taking trials; the others run them. A graph with nothing to take waits while another is busy, since that
 one's trial may come back. When every graph is lost with trials left, the run stops with ``WorkerLostError``.
 """
 
@@ -14,6 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,28 +61,38 @@ class GraphTrials:
         self.options, self.identity = options, identity
         return self
 
-    def run_trial(self, link: EvaluatorNode, trial: Trial) -> TrialResult:
-        """Publish, reset, instruct and collect one trial on ``link``'s graph; the record is completed as
-        in-process."""
-        options, identity = self.options, self.identity
-        assert options is not None and identity is not None
+    def start_trial(self, link: EvaluatorNode, trial: Trial) -> _InFlight:
+        """Publish, reset and instruct one trial on ``link``'s graph."""
+        options = self.options
+        assert options is not None
         layout = registry.layout_of(trial.task)
         spec = EpisodeSpec.for_trial(
             trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
         )
-        started, started_wall = time.perf_counter(), time.time()
-        live = link.run_episode(spec)
-        wall = time.perf_counter() - started
+        flight = _InFlight(trial, spec, time.perf_counter(), time.time(), time.monotonic() + link.timeout)
+        link.start_episode(spec, deadline=flight.deadline)
+        return flight
+
+    def finish_trial(self, link: EvaluatorNode, flight: _InFlight) -> TrialResult:
+        """Collect the referee's result of a started trial; the record is completed as in-process."""
+        options, identity = self.options, self.identity
+        assert options is not None and identity is not None
+        trial = flight.trial
+        live, arrival = link.wait_for_result(flight.spec, deadline=flight.deadline)
         record = {key: value for key, value in live.items() if key not in LIVE_ONLY}
         record.update(
             bookkeeping(trial, identity=identity, policy_error=live['policy_error'], error_kind=live['error_kind'])
         )
         record.update(
-            {'queries': live['queries'], 'executed_rows': live['executed_rows'], 'wall_seconds': round(wall, 3)}
+            {
+                'queries': live['queries'],
+                'executed_rows': live['executed_rows'],
+                'wall_seconds': round(arrival - flight.started, 3),
+            }
         )
         if options.record == 'bag':
             record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
-            _wait_for_bag(link, options.out / record['episode_file'], since=started_wall)
+            _wait_for_bag(link, options.out / record['episode_file'], since=flight.started_wall)
         return TrialResult(key=trial.key, record=record)
 
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
@@ -120,26 +133,53 @@ class GraphTrials:
                 thread.join(JOIN_SECONDS)
 
     def _serve(self, link: EvaluatorNode, dispatch: _Dispatch, finished: queue.Queue[tuple[str, Any]]) -> None:
+        flights: list[_InFlight] = []  # at most two: the trial whose result is due, and the one the graph runs
         try:
-            while (trial := dispatch.take(link)) is not None:
+            while True:
+                if not flights:
+                    dispatch.leave(link)
+                trial = dispatch.take(link, wait=not flights)
+                if trial is None and not flights:
+                    return
                 try:
-                    result = self.run_trial(link, trial)
+                    if trial is not None:
+                        flights.append(self.start_trial(link, trial))
+                    if len(flights) == 2 or trial is None:
+                        result = self.finish_trial(link, flights[0])
+                        flights.pop(0)
+                        self.ran[link.domain] += 1
+                        finished.put(('result', result))
+                    if trial is not None:
+                        link.wait_for_end(flights[-1].spec, deadline=flights[-1].deadline)
                 except GraphLostError as error:
                     if dispatch.stopped:
                         return
-                    dispatch.give_back(link, trial, reason=str(error))
-                    message = f'{error}: trial {trial.task.task_id} round {trial.round} goes to another graph'
+                    lost = [flight.trial for flight in flights]
+                    if trial is not None and all(trial is not other for other in lost):
+                        lost.append(trial)
+                    for other in reversed(lost):
+                        dispatch.give_back(link, other, reason=str(error))
+                    names = ', '.join(f'{other.task.task_id} round {other.round}' for other in lost)
+                    message = f'{error}: back in the queue for another graph: {names}'
                     link.get_logger().warning(message)
                     finished.put(('lost', message))
                     return
-                dispatch.leave(link)
-                self.ran[link.domain] += 1
-                finished.put(('result', result))
         except BaseException as error:  # run_suite re-raises it in the writing thread
             finished.put(('error', error))
         finally:
             dispatch.leave(link)
             finished.put(('exit', None))
+
+
+@dataclass(frozen=True)
+class _InFlight:
+    """A trial started on a graph whose result is not collected yet."""
+
+    trial: Trial
+    spec: EpisodeSpec
+    started: float
+    started_wall: float
+    deadline: float
 
 
 class _Dispatch:
@@ -151,10 +191,11 @@ class _Dispatch:
         self.condition = threading.Condition()
         self.stopped = False
 
-    def take(self, link: EvaluatorNode) -> Trial | None:
-        """The next trial for ``link``; waits while the queue is empty but another graph may give one back."""
+    def take(self, link: EvaluatorNode, *, wait: bool = True) -> Trial | None:
+        """The next trial for ``link``; with ``wait``, waits while the queue is empty but another graph may give
+        one back."""
         with self.condition:
-            while not self.trials and self.busy and not self.stopped:
+            while wait and not self.trials and self.busy and not self.stopped:
                 self.condition.wait(POLL_SECONDS)
             if self.stopped or not self.trials:
                 return None
