@@ -135,6 +135,10 @@ class EvaluatorNode(Node):
             remember(self.ended, end.episode_id, True)
             self.condition.notify_all()
 
+    def _notify(self) -> None:
+        with self.condition:
+            self.condition.notify_all()
+
     def lost(self) -> str | None:
         """Why this node's graph is gone (only watched with several graphs, once the graph was complete)."""
         if self.stopping:
@@ -149,7 +153,9 @@ class EvaluatorNode(Node):
             return 'its sim left'
         return None
 
-    def _wait(self, condition: Callable[[], bool], *, timeout: float, what: str) -> None:
+    def _wait(self, condition: Callable[[], bool], *, timeout: float, what: str, notified: bool = False) -> None:
+        """Wait for ``condition`` (with ``notified``: looked at when ``self.condition`` is notified, which the
+        result, end and reset callbacks do) while watching that the graph is still there."""
         next_check = 0.0
 
         def done() -> bool:
@@ -161,7 +167,14 @@ class EvaluatorNode(Node):
                     raise GraphLostError(f'the graph in ROS domain {self.domain} is gone ({reason})')
             return condition()
 
-        wait_for(done, timeout=timeout, what=f'{what}{self.where}', context=self.context)
+        wait_for(
+            done,
+            timeout=timeout,
+            what=f'{what}{self.where}',
+            context=self.context,
+            poll=LOSS_CHECK_SECONDS if notified else 0.005,
+            notified_by=self.condition if notified else None,
+        )
 
     def wait_for_graph(self) -> None:
         """Block until the sim's reset service, the bridge and the referee are there."""
@@ -204,9 +217,15 @@ class EvaluatorNode(Node):
         """
         while True:
             future = self.reset_client.call_async(Trigger.Request())
+            future.add_done_callback(lambda _: self._notify())
             attempt_end = min(deadline, time.monotonic() + RESET_ATTEMPT_SECONDS)
             try:
-                self._wait(future.done, timeout=max(0.0, attempt_end - time.monotonic()), what=f'{topics.SIM_RESET}')
+                self._wait(
+                    future.done,
+                    timeout=max(0.0, attempt_end - time.monotonic()),
+                    what=f'{topics.SIM_RESET}',
+                    notified=True,
+                )
             except GraphLostError:
                 self.reset_client.remove_pending_request(future)
                 raise
@@ -243,6 +262,7 @@ class EvaluatorNode(Node):
             lambda: spec.episode_id in self.ended,
             timeout=max(0.0, deadline - time.monotonic()),
             what=f'the end of {spec.task_id}',
+            notified=True,
         )
 
     def wait_for_result(self, spec: EpisodeSpec, *, deadline: float) -> tuple[dict[str, Any], float]:
@@ -251,6 +271,7 @@ class EvaluatorNode(Node):
             lambda: spec.episode_id in self.results,
             timeout=max(0.0, deadline - time.monotonic()),
             what=f'the result of {spec.task_id}',
+            notified=True,
         )
         with self.condition:
             self.ended.pop(spec.episode_id, None)

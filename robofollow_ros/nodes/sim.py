@@ -5,10 +5,15 @@ joint names (``JointLayout``). Publishes ``/clock``, ``/joint_states``, object a
 camera images and CameraInfo after each reset and chunk (rendered only while someone subscribes, or always with
 ``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics,
 ``/robofollow/episode`` and the ``/robofollow/sim/reset`` service.
+
+The node's writers publish asynchronously (``RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS`` unless the environment
+says otherwise): a publish only queues the message and Fast DDS delivers it from its own thread, on the other core,
+while MuJoCo steps the next row (``docs/graph.md``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from geometry_msgs.msg import PoseStamped
@@ -44,6 +49,7 @@ from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_TIMEOUT_SECONDS = 5.0
+PUBLICATION_MODE_VARIABLE = 'RMW_FASTRTPS_PUBLICATION_MODE'
 
 
 def all_object_names() -> list[str]:
@@ -186,12 +192,7 @@ class SimNode(Node):
             self.pending.clear()
             return
         self.pending.clear()
-        # Step every row first, then publish the frames in one burst: readers then take them in batches instead of
-        # being woken for each message while the sim steps (docs/graph.md).
-        frames: list[tuple[Publisher, bytes]] = []
-        self.env.execute(chunk, images=False, on_row=lambda: frames.extend(self.frame_messages()))
-        for publisher, data in frames:
-            publisher.publish(data)
+        self.env.execute(chunk, images=False, on_row=self.publish_frame)
         self.publish_observation()
         assert self.current is not None
         status = SimStatus(
@@ -261,6 +262,7 @@ class SimNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the sim node until shutdown."""
+    os.environ.setdefault(PUBLICATION_MODE_VARIABLE, 'ASYNCHRONOUS')
     return run_node(SimNode, args)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any, TypeVar
@@ -95,20 +96,32 @@ def install_stop_handlers() -> None:
 
 
 def wait_for(
-    condition: Callable[[], bool], *, timeout: float, what: str, poll: float = 0.005, context: Context | None = None
+    condition: Callable[[], bool],
+    *,
+    timeout: float,
+    what: str,
+    poll: float = 0.005,
+    context: Context | None = None,
+    notified_by: threading.Condition | None = None,
 ) -> None:
-    """Block until ``condition()`` holds.
+    """Block until ``condition()`` holds: looked at every ``poll`` seconds, or, with ``notified_by``, whenever
+    that condition variable is notified (and at least every ``poll`` seconds; ``condition`` runs with it held).
 
     Raises:
         GraphError: ``timeout`` seconds passed, or rclpy (``context``, default the global one) was shut down.
     """
     deadline = time.monotonic() + timeout
-    while not condition():
-        if not rclpy.ok(context=context):
-            raise GraphError(f'shut down while waiting for {what}')
-        if time.monotonic() > deadline:
-            raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
-        time.sleep(poll)
+    with notified_by or contextlib.nullcontext():
+        while not condition():
+            if not rclpy.ok(context=context):
+                raise GraphError(f'shut down while waiting for {what}')
+            remaining = deadline - time.monotonic()
+            if remaining < 0:
+                raise GraphError(f'timed out after {timeout:g} s waiting for {what}')
+            if notified_by is None:
+                time.sleep(poll)
+            else:
+                notified_by.wait(min(poll, remaining))
 
 
 def remember(mapping: MutableMapping[_K, _V], key: _K, value: _V, *, keep: int = KEEP_EPISODES) -> None:
