@@ -211,19 +211,20 @@ class SimNode(Node):
 
     def frame_messages(self) -> list[tuple[Publisher, bytes]]:
         """The current frame, in publishing order: clock, joint states, object poses, then the TCP poses (the frame
-        clock), as pre-serialised CDR (``FrameMessages``): this runs for every executed row."""
-        observation = self.env.observe(images=False)
-        stamp = self.clock.stamp(observation.time)
+        clock), as pre-serialised CDR (``FrameMessages``): this runs for every executed row, so the poses are the
+        trajectory frame the environment just recorded rather than read from the simulation again."""
+        recorded = self.env.latest_frame()
+        stamp = self.clock.stamp(recorded.t)
         self.observation_ns = stamp
         messages = self.frame_messages_cdr
-        _, positions = self.joint_layout.joint_state(observation.state)
+        positions = self.joint_layout.to_joints(self.env.state())
         frame = [(self.clock_pub, messages.clock(stamp)), (self.joints_pub, messages.joint_state(stamp, positions))]
-        for name, position in observation.object_pos.items():
+        for name, (position, quat) in recorded.objects.items():
             publisher = self.object_pubs.get(name)
             if publisher is not None:
-                frame.append((publisher, messages.pose(stamp, position, observation.object_quat[name])))
+                frame.append((publisher, messages.pose(stamp, position, quat)))
         for arm in ARMS:
-            frame.append((self.ee_pubs[arm], messages.pose(stamp, observation.ee_pos[arm], observation.ee_quat[arm])))
+            frame.append((self.ee_pubs[arm], messages.pose(stamp, *recorded.ee[arm])))
         return frame
 
     def wants_images(self, *, ask_graph: bool = False) -> bool:

@@ -20,7 +20,7 @@ from robofollow_ros.sim.executor import JointExecutor
 from robofollow_ros.sim.kinematics import Kinematics
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
-from robofollow_ros.sim.recorder import FrameRecorder
+from robofollow_ros.sim.recorder import FrameRecorder, RecordedFrame
 from robofollow_ros.sim.render import CameraRig
 from robofollow_ros.sim.robot import RobotDescription, load_robot
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
@@ -215,6 +215,10 @@ class CellEnv:
     def state(self) -> np.ndarray:
         """The current 14-D state (measured joints, commanded grips)."""
         return self._require()[2].state()
+
+    def latest_frame(self) -> RecordedFrame:
+        """The trajectory frame recorded last (after the reset, or after the last executed row)."""
+        return self._require()[3].latest()
 
     def trajectory(self) -> Trajectory:
         """Every frame recorded since the last reset (t = simulated seconds from the episode start)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import mujoco
 import numpy as np
 
@@ -10,6 +12,16 @@ from robofollow_ros.errors import TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.rotations import quat_from_matrix
+
+
+@dataclass(frozen=True)
+class RecordedFrame:
+    """The last recorded frame: simulated seconds from the episode start, TCP and scene item poses (position,
+    orientation as (w, x, y, z)); the arrays are the recorder's own, not copies."""
+
+    t: float
+    ee: dict[Arm, tuple[np.ndarray, np.ndarray]]
+    objects: dict[str, tuple[np.ndarray, np.ndarray]]
 
 
 class FrameRecorder:
@@ -44,6 +56,16 @@ class FrameRecorder:
             self._obj[name].append(data.xpos[body].copy())
             quat = data.xquat[body].copy()
             self._obj_quat[name].append(quat if quat[0] >= 0.0 else -quat)
+
+    def latest(self) -> RecordedFrame:
+        """The frame recorded last (the sim node publishes it, so that it need not read the simulation again)."""
+        if not self._t:
+            raise TrajectoryError('no frame has been recorded')
+        return RecordedFrame(
+            t=self._t[-1],
+            ee={arm: (self._ee[arm][-1], self._ee_quat[arm][-1]) for arm in ARMS},
+            objects={name: (self._obj[name][-1], self._obj_quat[name][-1]) for name in self._bodies},
+        )
 
     def __len__(self) -> int:
         return len(self._t)
