@@ -34,10 +34,11 @@ from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.environment import RosEnvironment
 from robofollow_ros.ros.limited_policy import LimitedPolicy
-from robofollow_ros.ros.messages import from_time, image_array, trajectory_message
+from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, remember, run_node
+from robofollow_ros.ros.trajectory_cdr import encode_trajectory
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.sim.robot import load_robot
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
@@ -128,7 +129,12 @@ class PolicyBridge(Node):
     def publish_chunk(self, chunk: np.ndarray, stamp_ns: int) -> None:
         for arm in ARMS:
             self.trajectory_pubs[arm].publish(
-                trajectory_message(chunk, arm, joints=self.joint_layout, stamp_ns=stamp_ns, row_seconds=ROW_SECONDS)
+                encode_trajectory(
+                    self.joint_layout.command_joints(arm),
+                    self.joint_layout.arm_command(chunk, arm),
+                    stamp_ns=stamp_ns,
+                    row_seconds=ROW_SECONDS,
+                )
             )
 
     def work(self) -> None:

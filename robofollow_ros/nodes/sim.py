@@ -38,13 +38,9 @@ from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.cdr_template import FrameMessages
 from robofollow_ros.ros.markers import scene_markers
-from robofollow_ros.ros.messages import (
-    camera_info_message,
-    from_time,
-    image_message,
-    trajectory_positions,
-)
+from robofollow_ros.ros.messages import camera_info_message, image_message
 from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.ros.trajectory_cdr import decode_trajectory
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import CAMERAS
 
@@ -111,8 +107,9 @@ class SimNode(Node):
             self.create_subscription(
                 JointTrajectory,
                 topics.arm_trajectory_topic(arm),
-                lambda msg, arm=arm: self.on_trajectory(arm, msg),
+                lambda data, arm=arm: self.on_trajectory(arm, data),
                 qos.EVENTS,
+                raw=True,
             )
         self.create_service(Trigger, topics.SIM_RESET, self.on_reset)
 
@@ -163,18 +160,18 @@ class SimNode(Node):
         while not matched() and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    def on_trajectory(self, arm: Arm, message: JointTrajectory) -> None:
+    def on_trajectory(self, arm: Arm, data: bytes) -> None:
         if self.current is None:
             self.get_logger().warning(f'{arm} arm trajectory before any reset: ignored')
             return
         try:
-            names, rows = trajectory_positions(message)
+            trajectory = decode_trajectory(data)
         except RoboFollowError as error:
             self.get_logger().error(f'{arm} arm trajectory ignored: {error}')
             return
+        names, rows, stamp = trajectory.names, trajectory.positions, trajectory.stamp_ns
         if not len(rows):
             return
-        stamp = from_time(message.header.stamp)
         if stamp != self.observation_ns:
             self.get_logger().warning(f'{arm} arm trajectory for stamp {stamp} ns, not the latest observation: ignored')
             return

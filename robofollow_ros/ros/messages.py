@@ -6,15 +6,12 @@ import array
 from collections.abc import Sequence
 
 import numpy as np
-from builtin_interfaces.msg import Duration, Time
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from robofollow_ros.benchmark.types import Arm
 from robofollow_ros.errors import GraphError
 from robofollow_ros.graph.intrinsics import Intrinsics
-from robofollow_ros.state_layout import JointLayout
 
 NS_PER_S = 1_000_000_000
 RGB8 = 'rgb8'
@@ -91,39 +88,3 @@ def joint_state_message(names: Sequence[str], positions: Sequence[float], *, sta
     message = JointState(name=list(names), position=[float(v) for v in positions])
     message.header.stamp = to_time(stamp_ns)
     return message
-
-
-def trajectory_message(
-    chunk: np.ndarray, arm: Arm, *, joints: JointLayout, stamp_ns: int, row_seconds: float
-) -> JointTrajectory:
-    """One arm's JointTrajectory of a (T, 14) chunk, named and scaled by ``joints``; point i is due
-    ``(i + 1) * row_seconds`` after the stamp.
-
-    An empty chunk gives a trajectory without points: the JointTrajectoryController's "stop and hold".
-    """
-    message = JointTrajectory(joint_names=list(joints.command_joints(arm)))
-    message.header.stamp = to_time(stamp_ns)
-    rows = joints.arm_command(chunk, arm)
-    for i, row in enumerate(rows):
-        due = (i + 1) * row_seconds
-        sec = int(due)
-        message.points.append(
-            JointTrajectoryPoint(
-                positions=[float(v) for v in row],
-                time_from_start=Duration(sec=sec, nanosec=round((due - sec) * NS_PER_S)),
-            )
-        )
-    return message
-
-
-def trajectory_positions(message: JointTrajectory) -> tuple[list[str], np.ndarray]:
-    """Joint names and (T, k) positions of a JointTrajectory.
-
-    Raises:
-        GraphError: a point has a different number of positions than there are joint names.
-    """
-    names = list(message.joint_names)
-    rows = [list(point.positions) for point in message.points]
-    if any(len(row) != len(names) for row in rows):
-        raise GraphError(f'trajectory points must have {len(names)} positions each')
-    return names, np.array(rows, dtype=np.float64).reshape(len(rows), len(names))
