@@ -1,7 +1,7 @@
 """The ROS node graph against in-process evaluation, measured in the same run.
 
-1. The expert on the demo's 16 tasks (one per scene x level), in-process (the baseline) and over the graph
-   (``robofollow launch sim``): episodes per minute and their ratio (target >= 0.8), in-process from the
+1. The expert on the demo's 16 tasks (one per scene x level) x ``--rounds``, in-process (the baseline) and over
+   the graph (``robofollow launch sim``): episodes per minute and their ratio (target >= 0.8), in-process from the
    records' wall times, over the graph from the first ``/robofollow/episode`` to the last ``/robofollow/result``
    seen by a listener (a graph runs the next trial while the referee scores the last, so the records' wall times
    overlap; the start-up is printed apart); the summed RSS of the graph's node processes (target < 1.5 GiB).
@@ -199,7 +199,7 @@ class Listener:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--domain', type=int, default=59, help='ROS domain of the graph (default 59)')
-    parser.add_argument('--rounds', type=int, default=2, help='rounds of parts 2 and 3 (x 16 tasks)')
+    parser.add_argument('--rounds', type=int, default=2, help='rounds of every part (x 16 tasks)')
     parser.add_argument('--repeats', type=int, default=2, help='runs of one and of two graphs, interleaved (default 2)')
     parser.add_argument('--parts', default='1,2,3', help='which measurements to make (default 1,2,3)')
     args = parser.parse_args()
@@ -219,7 +219,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
         if 1 in parts:
-            expert_graph(tasks, out, env, domain=args.domain)
+            expert_graph(tasks, out, env, domain=args.domain, rounds=args.rounds)
         if 2 in parts:
             image_policy(tasks, out, env, domain=args.domain, rounds=args.rounds)
         if 3 in parts:
@@ -231,16 +231,24 @@ def _load() -> str:
     return ' '.join(f'{value:.2f}' for value in os.getloadavg())
 
 
-def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: int) -> None:
+def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: int, rounds: int) -> None:
     """Part 1: the expert in-process and over one graph."""
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 
-    records = run_suite(SuiteOptions(out=out / 'in_process', policy='expert', task_ids=tasks), progress=False)
+    options = {'policy': 'expert', 'task_ids': tasks, 'rounds': rounds}
+    records = run_suite(SuiteOptions(out=out / 'in_process', **options), progress=False)  # type: ignore[arg-type]
     in_process_walls = [sum(record['wall_seconds'] for record in records)]
     listener = Listener(domain, images=False)
     time.sleep(1.0)
     total, peak_rss, _ = launch(
-        {'policy': 'expert', 'task_ids': ','.join(tasks), 'out': str(out / 'graph'), 'progress': 'false'}, env
+        {
+            'policy': 'expert',
+            'task_ids': ','.join(tasks),
+            'rounds': str(rounds),
+            'out': str(out / 'graph'),
+            'progress': 'false',
+        },
+        env,
     )
     time.sleep(0.2)
     listener.close()
@@ -251,21 +259,21 @@ def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: in
     same = sum(
         a['completion_ok'] == b['completion_ok'] and a['intent_score'] == b['intent_score']
         for a, b in zip(
-            sorted(records, key=lambda r: r['task_id']),
-            sorted(graph_records, key=lambda r: r['task_id']),
+            sorted(records, key=lambda r: (r['task_id'], r['round'])),
+            sorted(graph_records, key=lambda r: (r['task_id'], r['round'])),
             strict=True,
         )
     )
-    again = run_suite(SuiteOptions(out=out / 'in_process_again', policy='expert', task_ids=tasks), progress=False)
+    again = run_suite(SuiteOptions(out=out / 'in_process_again', **options), progress=False)  # type: ignore[arg-type]
     in_process_walls.append(sum(record['wall_seconds'] for record in again))
     in_rate = 60 * 2 * len(records) / sum(in_process_walls)
     graph_rate = 60 * len(graph_records) / graph_wall
     before, after = (60 * len(records) / wall for wall in in_process_walls)
     print(
-        f'expert, {len(tasks)} tasks: in-process {in_rate:.1f} episodes/min (before the graph {before:.1f}, '
-        f'after {after:.1f}); graph {graph_rate:.1f} episodes/min'
+        f'expert, {len(tasks)} tasks x {rounds} rounds: in-process {in_rate:.1f} episodes/min '
+        f'(before the graph {before:.1f}, after {after:.1f}); graph {graph_rate:.1f} episodes/min'
     )
-    print(f'  ratio graph / in-process: {graph_rate / in_rate:.2f} (target >= 0.8); same scores: {same}/{len(tasks)}')
+    print(f'  ratio graph / in-process: {graph_rate / in_rate:.2f} (target >= 0.8); same scores: {same}/{len(records)}')
     print(f'  graph start-up and shutdown: {total - graph_wall:.1f} s; peak summed node RSS {peak_rss / GIB:.2f} GiB')
 
 

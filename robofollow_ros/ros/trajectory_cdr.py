@@ -9,6 +9,7 @@ that ``decode_trajectory`` reads what rclpy writes, velocities and all).
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -126,16 +127,30 @@ class _Reader:
         self.at += length
         return text
 
-    def doubles(self) -> np.ndarray:
+    def _doubles(self) -> tuple[int, int]:
         length = self.count(_DOUBLE)
-        if length == 0:
-            return np.zeros(0)
-        self.align(_DOUBLE)
-        if self.at + length * _DOUBLE > len(self.data):
-            raise GraphError('a float64 sequence runs past the end of the message')
-        values = np.frombuffer(self.data, dtype='<f8', count=length, offset=self.at)
+        if length:
+            self.align(_DOUBLE)
+            if self.at + length * _DOUBLE > len(self.data):
+                raise GraphError('a float64 sequence runs past the end of the message')
+        start = self.at
         self.at += length * _DOUBLE
-        return values
+        return start, length
+
+    def doubles_into(self, out: np.ndarray) -> int:
+        """Read a float64 sequence into ``out`` if it has ``len(out)`` values; returns its length."""
+        start, length = self._doubles()
+        if length == len(out):
+            out[:] = _packed_doubles(length).unpack_from(self.data, start)
+        return length
+
+    def skip_doubles(self) -> None:
+        self._doubles()
+
+
+@functools.cache
+def _packed_doubles(count: int) -> struct.Struct:
+    return struct.Struct(f'<{count}d')
 
 
 def decode_trajectory(data: bytes) -> TrajectoryRows:
@@ -155,12 +170,10 @@ def decode_trajectory(data: bytes) -> TrajectoryRows:
         points = reader.count(4 * (2 + _OTHER_ARRAYS))
         rows = np.empty((points, len(names)))
         for index in range(points):
-            positions = reader.doubles()
-            if len(positions) != len(names):
+            if reader.doubles_into(rows[index]) != len(names):
                 raise GraphError(f'trajectory points must have {len(names)} positions each')
-            rows[index] = positions
             for _ in range(_OTHER_ARRAYS):
-                reader.doubles()
+                reader.skip_doubles()
             reader.time()
     except (struct.error, UnicodeDecodeError) as error:
         raise GraphError(f'malformed JointTrajectory: {error}') from None
