@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from test_bags_support import META, OBJECTS, TS, synthetic_trajectory
 
 from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, read_episode_result, write_episode_bag
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.sim.robot import joint_layout
+from robofollow_ros.sim.robot import joint_layout, load_robot
 from robofollow_ros.sim.robots import robot_names
 
 STORAGES = ('mcap', 'sqlite3')
@@ -173,3 +174,25 @@ def test_jazzy_typestore_bag_reads_back(tmp_path):
     meta, back = read_episode_bag(bag)
     assert meta == META
     assert_same_trajectory(back, trajectory)
+
+
+@pytest.mark.parametrize('robot', [*robot_names(), 'generic'])
+def test_a_robot_bag_carries_its_urdf_on_robot_description_transient_local(tmp_path, robot):
+    """RViz and Foxglove draw the arms of a bag from /robot_description; bags without a robot have none."""
+    meta = {**META, 'robot': robot} if robot != 'generic' else META
+    path = write_episode_bag(tmp_path / 'bag', meta=meta, trajectory=synthetic_trajectory(5))
+    with Reader(path) as reader:
+        connections = [c for c in reader.connections if c.topic == '/robot_description']
+        if robot == 'generic':
+            assert connections == []
+            return
+        (connection,) = connections
+        messages = list(reader.messages(connections=connections))
+        store = reader_typestore(reader)
+        durability = connection.ext.offered_qos_profiles[0].durability
+    assert len(messages) == 1 and messages[0][1] == 5_000_000_000
+    urdf = store.deserialize_cdr(messages[0][2], connection.msgtype).data
+    assert urdf == load_robot(robot).spec.urdf_text()
+    assert ET.fromstring(urdf).get('name') == ET.parse(load_robot(robot).spec.urdf).getroot().get('name')
+    assert durability.name == 'TRANSIENT_LOCAL'
+    assert load_episode(path).meta['robot'] == robot

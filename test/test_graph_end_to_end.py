@@ -28,8 +28,11 @@ from graph_helpers import (
     start_joint_names_listener,
     stop_listener,
 )
+from rosbags.rosbag2 import Reader
 
+from robofollow_ros import topics
 from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, write_episode_bag
+from robofollow_ros.bags.cdr import default_typestore
 from robofollow_ros.cli.score import score_path
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.referee.trajectory_json import load_trajectory
@@ -151,6 +154,23 @@ def test_recorded_bags_hold_the_in_process_frames_and_rescore_to_the_live_record
         assert {k: rescored[k] for k in comparable(rescored) if k in live_records[task_id]} == {
             k: v for k, v in comparable(live_records[task_id]).items() if k in rescored
         }
+        urdf, markers = _description_and_markers(bag)
+        assert ET.fromstring(urdf).get('name') == ET.parse(load_robot(runs.robot).spec.urdf).getroot().get('name')
+        assert len(markers) >= live_records[task_id]['queries'], 'scene markers after the reset and every chunk'
+        assert {marker.text for marker in markers[-1].markers} == set(reference.obj_pos)
+
+
+def _description_and_markers(bag: Path) -> tuple[str, list]:
+    """The /robot_description text and the scene MarkerArrays a recorded bag holds."""
+    typestore = default_typestore()
+    with Reader(bag) as reader:
+        (description,) = [c for c in reader.connections if c.topic == topics.ROBOT_DESCRIPTION]
+        assert description.ext.offered_qos_profiles[0].durability.name == 'TRANSIENT_LOCAL'
+        (_, _, data), *_ = reader.messages(connections=[description])
+        urdf = typestore.deserialize_cdr(data, description.msgtype).data
+        scene = [c for c in reader.connections if c.topic == topics.SCENE_MARKERS]
+        markers = [typestore.deserialize_cdr(raw, scene[0].msgtype) for _, _, raw in reader.messages(connections=scene)]
+    return urdf, markers
 
 
 def test_a_bag_with_the_generic_joint_names_of_earlier_versions_still_scores(expert_runs: Runs, tmp_path) -> None:

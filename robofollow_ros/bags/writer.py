@@ -1,9 +1,10 @@
 """Writing an evaluation episode as a rosbag2 (MCAP or SQLite3) through rosbags, without ROS.
 
-Message order: the episode message at the first frame time; then frame by frame the camera images, the
-joint states, the object poses and last the EE poses (so a frame whose EE pose was recorded has all its
-other signals recorded too, even in a bag cut short); the result record at the last frame time. Log
-times equal header stamps.
+Message order: the episode message at the first frame time (then, for a registered robot, its URDF on
+/robot_description, transient local like the episode, so that RViz and Foxglove draw the arms from the bag alone);
+then frame by frame the camera images, the joint states, the object poses and last the EE poses (so a frame whose EE
+pose was recorded has all its other signals recorded too, even in a bag cut short); the result record at the last
+frame time. Log times equal header stamps.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from robofollow_ros.bags.conventions import (
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.sim.robot import joint_layout
+from robofollow_ros.sim.robot import joint_layout, load_robot
 from robofollow_ros.state_layout import ACTION_DIM, GENERIC_LAYOUT, GRIP_INDEX, JointLayout
 from robofollow_ros.textfiles import partial_path
 
@@ -59,7 +60,8 @@ LATCHED_QOS = Qos(
     _DEFAULT_DURATION,
     False,
 )
-"""Offered QoS recorded for /robofollow/episode so that ``ros2 bag play`` republishes it transient-local."""
+"""Offered QoS recorded for /robofollow/episode and /robot_description so that ``ros2 bag play`` republishes them
+transient-local."""
 
 
 def write_episode_bag(
@@ -135,6 +137,9 @@ def write_episode_bag(
         with EpisodeBagWriter(
             inner, meta_json=meta_text, stamp_ns=int(frames_ns[0]), storage=storage, typestore=store
         ) as out:
+            if meta.get('robot') is not None:
+                urdf = load_robot(str(meta['robot'])).spec.urdf_text()
+                out.write_robot_description(urdf, stamp_ns=int(frames_ns[0]))
             for i, stamp in enumerate(frames_ns.tolist()):
                 out.write_frame(
                     stamp,
@@ -197,6 +202,11 @@ class EpisodeBagWriter:
         elif connection.msgtype != msgtype:
             raise BagError(f'{topic} was written as {connection.msgtype}, not {msgtype}')
         return connection
+
+    def write_robot_description(self, urdf: str, *, stamp_ns: int) -> None:
+        """Write the robot's URDF on /robot_description (recorded transient local, like robot_state_publisher's)."""
+        connection = self._connection(topics.ROBOT_DESCRIPTION, STRING, offered_qos_profiles=[LATCHED_QOS])
+        self._writer.write(connection, int(stamp_ns), encode_string(self.typestore, urdf))
 
     def write_raw(self, topic: str, msgtype: str, log_ns: int, data: bytes | memoryview) -> None:
         """Write one CDR-serialised message of type ``msgtype`` (e.g. ``sensor_msgs/msg/Image``) as received."""

@@ -1,9 +1,11 @@
 """``recorder`` node: one rosbag2 per episode (``out/episodes/<task>__rNN``), written through rosbags.
 
-Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``: joint states (the robot's joint names;
-the episode message names the ``robot``), object and TCP poses, the result, and with ``images: true`` the camera images
-and CameraInfo. Only messages stamped from the episode's reset on go into its bag; the bag is closed when the episode's
-result arrives. A recorder killed mid-episode leaves a bag that ``robofollow score`` recovers (``docs/bags.md``).
+Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``: joint states (the robot's joint
+names; the episode message names the ``robot``), object and TCP poses, the scene markers, the result, and with
+``images: true`` the camera images and CameraInfo; the latest ``/robot_description`` opens every bag, so RViz and
+Foxglove show the cell from the bag alone. Only messages stamped from the episode's reset on go into its bag; the
+bag is closed when the episode's result arrives. A recorder killed mid-episode leaves a bag that ``robofollow
+score`` recovers (``docs/bags.md``).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from pathlib import Path
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
 
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import header_stamp_ns
@@ -31,12 +35,14 @@ from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.messages import from_time
 from robofollow_ros.ros.runtime import param, read_episode, remember, run_node
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
+MARKER_ARRAY = 'visualization_msgs/msg/MarkerArray'
 KEEP_OPEN = 3
 END_TIMEOUT_SECONDS = 5.0
 MAX_WAITING = 20000
@@ -69,11 +75,14 @@ class RecorderNode(Node):
         self.storage = str(param(self, 'storage', 'mcap'))
         self.robot = get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name
         self.bags: dict[str, _OpenBag] = {}
-        self.waiting: list[tuple[str, str, bytes]] = []
+        self.waiting: list[tuple[str, str, bytes, int | None]] = []
         self.resets: dict[str, int] = {}
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
+        self.description: str | None = None
+        self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
+        self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.LATCHED)
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
         for topic in pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
@@ -105,7 +114,19 @@ class RecorderNode(Node):
             self.get_logger().error(f'cannot record {spec.task_id}: {error}')
             return
         self.bags[spec.episode_id] = _OpenBag(spec, writer, path, self.resets.get(spec.episode_id))
+        if self.description is not None:
+            writer.write_robot_description(self.description, stamp_ns=time.time_ns())
         self.flush()
+
+    def on_description(self, message: String) -> None:
+        self.description = message.data
+        for bag in self.bags.values():
+            bag.writer.write_robot_description(message.data, stamp_ns=time.time_ns())
+
+    def on_markers(self, message: MarkerArray) -> None:
+        if message.markers:
+            data = serialize_message(message)
+            self.on_message(topics.SCENE_MARKERS, MARKER_ARRAY, data, stamp=from_time(message.markers[0].header.stamp))
 
     def on_status(self, message: String) -> None:
         try:
@@ -122,15 +143,16 @@ class RecorderNode(Node):
     def flush(self) -> None:
         """Write the messages that waited for their episode's spec and reset."""
         waiting, self.waiting = self.waiting, []
-        for topic, msgtype, data in waiting:
-            self.on_message(topic, msgtype, data)
+        for topic, msgtype, data, stamp in waiting:
+            self.on_message(topic, msgtype, data, stamp=stamp)
 
-    def on_message(self, topic: str, msgtype: str, data: bytes) -> None:
+    def on_message(self, topic: str, msgtype: str, data: bytes, *, stamp: int | None = None) -> None:
+        """Write a message to the bag of its episode (by ``stamp``, default its header stamp)."""
         if not self.bags or any(bag.start_ns is None for bag in self.bags.values()):
-            self.waiting.append((topic, msgtype, data))
+            self.waiting.append((topic, msgtype, data, stamp))
             del self.waiting[:-MAX_WAITING]
             return
-        stamp = header_stamp_ns(data)
+        stamp = header_stamp_ns(data) if stamp is None else stamp
         started = [bag for bag in self.bags.values() if bag.start_ns is not None and bag.start_ns <= stamp]
         if started:
             target = max(started, key=lambda bag: bag.start_ns or 0)
