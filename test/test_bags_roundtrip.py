@@ -196,3 +196,30 @@ def test_a_robot_bag_carries_its_urdf_on_robot_description_transient_local(tmp_p
     assert ET.fromstring(urdf).get('name') == ET.parse(load_robot(robot).spec.urdf).getroot().get('name')
     assert durability.name == 'TRANSIENT_LOCAL'
     assert load_episode(path).meta['robot'] == robot
+
+
+def test_an_evaluation_bag_shows_the_scene_objects_as_markers_at_every_frame(tmp_path):
+    """``robofollow eval --record bag``: one MarkerArray per frame on /robofollow/scene_markers, a marker per scene
+    item at the item's recorded pose, sized and coloured from its spec, plus the robot's URDF."""
+    from robofollow_ros.benchmark import registry
+    from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+
+    task_id = 'L1_s11_pick_right_of_red'
+    (record,) = run_suite(SuiteOptions(out=tmp_path, policy='expert', task_ids=[task_id], record='bag'), progress=False)
+    bag = tmp_path / record['episode_file']
+    layout = registry.layout_of(registry.get_task(task_id))
+    recorded = load_episode(bag).trajectory
+    with Reader(bag) as reader:
+        store = reader_typestore(reader)
+        scene = [c for c in reader.connections if c.topic == '/robofollow/scene_markers']
+        arrays = [store.deserialize_cdr(data, scene[0].msgtype) for _, _, data in reader.messages(connections=scene)]
+        assert [c.topic for c in reader.connections].count('/robot_description') == 1
+    assert len(arrays) == len(recorded)
+    for frame in (0, len(arrays) - 1):
+        markers = {marker.text: marker for marker in arrays[frame].markers}
+        assert set(markers) == set(layout.object_names) == set(recorded.obj_pos)
+        for name, marker in markers.items():
+            position = marker.pose.position
+            np.testing.assert_allclose([position.x, position.y, position.z], recorded.obj_pos[name][frame], atol=1e-12)
+            assert (marker.color.r, marker.color.g, marker.color.b) == pytest.approx(layout.spec(name).rgba[:3])
+            assert marker.header.frame_id == 'world' and marker.scale.z > 0

@@ -25,6 +25,7 @@ STRING = 'std_msgs/msg/String'
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 POSE_STAMPED = 'geometry_msgs/msg/PoseStamped'
 IMAGE = 'sensor_msgs/msg/Image'
+MARKER_ARRAY = 'visualization_msgs/msg/MarkerArray'
 
 
 EPISODE_KEYS: tuple[str, ...] = (

@@ -28,6 +28,7 @@ from robofollow_ros.bags.cdr import encode_image, encode_joint_state, encode_pos
 from robofollow_ros.bags.conventions import (
     IMAGE,
     JOINT_STATE,
+    MARKER_ARRAY,
     NS_PER_S,
     POSE_STAMPED,
     ROSBAG2_VERSION,
@@ -36,7 +37,7 @@ from robofollow_ros.bags.conventions import (
     Storage,
     camera_frame,
 )
-from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.benchmark.types import ARMS, Layout
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.sim.robot import joint_layout, load_robot
@@ -75,6 +76,7 @@ def write_episode_bag(
     storage: Storage = 'mcap',
     typestore: Stores | Typestore = Stores.ROS2_KILTED,
     joints: JointLayout | None = None,
+    layout: Layout | None = None,
 ) -> Path:
     """Write one episode as a new rosbag2 directory.
 
@@ -96,6 +98,8 @@ def write_episode_bag(
         joints: names and gripper scale of /joint_states (default: the layout of the robot ``meta['robot']``
             names; without one, ``state_layout.GENERIC_LAYOUT``, the names of bags made before joints were named
             after the robot).
+        layout: the scene layout of the episode: its objects are also written as a ``visualization_msgs/MarkerArray``
+            on /robofollow/scene_markers at every frame (shapes, sizes and colours for RViz and Foxglove).
 
     The bag is written inside a hidden temporary folder next to ``path`` and moved to ``path`` when complete,
     so a process killed while writing never leaves a partial bag at ``path``.
@@ -141,6 +145,13 @@ def write_episode_bag(
                 urdf = load_robot(str(meta['robot'])).spec.urdf_text()
                 out.write_robot_description(urdf, stamp_ns=int(frames_ns[0]))
             for i, stamp in enumerate(frames_ns.tolist()):
+                if layout is not None:
+                    positions = {name: trajectory.obj_pos[name][i] for name in trajectory.obj_pos}
+                    quats = {name: obj_quat[name][i] for name in trajectory.obj_pos}
+                    from robofollow_ros.ros.markers import scene_markers_cdr
+
+                    markers = scene_markers_cdr(layout, positions, quats, stamp_ns=stamp)
+                    out.write_raw(topics.SCENE_MARKERS, MARKER_ARRAY, stamp, markers)
                 out.write_frame(
                     stamp,
                     images={camera: frames[i] for camera, frames in cameras.items()},

@@ -26,7 +26,7 @@ from visualization_msgs.msg import MarkerArray
 
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import header_stamp_ns
-from robofollow_ros.bags.conventions import IMAGE, JOINT_STATE, POSE_STAMPED
+from robofollow_ros.bags.conventions import IMAGE, JOINT_STATE, MARKER_ARRAY, POSE_STAMPED
 from robofollow_ros.bags.writer import EpisodeBagWriter
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
@@ -42,7 +42,6 @@ from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
-MARKER_ARRAY = 'visualization_msgs/msg/MarkerArray'
 KEEP_OPEN = 3
 END_TIMEOUT_SECONDS = 5.0
 MAX_WAITING = 20000

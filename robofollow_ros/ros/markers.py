@@ -49,3 +49,12 @@ def scene_markers(
         marker.color.r, marker.color.g, marker.color.b, marker.color.a = (float(v) for v in spec.rgba)
         markers.markers.append(marker)
     return markers
+
+
+def scene_markers_cdr(
+    layout: Layout, positions: Mapping[str, np.ndarray], quats: Mapping[str, np.ndarray], *, stamp_ns: int
+) -> bytes:
+    """``scene_markers`` serialised (CDR), as a bag stores it."""
+    from rclpy.serialization import serialize_message
+
+    return serialize_message(scene_markers(layout, positions, quats, stamp_ns=stamp_ns))
