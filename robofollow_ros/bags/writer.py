@@ -1,4 +1,4 @@
-"""Writing an evaluation episode as a rosbag2 (MCAP or SQLite3) through rosbags, without ROS.
+"""Writing an evaluation episode as a rosbag2 (MCAP or SQLite3) through rosbags (rclpy only for scene markers).
 
 Message order: the episode message at the first frame time (then, for a registered robot, its URDF on
 /robot_description, transient local like the episode, so that RViz and Foxglove draw the arms from the bag alone);
