@@ -44,7 +44,7 @@ from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials
-from robofollow_ros.ros.runtime import param, remember, spin, wait_for
+from robofollow_ros.ros.runtime import param, read_report, remember, spin, wait_for
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 
@@ -126,10 +126,8 @@ class EvaluatorNode(Node):
             self.condition.notify_all()
 
     def on_end(self, message: String) -> None:
-        try:
-            end = EpisodeEnd.from_json(message.data)
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.EPISODE_END}: {error}')
+        end = read_report(self, EpisodeEnd.from_json, message.data, topic=topics.EPISODE_END)
+        if end is None:
             return
         with self.condition:
             remember(self.ended, end.episode_id, True)

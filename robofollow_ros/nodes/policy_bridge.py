@@ -37,7 +37,7 @@ from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
-from robofollow_ros.ros.runtime import param, read_episode, remember, run_node
+from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
 from robofollow_ros.ros.trajectory_cdr import encode_trajectory
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.sim.robot import load_robot
@@ -107,10 +107,9 @@ class PolicyBridge(Node):
         self.requests.put(message.data)
 
     def on_status(self, message: String) -> None:
-        try:
-            self.cache.add_status(SimStatus.from_json(message.data))
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.SIM_STATUS}: {error}')
+        status = read_report(self, SimStatus.from_json, message.data, topic=topics.SIM_STATUS)
+        if status is not None:
+            self.cache.add_status(status)
 
     def on_sample(self, topic: str, stamp_ns: int, data: bytes) -> None:
         if topic == topics.JOINT_STATES:

@@ -36,7 +36,7 @@ from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import from_time
-from robofollow_ros.ros.runtime import param, read_episode, remember, run_node
+from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
@@ -128,11 +128,8 @@ class RecorderNode(Node):
             self.on_message(topics.SCENE_MARKERS, MARKER_ARRAY, data, stamp=from_time(message.markers[0].header.stamp))
 
     def on_status(self, message: String) -> None:
-        try:
-            status = SimStatus.from_json(message.data)
-        except RoboFollowError:
-            return
-        if status.event != 'reset':
+        status = read_report(self, SimStatus.from_json, message.data, topic=topics.SIM_STATUS)
+        if status is None or status.event != 'reset':
             return
         remember(self.resets, status.episode_id, status.stamp_ns)
         if status.episode_id in self.bags:

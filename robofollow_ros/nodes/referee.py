@@ -28,7 +28,7 @@ from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
-from robofollow_ros.ros.runtime import param, read_episode, remember, run_node
+from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
 from robofollow_ros.sim.robot import joint_layout
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
@@ -67,20 +67,16 @@ class RefereeNode(Node):
         remember(self.specs, spec.episode_id, spec)
 
     def on_status(self, message: String) -> None:
-        try:
-            status = SimStatus.from_json(message.data)
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.SIM_STATUS}: {error}')
+        status = read_report(self, SimStatus.from_json, message.data, topic=topics.SIM_STATUS)
+        if status is None:
             return
         self.samples.drain()
         if status.event == 'reset':
             remember(self.resets, status.episode_id, status.stamp_ns)
 
     def on_end(self, message: String) -> None:
-        try:
-            end = EpisodeEnd.from_json(message.data)
-        except RoboFollowError as error:
-            self.get_logger().error(f'ignored {topics.EPISODE_END}: {error}')
+        end = read_report(self, EpisodeEnd.from_json, message.data, topic=topics.EPISODE_END)
+        if end is None:
             return
         self.ends[end.episode_id] = (end, time.monotonic())
         self.try_score()

@@ -27,6 +27,7 @@ KEEP_EPISODES = 16
 """Episodes a node remembers by id (specs, resets): their messages may arrive in any order across topics."""
 _K = TypeVar('_K')
 _V = TypeVar('_V')
+_R = TypeVar('_R')
 
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
@@ -129,6 +130,16 @@ def remember(mapping: MutableMapping[_K, _V], key: _K, value: _V, *, keep: int =
     mapping[key] = value
     while len(mapping) > keep:
         del mapping[next(iter(mapping))]
+
+
+def read_report(node: Node, parse: Callable[[str], _R], text: str, *, topic: str) -> _R | None:
+    """``parse(text)`` (``SimStatus.from_json``, ``EpisodeEnd.from_json``), or ``None`` after logging why the message on
+    ``topic`` is ignored."""
+    try:
+        return parse(text)
+    except RoboFollowError as error:
+        node.get_logger().error(f'ignored {topic}: {error}')
+        return None
 
 
 def read_episode(node: Node, text: str) -> EpisodeSpec | None:
