@@ -48,6 +48,14 @@ def default_typestore() -> Typestore:
     return typestore_for(Stores.ROS2_KILTED)
 
 
+def warm_decoders() -> None:
+    """Build the default typestore and its JointState and PoseStamped decoders now: the first use costs tens of
+    milliseconds, which a node would otherwise pay in its first episode."""
+    store = default_typestore()
+    decode_joint_state(store, bytes(encode_joint_state(store, 0, ['joint'], np.zeros(1))), topic='warm-up')
+    decode_poses(store, [bytes(encode_pose(store, 0, 'world', (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)))], topic='warm-up')
+
+
 @dataclass(frozen=True)
 class PoseSeries:
     """Decoded PoseStamped messages, in message order.

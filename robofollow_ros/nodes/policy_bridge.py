@@ -22,6 +22,8 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros import topics
+from robofollow_ros.bags.cdr import warm_decoders
+from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
@@ -61,6 +63,9 @@ class PolicyBridge(Node):
         robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT)))
         self.joint_layout = robot.joint_layout
         self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(param(self, 'max_row_step', 0.5)))
+        # At start-up rather than in the first episode: the typestore, its decoders and the task index (~80 ms).
+        warm_decoders()
+        registry.eval_tasks()
         self.factory = resolve_policy(name, kwargs=kwargs)
         self.policy = self.build_policy()
         self.privileged = self.policy.privileged

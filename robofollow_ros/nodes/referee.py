@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from robofollow_ros import topics
-from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore
+from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore, warm_decoders
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -52,6 +52,7 @@ class RefereeNode(Node):
         self.poses: list[tuple[str, int, bytes]] = []
         self.joints: list[tuple[int, bytes]] = []
         self.typestore = default_typestore()
+        warm_decoders()
         self.result_pub = self.create_publisher(String, topics.RESULT, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
