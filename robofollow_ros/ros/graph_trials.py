@@ -2,11 +2,11 @@
 
 Each graph (one ``EvaluatorNode`` per ROS domain) gets a thread that takes trials from one ``TrialQueue``,
 publishes, resets and instructs each, and hands the finished record to ``run_suite`` (the one writer) through a
-queue. A graph runs two trials at once, one step apart: once the bridge has ended an episode, the next one is
-reset and started while the referee scores the last (and the recorder closes its bag), and only then is the
-last one's result collected. A graph that is lost mid-trial (``GraphLostError``) puts its trials back, first in
-line, and stops taking trials; the others run them. A graph with nothing to take waits while another is busy, since that
-one's trial may come back. When every graph is lost with trials left, the run stops with ``WorkerLostError``.
+queue. A graph runs two trials at once, one step apart: once the bridge has ended an episode, the next one is reset
+and started while the referee scores the last (and the recorder closes its bag), and only then is the last one's
+result collected. A graph that is lost mid-trial (``GraphLostError``) puts its trials back, first in line, and stops
+taking trials; the others run them. A graph with nothing to take waits while another is busy, since that one's trial
+may come back. When every graph is lost with trials left, the run stops with ``WorkerLostError``.
 """
 
 from __future__ import annotations
