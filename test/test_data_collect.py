@@ -13,6 +13,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from rosbags.rosbag2 import Reader
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.cli import main
@@ -164,6 +165,9 @@ def test_bag_per_demonstration_replays_and_rescores(tmp_path):
     task = registry.get_task(LABEL)
     rescored = score_episode(task, recording.trajectory, layout=registry.layout_of(task)).to_record()
     assert rescored['completion_ok'] and rescored['exec_score'] == recording.result['exec_score']
+    with Reader(tmp_path / f'scene1/scene1_{LABEL}/bags/episode0') as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+    assert counts['/robot_description'] == 1 and counts['/robofollow/scene_markers'] == len(frames)
 
 
 def test_incomplete_episodes_are_counted_not_kept(tmp_path):

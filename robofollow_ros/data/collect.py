@@ -159,6 +159,7 @@ def _write_episode(
             joint_positions=frames.states,
             images={name: list(stack) for name, stack in frames.images.items()},
             result=record,
+            layout=registry.layout_of(task),
         )
     write_json(paths.instruction, {'seen': [task.instruction], 'unseen': []})
     attrs = {
