@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_bags_support import POSE, TS, joints_cdr, pose_cdr
 
 from robofollow_ros.bags.cdr import decode_joint_state, decode_poses
+from robofollow_ros.errors import BagError
 
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 pose_strategy = st.tuples(
@@ -55,3 +57,11 @@ def test_trailing_bytes_after_a_message_are_ignored():
     joints = joints_cdr(3, ['left_gripper'], [0.25]) + b'\xaa' * 8
     sample = decode_joint_state(TS, joints, topic='/joint_states')
     assert (sample.stamp_ns, sample.names, sample.position.tolist()) == (3, ['left_gripper'], [0.25])
+
+
+def test_a_message_cut_short_is_a_bag_error():
+    """rosbags reports a sequence longer than the bytes left as its own SerdeError; readers see a BagError."""
+    joints = joints_cdr(3, ['left_gripper', 'right_gripper'], [0.25, 0.5])
+    for length in range(4, len(joints)):
+        with pytest.raises(BagError):
+            decode_joint_state(TS, joints[:length], topic='/joint_states')

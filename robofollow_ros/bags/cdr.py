@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, get_typestore
 from rosbags.typesys.store import Typestore
 
@@ -151,7 +152,7 @@ def deserialize(typestore: Typestore, data: bytes, msgtype: str, *, topic: str) 
     decode = msgdef.deserialize_cdr_le if data[1] == CDR_LITTLE_ENDIAN else msgdef.deserialize_cdr_be
     try:
         message, _ = decode(data[ENCAPSULATION_SIZE:], 0, msgdef.cls, typestore)
-    except (struct.error, UnicodeDecodeError, ValueError, IndexError) as err:
+    except (struct.error, UnicodeDecodeError, ValueError, IndexError, SerdeError) as err:
         raise BagError(f'{topic}: message does not decode as {msgtype} ({err})') from None
     return message
 
