@@ -13,9 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
 from robofollow_ros.benchmark.types import Layout
-from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.textfiles import is_partial, publish
 
@@ -60,8 +58,10 @@ def save_episode(
     meta: Mapping[str, Any],
     trajectory: Trajectory,
     record: Mapping[str, Any],
+    layout: Layout | None = None,
 ) -> str:
-    """Publish one episode as ``episodes/<stem>.json`` or the bag folder ``episodes/<stem>``.
+    """Publish one episode as ``episodes/<stem>.json`` or the bag folder ``episodes/<stem>`` (with ``layout``, the
+    bag also shows the scene objects as markers).
 
     A published episode of the same name without a record (left by a kill before its record was written)
     is replaced. Returns the episode's path relative to ``out``.
@@ -74,7 +74,7 @@ def save_episode(
         path = folder / stem
         if path.exists():
             _remove(path)
-        write_episode_bag(path, meta=meta, trajectory=trajectory, result=record, layout=_layout(meta))
+        write_episode_bag(path, meta=meta, trajectory=trajectory, result=record, layout=layout)
     else:
         from robofollow_ros.referee.trajectory_json import dump_trajectory
 
@@ -86,14 +86,3 @@ def save_episode(
             ),
         )
     return str(path.relative_to(out))
-
-
-def _layout(meta: Mapping[str, Any]) -> Layout | None:
-    """The layout an episode's meta names (its objects become the bag's scene markers), if it names one."""
-    from robofollow_ros.benchmark import registry
-
-    try:
-        task = registry.get_task(str(meta['task_id']), variant=meta.get('variant', DEFAULT_VARIANT))
-        return registry.get_layout(task.scene, str(meta['layout']))
-    except (KeyError, RoboFollowError):
-        return None

@@ -210,6 +210,7 @@ def write_result(options: SuiteOptions, result: TrialResult, *, trial: Trial, re
             meta=episode_meta(trial, variant=options.variant, robot=options.robot),
             trajectory=result.trajectory,
             record=record,
+            layout=registry.layout_of(trial.task),
         )
     if options.video and result.video_frames is not None:
         from robofollow_ros.data.video import save_trial_video

@@ -144,10 +144,10 @@ def read_report(node: Node, parse: Callable[[str], _R], text: str, *, topic: str
 
 def read_episode(node: Node, text: str) -> EpisodeSpec | None:
     """The ``EpisodeSpec`` of a ``/robofollow/episode`` message, or ``None`` after logging why it is ignored."""
-    try:
-        spec = EpisodeSpec.from_json(text)
-        spec.resolve()
-    except RoboFollowError as error:
-        node.get_logger().error(f'ignored {topics.EPISODE}: {error}')
-        return None
+    return read_report(node, _resolvable_spec, text, topic=topics.EPISODE)
+
+
+def _resolvable_spec(text: str) -> EpisodeSpec:
+    spec = EpisodeSpec.from_json(text)
+    spec.resolve()
     return spec
