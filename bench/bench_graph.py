@@ -140,6 +140,7 @@ class Listener:
         self.matched = False
         self.overheads: list[float] = []
         self.first_episode = self.last_result = 0.0
+        self.first_trial: tuple[str, int] | None = None
         self.results = 0
         self.image_subscriptions: list[Any] = []
         for camera in self.images if images else ():
@@ -182,7 +183,10 @@ class Listener:
             self.matched = all(subscription.get_publisher_count() > 0 for subscription in self.image_subscriptions)
 
     def on_episode(self, message: Any) -> None:
-        self.first_episode = self.first_episode or time.perf_counter()
+        if not self.first_episode:
+            self.first_episode = time.perf_counter()
+            spec = json.loads(message.data)
+            self.first_trial = spec['task_id'], spec['round']
 
     def on_result(self, message: Any) -> None:
         self.results += 1
@@ -253,8 +257,12 @@ def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: in
     time.sleep(0.2)
     listener.close()
     graph_records = [json.loads(line) for line in (out / 'graph' / 'results.jsonl').read_text().splitlines()]
-    if listener.results != len(graph_records) or not listener.first_episode:
-        raise SystemExit(f'the listener saw {listener.results} of {len(graph_records)} results')
+    first_trial = graph_records[0]['task_id'], graph_records[0]['round']
+    if listener.results != len(graph_records) or listener.first_trial != first_trial:
+        raise SystemExit(
+            f'the listener saw {listener.results} of {len(graph_records)} results, and {listener.first_trial} as '
+            f'the first episode where the run started with {first_trial}: it matched the graph late'
+        )
     graph_wall = listener.last_result - listener.first_episode
     same = sum(
         a['completion_ok'] == b['completion_ok'] and a['intent_score'] == b['intent_score']

@@ -40,7 +40,7 @@ from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
-from robofollow_ros.ros.trajectory_cdr import encode_trajectory
+from robofollow_ros.ros.trajectory_cdr import encode_trajectory, warm_trajectory_codec
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.sim.robot import load_robot
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
@@ -65,6 +65,7 @@ class PolicyBridge(Node):
         self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(param(self, 'max_row_step', 0.5)))
         # At start-up rather than in the first episode: the typestore, its decoders and the task index (~80 ms).
         warm_decoders()
+        warm_trajectory_codec()
         registry.eval_tasks()
         self.factory = resolve_policy(name, kwargs=kwargs)
         self.policy = self.build_policy()
@@ -131,15 +132,19 @@ class PolicyBridge(Node):
         self.cache.add_image(camera, from_time(message.header.stamp), pixels)
 
     def publish_chunk(self, chunk: np.ndarray, stamp_ns: int) -> None:
-        for arm in ARMS:
-            self.trajectory_pubs[arm].publish(
-                encode_trajectory(
-                    self.joint_layout.command_joints(arm),
-                    self.joint_layout.arm_command(chunk, arm),
-                    stamp_ns=stamp_ns,
-                    row_seconds=ROW_SECONDS,
-                )
+        """Both arms' trajectories, encoded first and then published back to back, so that the sim (which executes
+        once it has both) takes them in one wake-up."""
+        encoded = {
+            arm: encode_trajectory(
+                self.joint_layout.command_joints(arm),
+                self.joint_layout.arm_command(chunk, arm),
+                stamp_ns=stamp_ns,
+                row_seconds=ROW_SECONDS,
             )
+            for arm in ARMS
+        }
+        for arm, data in encoded.items():
+            self.trajectory_pubs[arm].publish(data)
 
     def work(self) -> None:
         while True:

@@ -40,7 +40,7 @@ from robofollow_ros.ros.cdr_template import FrameMessages
 from robofollow_ros.ros.markers import scene_markers
 from robofollow_ros.ros.messages import camera_info_message, image_message
 from robofollow_ros.ros.runtime import param, read_episode, run_node
-from robofollow_ros.ros.trajectory_cdr import decode_trajectory
+from robofollow_ros.ros.trajectory_cdr import decode_trajectory, warm_trajectory_codec
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import CAMERAS
 
@@ -73,6 +73,7 @@ class SimNode(Node):
             render=False, width=self.width, height=self.height, robot=str(param(self, 'robot', DEFAULT_ROBOT))
         )
         self.joint_layout = self.env.robot.joint_layout
+        warm_trajectory_codec()
         self.clock = SimClock()
         self.spec: EpisodeSpec | None = None
         self.current: EpisodeSpec | None = None
