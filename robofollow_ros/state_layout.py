@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -72,11 +73,17 @@ class JointLayout:
 
     def to_joints(self, vector: np.ndarray) -> np.ndarray:
         """Joint positions (``published_names`` order) of 14-D vectors ``(..., 14)``: grippers scaled to joints."""
-        values = np.array(vector, dtype=np.float64)
-        for arm in ARMS:
-            values[..., GRIP_INDEX[arm]] *= self.gripper_scale
+        columns, scale = self._published_columns
+        return np.ascontiguousarray(np.asarray(vector, dtype=np.float64)[..., columns] * scale)
+
+    @cached_property
+    def _published_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """For each published joint, its layout column and factor (the sim publishes a state for every row)."""
+        grippers = [GRIP_INDEX[arm] for arm in ARMS]
         mimics = [GRIP_INDEX[arm] for arm in ARMS for _ in self.gripper_mimics.get(arm, ())]
-        return np.concatenate([values, values[..., mimics]], axis=-1)
+        columns = np.array([*range(ACTION_DIM), *mimics])
+        scale = np.where(np.isin(columns, grippers), self.gripper_scale, 1.0)
+        return columns, scale
 
     def from_joints(self, values: np.ndarray) -> np.ndarray:
         """14-D vectors from joint positions ``(..., 14)`` in ``names`` order: gripper joints back to normalised."""

@@ -49,6 +49,10 @@ def test_joint_state_and_per_arm_trajectories_round_trip_the_14_vector_by_name(l
     np.testing.assert_array_equal(state, chunk[1])
     left_gripper = positions[names.index(layout.grippers['left'])]
     assert left_gripper == pytest.approx(layout.gripper_scale) and 0.0 < layout.gripper_scale <= 1.0
+    for arm in ('left', 'right'):
+        for mimic in layout.gripper_mimics.get(arm, ()):
+            assert positions[names.index(mimic)] == positions[names.index(layout.grippers[arm])]
+    np.testing.assert_array_equal(layout.to_joints(chunk), [layout.to_joints(row) for row in chunk])
     assert find_layout(names, known_joint_layouts()) is not None
     assert find_layout(names, known_joint_layouts()).robot == layout.robot
     with pytest.raises(LayoutError, match=f'lacks {layout.grippers["right"]}'):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Collection
 
 import numpy as np
 import pytest
@@ -69,6 +70,8 @@ def test_on_demand_readers_hand_over_the_newest_sample_of_each_topic(monkeypatch
             samples.drain()
             return {topic: stamp for topic, stamp, _ in stored} == {'/test/a/pose': 5000, '/test/b/pose': 5001}
 
+        samples.drain(['/test/a/pose'])
+        assert {topic for topic, _, _ in stored} <= {'/test/a/pose'}
         wait_until(newest_arrived, timeout=10, what='the newest samples')
         assert len(stored) <= 2 * 5
         pose = deserialize_message(stored[-1][2], PoseStamped)
@@ -115,20 +118,20 @@ def test_a_sample_of_an_announced_observation_wakes_the_waiter() -> None:
 
 def test_on_demand_sources_are_polled_until_the_sample_is_there() -> None:
     cache = ObservationCache()
-    calls: list[float] = []
+    calls: list[Collection[str] | None] = []
 
-    def source() -> None:
-        calls.append(time.monotonic())
+    def source(topics: Collection[str] | None) -> None:
+        calls.append(topics)
         if len(calls) == 5:
             cache.add_state(7000, b'state')
 
     cache.sources.append(source)
 
     def complete() -> bool:
-        cache.refresh()
+        cache.refresh({'/joint_states'})
         return 7000 in cache.states.items
 
     cache.wait(complete, timeout=5.0, what='the state', poll=0.001)
-    assert len(calls) == 5
+    assert calls == [{'/joint_states'}] * 5
     with pytest.raises(GraphError, match=r'timed out after 0\.05 s waiting for nothing'):
         cache.wait(lambda: False, timeout=0.05, what='nothing', poll=0.01)

@@ -78,6 +78,7 @@ class TrialRunner:
         self.identity = identity
         self.slot = self._slot(policy_kwargs)
         self.cell = CellEnv(render=False, robot=options.robot)
+        self.cell.preload()
         self.env: Any = self.cell
         if options.video:
             from robofollow_ros.data.capture import FrameCapture

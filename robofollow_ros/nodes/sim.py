@@ -73,6 +73,7 @@ class SimNode(Node):
             render=False, width=self.width, height=self.height, robot=str(param(self, 'robot', DEFAULT_ROBOT))
         )
         self.joint_layout = self.env.robot.joint_layout
+        self.env.preload()
         warm_trajectory_codec()
         self.clock = SimClock()
         self.spec: EpisodeSpec | None = None

@@ -124,9 +124,10 @@ class RosEnvironment:
     def _observation(self, stamp_ns: int) -> CellObservation:
         cache = self.cache
         wanted = self._pose_topics() if self.privileged else []
+        drained = frozenset([topics.JOINT_STATES, *wanted])
 
         def complete() -> bool:
-            cache.refresh()
+            cache.refresh(drained)
             if stamp_ns not in cache.states.items:
                 return False
             if self.images and any(stamp_ns not in cache.images.get(c, _EMPTY).items for c in CAMERAS):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -45,13 +45,13 @@ class ObservationCache:
         self.poses: dict[str, _Recent[bytes]] = {}
         self.statuses: list[tuple[float, SimStatus]] = []
         self.announced_ns = -1
-        self.sources: list[Callable[[], None]] = []
+        self.sources: list[Callable[[Collection[str] | None], None]] = []
         """Called by ``refresh``: samples read on demand (``OnDemandReaders.drain``) rather than pushed by callbacks."""
 
-    def refresh(self) -> None:
-        """Pull in the samples of every on-demand source."""
+    def refresh(self, topics: Collection[str] | None = None) -> None:
+        """Pull in the samples of every on-demand source (of ``topics`` only, if given)."""
         for source in self.sources:
-            source()
+            source(topics)
 
     def _add(self, update: Callable[[], None], stamp_ns: int) -> None:
         with self.condition:

@@ -10,7 +10,7 @@ up for every message (``docs/graph.md``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import rclpy
 from rclpy.node import Node
@@ -62,9 +62,12 @@ class OnDemandReaders:
             for topic, kind in kinds.items()
         }
 
-    def drain(self) -> None:
-        """Hand every sample that arrived since the last call to ``store``."""
+    def drain(self, topics: Collection[str] | None = None) -> None:
+        """Hand every sample that arrived since the last call to ``store``, of ``topics`` only if given (the
+        bridge needs the poses of the current layout's objects, a third of the pose topics)."""
         for topic, reader in self.readers.items():
+            if topics is not None and topic not in topics:
+                continue
             with reader.handle:
                 while (taken := reader.handle.take_message(reader.msg_type, True)) is not None:
                     data = taken[0]

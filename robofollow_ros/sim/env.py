@@ -74,6 +74,11 @@ class CellEnv:
         self.seed: int | None = None
         self._t0 = 0.0
 
+    def preload(self) -> None:
+        """Compile the robot alone once, so that MuJoCo holds its meshes: the first ``reset`` then builds its scene
+        in ~25 ms instead of ~85 (ALOHA). For runners that time their episodes, before the first one."""
+        CellModel.build((), robot=self.robot)
+
     def _model_for(self, layout: Layout) -> CellModel:
         key = _model_key(layout)
         cell = self._models.get(key)
