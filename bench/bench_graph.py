@@ -1,10 +1,14 @@
 """The ROS node graph against in-process evaluation, measured in the same run.
 
 1. The expert on the demo's 16 tasks (one per scene x level) x ``--rounds``, in-process (the baseline) and over
-   the graph (``robofollow launch sim``): episodes per minute and their ratio (target >= 0.8), in-process from the
-   records' wall times, over the graph from the first ``/robofollow/episode`` to the last ``/robofollow/result``
-   seen by a listener (a graph runs the next trial while the referee scores the last, so the records' wall times
-   overlap; the start-up is printed apart); the summed RSS of the graph's node processes (target < 1.5 GiB).
+   the graph (``robofollow launch sim``): episodes per minute and their ratio (target >= 0.8), both over the same
+   span, the first trial's start to the last result: in-process from the first episode's start to the last result
+   out of the trial runner (the records' own wall times, which leave out scoring and writing, are printed too),
+   over the graph from the first trial's start (its record's wall time before its line appeared in
+   ``results.jsonl``, polled every 5 ms) to the last line (a graph runs the next trial while the referee scores the
+   last, so its records' wall times overlap; a DDS listener would time the run only if it discovered the evaluator
+   before its first episode, which a late listener did not 1 run in 2); start-up is printed apart; the summed RSS
+   of the graph's node processes (target < 1.5 GiB).
    The baseline runs before and after the graph and counts both runs, so that a load that changes during the
    run (the machine is shared) weighs on both sides alike; the load averages are printed.
 2. A policy that needs the three 320x240 images and answers at once (``ImageHold`` below), over the graph, for
@@ -38,6 +42,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
+RSS_PERIOD = 0.2
+RESULT_POLL = 0.005
 
 
 class ImageHold:
@@ -87,7 +93,7 @@ def result_count(out: Path) -> int:
 
 
 def launch(
-    arguments: dict[str, str], env: dict[str, str], *, arrivals: list[float] | None = None
+    arguments: dict[str, str], env: dict[str, str], *, arrivals: list[float] | None = None, poll: float = 0.05
 ) -> tuple[float, int, str]:
     """Run ``robofollow launch sim``; its wall seconds, peak summed node RSS and output. ``arrivals`` receives the
     seconds from the launch at which result lines appeared (polled)."""
@@ -97,14 +103,15 @@ def launch(
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
     reader.start()
-    peak = 0
+    peak, rss_at = 0, 0.0
     out, seen = Path(arguments['out']), 0
     while process.poll() is None:
-        peak = max(peak, node_rss(process.pid))
+        if time.perf_counter() - rss_at >= RSS_PERIOD:
+            peak, rss_at = max(peak, node_rss(process.pid)), time.perf_counter()
         if arrivals is not None and (count := result_count(out)) > seen:
             arrivals.extend([time.perf_counter() - started] * (count - seen))
             seen = count
-        time.sleep(0.2 if arrivals is None else 0.05)
+        time.sleep(RSS_PERIOD if arrivals is None else poll)
     if arrivals is not None and (count := result_count(out)) > seen:
         arrivals.extend([time.perf_counter() - started] * (count - seen))
     reader.join(timeout=5)
@@ -115,10 +122,9 @@ def launch(
 
 
 class Listener:
-    """Counts camera images and sim observations, collects the bridge's per-query overheads, and notes when the
-    first episode was published and the last result arrived."""
+    """Counts camera images and sim observations, and collects the bridge's per-query overheads."""
 
-    def __init__(self, domain: int, *, images: bool = True) -> None:
+    def __init__(self, domain: int) -> None:
         import rclpy
         from rclpy.context import Context
         from sensor_msgs.msg import Image
@@ -139,11 +145,8 @@ class Listener:
         self.unmatched = 0
         self.matched = False
         self.overheads: list[float] = []
-        self.first_episode = self.last_result = 0.0
-        self.first_trial: tuple[str, int] | None = None
-        self.results = 0
         self.image_subscriptions: list[Any] = []
-        for camera in self.images if images else ():
+        for camera in self.images:
             # Raw and on the events executor, so that the count measures delivery and not this listener: one that
             # deserialises every image on a wait-set executor falls behind under load and drops images itself.
             self.image_subscriptions.append(
@@ -157,8 +160,6 @@ class Listener:
             )
         self.node.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.node.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
-        self.node.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
-        self.node.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
         from rclpy.experimental import EventsExecutor
 
         self.executor = EventsExecutor(context=self.context)
@@ -181,16 +182,6 @@ class Listener:
         else:
             self.unmatched += 1
             self.matched = all(subscription.get_publisher_count() > 0 for subscription in self.image_subscriptions)
-
-    def on_episode(self, message: Any) -> None:
-        if not self.first_episode:
-            self.first_episode = time.perf_counter()
-            spec = json.loads(message.data)
-            self.first_trial = spec['task_id'], spec['round']
-
-    def on_result(self, message: Any) -> None:
-        self.results += 1
-        self.last_result = time.perf_counter()
 
     def on_end(self, message: Any) -> None:
         self.overheads.extend(json.loads(message.data).get('bridge_overhead_ms', []))
@@ -237,13 +228,9 @@ def _load() -> str:
 
 def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: int, rounds: int) -> None:
     """Part 1: the expert in-process and over one graph."""
-    from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
-
     options = {'policy': 'expert', 'task_ids': tasks, 'rounds': rounds}
-    records = run_suite(SuiteOptions(out=out / 'in_process', **options), progress=False)  # type: ignore[arg-type]
-    in_process_walls = [sum(record['wall_seconds'] for record in records)]
-    listener = Listener(domain, images=False)
-    time.sleep(1.0)
+    records, in_process_spans = in_process_run(out / 'in_process', options)
+    arrivals: list[float] = []
     total, peak_rss, _ = launch(
         {
             'policy': 'expert',
@@ -253,17 +240,11 @@ def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: in
             'progress': 'false',
         },
         env,
+        arrivals=arrivals,
+        poll=RESULT_POLL,
     )
-    time.sleep(0.2)
-    listener.close()
     graph_records = [json.loads(line) for line in (out / 'graph' / 'results.jsonl').read_text().splitlines()]
-    first_trial = graph_records[0]['task_id'], graph_records[0]['round']
-    if listener.results != len(graph_records) or listener.first_trial != first_trial:
-        raise SystemExit(
-            f'the listener saw {listener.results} of {len(graph_records)} results, and {listener.first_trial} as '
-            f'the first episode where the run started with {first_trial}: it matched the graph late'
-        )
-    graph_wall = listener.last_result - listener.first_episode
+    graph_wall = arrivals[-1] - (arrivals[0] - graph_records[0]['wall_seconds'])
     same = sum(
         a['completion_ok'] == b['completion_ok'] and a['intent_score'] == b['intent_score']
         for a, b in zip(
@@ -272,17 +253,39 @@ def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: in
             strict=True,
         )
     )
-    again = run_suite(SuiteOptions(out=out / 'in_process_again', **options), progress=False)  # type: ignore[arg-type]
-    in_process_walls.append(sum(record['wall_seconds'] for record in again))
-    in_rate = 60 * 2 * len(records) / sum(in_process_walls)
+    again, spans_again = in_process_run(out / 'in_process_again', options)
+    in_process_spans += spans_again
+    in_rate = 60 * (len(records) + len(again)) / sum(in_process_spans)
+    record_rate = 60 * (len(records) + len(again)) / sum(r['wall_seconds'] for r in [*records, *again])
     graph_rate = 60 * len(graph_records) / graph_wall
-    before, after = (60 * len(records) / wall for wall in in_process_walls)
+    before, after = (60 * len(records) / span for span in in_process_spans)
     print(
         f'expert, {len(tasks)} tasks x {rounds} rounds: in-process {in_rate:.1f} episodes/min '
-        f'(before the graph {before:.1f}, after {after:.1f}); graph {graph_rate:.1f} episodes/min'
+        f"(before the graph {before:.1f}, after {after:.1f}; {record_rate:.1f} from the records' own wall times, "
+        f'which leave out scoring and writing); graph {graph_rate:.1f} episodes/min'
     )
     print(f'  ratio graph / in-process: {graph_rate / in_rate:.2f} (target >= 0.8); same scores: {same}/{len(records)}')
     print(f'  graph start-up and shutdown: {total - graph_wall:.1f} s; peak summed node RSS {peak_rss / GIB:.2f} GiB')
+
+
+def in_process_run(out: Path, options: dict[str, Any]) -> tuple[list[dict[str, Any]], list[float]]:
+    """The suite in this process; its records and the seconds from its first trial's start to its last result
+    (the span the graph is timed over: scoring and writing between trials included, start-up left out)."""
+    from robofollow_ros.evaluation.runner import InProcessTrials
+    from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+
+    marks: list[float] = []
+
+    class TimedTrials(InProcessTrials):
+        runtime = 'in-process'
+
+        def results(self, todo: Any) -> Any:
+            for result in super().results(todo):
+                marks.append(time.perf_counter() - (0.0 if marks else result.record['wall_seconds']))
+                yield result
+
+    records = run_suite(SuiteOptions(out=out, **options), progress=False, executor=TimedTrials)
+    return records, [marks[-1] - marks[0]]
 
 
 def image_policy(tasks: list[str], out: Path, env: dict[str, str], *, domain: int, rounds: int) -> None:
