@@ -15,7 +15,9 @@
    at least 200 queries: the bridge's overhead beyond the policy's own time per query, p50 / p95 (target p95 <=
    5 ms; from ``/robofollow/episode_end``), and camera images lost (target 0): images expected (three per
    observation the sim reported on ``/robofollow/sim/status``) minus images received by a subscriber here, from
-   the time that subscriber matched the sim's camera writers (the first few observations of the run at most).
+   the time that subscriber matched the sim's camera writers (the first few observations of the run at most);
+   and that policy's episodes per minute over the graph against in-process (timed as in part 1), since a policy
+   that looks at camera images has the sim render them on both sides.
 3. One graph against two (``workers:=2``, ROS domains ``--domain`` and ``--domain`` + 1) on the same expert
    trials (the 16 tasks x ``--rounds``), interleaved ``--repeats`` times: episodes per minute from the launch to
    the last result (start-up included) and from the first result to the last (steady state), medians, and the
@@ -289,9 +291,13 @@ def in_process_run(out: Path, options: dict[str, Any]) -> tuple[list[dict[str, A
 
 
 def image_policy(tasks: list[str], out: Path, env: dict[str, str], *, domain: int, rounds: int) -> None:
-    """Part 2: the bridge's overhead per query and the images lost, with a policy that needs the images."""
+    """Part 2: the bridge's overhead per query and the images lost, with a policy that needs the images; and
+    episodes per minute over the graph against in-process for that policy (the work of a camera-driven policy)."""
+    options = {'policy': 'bench_graph:image_hold', 'task_ids': tasks, 'rounds': rounds}
+    in_process_records, in_process_spans = in_process_run(out / 'images_in_process', options)
     listener = Listener(domain)
     time.sleep(1.0)
+    arrivals: list[float] = []
     launch(
         {
             'policy': 'bench_graph:image_hold',
@@ -301,10 +307,14 @@ def image_policy(tasks: list[str], out: Path, env: dict[str, str], *, domain: in
             'progress': 'false',
         },
         env,
+        arrivals=arrivals,
+        poll=RESULT_POLL,
     )
     time.sleep(0.5)
     listener.close()
     image_records = [json.loads(line) for line in (out / 'images' / 'results.jsonl').read_text().splitlines()]
+    graph_rate = 60 * len(image_records) / (arrivals[-1] - (arrivals[0] - image_records[0]['wall_seconds']))
+    in_rate = 60 * len(in_process_records) / in_process_spans[0]
     failed = sum(record.get('policy_error') is not None for record in image_records)
     overheads = np.array(listener.overheads)
     expected = 3 * len(listener.observations)
@@ -316,6 +326,10 @@ def image_policy(tasks: list[str], out: Path, env: dict[str, str], *, domain: in
     print(
         f'  images lost: {expected - received} of {expected} (target 0); episodes that failed: {failed}; '
         f'observations before this listener matched the cameras (not counted): {listener.unmatched}'
+    )
+    print(
+        f'  episodes/min: in-process {in_rate:.1f}, graph {graph_rate:.1f}, ratio {graph_rate / in_rate:.2f} '
+        '(the expert of part 1 renders nothing and thinks ~1 ms per query: the worst case for the graph)'
     )
 
 
