@@ -61,12 +61,12 @@ class JointLayout:
         """Joint names of one arm's JointTrajectory, in column order (six joints and the gripper)."""
         return (*self.arm_joints[arm], self.grippers[arm])
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         """The 14 joint names of the state vector, in layout order."""
         return tuple(name for arm in ARMS for name in self.command_joints(arm))
 
-    @property
+    @cached_property
     def published_names(self) -> tuple[str, ...]:
         """Every name of a JointState this layout publishes: the 14, then the gripper mimics."""
         return (*self.names, *(name for arm in ARMS for name in self.gripper_mimics.get(arm, ())))

@@ -8,6 +8,7 @@ reports read one description of the protocol. Positions are metres in the protoc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 Arm = Literal['left', 'right']
@@ -120,7 +121,7 @@ class Layout:
         """Return the object spec of ``name``."""
         return self.placement(name).spec
 
-    @property
+    @cached_property
     def object_names(self) -> tuple[str, ...]:
         """Names of every item in the layout, in placement order."""
         return tuple(p.name for p in self.placements)
