@@ -11,6 +11,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from rclpy.serialization import serialize_message
 
 from robofollow_ros.errors import GraphError
@@ -47,7 +48,7 @@ class CdrTemplate:
         """The serialised message with ``stamp_ns`` and ``values`` (``count`` floats) patched in."""
         _STAMP.pack_into(self.buffer, self.stamp_at, *divmod(int(stamp_ns), NS_PER_S))
         if self.values.size:
-            self.values.pack_into(self.buffer, self.values_at, *values)
+            self.values.pack_into(self.buffer, self.values_at, *_floats(values))
         return bytes(self.buffer)
 
 
@@ -84,5 +85,10 @@ class FrameMessages:
 
     def pose(self, stamp_ns: int, position: Sequence[float], quat: Sequence[float]) -> bytes:
         """A ``geometry_msgs/PoseStamped`` from a position and a (w, x, y, z) quaternion."""
-        w, x, y, z = quat
-        return self._pose.fill(stamp_ns, (*position, x, y, z, w))
+        w, x, y, z = _floats(quat)
+        return self._pose.fill(stamp_ns, (*_floats(position), x, y, z, w))
+
+
+def _floats(values: Sequence[float]) -> Sequence[float]:
+    """Python floats: struct packs them in about half the time numpy scalars take (every row, ~10 messages)."""
+    return values.tolist() if isinstance(values, np.ndarray) else values
