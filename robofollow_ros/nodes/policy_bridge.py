@@ -42,7 +42,6 @@ from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
 from robofollow_ros.ros.trajectory_cdr import encode_trajectory, warm_trajectory_codec
 from robofollow_ros.sim.constants import ROW_SECONDS
-from robofollow_ros.sim.expert.policy import robot_motion_planner
 from robofollow_ros.sim.robot import load_robot
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
@@ -73,6 +72,8 @@ class PolicyBridge(Node):
         self.privileged = self.policy.privileged
         if self.privileged:
             # The built-in reference policies plan on a robot-only model: compiled now, not in the first query.
+            from robofollow_ros.sim.expert.policy import robot_motion_planner
+
             robot_motion_planner(robot.name)
         self.images = self.policy.needs_images
         self.cache = ObservationCache()
