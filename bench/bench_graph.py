@@ -231,22 +231,8 @@ def _load() -> str:
 def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: int, rounds: int) -> None:
     """Part 1: the expert in-process and over one graph."""
     options = {'policy': 'expert', 'task_ids': tasks, 'rounds': rounds}
-    records, in_process_spans = in_process_run(out / 'in_process', options)
-    arrivals: list[float] = []
-    total, peak_rss, _ = launch(
-        {
-            'policy': 'expert',
-            'task_ids': ','.join(tasks),
-            'rounds': str(rounds),
-            'out': str(out / 'graph'),
-            'progress': 'false',
-        },
-        env,
-        arrivals=arrivals,
-        poll=RESULT_POLL,
-    )
-    graph_records = [json.loads(line) for line in (out / 'graph' / 'results.jsonl').read_text().splitlines()]
-    graph_wall = arrivals[-1] - (arrivals[0] - graph_records[0]['wall_seconds'])
+    records, span_before = in_process_run(out / 'in_process', options)
+    graph_records, graph_wall, total, peak_rss = graph_run(out / 'graph', options, env)
     same = sum(
         a['completion_ok'] == b['completion_ok'] and a['intent_score'] == b['intent_score']
         for a, b in zip(
@@ -255,12 +241,11 @@ def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: in
             strict=True,
         )
     )
-    again, spans_again = in_process_run(out / 'in_process_again', options)
-    in_process_spans += spans_again
-    in_rate = 60 * (len(records) + len(again)) / sum(in_process_spans)
+    again, span_after = in_process_run(out / 'in_process_again', options)
+    in_rate = 60 * (len(records) + len(again)) / (span_before + span_after)
     record_rate = 60 * (len(records) + len(again)) / sum(r['wall_seconds'] for r in [*records, *again])
     graph_rate = 60 * len(graph_records) / graph_wall
-    before, after = (60 * len(records) / span for span in in_process_spans)
+    before, after = (60 * len(records) / span for span in (span_before, span_after))
     print(
         f'expert, {len(tasks)} tasks x {rounds} rounds: in-process {in_rate:.1f} episodes/min '
         f"(before the graph {before:.1f}, after {after:.1f}; {record_rate:.1f} from the records' own wall times, "
@@ -270,7 +255,7 @@ def expert_graph(tasks: list[str], out: Path, env: dict[str, str], *, domain: in
     print(f'  graph start-up and shutdown: {total - graph_wall:.1f} s; peak summed node RSS {peak_rss / GIB:.2f} GiB')
 
 
-def in_process_run(out: Path, options: dict[str, Any]) -> tuple[list[dict[str, Any]], list[float]]:
+def in_process_run(out: Path, options: dict[str, Any]) -> tuple[list[dict[str, Any]], float]:
     """The suite in this process; its records and the seconds from its first trial's start to its last result
     (the span the graph is timed over: scoring and writing between trials included, start-up left out)."""
     from robofollow_ros.evaluation.runner import InProcessTrials
@@ -287,34 +272,40 @@ def in_process_run(out: Path, options: dict[str, Any]) -> tuple[list[dict[str, A
                 yield result
 
     records = run_suite(SuiteOptions(out=out, **options), progress=False, executor=TimedTrials)
-    return records, [marks[-1] - marks[0]]
+    return records, marks[-1] - marks[0]
+
+
+def graph_run(
+    out: Path, options: dict[str, Any], env: dict[str, str]
+) -> tuple[list[dict[str, Any]], float, float, int]:
+    """The suite over one graph (``robofollow launch sim``): its records, the seconds from its first trial's start
+    (its record's wall time before its line appeared in ``results.jsonl``) to its last line, the launch's wall
+    seconds and the peak summed node RSS."""
+    arrivals: list[float] = []
+    arguments = {
+        'policy': options['policy'],
+        'task_ids': ','.join(options['task_ids']),
+        'rounds': str(options['rounds']),
+        'out': str(out),
+        'progress': 'false',
+    }
+    total, peak_rss, _ = launch(arguments, env, arrivals=arrivals, poll=RESULT_POLL)
+    records = [json.loads(line) for line in (out / 'results.jsonl').read_text().splitlines()]
+    return records, arrivals[-1] - (arrivals[0] - records[0]['wall_seconds']), total, peak_rss
 
 
 def image_policy(tasks: list[str], out: Path, env: dict[str, str], *, domain: int, rounds: int) -> None:
     """Part 2: the bridge's overhead per query and the images lost, with a policy that needs the images; and
     episodes per minute over the graph against in-process for that policy (the work of a camera-driven policy)."""
     options = {'policy': 'bench_graph:image_hold', 'task_ids': tasks, 'rounds': rounds}
-    in_process_records, in_process_spans = in_process_run(out / 'images_in_process', options)
+    in_process_records, in_process_span = in_process_run(out / 'images_in_process', options)
     listener = Listener(domain)
     time.sleep(1.0)
-    arrivals: list[float] = []
-    launch(
-        {
-            'policy': 'bench_graph:image_hold',
-            'task_ids': ','.join(tasks),
-            'rounds': str(rounds),
-            'out': str(out / 'images'),
-            'progress': 'false',
-        },
-        env,
-        arrivals=arrivals,
-        poll=RESULT_POLL,
-    )
+    image_records, graph_span, _, _ = graph_run(out / 'images', options, env)
     time.sleep(0.5)
     listener.close()
-    image_records = [json.loads(line) for line in (out / 'images' / 'results.jsonl').read_text().splitlines()]
-    graph_rate = 60 * len(image_records) / (arrivals[-1] - (arrivals[0] - image_records[0]['wall_seconds']))
-    in_rate = 60 * len(in_process_records) / in_process_spans[0]
+    graph_rate = 60 * len(image_records) / graph_span
+    in_rate = 60 * len(in_process_records) / in_process_span
     failed = sum(record.get('policy_error') is not None for record in image_records)
     overheads = np.array(listener.overheads)
     expected = 3 * len(listener.observations)
