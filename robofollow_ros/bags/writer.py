@@ -144,19 +144,20 @@ def write_episode_bag(
             if meta.get('robot') is not None:
                 urdf = load_robot(str(meta['robot'])).spec.urdf_text()
                 out.write_robot_description(urdf, stamp_ns=int(frames_ns[0]))
+            if layout is not None:
+                from robofollow_ros.ros.markers import scene_markers_cdr
             for i, stamp in enumerate(frames_ns.tolist()):
+                objects = {name: (trajectory.obj_pos[name][i], obj_quat[name][i]) for name in trajectory.obj_pos}
                 if layout is not None:
-                    positions = {name: trajectory.obj_pos[name][i] for name in trajectory.obj_pos}
-                    quats = {name: obj_quat[name][i] for name in trajectory.obj_pos}
-                    from robofollow_ros.ros.markers import scene_markers_cdr
-
+                    positions = {name: pose[0] for name, pose in objects.items()}
+                    quats = {name: pose[1] for name, pose in objects.items()}
                     markers = scene_markers_cdr(layout, positions, quats, stamp_ns=stamp)
                     out.write_raw(topics.SCENE_MARKERS, MARKER_ARRAY, stamp, markers)
                 out.write_frame(
                     stamp,
                     images={camera: frames[i] for camera, frames in cameras.items()},
                     joints=(joint_names, joint_rows[i]),
-                    objects={name: (trajectory.obj_pos[name][i], obj_quat[name][i]) for name in trajectory.obj_pos},
+                    objects=objects,
                     ee={arm: (trajectory.ee[arm][i], ee_quat[arm][i]) for arm in ARMS},
                 )
             if result_text is not None:
