@@ -143,7 +143,7 @@ def predict_message(state):
 def test_robotwin_server_answers_a_bad_request_with_an_error_reply_and_goes_on(frame, message):
     with running(RobotwinTcpServer) as server, socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
         reply = tcp_call(sock, frame)
-        assert message in reply['error'] and reply['traceback']
+        assert message in reply['error'] and reply['traceback'] and '\n' not in reply['traceback']
         assert tcp_call(sock, {'cmd': 'reset', 'obs': None}) == {'res': None}
         assert tcp_call(sock, predict_message(np.zeros(14)))['res'].shape == (5, 14)
 
@@ -156,6 +156,61 @@ def test_robotwin_server_refuses_a_bad_length_closes_that_connection_and_keeps_s
             assert read_frame(sock) is None
         with socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
             assert tcp_call(sock, predict_message(np.zeros(14)))['res'].shape == (5, 14)
+
+
+def test_robotwin_server_answers_clients_while_others_sit_idle_or_half_open():
+    """One silent client and one that sent 2 bytes of a frame header do not delay the queries of 8 others."""
+    with running(RobotwinTcpServer) as server:
+        idle = socket.create_connection(('127.0.0.1', server.port), timeout=30)
+        half_open = socket.create_connection(('127.0.0.1', server.port), timeout=30)
+        half_open.sendall(HEADER.pack(100)[:2])
+        replies = []
+
+        def query():
+            with socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+                replies.append(tcp_call(sock, predict_message(np.zeros(14)))['res'].shape)
+
+        clients = [threading.Thread(target=query) for _ in range(8)]
+        for client in clients:
+            client.start()
+        for client in clients:
+            client.join(timeout=60)
+        idle.close()
+        half_open.close()
+    assert replies == [(5, 14)] * 8
+
+
+@pytest.mark.parametrize('sent', [b'', HEADER.pack(100)[:2], HEADER.pack(100) + b'{"cmd"'])
+def test_robotwin_server_closes_a_connection_silent_for_the_idle_timeout(sent):
+    server_options = {'idle_timeout': 0.5}
+    with (
+        running(RobotwinTcpServer, **server_options) as server,
+        socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock,
+    ):
+        sock.sendall(sent)
+        assert 'no request for 0.5 s' in decode_message(read_frame(sock))['error']
+        assert read_frame(sock) is None
+
+
+def test_openpi_server_closes_a_connection_silent_for_the_idle_timeout():
+    with running(OpenpiServer, idle_timeout=0.5) as server, connect(f'ws://127.0.0.1:{server.port}') as ws:
+        ws.recv(timeout=30)
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+
+
+def test_error_replies_name_the_exception_without_a_traceback_or_the_servers_paths():
+    with running(RobotwinTcpServer) as server, socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+        robotwin = tcp_call(sock, predict_message(np.full(14, -1.0)))
+    with running(OpenpiServer) as server, connect(f'ws://127.0.0.1:{server.port}') as ws:
+        ws.recv(timeout=30)
+        ws.send(openpi_codec.packb(openpi_request(state=np.full(14, -1.0))))
+        openpi = ws.recv(timeout=30)
+    assert robotwin['traceback'] == 'RuntimeError: model exploded'
+    for text in (robotwin['error'], robotwin['traceback'], openpi):
+        assert 'model exploded' in text and '\n' not in text
+        assert 'Traceback' not in text and 'File "' not in text and __file__ not in text and '.py' not in text
 
 
 def test_clients_raise_one_line_policy_errors_for_server_errors():
