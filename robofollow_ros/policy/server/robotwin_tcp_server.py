@@ -35,6 +35,7 @@ class _Listener(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
     block_on_close = False
+    request_queue_size = socket.SOMAXCONN  # socketserver's 5 resets clients that connect at the same moment
     owner: RobotwinTcpServer
 
 
