@@ -8,8 +8,9 @@ actors; its late answer, if any, is never read, so nothing is recorded twice. Lo
 
 Ray is an optional extra (``pip install .[ray]``). Without an address, a Ray instance is started for the run
 on this machine only and shut down after it: every listener of it (GCS, raylet, object manager, agents, the
-workers' and this process's gRPC servers) is bound to 127.0.0.1, because Ray has no authentication by default
-and anyone who reaches one of those ports can run code here. Ray binds to loopback only when its node address
+workers' and this process's gRPC servers) is bound to 127.0.0.1, because the instance runs without
+authentication (``RAY_AUTH_MODE=disabled`` unless set otherwise) and anyone who reaches one of those ports can
+run code here. Ray binds to loopback only when its node address
 is exactly 127.0.0.1, which it chooses from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` read when ``ray`` is first
 imported (``_node_ip_address="127.0.0.1"`` alone is rewritten to the machine's address, and any other loopback
 address binds every interface); the node's address is checked after start-up and the run refused otherwise.
