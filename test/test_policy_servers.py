@@ -11,10 +11,12 @@ from types import SimpleNamespace
 import msgpack
 import numpy as np
 import pytest
+from remote_support import ServedPolicyProcess
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.server import serve
 
+from robofollow_ros.cli import main
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy import openpi_codec
 from robofollow_ros.policy.base import Policy, PrivilegedPolicy
@@ -190,6 +192,16 @@ def test_robotwin_server_closes_a_connection_silent_for_the_idle_timeout(sent):
         sock.sendall(sent)
         assert 'no request for 0.5 s' in decode_message(read_frame(sock))['error']
         assert read_frame(sock) is None
+
+
+def test_serve_policy_takes_the_idle_timeout_from_the_command_line(capsys):
+    with (
+        ServedPolicyProcess('--policy', 'hold', '--protocol', 'robotwin-tcp', '--idle-timeout', '0.5') as server,
+        socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock,
+    ):
+        assert 'no request for 0.5 s' in decode_message(read_frame(sock))['error']
+    assert main(['serve-policy', '--policy', 'hold', '--idle-timeout', '0']) == 2
+    assert capsys.readouterr().err.strip().endswith('--idle-timeout must be positive')
 
 
 def test_openpi_server_closes_a_connection_silent_for_the_idle_timeout():
