@@ -5,7 +5,7 @@ hold only the exception's type and message (a traceback would tell any client th
 A frame whose body is not a valid request gets an error reply and the connection goes on; a frame header
 announcing more than the cap (or nothing) gets an error reply and the connection is closed, because the
 stream cannot be resynchronised. A connection that sends nothing for ``idle_timeout`` seconds (also in the
-middle of a frame) is told so and closed, and at most ``max_connections`` are served at once (one more is told
+middle of a frame) is closed, and at most ``max_connections`` are served at once (one more is told
 the server is busy and closed), so an idle or half-open client delays nobody else. Calls into the policy are
 still made one at a time (``ServedPolicy``).
 """
@@ -82,6 +82,12 @@ class RobotwinTcpServer:
         """The bound port."""
         return int(self._listener.server_address[1])
 
+    @property
+    def open_connections(self) -> int:
+        """Connections being served now."""
+        with self._clients_lock:
+            return len(self._clients)
+
     def serve_forever(self) -> None:
         """Answer connections until ``shutdown``."""
         self._listener.serve_forever(poll_interval=0.2)
@@ -114,7 +120,8 @@ class RobotwinTcpServer:
                     self._send(sock, _error_reply(error))
                     return
                 except TimeoutError:
-                    self._send(sock, {'error': f'no request for {self.idle_timeout:g} s: connection closed'})
+                    # Closed without a word: a frame sent now would be read as the reply to the client's next
+                    # request, where a closed connection tells our client to reconnect.
                     return
                 if body is None:
                     return
