@@ -44,6 +44,17 @@ def _link(path: Path, page_dir: Path) -> str:
     return html.escape(Path(os.path.relpath(path, page_dir)).as_posix(), quote=True)
 
 
+def _run_file_link(run_dir: Path, name: object, page_dir: Path) -> str | None:
+    """The link to a file a record names, or ``None`` when the path leads outside the run folder (a results file
+    is data anyone may have edited; the page never points at the rest of the disk)."""
+    relative = Path(str(name))
+    try:
+        inside = not relative.is_absolute() and (run_dir / relative).resolve().is_relative_to(run_dir.resolve())
+    except (OSError, RuntimeError):
+        return None
+    return _link(run_dir / relative, page_dir) if inside else None
+
+
 def table_html(table: Table) -> str:
     """Table 1 as an HTML table (IS / ES / CR per level, percent)."""
     head = ''.join(f'<th colspan="3">{_e(level)}</th>' for level in table.levels)
@@ -76,17 +87,19 @@ def _stages(record: Mapping[str, Any]) -> str:
 
 
 def trial_rows_html(records: Sequence[Mapping[str, Any]], *, run_dir: Path, page_dir: Path) -> str:
-    """One row per trial: id, round, instruction, IS / ES / CR, stage reasons, video and trajectory links."""
+    """One row per trial: id, round, instruction, IS / ES / CR, stage reasons, video and trajectory links (only to
+    files inside ``run_dir``)."""
     rows = []
     for record in records:
         media = []
-        if record.get('video_file'):
-            source = _link(run_dir / str(record['video_file']), page_dir)
+        source = _run_file_link(run_dir, record['video_file'], page_dir) if record.get('video_file') else None
+        if source is not None:
             media.append(
                 f'<video controls muted preload="metadata" src="{source}"></video><a href="{source}">video</a>'
             )
-        if record.get('episode_file'):
-            media.append(f'<a href="{_link(run_dir / str(record["episode_file"]), page_dir)}">trajectory</a>')
+        episode = _run_file_link(run_dir, record['episode_file'], page_dir) if record.get('episode_file') else None
+        if episode is not None:
+            media.append(f'<a href="{episode}">trajectory</a>')
         done = bool(record.get('completion_ok'))
         rows.append(
             '<tr class="trial">'
