@@ -1,4 +1,4 @@
-"""``robofollow eval --ray``: a real two-node Ray cluster on loopback (platform notes §7).
+"""``robofollow eval --ray``: a real two-node Ray cluster on loopback (README "Evaluation at scale").
 
 One cluster for the module (head and one worker node, one CPU each, so one simulator actor per node);
 the node-loss test runs last because it removes the worker node.
