@@ -110,6 +110,7 @@ def write_diagnostics(
     policy: str,
     baseline: Sequence[Mapping[str, Any]] | None,
     baseline_note: str | None = None,
+    confidence: float = 0.95,
 ) -> Diagnostics:
     """Write diagnostics.md, diagnostics.json and confusion.png into ``out``.
 
@@ -119,12 +120,13 @@ def write_diagnostics(
         policy: the policy's name, for headings.
         baseline: the language-blind baseline's records on the same trials, or ``None`` for no gap table.
         baseline_note: why there is no gap table (shown instead of it).
+        confidence: level of the gap's paired intervals (its tests are at ``1 - confidence``).
     """
     out.mkdir(parents=True, exist_ok=True)
     sections = []
     gap = None
     if baseline is not None:
-        gap = mirage_gap(records, baseline)
+        gap = mirage_gap(records, baseline, confidence=confidence)
         sections.append(mirage_markdown(gap, policy=policy, baseline=BASELINE_POLICY))
     elif baseline_note:
         sections.append(f'Mirage gap: {baseline_note}\n')
@@ -147,6 +149,7 @@ def write_diagnostics(
                 'policy': vars(row.policy),
                 'baseline': vars(row.baseline),
                 'gap': vars(row.gap),
+                'paired': row.paired.as_dict() if row.paired is not None else None,
             }
             for row in gap or []
         ],
