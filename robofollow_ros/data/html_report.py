@@ -28,7 +28,7 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #d5d9e2; padding: 4px 8px; vertical-align: top; }
 th { background: #eef1f6; }
-table.table1 td, table.diag td { text-align: center; font-variant-numeric: tabular-nums; }
+table.table1 td, table.intervals td, table.diag td { text-align: center; font-variant-numeric: tabular-nums; }
 tr.mean td { font-weight: 600; background: #f7f8fb; }
 td.ok { color: #187a32; font-weight: 600; } td.fail { color: #b3261e; font-weight: 600; }
 ul.stages { margin: 0; padding-left: 16px; } video { width: 300px; display: block; }
@@ -74,7 +74,7 @@ def intervals_html(table: Table, intervals: Intervals, *, confidence: float) -> 
     return (
         f'<h2>{100 * confidence:g} % confidence intervals (%)</h2>'
         f'<p class="meta">Methods: {_e("; ".join(methods_used(intervals)))} (docs/statistics.md)</p>'
-        f'<table class="table1 intervals"><thead><tr><th>Scene</th>{head}</tr></thead>'
+        f'<table class="intervals"><thead><tr><th>Scene</th>{head}</tr></thead>'
         f'<tbody>{"".join(rows)}</tbody></table>'
     )
 

@@ -26,10 +26,10 @@ from robofollow_ros.statistics.intervals import (
     check_confidence,
     group_statistic,
     mean_interval,
+    no_spread_bounds,
     percentile_interval,
     rate_interval,
     resample_weights,
-    wilson,
 )
 
 METRICS = ('IS', 'ES', 'CR')
@@ -119,7 +119,6 @@ def stratified_mean(
         replicates += group_statistic(weights, table.sums, table.counts, MACRO)
     replicates /= len(tables)
     tasks = sum(len(table.task_ids) for table in tables)
-    trials = sum(table.trials for table in tables)
     low, high = percentile_interval(replicates, clusters=tasks, confidence=confidence)
     result = {}
     for column, metric in enumerate(METRICS):
@@ -127,8 +126,8 @@ def stratified_mean(
         if tasks < 2:
             result[metric] = Interval(value, math.nan, math.nan, SINGLE_TASK)
         elif np.ptp(replicates[:, column]) == 0:
-            bounds = wilson(value * trials, trials, confidence=confidence)
-            result[metric] = Interval(value, float(bounds[0]), float(bounds[1]), NO_SPREAD)
+            low_value, high_value = no_spread_bounds(value, tasks=tasks, confidence=confidence)
+            result[metric] = Interval(value, low_value, high_value, NO_SPREAD)
         else:
             result[metric] = Interval(value, float(low[column]), float(high[column]), STRATIFIED)
     return result

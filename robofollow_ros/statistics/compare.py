@@ -27,9 +27,9 @@ from robofollow_ros.statistics.intervals import (
     Interval,
     check_confidence,
     group_statistic,
+    no_spread_bounds,
     percentile_interval,
     resample_weights,
-    wilson,
 )
 from robofollow_ros.statistics.paired import (
     MCNEMAR,
@@ -44,7 +44,7 @@ from robofollow_ros.statistics.paired import (
 ALL = 'All'
 PAIR_BY = ('trial', 'task')
 CELL, LEVEL, OVERALL = 'cell', 'level', 'all'
-PAIRED_NO_SPREAD = 'Wilson on (difference + 1) / 2 (every pair differs alike)'
+PAIRED_NO_SPREAD = 'no spread: Wilson bound on the share of tasks whose difference is unlike the rest'
 Record = Mapping[str, Any]
 
 
@@ -295,10 +295,10 @@ def paired_row(
     trials = sum(group.a.trials for group in groups)
     methods = [f'paired {BOOTSTRAP}'] * len(METRICS)
     for column in np.flatnonzero(np.ptp(replicates, axis=0) == 0):
-        # Every pair differs by the same amount (e.g. 100 vs 0 throughout): no percentile spread, so the
-        # difference, mapped onto [0, 1], gets the rate's Wilson interval instead.
-        bounds = wilson((difference[column] + 1) / 2 * trials, trials, confidence=confidence)
-        low[column], high[column] = 2 * bounds[0] - 1, 2 * bounds[1] - 1
+        # Every task differs by the same amount (e.g. 100 vs 0, or identical runs): no percentile spread.
+        low[column], high[column] = no_spread_bounds(
+            float(difference[column]), tasks=tasks, confidence=confidence, lowest=-1.0, highest=1.0
+        )
         methods[column] = PAIRED_NO_SPREAD
     return DiffRow(
         scope=scope,

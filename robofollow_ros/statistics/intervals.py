@@ -18,7 +18,7 @@ WILSON = 'Wilson'
 WILSON_CLUSTERED = 'Wilson, effective n (rounds share a task)'
 BOOTSTRAP = 'bootstrap over tasks (expanded percentile)'
 STRATIFIED = 'bootstrap over tasks within each scene (expanded percentile)'
-NO_SPREAD = 'Wilson (no spread in the sample)'
+NO_SPREAD = 'no spread: Wilson bound on the share of tasks unlike the rest'
 SINGLE_TASK = 'none (one task)'
 
 
@@ -100,6 +100,20 @@ def rate_interval(task_successes: ArrayLike, task_trials: ArrayLike, *, confiden
     return Interval(rate, float(low), float(high), WILSON_CLUSTERED)
 
 
+def no_spread_bounds(
+    value: float, *, tasks: int, confidence: float, lowest: float = 0.0, highest: float = 1.0
+) -> tuple[float, float]:
+    """Bounds for a mean when every task gave the same ``value`` (so a bootstrap has nothing to resample).
+
+    The share of tasks that would come out differently is at most the Wilson upper bound ``u`` of 0 out of
+    ``tasks``, and each could lie anywhere in ``[lowest, highest]``; so the mean lies in
+    ``[value - u (value - lowest), value + u (highest - value)]``. At 0 and 1 this is the Wilson interval.
+    """
+    _, upper = wilson(0, tasks, confidence=confidence)
+    share = float(upper)
+    return value - share * (value - lowest), value + share * (highest - value)
+
+
 def expanded_alpha(clusters: int, confidence: float) -> float:
     """Tail probability for an expanded percentile interval from ``clusters`` resampling units.
 
@@ -168,9 +182,8 @@ def mean_interval(
         return Interval(estimate, math.nan, math.nan, SINGLE_TASK)
     replicates = group_statistic(resample_weights(rng, counts.size, resamples), sums, counts, flags)[:, 0]
     if np.ptp(replicates) == 0:
-        # Every trial scored the same: a percentile interval would have no width; a score in [0, 1] varies at
-        # most as a rate does, so the rate's interval is the honest bound.
-        low, high = wilson(estimate * counts.sum(), counts.sum(), confidence=confidence)
-        return Interval(estimate, float(low), float(high), NO_SPREAD)
+        # Every task scored the same: a percentile interval would have no width.
+        low, high = no_spread_bounds(estimate, tasks=counts.size, confidence=confidence)
+        return Interval(estimate, low, high, NO_SPREAD)
     low, high = percentile_interval(replicates, clusters=counts.size, confidence=confidence)
     return Interval(estimate, float(low), float(high), BOOTSTRAP)
