@@ -20,6 +20,7 @@ from robofollow_ros.cli import main
 from robofollow_ros.diagnostics.mirage import mirage_gap, mirage_markdown
 from robofollow_ros.referee.report import Table, figure_of
 from robofollow_ros.statistics.cells import table_intervals
+from robofollow_ros.statistics.compare import compare_records
 from robofollow_ros.statistics.paired import A_BETTER, NO_DIFFERENCE
 
 IDENTITY = {'variant': 'published', 'robot': 'aloha', 'max_queries': 10, 'actions_per_query': 50}
@@ -158,6 +159,9 @@ def test_the_mirage_gap_is_paired():
         interval = row.paired.difference['CR']
         assert interval.low < row.gap.completion < interval.high and row.paired.verdict['CR'] == A_BETTER
         assert row.paired.difference['IS'].estimate == pytest.approx(row.gap.intent)
+    # The same rows, seed and streams as `robofollow compare` of the two runs: the same intervals.
+    levels = compare_records(policy, blind).scoped('level')
+    assert [row.difference for row in levels] == [row.paired.difference for row in rows[:2]]
     markdown = mirage_markdown(rows, policy='expert', baseline='blind')
     assert '| 95 % CI of the gap | Better |' in markdown and '| expert / expert / expert |' in markdown
 

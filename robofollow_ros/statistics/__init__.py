@@ -5,6 +5,10 @@ Pure functions over NumPy arrays (``intervals``, ``paired``, ``planning``) and t
 methods and why are in docs/statistics.md.
 """
 
+import zlib
+
+import numpy as np
+
 DEFAULT_SEED = 20260
 """Seed of every bootstrap and permutation unless another is given; reports state it."""
 DEFAULT_RESAMPLES = 2000
@@ -12,3 +16,8 @@ DEFAULT_RESAMPLES = 2000
 DEFAULT_PERMUTATIONS = 9999
 """Random sign flips per permutation test (exact enumeration when a group has at most 12 tasks)."""
 DEFAULT_CONFIDENCE = 0.95
+
+
+def row_rng(seed: int, name: str) -> np.random.Generator:
+    """The random stream of one row (e.g. ``cell/S1/L0``): its numbers do not depend on which other rows exist."""
+    return np.random.default_rng([seed, zlib.crc32(name.encode('utf-8'))])

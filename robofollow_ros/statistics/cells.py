@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from robofollow_ros.referee.aggregate import LEVEL_ORDER
-from robofollow_ros.statistics import DEFAULT_RESAMPLES, DEFAULT_SEED
+from robofollow_ros.statistics import DEFAULT_RESAMPLES, DEFAULT_SEED, row_rng
 from robofollow_ros.statistics.intervals import (
     NO_SPREAD,
     SINGLE_TASK,
@@ -142,10 +142,10 @@ def table_intervals(
 ) -> Intervals:
     """Intervals of every figure of Table 1: per scene × level and for the ``Mean`` row of each level."""
     check_confidence(confidence)
-    rng = np.random.default_rng(seed)
     tables = task_tables(records)
     intervals: Intervals = {}
     for (scene, level), table in tables.items():
+        rng = row_rng(seed, f'cell/{row_name(scene)}/{level}')
         intervals.setdefault(row_name(scene), {})[level] = cell_intervals(
             table, confidence=confidence, rng=rng, resamples=resamples
         )
@@ -154,7 +154,9 @@ def table_intervals(
         for level in LEVEL_ORDER:
             members = [table for (_, lvl), table in tables.items() if lvl == level]
             if members:
-                means[level] = stratified_mean(members, confidence=confidence, rng=rng, resamples=resamples)
+                means[level] = stratified_mean(
+                    members, confidence=confidence, rng=row_rng(seed, f'level/{level}'), resamples=resamples
+                )
     return intervals
 
 

@@ -10,6 +10,7 @@ levels, so that a table of many cells does not find differences by chance; ``All
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from numpy.typing import NDArray
 
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.referee.aggregate import LEVEL_ORDER
-from robofollow_ros.statistics import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED
+from robofollow_ros.statistics import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, row_rng
 from robofollow_ros.statistics.cells import MACRO, METRICS, TaskTable, row_name, task_tables
 from robofollow_ros.statistics.intervals import (
     BOOTSTRAP,
@@ -360,28 +361,39 @@ def compare_records(
             'no trial of A has a partner in B'
             + (' (different rounds? pair them with --pair-by task)' if by == 'trial' else '')
         )
-    rng = np.random.default_rng(seed)
-    options = {'confidence': confidence, 'rng': rng, 'resamples': resamples, 'permutations': permutations}
+    make_row = functools.partial(paired_row, confidence=confidence, resamples=resamples, permutations=permutations)
     cells = paired_groups(pairing.a, pairing.b, pool_levels=False)
     cell_rows = []
     if not levels_only:
         cell_rows = [
-            paired_row([group], scope=CELL, row=row_name(scene), level=level, **options)  # type: ignore[arg-type]
+            make_row(
+                [group],
+                scope=CELL,
+                row=row_name(scene),
+                level=level,
+                rng=row_rng(seed, f'cell/{row_name(scene)}/{level}'),
+            )
             for (scene, level), group in cells.items()
         ]
     level_rows = [
-        paired_row(
+        make_row(
             [group for (_, lvl), group in cells.items() if lvl == level],
             scope=LEVEL,
             row='Mean',
             level=level,
-            **options,  # type: ignore[arg-type]
+            rng=row_rng(seed, f'level/{level}'),
         )
         for level in LEVEL_ORDER
         if any(lvl == level for _, lvl in cells)
     ]
     scenes = paired_groups(pairing.a, pairing.b, pool_levels=True)
-    overall = paired_row(list(scenes.values()), scope=OVERALL, row='Mean', level=ALL, **options)  # type: ignore[arg-type]
+    overall = make_row(
+        list(scenes.values()),
+        scope=OVERALL,
+        row='Mean',
+        level=ALL,
+        rng=row_rng(seed, 'all'),
+    )
     alpha = 1.0 - confidence
     rows = [
         *_judge(cell_rows, alpha=alpha, adjust=True),
