@@ -82,28 +82,34 @@ def test_wilson_covers_a_completion_rate_with_one_round_per_task():
     assert 0.93 <= coverage(hits) <= 0.97
 
 
-def test_wilson_at_the_effective_size_covers_when_rounds_share_a_task():
+@pytest.mark.parametrize(('tasks', 'rounds', 'rate'), [(30, 5, 0.4), (8, 10, 0.15)])
+def test_wilson_at_the_effective_size_covers_when_rounds_share_a_task(tasks, rounds, rate):
     rng = np.random.default_rng(12)
     hits, methods = [], set()
     for _ in range(REPETITIONS):
-        done = rng.binomial(5, task_rates(rng, 30, 0.4))
-        interval = rate_interval(done.astype(float), np.full(30, 5.0), confidence=LEVEL)
-        hits.append(interval.contains(0.4))
+        done = rng.binomial(rounds, task_rates(rng, tasks, rate))
+        interval = rate_interval(done.astype(float), np.full(tasks, float(rounds)), confidence=LEVEL)
+        hits.append(interval.contains(rate))
         methods.add(interval.method)
     assert methods == {WILSON_CLUSTERED}
     assert 0.93 <= coverage(hits) <= 0.97
 
 
-def test_the_bootstrap_over_tasks_covers_a_mean_stage_weighted_score():
+# A cell of 16 tasks scoring about 12 % (as the blind baseline does) is the hard case, few tasks and skewed
+# scores: there the interval covers about 93 % (92.6 % here), short of 95 %; docs/statistics.md gives the numbers.
+@pytest.mark.parametrize(('tasks', 'rounds', 'mean', 'lowest'), [(30, 3, 0.35, 0.93), (16, 1, 0.12, 0.915)])
+def test_the_bootstrap_over_tasks_covers_a_mean_stage_weighted_score(tasks, rounds, mean, lowest):
     rng = np.random.default_rng(13)
     resampler = np.random.default_rng(14)
     hits = []
     for _ in range(REPETITIONS):
-        scores = stage_scores(rng, task_rates(rng, 30, 0.35), 3)
-        interval = mean_interval(scores.sum(axis=1), np.full(30, 3), confidence=LEVEL, rng=resampler, resamples=1000)
-        assert interval.method == BOOTSTRAP
-        hits.append(interval.contains(0.35))
-    assert 0.93 <= coverage(hits) <= 0.97
+        scores = stage_scores(rng, task_rates(rng, tasks, mean), rounds)
+        interval = mean_interval(
+            scores.sum(axis=1), np.full(tasks, rounds), confidence=LEVEL, rng=resampler, resamples=1000
+        )
+        assert interval.method in (BOOTSTRAP, NO_SPREAD)
+        hits.append(interval.contains(mean))
+    assert lowest <= coverage(hits) <= 0.97
 
 
 def test_the_stratified_bootstrap_covers_the_mean_over_scenes():
@@ -137,6 +143,23 @@ def test_the_paired_bootstrap_covers_the_difference_of_two_policies():
         hits.append(row.difference['IS'].contains(truth))
     # The truth here is the difference of the task population's means, the estimand of a bootstrap over tasks.
     assert 0.93 <= coverage(hits) <= 0.97
+
+
+def test_groups_of_one_or_two_tasks_get_finite_or_missing_intervals_not_errors():
+    records = [
+        record(task, 'L0', scene, round_, score, score == 1.0)
+        for scene, tasks in ((1, ['a']), (2, ['b', 'c']))
+        for task in tasks
+        for round_, score in ((1, 1.0), (2, 0.2))
+    ]
+    intervals = table_intervals(records)
+    assert math.isnan(intervals['S1']['L0']['IS'].low) and intervals['S1']['L0']['IS'].method == 'none (one task)'
+    for metric in ('IS', 'ES', 'CR'):
+        for row in ('S2', 'Mean'):
+            interval = intervals[row]['L0'][metric]
+            assert 0.0 <= interval.low <= interval.estimate <= interval.high <= 1.0
+    comparison = compare_records(records, [{**r, 'intent_score': 0.0} for r in records], permutations=99)
+    assert all(np.isfinite([row.difference[m].low for m in ('IS', 'ES', 'CR')]).all() for row in comparison.rows)
 
 
 def test_a_score_without_spread_gets_the_rates_interval_not_a_point():

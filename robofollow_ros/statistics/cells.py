@@ -23,11 +23,13 @@ from robofollow_ros.statistics.intervals import (
     SINGLE_TASK,
     STRATIFIED,
     Interval,
+    bca_interval,
     check_confidence,
     group_statistic,
-    mean_interval,
+    jackknife,
+    mean_intervals,
+    mean_of_groups_jackknife,
     no_spread_bounds,
-    percentile_interval,
     rate_interval,
     resample_weights,
 )
@@ -96,30 +98,28 @@ def task_tables(records: Sequence[Mapping[str, Any]]) -> dict[Cell, TaskTable]:
 def cell_intervals(
     table: TaskTable, *, confidence: float, rng: np.random.Generator, resamples: int
 ) -> dict[str, Interval]:
-    """IS and ES by a bootstrap over tasks, CR by Wilson (effective n when rounds share a task)."""
-    result = {}
-    for column, metric in enumerate(METRICS):
-        if metric == 'CR':
-            result[metric] = rate_interval(table.sums[:, column], table.counts, confidence=confidence)
-        else:
-            result[metric] = mean_interval(
-                table.sums[:, column], table.counts, confidence=confidence, rng=rng, resamples=resamples
-            )
-    return result
+    """IS and ES by one bootstrap over tasks, CR by Wilson (effective n when rounds share a task)."""
+    scores = mean_intervals(
+        table.sums[:, :2], table.counts, MACRO[:2], confidence=confidence, rng=rng, resamples=resamples
+    )
+    completion = rate_interval(table.sums[:, 2], table.counts, confidence=confidence)
+    return dict(zip(METRICS, [*scores, completion], strict=True))
 
 
 def stratified_mean(
     tables: Sequence[TaskTable], *, confidence: float, rng: np.random.Generator, resamples: int
 ) -> dict[str, Interval]:
     """Intervals of the unweighted mean over groups: each group's tasks are resampled on their own."""
-    estimate = np.mean([table.estimate() for table in tables], axis=0)
+    estimates = [table.estimate() for table in tables]
+    estimate = np.mean(estimates, axis=0)
     replicates = np.zeros((resamples, len(METRICS)))
     for table in tables:
         weights = resample_weights(rng, len(table.task_ids), resamples)
         replicates += group_statistic(weights, table.sums, table.counts, MACRO)
     replicates /= len(tables)
     tasks = sum(len(table.task_ids) for table in tables)
-    low, high = percentile_interval(replicates, clusters=tasks, confidence=confidence)
+    jackknifed = mean_of_groups_jackknife(estimates, [jackknife(table.sums, table.counts, MACRO) for table in tables])
+    low, high = bca_interval(replicates, estimate, jackknifed, clusters=tasks, confidence=confidence)
     result = {}
     for column, metric in enumerate(METRICS):
         value = float(estimate[column])

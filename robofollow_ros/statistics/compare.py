@@ -26,10 +26,12 @@ from robofollow_ros.statistics.cells import MACRO, METRICS, TaskTable, row_name,
 from robofollow_ros.statistics.intervals import (
     BOOTSTRAP,
     Interval,
+    bca_interval,
     check_confidence,
     group_statistic,
+    jackknife,
+    mean_of_groups_jackknife,
     no_spread_bounds,
-    percentile_interval,
     resample_weights,
 )
 from robofollow_ros.statistics.paired import (
@@ -277,7 +279,14 @@ def paired_row(
         replicates -= group_statistic(weights, group.b.sums, group.b.counts, MACRO)
     replicates /= len(groups)
     tasks = sum(len(group.a.task_ids) for group in groups)
-    low, high = percentile_interval(replicates, clusters=tasks, confidence=confidence)
+    jackknifed = mean_of_groups_jackknife(
+        [group.a.estimate() - group.b.estimate() for group in groups],
+        [
+            jackknife(group.a.sums, group.a.counts, MACRO) - jackknife(group.b.sums, group.b.counts, MACRO)
+            for group in groups
+        ],
+    )
+    low, high = bca_interval(replicates, value_a - value_b, jackknifed, clusters=tasks, confidence=confidence)
     differences = np.concatenate([_weighted_differences(group) for group in groups]) / len(groups)
     signs, _ = sign_matrix(tasks, rng=rng, permutations=permutations)
     flip_p = sign_flip_pvalues(differences.T, rng=rng, permutations=permutations, signs=signs)

@@ -8,6 +8,7 @@ independent trials. Every function here is vectorised over resamples and takes i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +17,8 @@ from scipy import stats
 
 WILSON = 'Wilson'
 WILSON_CLUSTERED = 'Wilson, effective n (rounds share a task)'
-BOOTSTRAP = 'bootstrap over tasks (expanded percentile)'
-STRATIFIED = 'bootstrap over tasks within each scene (expanded percentile)'
+BOOTSTRAP = 'bootstrap over tasks (BCa, expanded)'
+STRATIFIED = 'bootstrap over tasks within each scene (BCa, expanded)'
 NO_SPREAD = 'no spread: Wilson bound on the share of tasks unlike the rest'
 SINGLE_TASK = 'none (one task)'
 
@@ -96,7 +97,9 @@ def rate_interval(task_successes: ArrayLike, task_trials: ArrayLike, *, confiden
         effective = min(max(rate * (1.0 - rate) / variance, float(tasks)), trials)
     else:
         effective = trials
-    low, high = wilson(rate * effective, effective, confidence=confidence)
+    # The variance comes from only as many tasks as there are: widen as a t interval would (expanded_alpha).
+    widened = min(1.0 - expanded_alpha(tasks, confidence), 1.0 - 1e-9)
+    low, high = wilson(rate * effective, effective, confidence=widened)
     return Interval(rate, float(low), float(high), WILSON_CLUSTERED)
 
 
@@ -115,11 +118,11 @@ def no_spread_bounds(
 
 
 def expanded_alpha(clusters: int, confidence: float) -> float:
-    """Tail probability for an expanded percentile interval from ``clusters`` resampling units.
+    """Tail probability for an expanded bootstrap interval from ``clusters`` resampling units.
 
-    The plain percentile bootstrap is too narrow for small samples (its spread uses the divide-by-n
-    variance and normal tails); Hesterberg's expansion widens the percentiles to match a t interval with
-    ``clusters - 1`` degrees of freedom.
+    Bootstrap percentiles are too narrow for small samples (their spread uses the divide-by-n variance and
+    normal tails); Hesterberg's expansion widens them to match a t interval with ``clusters - 1`` degrees of
+    freedom.
     """
     alpha = 1.0 - confidence
     if clusters < 2:
@@ -148,11 +151,96 @@ def group_statistic(weights: NDArray, sums: NDArray, counts: NDArray, macro: NDA
     return np.where(macro, macro_values, micro)
 
 
-def percentile_interval(replicates: NDArray, *, clusters: int, confidence: float) -> tuple[NDArray, NDArray]:
-    """Expanded percentile bounds of bootstrap ``replicates`` (resamples along axis 0)."""
+def jackknife(sums: NDArray, counts: NDArray, macro: NDArray) -> NDArray:
+    """``(tasks, metrics)``: the group's statistic with each task left out in turn."""
+    tasks = counts.size
+    if tasks < 2:
+        # Leaving out the only task leaves nothing: count it as no change (it adds no acceleration).
+        return group_statistic(np.ones((tasks, tasks)), sums, counts, macro)
+    return group_statistic(1.0 - np.eye(tasks), sums, counts, macro)
+
+
+def mean_of_groups_jackknife(estimates: Sequence[NDArray], jackknifed: Sequence[NDArray]) -> NDArray:
+    """Jackknife of the unweighted mean over groups: leaving a task out changes only its own group's value.
+
+    Args:
+        estimates: per group, its statistic ``(metrics,)``.
+        jackknifed: per group, its ``jackknife`` ``(tasks, metrics)``.
+    """
+    total = np.sum(estimates, axis=0)
+    count = len(estimates)
+    return np.concatenate(
+        [(total - estimate + jack) / count for estimate, jack in zip(estimates, jackknifed, strict=True)]
+    )
+
+
+def bca_interval(
+    replicates: NDArray, estimate: NDArray, jackknifed: NDArray, *, clusters: int, confidence: float
+) -> tuple[NDArray, NDArray]:
+    """Bias-corrected and accelerated bounds per column of bootstrap ``replicates`` (resamples along axis 0).
+
+    The bias correction and the acceleration (from the jackknife) bend the percentiles towards where a skewed
+    statistic, such as a low completion rate over few tasks, actually scatters; the tail probability is the
+    expanded one (``expanded_alpha``) for small numbers of tasks.
+    """
+    count = replicates.shape[0]
     alpha = expanded_alpha(clusters, confidence)
-    low, high = np.quantile(replicates, [alpha / 2, 1 - alpha / 2], axis=0)
+    close = np.abs(replicates - estimate) <= 1e-12
+    below = ((replicates < estimate) & ~close).sum(axis=0) + 0.5 * close.sum(axis=0)
+    bias = stats.norm.ppf(np.clip(below / count, 0.5 / count, 1 - 0.5 / count))
+    spread = jackknifed.mean(axis=0) - jackknifed
+    denominator = 6.0 * np.power((spread**2).sum(axis=0), 1.5)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        acceleration = np.where(denominator > 0, (spread**3).sum(axis=0) / denominator, 0.0)
+    tails = stats.norm.ppf(np.array([alpha / 2, 1 - alpha / 2]))[:, None]
+    shifted = bias + tails
+    with np.errstate(invalid='ignore', divide='ignore'):
+        levels = stats.norm.cdf(bias + shifted / (1 - acceleration * shifted))
+    plain = np.broadcast_to(np.array([alpha / 2, 1 - alpha / 2])[:, None], levels.shape)
+    levels = np.clip(np.where(np.isfinite(levels), levels, plain), 0.0, 1.0)
+    low = np.array([np.quantile(replicates[:, j], levels[0, j]) for j in range(replicates.shape[1])])
+    high = np.array([np.quantile(replicates[:, j], levels[1, j]) for j in range(replicates.shape[1])])
     return low, high
+
+
+def mean_intervals(
+    task_sums: ArrayLike,
+    task_counts: ArrayLike,
+    macro: ArrayLike,
+    *,
+    confidence: float,
+    rng: np.random.Generator,
+    resamples: int,
+) -> list[Interval]:
+    """Intervals of mean scores in [0, 1] of one group of tasks (one per column), by one bootstrap over tasks.
+
+    Args:
+        task_sums: ``(tasks, metrics)``, per task the sum of its trials' scores.
+        task_counts: per task, its number of trials.
+        macro: per metric, whether it is the mean over tasks of task means rather than over trials.
+        confidence: e.g. 0.95.
+        rng: source of the resamples (the same resamples serve every column).
+        resamples: bootstrap resamples.
+    """
+    sums = np.asarray(task_sums, dtype=float)
+    counts = np.asarray(task_counts, dtype=float)
+    flags = np.asarray(macro, dtype=bool)
+    estimate = group_statistic(np.ones(counts.size), sums, counts, flags)
+    if counts.size < 2:
+        return [Interval(float(value), math.nan, math.nan, SINGLE_TASK) for value in estimate]
+    replicates = group_statistic(resample_weights(rng, counts.size, resamples), sums, counts, flags)
+    low, high = bca_interval(
+        replicates, estimate, jackknife(sums, counts, flags), clusters=counts.size, confidence=confidence
+    )
+    result = []
+    for column, value in enumerate(estimate):
+        if np.ptp(replicates[:, column]) == 0:
+            # Every task scored the same: the bootstrap has nothing to resample.
+            bounds = no_spread_bounds(float(value), tasks=counts.size, confidence=confidence)
+            result.append(Interval(float(value), bounds[0], bounds[1], NO_SPREAD))
+        else:
+            result.append(Interval(float(value), float(low[column]), float(high[column]), BOOTSTRAP))
+    return result
 
 
 def mean_interval(
@@ -164,26 +252,7 @@ def mean_interval(
     resamples: int,
     macro: bool = False,
 ) -> Interval:
-    """Interval of a mean score in [0, 1] of one group of tasks, by a bootstrap over tasks.
-
-    Args:
-        task_sums: per task, the sum of its trials' scores.
-        task_counts: per task, its number of trials.
-        confidence: e.g. 0.95.
-        rng: source of the resamples.
-        resamples: bootstrap resamples.
-        macro: mean over tasks of task means, rather than over trials.
-    """
+    """Interval of one mean score in [0, 1] of one group of tasks (``mean_intervals`` of a single metric)."""
     sums = np.asarray(task_sums, dtype=float).reshape(-1, 1)
-    counts = np.asarray(task_counts, dtype=float)
-    flags = np.array([macro])
-    estimate = float(group_statistic(np.ones(counts.size), sums, counts, flags)[0])
-    if counts.size < 2:
-        return Interval(estimate, math.nan, math.nan, SINGLE_TASK)
-    replicates = group_statistic(resample_weights(rng, counts.size, resamples), sums, counts, flags)[:, 0]
-    if np.ptp(replicates) == 0:
-        # Every task scored the same: a percentile interval would have no width.
-        low, high = no_spread_bounds(estimate, tasks=counts.size, confidence=confidence)
-        return Interval(estimate, low, high, NO_SPREAD)
-    low, high = percentile_interval(replicates, clusters=counts.size, confidence=confidence)
-    return Interval(estimate, float(low), float(high), BOOTSTRAP)
+    [interval] = mean_intervals(sums, task_counts, [macro], confidence=confidence, rng=rng, resamples=resamples)
+    return interval
