@@ -10,6 +10,7 @@ levels, so that a table of many cells does not find differences by chance; ``All
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -329,13 +330,19 @@ def paired_row(
 
 
 def _judge(rows: list[DiffRow], *, alpha: float, adjust: bool) -> list[DiffRow]:
-    for metric in METRICS:
-        raw = [row.p_value[metric] for row in rows]
-        adjusted = holm(raw) if adjust else np.asarray(raw)
-        for row, p in zip(rows, adjusted, strict=True):
-            row.p_adjusted[metric] = float(p)
-            row.verdict[metric] = verdict(row.difference[metric].estimate, float(p), alpha=alpha)
-    return rows
+    """The rows with their (Holm-adjusted, with ``adjust``) p-values and verdicts, one family per metric."""
+    adjusted = {
+        metric: holm([row.p_value[metric] for row in rows]) if adjust else [row.p_value[metric] for row in rows]
+        for metric in METRICS
+    }
+    judged = []
+    for index, row in enumerate(rows):
+        p_values = {metric: float(adjusted[metric][index]) for metric in METRICS}
+        verdicts = {
+            metric: verdict(row.difference[metric].estimate, p_values[metric], alpha=alpha) for metric in METRICS
+        }
+        judged.append(dataclasses.replace(row, p_adjusted=p_values, verdict=verdicts))
+    return judged
 
 
 def compare_records(
