@@ -38,7 +38,8 @@ def sign_matrix(tasks: int, *, rng: np.random.Generator, permutations: int) -> t
     """``(flips, tasks)`` signs ±1, every flip when ``tasks <= EXACT_LIMIT`` (then ``True``), else random ones."""
     if tasks <= EXACT_LIMIT:
         return np.array(list(itertools.product((1.0, -1.0), repeat=tasks))).reshape(-1, tasks), True
-    return rng.choice(np.array([1.0, -1.0]), size=(permutations, tasks)), False
+    bits = rng.integers(0, 2, size=(permutations, tasks), dtype=np.int8)
+    return (1 - 2 * bits).astype(float), False
 
 
 def sign_flip_pvalues(
