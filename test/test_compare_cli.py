@@ -134,6 +134,13 @@ def test_report_gives_every_figure_an_interval_and_plans_rounds(tmp_path, capsys
     assert float(row['L0_CR_low']) < float(row['L0_CR']) < float(row['L0_CR_high'])
     assert 'Rounds per task needed for every 90 % interval to be at most ±10 points' in printed
     assert '2 round(s) observed' in (out / 'plan.md').read_text()
+    # Seeded: the same command gives the same intervals, another --seed other bootstrap bounds.
+    assert main(args) == 0
+    assert json.loads((out / 'summary.json').read_text())['intervals'] == summary['intervals']
+    assert main([*args, '--seed', '7']) == 0
+    other = json.loads((out / 'summary.json').read_text())['intervals']
+    assert other['seed'] == 7 and other['cells']['S1']['L0']['IS'] != summary['intervals']['cells']['S1']['L0']['IS']
+    assert other['cells']['S1']['L0']['CR'] == summary['intervals']['cells']['S1']['L0']['CR']  # Wilson: no resampling
 
 
 def test_the_plot_draws_each_interval_around_its_figure():

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     policy = (report_about or {}).get('policy') or 'policy'
     baseline, note = _baseline(args.baseline, kept, out=out, policy=policy)
     diagnostics = write_diagnostics(
-        kept, out, policy=policy, baseline=baseline, baseline_note=note, confidence=confidence
+        kept, out, policy=policy, baseline=baseline, baseline_note=note, confidence=confidence, seed=args.seed
     )
     sys.stdout.write('\n' + diagnostics.markdown)
     if args.plan_width is not None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robofollow_ros.referee.aggregate import GroupSummary, summarize
+from robofollow_ros.statistics import DEFAULT_SEED
 from robofollow_ros.statistics.cells import METRICS
 from robofollow_ros.statistics.compare import ALL, DiffRow, compare_records
 from robofollow_ros.statistics.paired import A_BETTER, B_BETTER
@@ -80,14 +81,18 @@ def common_trials(
 
 
 def mirage_gap(
-    policy: Iterable[Mapping[str, Any]], baseline: Iterable[Mapping[str, Any]], *, confidence: float = 0.95
+    policy: Iterable[Mapping[str, Any]],
+    baseline: Iterable[Mapping[str, Any]],
+    *,
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
 ) -> list[GapRow]:
     """Per level (then ``all``), scores of both runs over their common trials, the gap and its interval and test."""
     mine, theirs = common_trials(policy, baseline)
     levels = sorted({str(r['level_tag']) for r in mine})
     paired: dict[str, DiffRow] = {}
     if mine:
-        comparison = compare_records(mine, theirs, confidence=confidence, levels_only=True)
+        comparison = compare_records(mine, theirs, confidence=confidence, seed=seed, levels_only=True)
         paired = {ALL_LEVELS if row.level == ALL else row.level: row for row in comparison.rows}
     rows = []
     for level in [*levels, ALL_LEVELS]:
