@@ -39,11 +39,12 @@ class VideoWriter:
     timestamp is exactly ``index / fps`` (what LeRobot's decoders check).
     """
 
-    def __init__(self, path: Path, *, fps: int, crf: int = 23, keyframe_every: int | None = None) -> None:
+    def __init__(self, path: Path, *, fps: int | Fraction, crf: int = 23, keyframe_every: int | None = None) -> None:
         self.path = path
         self.fps = fps
         self.count = 0
-        self._options = {'crf': str(crf), 'preset': 'veryfast', 'bf': '0', 'g': str(keyframe_every or 2 * fps)}
+        gop = keyframe_every or round(2 * fps)
+        self._options = {'crf': str(crf), 'preset': 'veryfast', 'bf': '0', 'g': str(gop)}
         path.parent.mkdir(parents=True, exist_ok=True)
         self._temporary = partial_path(path)
         self._container = av.open(str(self._temporary), mode='w', format='mp4')
@@ -56,7 +57,7 @@ class VideoWriter:
             stream = self._container.add_stream(CODEC, rate=self.fps)
             stream.width, stream.height = frame.shape[1], frame.shape[0]
             stream.pix_fmt = PIXEL_FORMAT
-            stream.time_base = Fraction(1, self.fps)
+            stream.time_base = 1 / Fraction(self.fps)
             stream.options = self._options
             self._stream = stream
         video_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format='rgb24')
@@ -79,7 +80,7 @@ class VideoWriter:
         os.replace(self._temporary, self.path)
 
 
-def encode_frames(path: Path, frames: Iterable[np.ndarray], *, fps: int, crf: int = 23) -> int:
+def encode_frames(path: Path, frames: Iterable[np.ndarray], *, fps: int | Fraction, crf: int = 23) -> int:
     """Encode frames into a new MP4 with ``VideoWriter``; returns the frame count."""
     writer = VideoWriter(path, fps=fps, crf=crf)
     for frame in frames:
@@ -148,7 +149,7 @@ def write_episode_video(
     path: Path,
     images: Mapping[str, np.ndarray],
     *,
-    fps: int,
+    fps: int | Fraction,
     instruction: str,
     record: Mapping[str, Any] | None = None,
 ) -> Path:
