@@ -107,11 +107,14 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
+    from robofollow_ros.policy.preflight import check_policy_options
 
+    policy_kwargs = parse_policy_kwargs(args.policy_kwargs)
+    check_policy_options(args.policy, policy_kwargs)  # before the run folder is touched
     options = SuiteOptions(
         out=args.out or Path('runs') / args.policy.replace(':', '_'),
         policy=args.policy,
-        policy_kwargs=parse_policy_kwargs(args.policy_kwargs),
+        policy_kwargs=policy_kwargs,
         scenes=[parse_scene(value) for value in _split(args.scene)] or None,
         levels=[parse_level(value) for value in _split(args.level)] or None,
         pattern=args.tasks,
