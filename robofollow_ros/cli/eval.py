@@ -100,6 +100,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_robot_argument(parser)
 
 
+def preload(args: argparse.Namespace) -> None:
+    """Import the simulator during start-up when it runs in this process (see ``robofollow_ros.interrupts``).
+
+    A Ctrl-C inside MuJoCo's import (a C extension, then EGL through ctypes) would come out of it as an
+    ``ImportError`` or a ``ctypes.ArgumentError``; during start-up it ends the process with one line instead.
+    """
+    if args.in_process:
+        import robofollow_ros.sim.env  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
     from robofollow_ros.benchmark.registry import parse_level, parse_scene, parse_variant
