@@ -101,12 +101,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def preload(args: argparse.Namespace) -> None:
-    """Import the simulator during start-up when it runs in this process (see ``robofollow_ros.interrupts``).
+    """Import the simulator during start-up when trials run in this process (see ``robofollow_ros.interrupts``).
 
     A Ctrl-C inside MuJoCo's import (a C extension, then EGL through ctypes) would come out of it as an
     ``ImportError`` or a ``ctypes.ArgumentError``; during start-up it ends the process with one line instead.
     """
-    if args.in_process:
+    if args.in_process and args.ray is None and args.workers in (None, 1):  # else other processes simulate
         import robofollow_ros.sim.env  # noqa: F401
 
 
