@@ -42,6 +42,7 @@ setup(
         'msgpack',
         'websockets',
         'matplotlib',
+        'scipy',
         'h5py',
         'pyarrow',
         'pandas',

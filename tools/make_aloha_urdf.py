@@ -32,7 +32,7 @@ OUT = Path(__file__).resolve().parents[1] / 'urdf' / 'aloha_cell.urdf'
 MESH_URI = 'package://gym_aloha/assets/'
 
 BASE_XY = {'left': (-0.25, -0.35), 'right': (0.25, -0.35)}
-"""Both bases on the near edge facing +y (platform notes §10: every layout position reachable with margin)."""
+"""Both bases on the near edge facing +y (docs/cell.md §0: every layout position reachable with margin)."""
 JOINTS = ('waist', 'shoulder', 'elbow', 'forearm_roll', 'wrist_angle', 'wrist_rotate')
 VELOCITY = math.pi
 """rad/s: the Interbotix ViperX 300 6DoF limit for every arm joint."""

@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     'entropy': 'robofollow_ros.cli.entropy',
     'score': 'robofollow_ros.cli.score',
     'report': 'robofollow_ros.cli.report',
+    'compare': 'robofollow_ros.cli.compare',
     'eval': 'robofollow_ros.cli.eval',
     'demo': 'robofollow_ros.cli.demo',
     'collect': 'robofollow_ros.cli.collect',
@@ -51,6 +52,7 @@ examples:
   robofollow score run/episode_0001.json   score a trajectory file or a rosbag2 directory
   robofollow score run/episodes/           score every recorded episode of a run
   robofollow report run/results.jsonl      tables (Markdown, CSV, JSON) and a plot
+  robofollow compare runs/a runs/b         A vs B trial by trial: differences, intervals, verdicts
   robofollow collect --scene 1 --episodes 2 --out demos --format lerobot
 """
 

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from robofollow_ros.cli.options import add_confidence_arguments, confidence_fraction
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.statistics import DEFAULT_SEED
 
 HELP = 'summary tables (Markdown, CSV, JSON) and a plot from result records'
 DESCRIPTION = """\
@@ -20,6 +22,11 @@ Records of the same trial (task, variant, round, seed) seen again are skipped wi
 must come from one run (same policy and run identity, see `robofollow eval`): records of different runs
 are refused rather than merged into one table; report each run on its own. So are records of different
 variants (published, corrected): their numbers are not comparable.
+
+Every figure has a confidence interval (--confidence, default 95 %): Wilson for completion rates, a
+bootstrap over tasks for the scores, a stratified bootstrap for the Mean row (seeded by --seed; methods in
+docs/statistics.md). --plan-width W prints how many rounds per task would bring every interval to at most
+±W points (plan.md).
 
 Diagnostics follow the table (diagnostics.md, diagnostics.json, confusion.png): the mirage gap, IS / ES /
 CR of the policy next to the language-blind baseline on the same trials per level, and the intent
@@ -45,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar='auto|none|RESULTS',
         help='language-blind baseline for the mirage gap: run it here (auto, default), none, or its results '
         '(file or run folder)',
+    )
+    add_confidence_arguments(parser, seed=DEFAULT_SEED)
+    parser.add_argument(
+        '--plan-width',
+        type=float,
+        default=None,
+        metavar='POINTS',
+        help='print the rounds per task needed for every interval to be at most ±POINTS (plan.md)',
     )
 
 
@@ -89,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.referee.aggregate import deduplicate, read_result_records
     from robofollow_ros.referee.report import write_report
 
+    confidence = confidence_fraction(args.confidence)
+    if args.plan_width is not None and not 0.0 < args.plan_width < 100.0:
+        raise RoboFollowError(f'--plan-width must lie between 0 and 100 points, got {args.plan_width:g}')
     files = [results_file(name) for name in args.results]
     records = [record for path in files for record in read_result_records(path)]
     if not records:
@@ -100,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         raise RoboFollowError(f'--baseline: {error}') from None
     out = Path(args.out) if args.out else files[0].resolve().parent
     report_about = one_run(records, sources=args.results)
-    report = write_report(records, out, about=report_about)
+    report = write_report(records, out, about=report_about, confidence=confidence, seed=args.seed)
     for record in report.duplicates_skipped:
         print(
             f'warning: duplicate record skipped: {record["task_id"]} round {record.get("round")} '
@@ -111,8 +129,18 @@ def run(args: argparse.Namespace) -> int:
     kept, _ = deduplicate(records)
     policy = (report_about or {}).get('policy') or 'policy'
     baseline, note = _baseline(args.baseline, kept, out=out, policy=policy, given=given)
-    diagnostics = write_diagnostics(kept, out, policy=policy, baseline=baseline, baseline_note=note)
+    diagnostics = write_diagnostics(
+        kept, out, policy=policy, baseline=baseline, baseline_note=note, confidence=confidence, seed=args.seed
+    )
     sys.stdout.write('\n' + diagnostics.markdown)
+    if args.plan_width is not None:
+        from robofollow_ros.statistics.planning import plan_markdown, plan_rounds
+
+        plan = plan_markdown(
+            plan_rounds(kept, half_width=args.plan_width / 100.0, confidence=confidence), report.table.levels
+        )
+        (out / 'plan.md').write_text(plan, encoding='utf-8')
+        sys.stdout.write('\n' + plan)
     if args.html:
         from robofollow_ros.data.html_report import write_html_report
 
@@ -122,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
             page_dir=out,
             run_dir=files[0].resolve().parent,
             diagnostics=diagnostics,
+            intervals=report.intervals,
+            confidence=confidence,
         )
         print(f'HTML report: {page}', file=sys.stderr)
     episodes = sum(summary.episodes for summary in report.summaries)

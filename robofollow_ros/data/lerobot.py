@@ -3,8 +3,8 @@
 One LeRobot episode per demonstration: frame t holds the state and images of recorded frame t and the absolute
 target commanded from it (t = 0 .. N - 2), ``task`` = the paraphrase the demonstration was collected with. Frames
 of all episodes go into shared parquet files, and each camera's frames into shared H.264 files, back to back; the
-episode table says where each episode starts. Rules that LeRobot does not check but silently relies on (platform
-notes §9) hold by construction: tasks as the index of ``tasks.parquet`` in task order, episodes in order,
+episode table says where each episode starts. Rules that LeRobot does not check but silently relies on (docs/data.md)
+hold by construction: tasks as the index of ``tasks.parquet`` in task order, episodes in order,
 per-file ``from_timestamp``, ``total_frames`` = parquet rows, constant frame rate from pts 0.
 """
 

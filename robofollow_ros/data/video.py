@@ -19,7 +19,9 @@ import cv2
 import numpy as np
 
 from robofollow_ros.errors import DatasetError
+from robofollow_ros.evaluation.recording import VIDEOS_DIR
 from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.textfiles import partial_path
 
 CODEC = 'libx264'
 PIXEL_FORMAT = 'yuv420p'
@@ -31,7 +33,8 @@ FONT = cv2.FONT_HERSHEY_SIMPLEX
 class VideoWriter:
     """Writes (H, W, 3) uint8 RGB frames to an H.264 MP4 at a constant frame rate, pts counting from 0.
 
-    The file appears under its name only when ``close`` succeeds (written under a temporary name until then).
+    The file appears under its name only when ``close`` succeeds (written under ``textfiles.partial_path`` until
+    then, which a resumed run recognises once this process is gone).
     Odd frame sizes are padded by one pixel (yuv420p needs even sizes). B-frames are off so that every frame's
     timestamp is exactly ``index / fps`` (what LeRobot's decoders check).
     """
@@ -42,8 +45,8 @@ class VideoWriter:
         self.count = 0
         self._options = {'crf': str(crf), 'preset': 'veryfast', 'bf': '0', 'g': str(keyframe_every or 2 * fps)}
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._temporary = path.with_name(path.name + '.tmp.mp4')
-        self._container = av.open(str(self._temporary), mode='w')
+        self._temporary = partial_path(path)
+        self._container = av.open(str(self._temporary), mode='w', format='mp4')
         self._stream: Any = None
 
     def write(self, frame: np.ndarray) -> None:
@@ -174,9 +177,6 @@ def write_episode_video(
 
     encode_frames(path, frames(), fps=fps)
     return path
-
-
-VIDEOS_DIR = 'videos'
 
 
 def save_trial_video(out: Path, stem: str, images: Mapping[str, np.ndarray], *, record: Mapping[str, Any]) -> str:
