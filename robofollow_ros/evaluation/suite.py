@@ -32,6 +32,7 @@ from robofollow_ros.evaluation.results import RESULTS_NAME, ResultsFile, trial_k
 from robofollow_ros.evaluation.retry import set_aside_failed_trials
 from robofollow_ros.evaluation.runner import InProcessTrials, TrialResult
 from robofollow_ros.evaluation.status import RUN_NAME, write_status
+from robofollow_ros.interrupts import interrupt_behind
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.referee.config import default_config
 
@@ -309,11 +310,12 @@ def run_suite(
                             watch.observe(result.record, remaining=len(todo) - written)
                 finally:
                     stream.close()
-        except KeyboardInterrupt as interrupt:
-            status('interrupted', reason=str(interrupt) or 'SIGINT')
-            raise
         except BaseException as error:
-            status('failed', reason=f'{type(error).__name__}: {error}')
+            interrupt = interrupt_behind(error)  # also a Ctrl-C that an interrupted import turned into ImportError
+            if interrupt is not None:
+                status('interrupted', reason=str(interrupt) or 'SIGINT')
+            else:
+                status('failed', reason=f'{type(error).__name__}: {error}')
             raise
         finally:
             for problem in trials_executor.problems:
