@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from robofollow_ros.evaluation.guard import GuardedPolicy, PolicyFailure
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, GuardedPolicy, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.policy.factory import PolicyFactory
 
@@ -20,8 +20,15 @@ class LimitedPolicy(GuardedPolicy):
         PolicyFailure: as ``GuardedPolicy``; kind ``invalid_chunk`` for a chunk outside the limits.
     """
 
-    def __init__(self, factory: PolicyFactory, *, limits: ChunkLimits, timeout: float) -> None:
-        super().__init__(factory, timeout=timeout)
+    def __init__(
+        self,
+        factory: PolicyFactory,
+        *,
+        limits: ChunkLimits,
+        timeout: float,
+        memory_limit_mib: int = DEFAULT_POLICY_MEMORY_MIB,
+    ) -> None:
+        super().__init__(factory, timeout=timeout, memory_limit_mib=memory_limit_mib)
         self.limits = limits
         self.predict_seconds: list[float] = []
 

@@ -1,0 +1,140 @@
+"""A user policy runs in its own process: it reaches nothing of the simulator, and its death, hunger and hangs
+are recorded failures of one trial; ``--trusted-policy`` runs it in-process and every file says so."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from graph_helpers import alive
+
+from robofollow_ros.cli import main
+from robofollow_ros.evaluation.identity import read_identity
+from robofollow_ros.referee.trajectory_json import load_trajectory
+
+pytestmark = pytest.mark.sim
+
+TASK = 'L0_pickup_yellow_block_2'
+TWO_TASKS = 'L0_pickup_yellow_block_[23]'
+
+
+def evaluate(out, policy, *extra, tasks=TASK):
+    args = ['eval', '--in-process', '--policy', policy, '--tasks', tasks, '--out', str(out), '--quiet', *extra]
+    assert main(args) == 0
+    lines = (out / 'results.jsonl').read_text(encoding='utf-8').splitlines()
+    return [json.loads(line) for line in lines], json.loads((out / 'run.json').read_text(encoding='utf-8'))
+
+
+def kwargs(**values):
+    return ['--policy-kwargs', json.dumps(values)]
+
+
+def object_positions(out, record):
+    return load_trajectory(out / record['episode_file']).trajectory.obj_pos
+
+
+def test_a_policy_searching_its_process_finds_no_simulator_task_or_referee_and_moves_nothing(tmp_path):
+    report = tmp_path / 'snoop.jsonl'
+    baseline, _ = evaluate(tmp_path / 'hold', 'policy_doubles:HoldingPolicy', '--record', 'json')
+    records, run = evaluate(
+        tmp_path / 'snoop', 'policy_doubles:Snooper', '--record', 'json', *kwargs(report=str(report))
+    )
+    [entry] = [json.loads(line) for line in report.read_text(encoding='utf-8').splitlines()]
+    assert entry['found'] == [] and entry['lifted'] == 0
+    assert entry['modules'] == [], 'the policy process imported the simulator, evaluator, task registry or referee'
+    assert entry['pid'] != os.getpid()
+    [record], [reference] = records, baseline
+    assert record['policy_error'] is None and record['isolation'] == 'process' and run['isolation'] == 'process'
+    moved, still = object_positions(tmp_path / 'snoop', record), object_positions(tmp_path / 'hold', reference)
+    assert sorted(moved) == sorted(still)
+    for name in still:
+        np.testing.assert_allclose(moved[name], still[name], atol=1e-9, err_msg=name)
+
+
+def test_a_policy_that_kills_its_process_is_a_crash_of_one_trial_and_the_run_completes(tmp_path, capsys):
+    marker = tmp_path / 'exited'
+    records, run = evaluate(tmp_path / 'run', 'policy_doubles:ExitsOnce', *kwargs(marker=str(marker)), tasks=TWO_TASKS)
+    first, second = records
+    assert first['error_kind'] == 'crash' and 'exit code 7' in first['policy_error']
+    assert 'during predict' in first['policy_error'] and first['queries'] == 0
+    assert second['policy_error'] is None and second['queries'] == 10
+    assert int(marker.read_text()) != os.getpid()
+    assert run['status'] == 'complete' and run['counts']['errors_by_kind'] == {'crash': 1}
+    assert '1 with policy errors (crash 1)' in capsys.readouterr().out
+
+
+def test_a_policy_past_its_memory_limit_is_a_recorded_failure(tmp_path):
+    records, run = evaluate(
+        tmp_path / 'run', 'policy_doubles:Hog', '--policy-memory-limit', '256', *kwargs(mebibytes=1024)
+    )
+    [record] = records
+    assert record['error_kind'] == 'memory', record['policy_error']
+    assert 'at most 256 MiB' in record['policy_error'] and 'MemoryError' in record['policy_error']
+    assert run['status'] == 'complete' and run['options']['policy_memory_limit'] == 256
+
+
+def test_a_hanging_policy_process_is_killed_at_its_deadline(tmp_path):
+    pids = tmp_path / 'pids'
+    records, run = evaluate(
+        tmp_path / 'run', 'policy_doubles:Hangs', '--query-timeout', '1', *kwargs(pids=str(pids)), tasks=TWO_TASKS
+    )
+    assert [record['error_kind'] for record in records] == ['timeout', 'timeout']
+    assert all('policy process killed' in record['policy_error'] for record in records)
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) == 2 and os.getpid() not in started
+    assert not any(alive(pid) for pid in started)
+    assert run['status'] == 'complete'
+
+
+def test_trusted_policy_runs_in_process_and_every_file_says_so(tmp_path):
+    pids = tmp_path / 'pids'
+    out = tmp_path / 'run'
+    [record], run = evaluate(out, 'policy_doubles:WhereAmI', '--trusted-policy', *kwargs(pids=str(pids)))
+    assert [int(line) for line in pids.read_text().split()] == [os.getpid()]
+    assert record['isolation'] == 'trusted' and run['isolation'] == 'trusted'
+    assert run['identity']['isolation'] == 'trusted' and read_identity(out).isolation == 'trusted'
+    assert main(['report', str(out / 'results.jsonl'), '--out', str(out / 'report')]) == 0
+    heading = (out / 'report' / 'summary.md').read_text(encoding='utf-8').splitlines()[0]
+    assert heading.startswith('Policy policy_doubles:WhereAmI (not privileged; in-process, trusted) · run ')
+
+
+def test_trusted_and_isolated_runs_of_one_policy_are_different_runs(tmp_path, capsys):
+    out = tmp_path / 'run'
+    evaluate(out, 'policy_doubles:HoldingPolicy')
+    assert (
+        main(
+            [
+                'eval',
+                '--in-process',
+                '--policy',
+                'policy_doubles:HoldingPolicy',
+                '--tasks',
+                TASK,
+                '--out',
+                str(out),
+                '--quiet',
+                '--trusted-policy',
+            ]
+        )
+        == 2
+    )
+    assert 'isolation "process" there vs "trusted" here' in ' '.join(capsys.readouterr().err.split())
+
+
+def test_the_isolated_policy_sees_what_an_in_process_one_sees(tmp_path):
+    """The same observation reaches the policy in its own process: three read-only images, the float32 state."""
+    report = tmp_path / 'seen.jsonl'
+    records, _ = evaluate(
+        tmp_path / 'run', 'policy_doubles:Describer', '--max-queries', '2', *kwargs(report=str(report))
+    )
+    seen = [json.loads(line) for line in report.read_text(encoding='utf-8').splitlines()]
+    assert len(seen) == 2 and records[0]['policy_error'] is None
+    for entry in seen:
+        assert entry['type'] == 'robofollow_ros.policy.observation.Observation'
+        assert entry['images'] == {name: [[240, 320, 3], 'uint8', False] for name in entry['images']}
+        assert sorted(entry['images']) == ['cam_high', 'cam_left_wrist', 'cam_right_wrist']
+        assert entry['state'] == [[14], 'float32', False]
+        assert entry['instruction'] == records[0]['instruction']
+        assert entry['pid'] != os.getpid()
