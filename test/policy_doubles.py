@@ -88,11 +88,16 @@ class OneDimensionalPolicy(HoldingPolicy):
 
 
 class SlowFirstInstance(HoldingPolicy):
-    """The first instance built never answers its first query in time; later instances are fine."""
+    """The first instance built never answers its first query in time; later instances are fine.
 
-    def __init__(self) -> None:
+    Instances may live in separate processes, so the file ``marker`` counts them (a line ``slow`` or ``fast`` each).
+    """
+
+    def __init__(self, marker: str) -> None:
         super().__init__()
-        self.slow = len(built) == 1
+        self.slow = not os.path.exists(marker)
+        with open(marker, 'a', encoding='utf-8') as stream:
+            stream.write('slow\n' if self.slow else 'fast\n')
 
     def predict(self, observation):
         if self.slow:
