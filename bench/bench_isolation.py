@@ -103,7 +103,7 @@ def main() -> None:
     print(f'{"added":12s}{added[50]:10.3f}{added[95]:10.3f}   ({verdict} the 2 ms p95 target)')
     print(
         f'start     in-process {np.median(starts["in-process"]) * 1000:8.1f} ms   '
-        f'process {np.median(starts["process"]) * 1000:8.1f} ms   (median of {args.starts}: build, and interpreter start)'
+        f'process {np.median(starts["process"]) * 1000:8.1f} ms   (median of {args.starts}; interpreter + build)'
     )
 
 
