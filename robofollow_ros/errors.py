@@ -117,3 +117,7 @@ class PolicyRaisedError(PolicyError):
         self.own = own
         self.fatal = fatal
         self.memory = memory
+
+
+class PolicyChunkError(PolicyError):
+    """An isolated policy's chunk was refused by ``validate_chunk`` in its own process (the message says why)."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
+import eval_process
 import numpy as np
 import pytest
-from graph_helpers import alive
+from graph_helpers import alive, wait_until
 
 from robofollow_ros.cli import main
 from robofollow_ros.evaluation.identity import read_identity
@@ -138,3 +140,22 @@ def test_the_isolated_policy_sees_what_an_in_process_one_sees(tmp_path):
         assert entry['state'] == [[14], 'float32', False]
         assert entry['instruction'] == records[0]['instruction']
         assert entry['pid'] != os.getpid()
+
+
+@pytest.mark.parametrize('stop', [signal.SIGINT, signal.SIGKILL])
+def test_a_policy_process_does_not_outlive_its_evaluator(tmp_path, stop):
+    """Ctrl-C stops the run at once and kills the busy policy; a killed evaluator's policy exits by itself."""
+    pids = tmp_path / 'pids'
+    out = tmp_path / 'run'
+    args = ['eval', '--in-process', '--policy', 'policy_doubles:Hangs', '--tasks', TASK, '--out', str(out), '--quiet']
+    process = eval_process.start([*args, *kwargs(pids=str(pids))])
+    wait_until(lambda: pids.exists() and pids.read_text().strip(), timeout=120, what='the policy process')
+    [pid] = [int(line) for line in pids.read_text().split()]
+    assert pid != process.pid and alive(pid)
+    process.send_signal(stop)
+    _, err = process.communicate(timeout=120)
+    if stop == signal.SIGINT:
+        assert process.returncode == 130 and 'interrupted (SIGINT)' in err
+        assert not alive(pid), 'the interrupted run left its policy process behind'
+    else:
+        wait_until(lambda: not alive(pid), timeout=10, what='the orphaned policy process to exit')

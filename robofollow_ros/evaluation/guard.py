@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from robofollow_ros.errors import PolicyError, PolicyProcessError, PolicyRaisedError
+from robofollow_ros.errors import PolicyChunkError, PolicyError, PolicyProcessError, PolicyRaisedError
 from robofollow_ros.policy.base import needs_images, validate_chunk
 from robofollow_ros.policy.factory import PolicyFactory
 
@@ -212,15 +212,16 @@ class GuardedPolicy:
             if error.memory or error.fatal:
                 self._abandon()
             if error.memory:
-                raise PolicyFailure(
-                    f'{stage} ran out of memory: the policy process may use at most {self.memory_limit_mib} MiB '
-                    f'(--policy-memory-limit); {error}',
-                    kind='memory',
-                ) from None
+                cap = (
+                    f'the policy process may use at most {self.memory_limit_mib} MiB (--policy-memory-limit)'
+                    if self.memory_limit_mib > 0
+                    else 'the machine has no more for the policy process'
+                )
+                raise PolicyFailure(f'{stage} ran out of memory: {cap}; {error}', kind='memory') from None
             if error.own:
                 raise PolicyFailure(str(error), kind=stage) from None
             raise PolicyFailure(f'{stage} raised {error.type_name}: {error.detail}', kind=stage) from None
-        except ValueError as error:  # the policy's chunk, refused by its own process's validation
+        except PolicyChunkError as error:
             raise PolicyFailure(str(error), kind='invalid_chunk') from None
 
     def _call(self, stage: FailureKind, function: Callable[[], T], *, timeout: float | None = None) -> T:

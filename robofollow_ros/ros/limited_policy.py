@@ -13,8 +13,9 @@ from robofollow_ros.policy.factory import PolicyFactory
 
 
 class LimitedPolicy(GuardedPolicy):
-    """A guarded policy (own worker thread, deadline per call, shape and finiteness checked) whose chunks must
-    also keep every target inside the joint limits and every row within ``limits.max_row_step`` of the last.
+    """A guarded policy (its own process or worker thread, deadline per call, shape and finiteness checked) whose
+    chunks must also keep every target inside the joint limits and every row within ``limits.max_row_step`` of
+    the last.
 
     Raises:
         PolicyFailure: as ``GuardedPolicy``; kind ``invalid_chunk`` for a chunk outside the limits.

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from robofollow_ros.errors import PolicyError, PolicyProcessError, PolicyRaisedError
+from robofollow_ros.errors import PolicyChunkError, PolicyError, PolicyProcessError, PolicyRaisedError
 from robofollow_ros.policy.isolation.shared_images import SharedImages
 from robofollow_ros.policy.isolation.transport import Channel, FrameTooLarge
 
@@ -92,6 +92,7 @@ class PolicyProcess:
             TimeoutError: no reply within ``timeout`` seconds (the process has been killed).
             PolicyProcessError: the process is gone or broke the protocol (it has been killed).
             PolicyRaisedError: the policy raised (the process lives on unless the caller kills it).
+            PolicyChunkError: the policy's chunk is not a valid action chunk (with the reason).
         """
         if not self.alive:
             raise PolicyProcessError(f'the policy process is not running ({exit_description(self.process.poll())})')
@@ -123,15 +124,14 @@ class PolicyProcess:
                 memory=bool(error.get('memory')),
             )
         if 'invalid' in reply:
-            raise ValueError(str(reply['invalid']))
+            raise PolicyChunkError(str(reply['invalid']))
         return reply.get('ok')
 
     def predict(self, observation: Any, *, timeout: float) -> np.ndarray:
         """The chunk for ``observation`` (its images and 14-D state go over, nothing else).
 
         Raises:
-            ValueError: the policy's chunk is not a valid action chunk (with the reason).
-            TimeoutError, PolicyProcessError, PolicyRaisedError: as ``call``.
+            TimeoutError, PolicyProcessError, PolicyRaisedError, PolicyChunkError: as ``call``.
         """
         images = dict(getattr(observation, 'images', None) or {})
         fields: dict[str, Any] = {'state': np.asarray(observation.state, dtype=np.float32).reshape(-1)}
