@@ -247,12 +247,15 @@ class Hangs(HoldingPolicy):
 
 
 class WhereAmI(HoldingPolicy):
-    """Appends its process id to the file ``pids`` when built."""
+    """Appends its process id and its process's main module (``-m`` name) to the file ``pids`` when built."""
 
     def __init__(self, pids: str) -> None:
+        import sys
+
         super().__init__()
+        spec = getattr(sys.modules['__main__'], '__spec__', None)
         with open(pids, 'a', encoding='utf-8') as stream:
-            stream.write(f'{os.getpid()}\n')
+            stream.write(f'{os.getpid()} {spec.name if spec is not None else "-"}\n')
 
 
 class Describer(HoldingPolicy):

@@ -50,3 +50,26 @@ def test_a_policy_that_kills_its_process_in_the_bridge_is_a_crash_and_the_graph_
     assert second['policy_error'] is None and second['queries'] == 10
     run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
     assert run['status'] == 'complete' and run['counts']['errors_by_kind'] == {'crash': 1}
+
+
+@pytest.mark.parametrize(
+    ('domain', 'trusted', 'runs_in'), [(55, 'false', 'isolation.host'), (56, 'true', 'policy_bridge')]
+)
+def test_the_bridge_runs_a_user_policy_in_its_own_process_unless_trusted(tmp_path, domain, trusted, runs_in) -> None:
+    pids = tmp_path / 'pids'
+    out = tmp_path / 'run'
+    result = run_launch(
+        domain,
+        policy='policy_doubles:WhereAmI',
+        policy_kwargs=json.dumps({'pids': str(pids)}),
+        trusted_policy=trusted,
+        task_ids=SHORT_TASK,
+        out=str(out),
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    [(_, main)] = [line.split() for line in pids.read_text(encoding='utf-8').splitlines()]
+    assert main.endswith(runs_in)
+    isolation = 'trusted' if trusted == 'true' else 'process'
+    [record] = read_records(out / 'results.jsonl')
+    assert record['isolation'] == isolation and record['policy_error'] is None
+    assert json.loads((out / 'run.json').read_text(encoding='utf-8'))['identity']['isolation'] == isolation

@@ -94,7 +94,7 @@ def test_trusted_policy_runs_in_process_and_every_file_says_so(tmp_path):
     pids = tmp_path / 'pids'
     out = tmp_path / 'run'
     [record], run = evaluate(out, 'policy_doubles:WhereAmI', '--trusted-policy', *kwargs(pids=str(pids)))
-    assert [int(line) for line in pids.read_text().split()] == [os.getpid()]
+    assert [int(line.split()[0]) for line in pids.read_text().splitlines()] == [os.getpid()]
     assert record['isolation'] == 'trusted' and run['isolation'] == 'trusted'
     assert run['identity']['isolation'] == 'trusted' and read_identity(out).isolation == 'trusted'
     assert main(['report', str(out / 'results.jsonl'), '--out', str(out / 'report')]) == 0
