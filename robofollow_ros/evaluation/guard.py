@@ -29,19 +29,8 @@ from robofollow_ros.policy.factory import PolicyFactory
 FailureKind = Literal[
     'build', 'reset', 'set_instruction', 'bind_task', 'predict', 'invalid_chunk', 'timeout', 'crash', 'memory', 'close'
 ]
-FAILURE_KINDS: tuple[FailureKind, ...] = (
-    'build',
-    'reset',
-    'set_instruction',
-    'bind_task',
-    'predict',
-    'invalid_chunk',
-    'timeout',
-    'crash',
-    'memory',
-    'close',
-)
-"""Every ``error_kind`` a record can hold for a policy failure (the graph adds ``graph``)."""
+"""Every ``error_kind`` a record can hold for a policy failure (the graph's bridge adds ``graph``): ``crash`` when
+the policy's own process died, ``memory`` when it reached its memory cap."""
 DEFAULT_QUERY_TIMEOUT = 300.0
 BUILD_TIMEOUT_FACTOR = 10.0
 """Building an instance (loading a checkpoint) may take this many times the per-call deadline."""
