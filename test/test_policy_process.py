@@ -55,6 +55,15 @@ def test_a_policy_searching_its_process_finds_no_simulator_task_or_referee_and_m
         np.testing.assert_allclose(moved[name], still[name], atol=1e-9, err_msg=name)
 
 
+def test_in_worker_processes_the_policy_has_its_own_process_too(tmp_path):
+    report = tmp_path / 'snoop.jsonl'
+    args = ('--workers', '2', *kwargs(report=str(report)))
+    records, _ = evaluate(tmp_path / 'run', 'policy_doubles:Snooper', *args, tasks=TWO_TASKS)
+    entries = [json.loads(line) for line in report.read_text(encoding='utf-8').splitlines()]
+    assert len(entries) == 2 and all(entry['found'] == [] and entry['modules'] == [] for entry in entries)
+    assert all(record['isolation'] == 'process' and record['policy_error'] is None for record in records)
+
+
 def test_a_policy_that_kills_its_process_is_a_crash_of_one_trial_and_the_run_completes(tmp_path, capsys):
     marker = tmp_path / 'exited'
     records, run = evaluate(tmp_path / 'run', 'policy_doubles:ExitsOnce', *kwargs(marker=str(marker)), tasks=TWO_TASKS)
