@@ -291,7 +291,7 @@ class GuardedPolicy:
         """
         message = None
         if self._process is not None:
-            if not self.abandoned and self._process.alive:
+            if not self.abandoned and self._process.alive and not self._process.busy:
                 try:
                     self._remote('close', 'close', timeout=min(self.timeout, CLOSE_TIMEOUT))
                 except PolicyFailure as failure:

@@ -3,7 +3,9 @@
 The process is a fresh interpreter started with ``subprocess.Popen`` (``python -m
 robofollow_ros.policy.isolation.host``), in its own session so that Ctrl-C in a terminal reaches only the
 evaluator, which then stops it. Calls are strictly one at a time. Anything that leaves the conversation in an
-unknown state (a missed deadline, a broken pipe, an interrupt while waiting) kills the process at once.
+unknown state (a missed deadline, a broken pipe, an interrupt while waiting) kills the process at once. Another
+thread may ``kill`` the process while a call is under way (a node shutting down): the call then ends with
+``PolicyProcessError`` and releases the pipes itself.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -79,6 +82,25 @@ class PolicyProcess:
         os.set_blocking(request_write, False)
         self.channel = Channel(reply_read, request_write)
         self.alive = True
+        self._caller: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Whether another thread is in the middle of a call."""
+        return self._caller is not None and self._caller != threading.get_ident()
+
+    @contextlib.contextmanager
+    def _calling(self) -> Iterator[None]:
+        outer = self._caller is None
+        if outer:
+            self._caller = threading.get_ident()
+        try:
+            yield
+        finally:
+            if outer:
+                self._caller = None
+                if not self.alive or self.process.returncode is not None:
+                    self._release()
 
     @property
     def pid(self) -> int:
@@ -94,8 +116,12 @@ class PolicyProcess:
             PolicyRaisedError: the policy raised (the process lives on unless the caller kills it).
             PolicyChunkError: the policy's chunk is not a valid action chunk (with the reason).
         """
-        if not self.alive:
+        if not self.alive or self.process.returncode is not None:
             raise PolicyProcessError(f'the policy process is not running ({exit_description(self.process.poll())})')
+        with self._calling():
+            return self._exchange(op, fields, timeout=timeout)
+
+    def _exchange(self, op: str, fields: Mapping[str, Any] | None, *, timeout: float) -> Any:
         deadline = time.monotonic() + timeout
         try:
             self.channel.send({'op': op, **dict(fields or {})}, deadline=deadline)
@@ -135,12 +161,15 @@ class PolicyProcess:
         """
         images = dict(getattr(observation, 'images', None) or {})
         fields: dict[str, Any] = {'state': np.asarray(observation.state, dtype=np.float32).reshape(-1)}
-        if self.images.fd >= 0:
-            fields['images'] = [list(slot) for slot in self.images.write(images)]
-            fields['area'] = self.images.size
-        else:
-            fields['inline_images'] = {name: np.asarray(pixels, dtype=np.uint8) for name, pixels in images.items()}
-        return np.asarray(self.call('predict', fields, timeout=timeout))
+        if not self.alive:
+            raise PolicyProcessError(f'the policy process is not running ({exit_description(self.process.poll())})')
+        with self._calling():
+            if self.images.fd >= 0:
+                fields['images'] = [list(slot) for slot in self.images.write(images)]
+                fields['area'] = self.images.size
+            else:
+                fields['inline_images'] = {name: np.asarray(image, dtype=np.uint8) for name, image in images.items()}
+            return np.asarray(self.call('predict', fields, timeout=timeout))
 
     def _ended(self) -> str:
         """Wait briefly for a process that closed its pipe, kill it if it lingers; how it ended."""
@@ -151,12 +180,14 @@ class PolicyProcess:
         return exit_description(code if code is not None else self.process.returncode)
 
     def kill(self) -> None:
-        """Kill the process (and whatever it started in its session) now and release the pipes."""
+        """Kill the process (and whatever it started in its session) now and release the pipes (or leave that to
+        the call another thread has under way, which the kill ends)."""
         if self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        self._release()
+        if not self.busy:
+            self._release()
 
     def wait_exit(self) -> None:
         """Give a process that answered ``close`` a moment to exit on its own, then make sure it is gone."""
