@@ -207,16 +207,22 @@ class Snooper(HoldingPolicy):
 
 
 class ExitsOnce(HoldingPolicy):
-    """Ends its process with ``os._exit(7)`` in its first query unless the file ``marker`` exists (then it holds)."""
+    """Ends its process in its first query unless the file ``marker`` exists (then it holds): ``os._exit(7)``, or
+    with ``how='signal'`` a SIGKILL to itself."""
 
-    def __init__(self, marker: str) -> None:
+    def __init__(self, marker: str, how: str = 'exit') -> None:
         super().__init__()
         self.marker = marker
+        self.how = how
 
     def predict(self, observation):
         if not os.path.exists(self.marker):
+            import signal
+
             with open(self.marker, 'w', encoding='utf-8') as stream:
                 stream.write(str(os.getpid()))
+            if self.how == 'signal':
+                os.kill(os.getpid(), signal.SIGKILL)
             os._exit(7)
         return super().predict(observation)
 
@@ -281,6 +287,7 @@ class Describer(HoldingPolicy):
             'type': f'{type(observation).__module__}.{type(observation).__name__}',
             'images': {name: describe(image) for name, image in observation.images.items()},
             'state': describe(observation.state),
+            'sums': {name: int(image.sum()) for name, image in observation.images.items()},
             'instruction': self.instruction,
             'pid': os.getpid(),
         }

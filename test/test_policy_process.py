@@ -64,11 +64,13 @@ def test_in_worker_processes_the_policy_has_its_own_process_too(tmp_path):
     assert all(record['isolation'] == 'process' and record['policy_error'] is None for record in records)
 
 
-def test_a_policy_that_kills_its_process_is_a_crash_of_one_trial_and_the_run_completes(tmp_path, capsys):
+@pytest.mark.parametrize(('how', 'ended'), [('exit', 'exit code 7'), ('signal', 'killed by SIGKILL')])
+def test_a_policy_that_kills_its_process_is_a_crash_of_one_trial_and_the_run_completes(tmp_path, capsys, how, ended):
     marker = tmp_path / 'exited'
-    records, run = evaluate(tmp_path / 'run', 'policy_doubles:ExitsOnce', *kwargs(marker=str(marker)), tasks=TWO_TASKS)
+    policy_kwargs = kwargs(marker=str(marker), how=how)
+    records, run = evaluate(tmp_path / 'run', 'policy_doubles:ExitsOnce', *policy_kwargs, tasks=TWO_TASKS)
     first, second = records
-    assert first['error_kind'] == 'crash' and 'exit code 7' in first['policy_error']
+    assert first['error_kind'] == 'crash' and ended in first['policy_error']
     assert 'during predict' in first['policy_error'] and first['queries'] == 0
     assert second['policy_error'] is None and second['queries'] == 10
     assert int(marker.read_text()) != os.getpid()
@@ -168,3 +170,26 @@ def test_a_policy_process_does_not_outlive_its_evaluator(tmp_path, stop):
         assert not alive(pid), 'the interrupted run left its policy process behind'
     else:
         wait_until(lambda: not alive(pid), timeout=10, what='the orphaned policy process to exit')
+
+
+def test_images_reach_the_policy_process_inside_the_frames_where_there_is_no_shared_memory(tmp_path, monkeypatch):
+    """The fallback for platforms without ``memfd_create``: the same observation, sent through the pipe."""
+    from types import SimpleNamespace
+
+    from robofollow_ros.evaluation.guard import GuardedPolicy
+    from robofollow_ros.policy.factory import resolve_policy
+    from robofollow_ros.policy.isolation.shared_images import SharedImages
+
+    monkeypatch.setattr(SharedImages, 'available', staticmethod(lambda: False))
+    report = tmp_path / 'seen.jsonl'
+    policy = GuardedPolicy(resolve_policy('policy_doubles:Describer', kwargs={'report': str(report)}), timeout=60)
+    try:
+        images = {name: np.full((4, 6, 3), index, dtype=np.uint8) for index, name in enumerate(('a', 'b'))}
+        chunk = policy.predict(SimpleNamespace(images=images, state=np.arange(14.0)), max_rows=50)
+    finally:
+        policy.close()
+    np.testing.assert_array_equal(chunk, np.tile(np.arange(14.0, dtype=np.float32), (3, 1)))
+    [entry] = [json.loads(line) for line in report.read_text(encoding='utf-8').splitlines()]
+    assert entry['images'] == {'a': [[4, 6, 3], 'uint8', False], 'b': [[4, 6, 3], 'uint8', False]}
+    assert entry['sums'] == {'a': 0, 'b': 72}
+    assert entry['pid'] == policy.pid != os.getpid()
