@@ -240,14 +240,15 @@ class Hog(HoldingPolicy):
 
 
 class Hangs(HoldingPolicy):
-    """Writes its process id to the file ``pids`` (one line per instance), then never answers a query."""
+    """Never answers a query: appends its process id to the file ``pids`` as its first query starts, and sleeps."""
 
     def __init__(self, pids: str) -> None:
         super().__init__()
-        with open(pids, 'a', encoding='utf-8') as stream:
-            stream.write(f'{os.getpid()}\n')
+        self.pids = pids
 
     def predict(self, observation):
+        with open(self.pids, 'a', encoding='utf-8') as stream:
+            stream.write(f'{os.getpid()}\n')
         while True:
             time.sleep(1.0)
 

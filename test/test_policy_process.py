@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import time
 
 import eval_process
 import numpy as np
@@ -159,12 +161,17 @@ def test_a_policy_process_does_not_outlive_its_evaluator(tmp_path, stop):
     pids = tmp_path / 'pids'
     out = tmp_path / 'run'
     args = ['eval', '--in-process', '--policy', 'policy_doubles:Hangs', '--tasks', TASK, '--out', str(out), '--quiet']
-    process = eval_process.start([*args, *kwargs(pids=str(pids))])
-    wait_until(lambda: pids.exists() and pids.read_text().strip(), timeout=120, what='the policy process')
+    process = eval_process.start([*args, *kwargs(pids=str(pids))], PYTHONFAULTHANDLER='1')
+    wait_until(lambda: pids.exists() and pids.read_text().strip(), timeout=120, what='the first query')
+    time.sleep(0.5)  # the evaluator now waits for the answer
     [pid] = [int(line) for line in pids.read_text().split()]
     assert pid != process.pid and alive(pid)
     process.send_signal(stop)
-    _, err = process.communicate(timeout=120)
+    try:
+        _, err = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: the stacks of a run that did not stop
+        raise AssertionError(f'the run did not stop: {process.communicate()[1][-6000:]}') from None
     if stop == signal.SIGINT:
         assert process.returncode == 130 and 'interrupted (SIGINT)' in err
         assert not alive(pid), 'the interrupted run left its policy process behind'
