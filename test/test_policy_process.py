@@ -200,3 +200,15 @@ def test_images_reach_the_policy_process_inside_the_frames_where_there_is_no_sha
     assert entry['images'] == {'a': [[4, 6, 3], 'uint8', False], 'b': [[4, 6, 3], 'uint8', False]}
     assert entry['sums'] == {'a': 0, 'b': 72}
     assert entry['pid'] == policy.pid != os.getpid()
+
+
+def test_the_evaluator_never_imports_the_policy_module_and_a_missing_factory_is_a_build_failure(tmp_path, capsys):
+    """Only the top-level package is looked for here (nothing of it runs); the rest surfaces in the policy's process."""
+    assert main(['eval', '--in-process', '--policy', 'no_such_module_xyz:make', '--out', str(tmp_path / 'x')]) == 2
+    assert "cannot import policy module 'no_such_module_xyz'" in capsys.readouterr().err
+    records, run = evaluate(tmp_path / 'run', 'policy_doubles:NoSuchFactory')
+    [record] = records
+    assert (
+        record['error_kind'] == 'build' and "module 'policy_doubles' has no 'NoSuchFactory'" in record['policy_error']
+    )
+    assert run['status'] == 'complete'
