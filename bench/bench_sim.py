@@ -20,10 +20,10 @@ import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.sim.robots import robot_names
 
 TASK_ID = 'L0_place_yellow_block_3_behind_red_cylinder'
 SEED = 42

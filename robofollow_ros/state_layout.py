@@ -32,7 +32,17 @@ ARM_SLICE: dict[Arm, slice] = {'left': slice(0, 6), 'right': slice(7, 13)}
 GRIP_INDEX: dict[Arm, int] = {'left': 6, 'right': 13}
 ARM_COLUMNS: dict[Arm, slice] = {'left': slice(0, 7), 'right': slice(7, 14)}
 """Each arm's seven columns (six joints and its gripper) in the 14-vector."""
-CAMERAS: tuple[str, str, str] = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+HEAD_CAMERA = 'cam_high'
+LEFT_WRIST_CAMERA = 'cam_left_wrist'
+RIGHT_WRIST_CAMERA = 'cam_right_wrist'
+CAMERAS: tuple[str, str, str] = (HEAD_CAMERA, LEFT_WRIST_CAMERA, RIGHT_WRIST_CAMERA)
+"""The cell's cameras, in the order observations, bags and exports list them (the one home of their names)."""
+ROBOTWIN_CAMERAS: dict[str, str] = {
+    HEAD_CAMERA: 'head_camera',
+    LEFT_WRIST_CAMERA: 'left_camera',
+    RIGHT_WRIST_CAMERA: 'right_camera',
+}
+"""Each camera's name in RoboTwin's observations and raw HDF5 layout."""
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ import yourdfpy
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.scene4 import SLOTS
 from robofollow_ros.benchmark.types import ARMS, TABLE_Z
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.specs import get_robot_spec, robot_names
 from robofollow_ros.sim.constants import OPERATION_AREA
 from robofollow_ros.sim.kinematics import Kinematics
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.motion import MotionPlanner
-from robofollow_ros.sim.robot import load_robot
-from robofollow_ros.sim.robots import get_robot_spec, robot_names
 
 pytestmark = pytest.mark.sim
 ROOT = Path(__file__).resolve().parents[1]

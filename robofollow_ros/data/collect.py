@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.constants import MAX_QUERIES
 from robofollow_ros.benchmark.types import Task
-from robofollow_ros.data.capture import CapturedFrames, FrameCapture
 from robofollow_ros.data.manifest import collection_identity, open_manifest
 from robofollow_ros.data.progress import CollectProgress
 from robofollow_ros.data.raw_hdf5 import write_raw_episode
@@ -29,8 +29,9 @@ from robofollow_ros.errors import DatasetError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.sim.capture import CapturedFrames, FrameCapture
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, ROW_SECONDS
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 EPISODE_FORMATS = ('hdf5', 'bag')
 
@@ -62,7 +63,7 @@ class CollectOptions:
     width: int = IMAGE_WIDTH
     height: int = IMAGE_HEIGHT
     max_attempts: int = 5000
-    max_queries: int = 10
+    max_queries: int = MAX_QUERIES
     robot: str = DEFAULT_ROBOT
 
     def identity(self) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def resolve_labels(*, scenes: Sequence[int] | None = None, pattern: str | None =
 
 
 def row_fps() -> Fraction:
-    """Frames per second of demonstrations: 50/3 (16.67), one frame every ``ROW_SECONDS`` (``data.capture``)."""
+    """Frames per second of demonstrations: 50/3 (16.67), one frame every ``ROW_SECONDS`` (``sim.capture``)."""
     return 1 / Fraction(str(ROW_SECONDS))
 
 
@@ -145,7 +146,7 @@ def _write_episode(
         'robot': options.robot,
     }
     if options.video:
-        from robofollow_ros.data.video import write_episode_video
+        from robofollow_ros.evaluation.video import write_episode_video
 
         write_episode_video(paths.video, frames.images, fps=row_fps(), instruction=task.instruction, record=record)
     if options.bag:

@@ -20,8 +20,8 @@ from gymnasium import spaces
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Task
 from robofollow_ros.errors import PolicyError, RoboFollowError, TrajectoryError
+from robofollow_ros.robot.description import load_robot
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
-from robofollow_ros.sim.robot import load_robot
 from robofollow_ros.state_layout import CAMERAS
 
 MAX_INSTRUCTION = 400

@@ -30,7 +30,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
-from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT, MAX_QUERIES
 from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.registry import parse_level, parse_scene
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
@@ -40,12 +40,11 @@ from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_Q
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains, parse_workers
 from robofollow_ros.graph.protocol import EpisodeEnd
-from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials
 from robofollow_ros.ros.runtime import param, read_report, remember, spin, wait_for
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
@@ -101,7 +100,7 @@ class EvaluatorNode(Node):
             first_round=int(param(self, 'first_round', 1)),
             variant=parse_variant(str(param(self, 'variant', DEFAULT_VARIANT))),
             record=str(param(self, 'record', 'none')),  # type: ignore[arg-type]
-            limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', 10))),
+            limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', MAX_QUERIES))),
             query_timeout=float(param(self, 'query_timeout', DEFAULT_QUERY_TIMEOUT)),
             trusted_policy=bool(param(self, 'trusted_policy', False)),
             policy_memory_limit=int(param(self, 'policy_memory_limit', DEFAULT_POLICY_MEMORY_MIB)),
@@ -197,7 +196,7 @@ class EvaluatorNode(Node):
         factory = resolve_policy(self.options.policy, trusted=self.options.trusted_policy)
         pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
-        expected.update(dict.fromkeys(pose_topics(), pose_readers))
+        expected.update(dict.fromkeys(topics.pose_topics(), pose_readers))
         if isinstance(factory.factory, type) and getattr(factory.factory, 'needs_images', True):
             expected.update({topics.image_topic(camera): 1 for camera in CAMERAS})
         self._wait(

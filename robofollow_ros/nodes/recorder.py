@@ -33,11 +33,10 @@ from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.graph.protocol import SimStatus
-from robofollow_ros.nodes.sim import pose_topics
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import from_time
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
@@ -83,7 +82,7 @@ class RecorderNode(Node):
         self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
         self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.LATCHED)
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
-        for topic in pose_topics():
+        for topic in topics.pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
         if bool(param(self, 'images', False)):
             for camera in CAMERAS:

@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.textfiles import read_utf8
 
 REQUIRED = ('task_id', 'scene', 'level_tag', 'intent_score', 'exec_score', 'intent_ok', 'exec_ok', 'completion_ok')
-LEVEL_ORDER = ('L0', 'L1', 'L2', 'L3')
 
 
 @dataclass(frozen=True)

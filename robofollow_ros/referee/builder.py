@@ -83,11 +83,6 @@ class TrajectoryBuilder:
         self._arrivals += count
         return np.arange(start, start + count, dtype=np.int64)
 
-    @staticmethod
-    def accepts(topic: str) -> bool:
-        """Whether ``topic`` is an EE or object pose topic the builder uses."""
-        return topic.startswith(topics.EE_POSE_PREFIX) or topics.object_name_from_topic(topic) is not None
-
     def add_pose(
         self,
         topic: str,

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robofollow_ros.referee.aggregate import LEVEL_ORDER, GroupSummary
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
+from robofollow_ros.referee.aggregate import GroupSummary
 from robofollow_ros.statistics import DEFAULT_SEED
 from robofollow_ros.statistics.cells import Intervals, methods_used
 
@@ -270,11 +271,17 @@ class Report:
     intervals: Intervals | None = None
 
 
+ISOLATION_LABELS: dict[str, str] = {
+    'process': 'own process',
+    'trusted': 'in-process, trusted',
+    'built-in': 'built-in, in-process',
+}
+"""How reports word each ``Isolation`` of a record (``policy.factory.Isolation``)."""
+
+
 def run_title(about: Mapping[str, Any]) -> str:
     """``Policy expert (privileged: ground-truth access; built-in, in-process) · run 1a2b3c4d5e6f · variant
     published``: the policy, its privilege and isolation, the run and the scoring variant."""
-    from robofollow_ros.policy.factory import ISOLATION_LABELS
-
     parts = [f'Policy {about.get("policy") or "unknown"}']
     notes = []
     if about.get('privileged') is not None:

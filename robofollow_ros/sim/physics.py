@@ -20,21 +20,11 @@ def tcp_pose(cell: CellModel, data: mujoco.MjData, arm: Arm) -> tuple[np.ndarray
     return data.site_xpos[site].copy(), quat_from_matrix(data.site_xmat[site].reshape(3, 3))
 
 
-def tcp_matrix(cell: CellModel, data: mujoco.MjData, arm: Arm) -> np.ndarray:
-    """World rotation matrix of an arm's TCP (columns: TCP x, y, z axes)."""
-    return data.site_xmat[cell.arms[arm].tcp_site].reshape(3, 3).copy()
-
-
 def object_pose(cell: CellModel, data: mujoco.MjData, name: str) -> tuple[np.ndarray, np.ndarray]:
     """World position (3,) and orientation (w, x, y, z) of a scene item's body."""
     body = cell.object_index[name].body
     quat = data.xquat[body].copy()
     return data.xpos[body].copy(), quat if quat[0] >= 0.0 else -quat
-
-
-def object_poses(cell: CellModel, data: mujoco.MjData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Pose of every scene item, keyed by name."""
-    return {name: object_pose(cell, data, name) for name in cell.object_names}
 
 
 def arm_joints(cell: CellModel, data: mujoco.MjData, arm: Arm) -> np.ndarray:
@@ -69,14 +59,6 @@ def set_object_pose(
     data.qpos[index.qpos : index.qpos + 3] = pos
     data.qpos[index.qpos + 3 : index.qpos + 7] = quat
     data.qvel[index.dof : index.dof + 6] = 0.0
-
-
-def object_speed(cell: CellModel, data: mujoco.MjData, name: str) -> float:
-    """Linear speed (m/s) of a free object; 0 for static items."""
-    index = cell.object_index[name]
-    if index.dof < 0:
-        return 0.0
-    return float(np.linalg.norm(data.qvel[index.dof : index.dof + 3]))
 
 
 def _arm_of_geom(cell: CellModel, geom: int) -> Arm | None:

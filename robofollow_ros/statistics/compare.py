@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
 from robofollow_ros.errors import RoboFollowError
-from robofollow_ros.referee.aggregate import LEVEL_ORDER
 from robofollow_ros.statistics import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, row_rng
 from robofollow_ros.statistics.cells import MACRO, METRICS, TaskTable, row_name, task_tables
 from robofollow_ros.statistics.intervals import (

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robofollow_ros.referee.aggregate import LEVEL_ORDER
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
 from robofollow_ros.statistics.cells import METRICS
 from robofollow_ros.statistics.compare import ALL, CELL, LEVEL, OVERALL, Comparison, DiffRow
 from robofollow_ros.statistics.intervals import Interval

@@ -1,6 +1,6 @@
 """The robot as described by its spec and URDF: joint names, limits and velocity limits per arm, the 14-D layout.
 
-Reads XML only: importable (with ``sim.robots``) where MuJoCo must not be loaded, e.g. in policies and ROS nodes.
+Reads XML only: importable (with ``robot.specs``) where MuJoCo must not be loaded, e.g. in policies and ROS nodes.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from xml.etree import ElementTree as ET
 
 import numpy as np
 
-from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import SimulationError
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, ROBOTS, RobotSpec, get_robot_spec, robot_names
-from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, ROBOTS, RobotSpec, get_robot_spec, robot_names
+from robofollow_ros.state_layout import ARMS, GENERIC_LAYOUT, Arm, JointLayout
 
 
 @dataclass(frozen=True)
