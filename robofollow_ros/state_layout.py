@@ -25,6 +25,9 @@ ARMS: tuple[Arm, Arm] = ('left', 'right')
 Defined here rather than in the benchmark package so that the layout, and the policy code built on it, can be
 imported without the benchmark's task registry (an isolated policy's process holds no task objects)."""
 
+Numbers = Sequence[float] | np.ndarray
+"""A 1-D run of numbers: a sequence of floats or a numpy array (what joint and pose values arrive as)."""
+
 ARM_DOF = 6
 ACTION_DIM = 14
 STATE_DIM = ACTION_DIM
@@ -113,7 +116,7 @@ class JointLayout:
         """The ``name`` and ``position`` fields of the JointState of a 14-D state."""
         return self.published_names, [float(v) for v in self.to_joints(vector)]
 
-    def state_from_joint_state(self, names: Sequence[str], positions: Sequence[float]) -> np.ndarray:
+    def state_from_joint_state(self, names: Sequence[str], positions: Numbers) -> np.ndarray:
         """The 14-vector from a JointState's ``name`` and ``position`` (any order, extra joints ignored).
 
         Raises:

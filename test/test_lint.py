@@ -33,16 +33,25 @@ def lint_imports(folder: Path) -> subprocess.CompletedProcess[str]:
     return run_in(folder, [tool('lint-imports'), '--no-cache', '--config', str(folder / 'pyproject.toml')])
 
 
-def mypy(folder: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    return run_in(folder, [tool('mypy'), '--cache-dir', str(cache), PACKAGE])
+def mypy(folder: Path, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """mypy as configured in ``folder``'s pyproject.toml (the package, strict for benchmark and referee)."""
+    where = [] if cache is None else ['--cache-dir', str(cache)]
+    return run_in(folder, [tool('mypy'), *where])
 
 
 def copy_of_the_package(tmp_path: Path) -> Path:
-    """The package and its pyproject.toml in a fresh folder, to break on purpose."""
+    """The package and its pyproject.toml in a fresh folder, to break on purpose (file times kept, so that a copy
+    of mypy's cache stays valid for every module not changed)."""
     folder = tmp_path / 'copy'
     shutil.copytree(ROOT / PACKAGE, folder / PACKAGE, ignore=shutil.ignore_patterns('__pycache__'))
     shutil.copy2(ROOT / 'pyproject.toml', folder / 'pyproject.toml')
     return folder
+
+
+@pytest.fixture(scope='module')
+def mypy_result() -> subprocess.CompletedProcess[str]:
+    """mypy on the package with its own cache (``.mypy_cache``, ignored by git): ~15 s from nothing, ~1 s after."""
+    return mypy(ROOT)
 
 
 def append(path: Path, text: str) -> None:
@@ -94,3 +103,36 @@ def test_rclpy_below_the_ros_layers_fails_the_layer_lint(tmp_path: Path):
     result = lint_imports(folder)
     assert result.returncode != 0, result.stdout
     assert 'robofollow_ros.bags is not allowed to import rclpy' in result.stdout, result.stdout
+
+
+def test_mypy_passes(mypy_result: subprocess.CompletedProcess[str]):
+    result = mypy_result
+    assert result.returncode == 0 and 'Success: no issues found' in result.stdout, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ('module', 'code', 'error'),
+    [
+        (
+            'sim/physics.py',
+            "\n\ndef _late_arm() -> Arm:\n    return 'middle'\n",
+            "Incompatible return value type (got \"Literal['middle']\", expected \"Literal['left', 'right']\")",
+        ),
+        (
+            'referee/score.py',
+            '\n\ndef _untyped(value):\n    return value\n',
+            'Function is missing a type annotation',
+        ),
+    ],
+    ids=['wrong-literal', 'untyped-def-in-strict-referee'],
+)
+def test_a_type_error_fails_mypy(
+    tmp_path: Path, mypy_result: subprocess.CompletedProcess[str], module: str, code: str, error: str
+):
+    assert mypy_result.returncode == 0, 'the unchanged package must pass'
+    folder = copy_of_the_package(tmp_path)
+    cache = tmp_path / 'cache'
+    shutil.copytree(ROOT / '.mypy_cache', cache)
+    append(folder / PACKAGE / module, code)
+    result = mypy(folder, cache)
+    assert result.returncode != 0 and error in result.stdout, result.stdout + result.stderr

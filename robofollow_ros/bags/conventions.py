@@ -19,7 +19,7 @@ __all__ = ['MAX_GAP_S', 'NS_PER_S']
 Storage = Literal['mcap', 'sqlite3']
 STORAGES: tuple[Storage, ...] = ('mcap', 'sqlite3')
 STORAGE_SUFFIXES: dict[str, Storage] = {'.mcap': 'mcap', '.db3': 'sqlite3'}
-ROSBAG2_VERSION = 9
+ROSBAG2_VERSION: Literal[9] = 9
 
 STRING = 'std_msgs/msg/String'
 JOINT_STATE = 'sensor_msgs/msg/JointState'

@@ -38,7 +38,7 @@ from robofollow_ros.bags.conventions import (
     camera_frame,
 )
 from robofollow_ros.bags.markers import encode_scene_markers
-from robofollow_ros.benchmark.types import ARMS, Layout
+from robofollow_ros.benchmark.types import ARMS, Arm, Layout
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import joint_layout, load_robot
@@ -227,7 +227,7 @@ class EpisodeBagWriter:
         self,
         stamp_ns: int,
         *,
-        ee: Mapping[str, tuple[np.ndarray, np.ndarray]],
+        ee: Mapping[Arm, tuple[np.ndarray, np.ndarray]],
         joints: tuple[Sequence[str], np.ndarray],
         objects: Mapping[str, tuple[np.ndarray, np.ndarray]],
         images: Mapping[str, np.ndarray | None] | None = None,

@@ -119,7 +119,8 @@ def preload(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
-    from robofollow_ros.benchmark.registry import parse_level, parse_scene, parse_variant
+    from robofollow_ros.benchmark.parsing import parse_variant
+    from robofollow_ros.benchmark.registry import parse_level, parse_scene
     from robofollow_ros.evaluation.episode import EpisodeLimits
     from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite

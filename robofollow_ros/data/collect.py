@@ -95,9 +95,8 @@ def resolve_labels(*, scenes: Sequence[int] | None = None, pattern: str | None =
     Raises:
         DatasetError: nothing matches.
     """
-    labels = [
-        task.task_id for scene in (scenes or [None]) for task in registry.training_labels(scene=scene, pattern=pattern)
-    ]
+    wanted: Sequence[int | None] = scenes or [None]
+    labels = [task.task_id for scene in wanted for task in registry.training_labels(scene=scene, pattern=pattern)]
     if not labels:
         raise DatasetError('no training label matches the given scene and labels')
     return labels
@@ -121,8 +120,7 @@ def score_attempt(task: Task, trajectory: Any, *, seed: int, policy_error: str |
     """The referee's record of one attempt (an unscorable episode is a rejected one)."""
     layout = registry.layout_of(task)
     try:
-        record = score_episode(task, trajectory, layout=layout, meta={'seed': seed, 'round': 0})
-        record = record.to_record()
+        record = score_episode(task, trajectory, layout=layout, meta={'seed': seed, 'round': 0}).to_record()
     except TrajectoryError as error:
         record = {'task_id': task.task_id, 'completion_ok': False, 'stages': [], 'exec_msg': str(error)}
     record['policy_error'] = policy_error

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
+from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
@@ -64,6 +65,13 @@ class EvaluatorNode(Node):
         domain: this node's domain (only with ``settings``).
     """
 
+    options: SuiteOptions
+    progress: bool
+    domains: list[int]
+    domain: int
+    timeout: float
+    startup_timeout: float
+
     def __init__(
         self, *, context: Context | None = None, settings: EvaluatorNode | None = None, domain: int | None = None
     ) -> None:
@@ -82,7 +90,7 @@ class EvaluatorNode(Node):
         self.where = f' in ROS domain {self.domain}' if len(self.domains) > 1 else ''
         self.episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
         self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
-        self.reset_client = self.create_client(Trigger, topics.SIM_RESET)
+        self.reset_client: Client[Trigger.Request, Trigger.Response] = self.create_client(Trigger, topics.SIM_RESET)
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
 

@@ -16,9 +16,11 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
@@ -54,7 +56,7 @@ class _OpenBag:
     path: Path
     start_ns: int | None = None
     ee_ns: dict[str, int] = field(default_factory=dict)
-    result: dict | None = None  # type: ignore[type-arg]
+    result: dict[str, Any] | None = None
     result_seen: float = 0.0
     end_ns: int = 0
 
@@ -90,7 +92,7 @@ class RecorderNode(Node):
                 self._raw(CameraInfo, topics.camera_info_topic(camera), CAMERA_INFO, qos.SENSOR)
         self.create_timer(0.05, self.try_finish)
 
-    def _raw(self, kind: type, topic: str, msgtype: str, profile: object) -> None:
+    def _raw(self, kind: type, topic: str, msgtype: str, profile: QoSProfile) -> None:
         self.create_subscription(kind, topic, lambda data: self.on_message(topic, msgtype, data), profile, raw=True)
 
     def on_episode(self, message: String) -> None:

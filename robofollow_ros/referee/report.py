@@ -176,11 +176,12 @@ def to_json(
     return json.dumps(document, indent=2) + '\n'
 
 
-METRIC_STYLES = {
-    'IS': {'marker': 'o', 'linestyle': '-', 'markersize': 8, 'offset': -0.06},
-    'ES': {'marker': 's', 'linestyle': '--', 'markersize': 6, 'offset': 0.0, 'markerfacecolor': 'none'},
-    'CR': {'marker': '^', 'linestyle': ':', 'markersize': 6, 'offset': 0.06},
+METRIC_STYLES: dict[str, dict[str, str | int]] = {
+    'IS': {'marker': 'o', 'linestyle': '-', 'markersize': 8},
+    'ES': {'marker': 's', 'linestyle': '--', 'markersize': 6, 'markerfacecolor': 'none'},
+    'CR': {'marker': '^', 'linestyle': ':', 'markersize': 6},
 }
+METRIC_OFFSETS: dict[str, float] = {'IS': -0.06, 'ES': 0.0, 'CR': 0.06}
 """Distinct marker, line and a small horizontal offset per metric, so that IS and ES stay visible when equal."""
 Y_LIMITS = (-5.0, 108.0)
 
@@ -204,8 +205,7 @@ def figure_of(
             levels = [level for level in table.levels if level in table.cells.get(row, {})]
             positions = [table.levels.index(level) for level in levels]
             for index, metric in enumerate(METRICS):
-                style = dict(METRIC_STYLES[metric])
-                offset = style.pop('offset')
+                style, offset = METRIC_STYLES[metric], METRIC_OFFSETS[metric]
                 label = metric if len(tables) == 1 else f'{name} {metric}'
                 colour = colours[(index if len(tables) == 1 else number) % len(colours)]
                 xs = [position + offset for position in positions]

@@ -40,7 +40,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
 
     A node may end the process itself by setting ``node.exit_code`` and calling ``rclpy.shutdown()``.
     """
-    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    rclpy.init(args=None if args is None else list(args), signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     install_stop_handlers()
     try:
         node = factory()

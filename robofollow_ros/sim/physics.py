@@ -72,7 +72,7 @@ def _arm_of_geom(cell: CellModel, geom: int) -> Arm | None:
 def finger_geoms(cell: CellModel, arm: Arm) -> frozenset[int]:
     """Geom ids of an arm's two fingers."""
     model = cell.model
-    ids = []
+    ids: list[int] = []
     for finger in cell.robot.arms[arm].fingers:
         body = model.jnt_bodyid[model.joint(finger).id]
         ids.extend(int(g) for g in np.flatnonzero(model.geom_bodyid == body))
@@ -83,9 +83,9 @@ def contacts_of(cell: CellModel, data: mujoco.MjData, name: str) -> set[str]:
     """Names of what a scene item touches: other items, ``table``, ``left``/``right`` (arm links)."""
     own = set(cell.object_index[name].geoms)
     geom_owner: dict[int, str] = {}
-    for other, index in cell.object_index.items():
+    for owner, index in cell.object_index.items():
         for g in index.geoms:
-            geom_owner[g] = other
+            geom_owner[g] = owner
     touching: set[str] = set()
     for contact in data.contact[: data.ncon]:
         g1, g2 = int(contact.geom1), int(contact.geom2)

@@ -305,7 +305,7 @@ def paired_row(
     difference = value_a - value_b
     trials = sum(group.a.trials for group in groups)
     methods = [f'paired {BOOTSTRAP}'] * len(METRICS)
-    for column in np.flatnonzero(np.ptp(replicates, axis=0) == 0):
+    for column in np.flatnonzero(np.ptp(replicates, axis=0) == 0).tolist():
         # Every task differs by the same amount (e.g. 100 vs 0, or identical runs): no percentile spread.
         low[column], high[column] = no_spread_bounds(
             float(difference[column]), tasks=tasks, confidence=confidence, lowest=-1.0, highest=1.0

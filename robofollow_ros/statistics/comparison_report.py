@@ -70,10 +70,10 @@ def to_markdown(comparison: Comparison, names: Mapping[str, str]) -> str:
         for scene in dict.fromkeys(row.row for row in cell_rows):
             values = []
             for level in levels:
-                row = by_cell.get((scene, level))
+                cell = by_cell.get((scene, level))
                 values.append(
-                    ' / '.join(f'{100 * row.difference[m].estimate:+.1f} {short_verdict(row, m)}' for m in METRICS)
-                    if row
+                    ' / '.join(f'{100 * cell.difference[m].estimate:+.1f} {short_verdict(cell, m)}' for m in METRICS)
+                    if cell
                     else '–'
                 )
             lines.append(f'| {scene} | ' + ' | '.join(values) + ' |')
