@@ -23,6 +23,16 @@ from robofollow_ros.state_layout import CAMERAS, HEAD_CAMERA, LEFT_WRIST_CAMERA,
 RobotName = Literal['aloha', 'primitive']
 DEFAULT_ROBOT: RobotName = 'aloha'
 
+ARM_KP = (900.0, 1200.0, 900.0, 250.0, 250.0, 150.0)
+"""Position gains (N m / rad) of joints 1-6 of the primitive robot (ARM_*, HOME_Q and CAMERA_FOVY are the primitive
+robot's; the finger values are every robot's)."""
+ARM_KV = (40.0, 50.0, 35.0, 8.0, 8.0, 5.0)
+"""Velocity-feedback gains (N m s / rad) of joints 1-6, driven with the commanded joint velocity as feed-forward."""
+ARM_ARMATURE = (0.05, 0.05, 0.04, 0.01, 0.01, 0.01)
+HOME_Q = (0.0, -0.5, 0.77, 0.0, math.pi / 2.0 - 0.27, 0.0)
+"""Home joints of each arm (joint1..6, rad): TCP pointing straight down (joint2 + joint3 + joint5 = pi/2) at
+(-/+0.28, -0.270, 0.949), 0.17 m in front of the base and 0.21 m above the table, behind the operation area."""
+CAMERA_FOVY = 37.0
 FINGER_KP = 400.0
 """Finger position gain (N/m) of every robot: holding a 4 cm object with the fingers commanded shut squeezes with
 ~8 N each."""
@@ -92,17 +102,15 @@ PRIMITIVE = RobotSpec(
     urdf=share_file_or_default('urdf/robofollow_cell.urdf'),
     joints=tuple(f'joint{i}' for i in range(1, 7)),
     fingers=('finger_left_joint', 'finger_right_joint'),
-    # TCP pointing straight down (joint2 + joint3 + joint5 = pi/2) at (-/+0.28, -0.270, 0.949), 0.17 m in front of
-    # the base and 0.21 m above the table, behind the operation area.
-    home=(0.0, -0.5, 0.77, 0.0, math.pi / 2.0 - 0.27, 0.0),
-    arm_kp=(900.0, 1200.0, 900.0, 250.0, 250.0, 150.0),
-    arm_kv=(40.0, 50.0, 35.0, 8.0, 8.0, 5.0),
-    arm_armature=(0.05, 0.05, 0.04, 0.01, 0.01, 0.01),
+    home=HOME_Q,
+    arm_kp=ARM_KP,
+    arm_kv=ARM_KV,
+    arm_armature=ARM_ARMATURE,
     arm_torque=None,
     finger_kp=FINGER_KP,
     finger_kv=FINGER_KV,
     finger_force=FINGER_FORCE,
-    camera_fovy=dict.fromkeys(CAMERAS, 37.0),
+    camera_fovy=dict.fromkeys(CAMERAS, CAMERA_FOVY),
     description='two 6-DoF arms built from primitives (box / cylinder links, slide fingers)',
 )
 
