@@ -90,3 +90,15 @@ def write_status(
     }
     write_atomically(out / RUN_NAME, json.dumps(run, indent=2, default=str) + '\n')
     return run
+
+
+def amend_status(out: Path, *, status: Status, reason: str | None) -> None:
+    """Change the status and reason of an existing ``out/run.json`` (what stopped a run over the graph is known
+    to the launcher that saw a node die, not to the evaluator it then stopped); nothing if there is none."""
+    path = out / RUN_NAME
+    try:
+        run = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, ValueError):
+        return
+    run.update(status=status, reason=reason, updated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds'))
+    write_atomically(path, json.dumps(run, indent=2, default=str) + '\n')

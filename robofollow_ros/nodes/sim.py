@@ -110,7 +110,7 @@ class SimNode(Node):
                 JointTrajectory,
                 topics.arm_trajectory_topic(arm),
                 lambda data, arm=arm: self.on_trajectory(arm, data),
-                qos.EVENTS,
+                qos.ARM_COMMANDS,
                 raw=True,
             )
         self.create_service(Trigger, topics.SIM_RESET, self.on_reset)
