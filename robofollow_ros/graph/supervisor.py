@@ -45,6 +45,8 @@ PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
 FOLDER_PREFIX = 'robofollow_launch_'
+CLEAN_EXIT_CODES = (0, 130, 143)
+"""How a node that was asked to stop may exit (a node that had to be killed, or crashed, did not stop cleanly)."""
 STOP_REASON_VARIABLE = 'ROBOFOLLOW_STOP_REASON_FILE'
 """The evaluator's name for the file that says why the graph was stopped (``nodes/evaluator.py``)."""
 
@@ -158,7 +160,8 @@ class Supervisor:
 
     def stop(self, processes: list[subprocess.Popen[bytes]] | None = None, *, first: int = signal.SIGINT) -> None:
         """Send ``first`` (the signal that stopped the graph, default SIGINT) to every running node (last started
-        first), then SIGTERM, then SIGKILL after a grace period."""
+        first), then SIGTERM, then SIGKILL after a grace period; says which node did not stop cleanly (an exit
+        code other than 0, 130 or 143, or a signal)."""
         chosen = list(self.processes.values()) if processes is None else processes
         running = [p for p in reversed(chosen) if p.poll() is None]
         for sig in dict.fromkeys((first, signal.SIGTERM)):
@@ -172,6 +175,10 @@ class Supervisor:
             if process.poll() is None:
                 process.kill()
             process.wait()
+        labels = {id(process): label for label, process in self.processes.items()}
+        for process in running:
+            if process.returncode not in CLEAN_EXIT_CODES:
+                self.log(f'{exit_reason(labels[id(process)], process.returncode)} while stopping')
 
 
 def exit_reason(node: str, returncode: int) -> str:

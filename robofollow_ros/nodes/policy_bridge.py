@@ -18,6 +18,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
@@ -25,7 +26,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import warm_decoders
 from robofollow_ros.benchmark import registry
-from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -49,6 +50,13 @@ from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
 
 STOP_JOIN_SECONDS = 2.0
+
+
+def trajectory_publishers(node: Node) -> dict[Arm, Publisher]:
+    """The bridge's writers of the arms' JointTrajectory commands (``qos.ARM_COMMANDS``: never replayed)."""
+    return {
+        arm: node.create_publisher(JointTrajectory, topics.arm_trajectory_topic(arm), qos.ARM_COMMANDS) for arm in ARMS
+    }
 
 
 class PolicyBridge(Node):
@@ -85,10 +93,7 @@ class PolicyBridge(Node):
         self.requests: queue.Queue[str | None] = queue.Queue()
         self.ran: set[str] = set()
 
-        self.trajectory_pubs = {
-            arm: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(arm), qos.ARM_COMMANDS)
-            for arm in ARMS
-        }
+        self.trajectory_pubs = trajectory_publishers(self)
         self.end_pub = self.create_publisher(String, topics.EPISODE_END, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
@@ -56,6 +57,19 @@ def all_object_names() -> list[str]:
 def pose_topics() -> list[str]:
     """The TCP pose topics of both arms and the pose topic of every scene item."""
     return [topics.ee_pose_topic(arm) for arm in ARMS] + [topics.object_pose_topic(n) for n in all_object_names()]
+
+
+def subscribe_trajectories(node: Node, callback: Callable[[Arm, bytes], None]) -> None:
+    """The sim's readers of the arms' JointTrajectory commands (serialised; ``qos.ARM_COMMANDS``: a sim that
+    starts late never executes an old command)."""
+    for arm in ARMS:
+        node.create_subscription(
+            JointTrajectory,
+            topics.arm_trajectory_topic(arm),
+            lambda data, arm=arm: callback(arm, data),
+            qos.ARM_COMMANDS,
+            raw=True,
+        )
 
 
 class SimNode(Node):
@@ -105,14 +119,7 @@ class SimNode(Node):
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
-        for arm in ARMS:
-            self.create_subscription(
-                JointTrajectory,
-                topics.arm_trajectory_topic(arm),
-                lambda data, arm=arm: self.on_trajectory(arm, data),
-                qos.ARM_COMMANDS,
-                raw=True,
-            )
+        subscribe_trajectories(self, self.on_trajectory)
         self.create_service(Trigger, topics.SIM_RESET, self.on_reset)
 
     def on_episode(self, message: String) -> None:
