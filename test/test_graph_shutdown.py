@@ -69,7 +69,7 @@ def test_sigint_and_sigterm_mid_trial_stop_every_node_cleanly_and_the_run_resume
     command += ['--record', 'bag', '--out', str(out), '--quiet']
     evaluation = subprocess.Popen(
         command,
-        env=graph_env(50),
+        env=graph_env(46),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -97,7 +97,7 @@ def test_sigint_and_sigterm_mid_trial_stop_every_node_cleanly_and_the_run_resume
     assert 1 <= done < len(TASKS)
 
     # SIGTERM to the launcher alone (as a service manager stops it).
-    launcher = start_launch(51, **SLOW, task_ids=task_ids, record='bag', out=str(out))
+    launcher = start_launch(47, **SLOW, task_ids=task_ids, record='bag', out=str(out))
     wait_until(lambda: len(_records(out)) > done, timeout=180, what='a result of the resumed run')
     nodes = node_pids(launcher.pid)
     launcher.send_signal(signal.SIGTERM)
@@ -110,7 +110,7 @@ def test_sigint_and_sigterm_mid_trial_stop_every_node_cleanly_and_the_run_resume
     assert (run['status'], run['reason']) == ('interrupted', 'SIGTERM')
 
     # The resume completes the run: every trial once, every bag under its final name and nothing hidden left.
-    result = run_launch(52, **SLOW, task_ids=task_ids, record='bag', out=str(out))
+    result = run_launch(48, **SLOW, task_ids=task_ids, record='bag', out=str(out))
     assert result.returncode == 0, result.stdout[-4000:]
     _assert_clean(result.stdout)
     assert _run_json(out)['status'] == 'complete'
@@ -130,7 +130,7 @@ def _assert_final_bag(bag: Path) -> None:
 
 
 def test_a_killed_sim_fails_the_run_naming_the_node(tmp_path) -> None:
-    launcher = start_launch(53, **SLOW, task_ids=','.join(TASKS), out=str(tmp_path))
+    launcher = start_launch(49, **SLOW, task_ids=','.join(TASKS), out=str(tmp_path))
     wait_until(lambda: len(_records(tmp_path)) >= 1, timeout=180, what='a first result')
     nodes = node_pids(launcher.pid)
     os.kill(nodes['sim'], signal.SIGKILL)
@@ -187,7 +187,7 @@ def _orphan(command: list[str], *, domain: int, ready: str) -> int:
 
 def test_a_node_exits_when_its_parent_process_dies() -> None:
     command = [sys.executable, '-m', 'robofollow_ros.nodes.policy_bridge', '--ros-args', '-p', 'policy:=hold']
-    pid = _orphan(command, domain=54, ready="policy 'hold' ready")
+    pid = _orphan(command, domain=40, ready="policy 'hold' ready")
     try:
         wait_until(lambda: not alive(pid), timeout=15, what='the orphaned policy bridge to exit')
     finally:
@@ -196,7 +196,7 @@ def test_a_node_exits_when_its_parent_process_dies() -> None:
 
 
 def test_without_prctl_a_thread_watching_the_parent_stops_the_process() -> None:
-    pid = _orphan([sys.executable, '-c', WATCHED], domain=55, ready='watch')
+    pid = _orphan([sys.executable, '-c', WATCHED], domain=41, ready='watch')
     try:
         wait_until(lambda: not alive(pid), timeout=15, what='the orphaned process to exit')
     finally:

@@ -44,7 +44,7 @@ from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials
 from robofollow_ros.ros.runtime import param, read_report, remember, spin, wait_for
-from robofollow_ros.ros.shutdown import STOP, die_with_parent
+from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
@@ -320,6 +320,7 @@ def main(args: list[str] | None = None) -> int:
         if reason is not None and started:
             amend_status(node.options.out, status='failed', reason=reason)
     finally:
+        ignore_further_stops()
         STOP.set(STOP.name or 'exit')
         _shut_down(links)
         for spinner in spinners:

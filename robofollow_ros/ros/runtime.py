@@ -20,7 +20,7 @@ from rclpy.node import Node
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.ros.shutdown import STOP, die_with_parent, install_stop_handlers
+from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops, install_stop_handlers
 
 SPIN_PERIOD = 0.1
 KEEP_EPISODES = 16
@@ -64,6 +64,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        ignore_further_stops()
         close = getattr(node, 'close', None)
         if close is not None:
             close()

@@ -68,6 +68,16 @@ def install_stop_handlers(*, on_stop: Callable[[str], None] | None = None) -> No
         signal.signal(number, handle)
 
 
+def ignore_further_stops() -> None:
+    """Ignore SIGINT and SIGTERM from now on (the process is already stopping). A launcher forwards the signal the
+    terminal already sent to its whole process group, then SIGTERM; one that arrives while the interpreter
+    finalises, after Python has put the default handlers back, would kill the process with that signal instead of
+    letting it exit cleanly. An ignored signal stays ignored through finalisation; SIGKILL still ends a node that
+    hangs."""
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+
+
 def die_with_parent(*, poll: float = PARENT_POLL_SECONDS) -> str:
     """Have this process receive SIGTERM when its parent dies; returns how (``prctl`` or ``watch``).
 
