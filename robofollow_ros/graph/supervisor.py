@@ -40,6 +40,7 @@ from robofollow_ros.graph.declaration import (
     graph_instances,
 )
 from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
+from robofollow_ros.ros.shutdown import process_running
 
 PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.05
@@ -196,19 +197,9 @@ def remove_stale_folders(root: Path | None = None) -> list[Path]:
     removed = []
     for folder in Path(root or tempfile.gettempdir()).glob(f'{FOLDER_PREFIX}*'):
         owner = folder.name[len(FOLDER_PREFIX) :].split('_', 1)[0]
-        if not owner.isdigit() or not folder.is_dir() or _pid_alive(int(owner)):
+        if not owner.isdigit() or not folder.is_dir() or process_running(int(owner)):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():
             removed.append(folder)
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True

@@ -33,6 +33,7 @@ from std_srvs.srv import Trigger
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.recording import EPISODES_DIR
 from robofollow_ros.evaluation.status import amend_status
 from robofollow_ros.evaluation.suite import RunInterrupted, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains
@@ -42,7 +43,7 @@ from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.graph_trials import GraphTrials
+from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
 from robofollow_ros.ros.runtime import param, read_report, remember, spin, wait_for
 from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops
 from robofollow_ros.state_layout import CAMERAS
@@ -303,6 +304,8 @@ def main(args: list[str] | None = None) -> int:
         trials = GraphTrials(links)
         started = True
         records = run_suite(node.options, progress=node.progress, executor=trials)
+        if node.options.record == 'bag' and len(links) > 1:
+            remove_orphaned_partials(node.options.out / EPISODES_DIR)
         completed = sum(bool(record.get('completion_ok')) for record in records)
         node.get_logger().info(f'{len(records)} trials in {node.options.out}; completed {completed}/{len(records)}')
         if len(links) > 1:

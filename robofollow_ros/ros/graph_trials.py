@@ -12,6 +12,7 @@ may come back. When every graph is lost with trials left, the run stops with ``W
 from __future__ import annotations
 
 import queue
+import shutil
 import threading
 import time
 from collections import Counter
@@ -29,6 +30,8 @@ from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.records import Trial, bookkeeping
 from robofollow_ros.evaluation.runner import TrialResult
+from robofollow_ros.ros.shutdown import process_running
+from robofollow_ros.textfiles import PARTIAL_MARK, is_partial
 
 if TYPE_CHECKING:
     from robofollow_ros.nodes.evaluator import EvaluatorNode
@@ -230,3 +233,25 @@ def _wait_for_bag(link: EvaluatorNode, path: Path, *, since: float) -> None:
             link.get_logger().warning(f'the recorder has not published {path} yet')
             return
         time.sleep(0.01)
+
+
+def remove_orphaned_partials(folder: Path) -> list[Path]:
+    """Remove the hidden bags (``.<stem>.partial-<pid>``) in ``folder`` whose recorder process is gone; returns them.
+
+    Called when a run over several graphs is complete: a graph lost mid-trial had its recorder stopped with that
+    trial's bag unfinished (hidden, for ``robofollow score``), and the trial then ran and was recorded on another
+    graph, so the hidden copy is nobody's. A bag whose recorder still runs is left alone.
+    """
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for entry in sorted(folder.iterdir()):
+        owner = entry.name.rsplit(PARTIAL_MARK, 1)[-1] if is_partial(entry) else ''
+        if not owner.isdigit() or process_running(int(owner)):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed
