@@ -202,3 +202,51 @@ def test_without_prctl_a_thread_watching_the_parent_stops_the_process() -> None:
     finally:
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+LAUNCH_LIKE = """
+import subprocess, sys, tempfile, time, yaml
+from pathlib import Path
+from robofollow_ros.graph.declaration import graph_environment, graph_instances, load_graph
+from robofollow_ros.graph.supervisor import node_command
+
+# Starts the graph's nodes the way ros2 launch does: its own children, their output read through pipes, and no
+# death signal of its own. Killed with SIGKILL (as SIGTERM kills the real ros2 launch at once), it orphans them.
+graph = load_graph('sim', dict(item.split(':=', 1) for item in sys.argv[1:]))
+folder = Path(tempfile.mkdtemp())
+for instance in graph_instances(graph, base=0):
+    node = instance.node
+    params = folder / f'{node.name}.yaml'
+    params.write_text(yaml.safe_dump({node.name: {'ros__parameters': node.parameters}}))
+    process = subprocess.Popen(node_command(node, params), env=graph_environment(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    print(node.name, process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_nodes_orphaned_by_a_killed_launcher_exit_and_the_run_says_sigterm(tmp_path) -> None:
+    arguments = [f'{k}:={v}' for k, v in {**SLOW, 'task_ids': ','.join(TASKS), 'out': str(tmp_path)}.items()]
+    launcher = subprocess.Popen(
+        [sys.executable, '-c', LAUNCH_LIKE, *arguments],
+        env=graph_env(39),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    nodes: dict[str, str] = {}
+    try:
+        nodes = dict(launcher.stdout.readline().split() for _ in range(4))
+        wait_until(lambda: len(_records(tmp_path)) >= 1, timeout=180, what='a first result')
+        launcher.kill()
+        launcher.wait()
+        wait_until(
+            lambda: not any(alive(int(pid)) for pid in nodes.values()), timeout=15, what='the orphaned nodes to exit'
+        )
+    finally:
+        for pid in nodes.values():
+            if alive(int(pid)):
+                os.kill(int(pid), signal.SIGKILL)
+    run = _run_json(tmp_path)
+    assert (run['status'], run['reason']) == ('interrupted', 'SIGTERM')
