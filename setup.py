@@ -29,9 +29,18 @@ class BuildWithCommit(build_py):
             (Path(self.build_lib) / 'robofollow_ros' / BUILD_COMMIT).write_text(commit + '\n', encoding='utf-8')
 
 
-def share(folder: str, pattern: str) -> tuple[str, list[str]]:
-    """Return a data_files entry installing ``folder/pattern`` under ``share/robofollow/folder``."""
-    return (f'share/{PACKAGE_NAME}/{folder}', sorted(glob(f'{folder}/{pattern}')))
+def share(folder: str, *patterns: str) -> tuple[str, list[str]]:
+    """Return a data_files entry installing ``folder/<pattern>`` under ``share/robofollow/folder``."""
+    return (
+        f'share/{PACKAGE_NAME}/{folder}',
+        sorted(path for pattern in patterns for path in glob(f'{folder}/{pattern}')),
+    )
+
+
+def requirements() -> list[str]:
+    """The runtime requirements of ``requirements.txt`` (one source for ``pip install .`` and scripts/setup.sh)."""
+    lines = (line.split('#', 1)[0].strip() for line in (HERE / 'requirements.txt').read_text().splitlines())
+    return [line for line in lines if line]
 
 
 setup(
@@ -51,23 +60,13 @@ setup(
         share('config', '*.yaml'),
         share('config', '*.xml'),
         share('urdf', '*.urdf'),
+        # The ALOHA cell's ViperX 300 meshes (gym-aloha 0.1.5, with its license); the MJCF beside them is only
+        # read by tools/make_aloha_urdf.py and is not installed.
+        share('meshes/vx300s', '*.stl', 'LICENSE', 'README.md'),
     ],
-    install_requires=[
-        'setuptools',
-        'numpy',
-        'pyyaml',
-        'rosbags',
-        'transforms3d',
-        'mujoco',
-        'msgpack',
-        'websockets',
-        'matplotlib',
-        'h5py',
-        'pyarrow',
-        'pandas',
-        'av',
-        'gymnasium',
-    ],
+    # Everything `robofollow eval` needs, the ROS 2 Kilted wheels included (the default eval runs the node graph,
+    # and in-process bags need the message packages); a colcon build uses package.xml's dependencies instead.
+    install_requires=['setuptools', *requirements()],
     extras_require={'ray': ['ray>=2.60']},
     zip_safe=False,
     cmdclass={'build_py': BuildWithCommit},

@@ -9,12 +9,15 @@ file or the new one, never half of one.
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 from robofollow_ros.errors import RoboFollowError
 
 PARTIAL_MARK = '.partial-'
+_PARTIAL_NAME = re.compile(r'\.(?P<name>.+)\.partial-(?P<pid>[0-9]+)')
 
 
 def read_utf8(path: str | Path, *, what: str, error: type[RoboFollowError] = RoboFollowError) -> str:
@@ -26,10 +29,13 @@ def read_utf8(path: str | Path, *, what: str, error: type[RoboFollowError] = Rob
         error: the ``RoboFollowError`` subclass to raise.
 
     Raises:
-        RoboFollowError: (``error``) the file cannot be read or is not UTF-8 text.
+        RoboFollowError: (``error``) the file cannot be read, is not a regular file (a FIFO would block
+        the reader forever, so it is never opened) or is not UTF-8 text.
     """
     path = Path(path)
     try:
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
+            raise error(f'cannot read {what} {path}: not a regular file (a FIFO, socket or device); not opened')
         data = path.read_bytes()
     except OSError as failure:
         raise error(f'cannot read {what} {path}: {failure.strerror or failure}') from failure
@@ -49,6 +55,12 @@ def is_partial(path: str | Path) -> bool:
     """Whether ``path`` is a temporary left by an unfinished ``publish`` (for example, of a killed run)."""
     name = Path(path).name
     return name.startswith('.') and PARTIAL_MARK in name
+
+
+def partial_owner(path: str | Path) -> tuple[str, int] | None:
+    """For a ``partial_path`` name, the name it publishes and the id of the process that wrote it; else ``None``."""
+    match = _PARTIAL_NAME.fullmatch(Path(path).name)
+    return None if match is None else (match['name'], int(match['pid']))
 
 
 def publish(path: str | Path, write: Callable[[Path], object]) -> Path:

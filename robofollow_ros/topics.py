@@ -1,4 +1,4 @@
-"""Default names of every topic and service of the package (DESIGN §4); each is a node parameter."""
+"""Default names of every topic and service of the package (table in README, node graph); each is a node parameter."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ if sys.version_info < (3, 10):
     sys.exit(f'robofollow_ros needs Python >= 3.10, found {sys.version.split()[0]}')
 PY
 
-stamp_of() { cat requirements.txt requirements-test.txt requirements-nodeps.txt setup.py scripts/setup.sh | sha256sum | cut -d' ' -f1; }
+stamp_of() { cat requirements.txt requirements-test.txt setup.py scripts/setup.sh | sha256sum | cut -d' ' -f1; }
 
 ensure_gl_libraries() {
     # MuJoCo renders headless through EGL (Mesa llvmpipe); OSMesa is the fallback.
@@ -56,14 +56,31 @@ if [ -f "$VENV/.robofollow-stamp" ] && [ "$(cat "$VENV/.robofollow-stamp")" = "$
     exit 0
 fi
 
-echo "setup: creating $VENV (ROS 2 Kilted wheels, MuJoCo, rosbags, test tools)"
-"$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip 'setuptools>=70,<80' wheel
-"$VENV/bin/python" -m pip install -q -r requirements.txt -r requirements-test.txt
-"$VENV/bin/python" -m pip install -q --no-deps -r requirements-nodeps.txt
+started=$SECONDS
+step() { echo "setup: [$1/5] $2 ($((SECONDS - started)) s so far)"; }
 log="$(mktemp)"
-"$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . >"$log" 2>&1 || { cat "$log"; exit 1; }
-rm -f "$log"
+trap 'rm -f "$log"' EXIT
+# pip runs with its normal output going to a log (shown only on failure); these lines say where it is.
+pip_logged() {
+    "$VENV/bin/python" -m pip "$@" --progress-bar off >"$log" 2>&1 || { tail -n 40 "$log"; echo "setup: pip failed (above)" >&2; exit 1; }
+}
+pip_counted() {
+    # The big install: one line per 25 packages collected, then one line when pip starts unpacking them.
+    "$VENV/bin/python" -m pip "$@" --progress-bar off 2>&1 | tee "$log" | awk '
+        /^Collecting / { n++; if (n % 25 == 0) { printf "setup:       %d packages resolved (last: %s)\n", n, $2; fflush() } }
+        /^Installing collected packages/ { printf "setup:       %d packages resolved; unpacking and installing them (the longest part)\n", n; fflush() }
+    ' || { tail -n 40 "$log"; echo "setup: pip failed (above)" >&2; exit 1; }
+}
+
+step 1 "creating $VENV (~1 min on an idle machine with a fast index, up to ~8 min on a loaded one; 1.6 GB)"
+"$PYTHON" -m venv "$VENV"
+step 2 "upgrading pip, setuptools and wheel"
+pip_logged install --upgrade pip 'setuptools>=70,<80' wheel
+step 3 "installing ROS 2 Kilted wheels, MuJoCo, OpenCV, PyAV, Ray and the test tools (requirements*.txt)"
+pip_counted install -r requirements.txt -r requirements-test.txt
+step 4 "installing robofollow_ros in editable mode"
+pip_logged install --no-deps --no-build-isolation -e .
+step 5 "checking that everything imports"
 "$VENV/bin/python" -c 'import rclpy, mujoco, rosbags, cv2, transforms3d, h5py, pyarrow, av, gymnasium, robofollow_ros'
 stamp_of > "$VENV/.robofollow-stamp"
-echo "setup: ready ($VENV)"
+echo "setup: ready ($VENV) in $((SECONDS - started)) s"

@@ -70,3 +70,10 @@ def wait_for_records(out: Path, count: int, process: subprocess.Popen[str], *, t
             raise AssertionError(f'the run ended early: {process.communicate()}')
         time.sleep(0.05)
     raise AssertionError(f'no {count} records in {out} after {timeout} s')
+
+
+def dead_pid() -> int:
+    """The id of a process that has exited and was reaped (what a killed run's temporaries are named after)."""
+    process = subprocess.Popen(['true'])
+    process.wait()
+    return process.pid

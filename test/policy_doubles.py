@@ -14,7 +14,10 @@ built: list[object] = []
 
 
 class HoldingPolicy:
-    """Holds the observed state for three rows; ``ROBOFOLLOW_TEST_SLEEP`` seconds of thinking per query."""
+    """Holds the observed state for three rows; ``ROBOFOLLOW_TEST_SLEEP`` seconds of thinking per query.
+
+    With ``ROBOFOLLOW_TEST_THINKING`` set to a path, each query first creates that file.
+    """
 
     needs_images = False
 
@@ -29,6 +32,9 @@ class HoldingPolicy:
         instructions.append(text)
 
     def predict(self, observation):
+        thinking = os.environ.get('ROBOFOLLOW_TEST_THINKING')
+        if thinking:  # tells a test, without guessing at timing, that a query is under way
+            open(thinking, 'a').close()
         time.sleep(float(os.environ.get('ROBOFOLLOW_TEST_SLEEP', '0')))
         return np.tile(np.asarray(observation.state, dtype=np.float32), (self.rows, 1))
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
+import struct
 from pathlib import Path
 
 from robofollow_ros.evaluation.runner import WALL_CLOCK_FIELDS
@@ -40,6 +43,54 @@ def child_pids(pid: int) -> list[int]:
     """Process ids of the direct children of ``pid`` (Linux /proc)."""
     children = Path(f'/proc/{pid}/task/{pid}/children')
     return [int(value) for value in children.read_text().split()] if children.exists() else []
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (Linux /proc)."""
+    found = [pid]
+    for child in child_pids(pid):
+        found += descendants(child)
+    return found
+
+
+def _listening_inodes() -> dict[str, tuple[str, int]]:
+    """Socket inode -> (address, port) of every listening TCP socket of this network namespace."""
+    found = {}
+    for table, family in (('/proc/net/tcp', socket.AF_INET), ('/proc/net/tcp6', socket.AF_INET6)):
+        if not Path(table).exists():
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != '0A':  # TCP_LISTEN
+                continue
+            address, port = fields[1].split(':')
+            words = [int(address[i : i + 8], 16) for i in range(0, len(address), 8)]
+            packed = struct.pack(f'<{len(words)}I', *words)
+            found[fields[9]] = (socket.inet_ntop(family, packed), int(port, 16))
+    return found
+
+
+def listening_sockets(pids: list[int]) -> set[tuple[str, str, int]]:
+    """(process name, address, port) of the listening TCP sockets held by ``pids`` (Linux /proc)."""
+    inodes = _listening_inodes()
+    found = set()
+    for pid in pids:
+        try:
+            name = Path(f'/proc/{pid}/comm').read_text().strip()
+            links = [os.readlink(entry) for entry in Path(f'/proc/{pid}/fd').iterdir()]
+        except OSError:
+            continue
+        for link in links:
+            if link.startswith('socket:[') and link[8:-1] in inodes:
+                found.add((name, *inodes[link[8:-1]]))
+    return found
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``address`` (IPv4, IPv6 or IPv4-mapped IPv6) reaches only this machine."""
+    parsed = ipaddress.ip_address(address)
+    mapped = getattr(parsed, 'ipv4_mapped', None)
+    return (mapped or parsed).is_loopback
 
 
 def alive(pid: int) -> bool:

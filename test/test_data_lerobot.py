@@ -26,6 +26,8 @@ from robofollow_ros.errors import DatasetError
 pytestmark = pytest.mark.sim
 
 LABELS = ['pickup_yellow_block_1_left', 'stack_left_cube_on_red_cylinder']
+FPS = 50 / 3
+"""One frame every 0.06 s (``data.capture`` makes every recorded row exactly that long)."""
 CAMERAS = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
 
 
@@ -54,7 +56,7 @@ def test_export_reads_back_frame_by_frame(dataset):
     tasks = pd.read_parquet(root / 'meta' / 'tasks.parquet')
     stored = stored_episodes(collection)
 
-    assert info['codebase_version'] == 'v3.0' and info['fps'] == 17
+    assert info['codebase_version'] == 'v3.0' and info['fps'] == pytest.approx(FPS, rel=1e-12)
     assert info['total_episodes'] == len(stored) == 4 == summary.episodes
     assert info['total_frames'] == len(data) == summary.frames
     assert info['features']['observation.state']['shape'] == [14] == info['features']['action']['shape']
@@ -68,7 +70,7 @@ def test_export_reads_back_frame_by_frame(dataset):
     }
     for frames, stamps in videos.values():
         assert len(frames) == len(data)
-        np.testing.assert_allclose(stamps, np.arange(len(data)) / 17, atol=1e-6)
+        np.testing.assert_allclose(stamps, np.arange(len(data)) * 0.06, atol=1e-6)
     for index, episode in enumerate(stored):
         row = episodes.iloc[index]
         recorded, _ = read_raw_episode(episode.hdf5)
@@ -81,11 +83,11 @@ def test_export_reads_back_frame_by_frame(dataset):
         assert set(tasks.index[frames['task_index']]) == {episode.instruction}
         np.testing.assert_array_equal(np.stack(frames['observation.state']), recorded.states[:length])
         np.testing.assert_array_equal(np.stack(frames['action']), recorded.actions)
-        np.testing.assert_allclose(frames['timestamp'], np.arange(length) / 17, atol=1e-6)
+        np.testing.assert_allclose(frames['timestamp'], np.arange(length) * 0.06, atol=1e-6)
         for camera in CAMERAS:
             start = row[f'videos/observation.images.{camera}/from_timestamp']
-            assert start == pytest.approx(row['dataset_from_index'] / 17)
-            first = round(start * 17)
+            assert start == pytest.approx(row['dataset_from_index'] * 0.06)
+            first = round(start / 0.06)
             decoded = videos[camera][0][first : first + length].astype(np.int16)
             original = recorded.images[camera][:length].astype(np.int16)
             error = np.abs(decoded - original)
@@ -95,8 +97,42 @@ def test_export_reads_back_frame_by_frame(dataset):
             assert psnr > 28.0
 
 
+def test_export_timestamps_are_the_recorded_simulated_times(dataset):
+    collection, root, _ = dataset
+    data = pq.read_table(root / 'data' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    episodes = pq.read_table(root / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet').to_pandas()
+    _, stamps = _decode(root / 'videos/observation.images.cam_high/chunk-000/file-000.mp4')
+    for index, episode in enumerate(stored_episodes(collection)):
+        recorded, _ = read_raw_episode(episode.hdf5)
+        length = len(recorded) - 1
+        times = recorded.times[:length]
+        # Grasps (a full gripper stroke, 0.2 s in the executor) and long joint moves are recorded as several rows.
+        np.testing.assert_allclose(np.diff(recorded.times), 0.06, atol=1e-9)
+        frames = data[data['episode_index'] == index]
+        np.testing.assert_allclose(frames['timestamp'], times, atol=1e-5)
+        start = episodes.iloc[index]['videos/observation.images.cam_high/from_timestamp']
+        first = int(episodes.iloc[index]['dataset_from_index'])
+        np.testing.assert_allclose(np.array(stamps[first : first + length]) - start, times, atol=1e-6)
+
+
+def test_collect_prints_the_export_progress(dataset, tmp_path, capsys):
+    from robofollow_ros.cli import main
+
+    collection, _, _ = dataset
+    copy = tmp_path / 'collection'
+    shutil.copytree(collection, copy, ignore=shutil.ignore_patterns('lerobot'))
+    # The same options as the fixture's collection: nothing is collected again, the export runs.
+    command = ['collect', '--labels', ','.join(LABELS), '--episodes', '2', '--image-size', '64x48']
+    assert main([*command, '--out', str(copy), '--format', 'lerobot']) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith('LeRobot export:')]
+    assert lines and lines[0].startswith('LeRobot export: 1/4 episodes') and '4/4 episodes' in lines[-1]
+    assert main([*command, '--out', str(copy), '--format', 'lerobot', '--quiet']) == 0
+    assert 'LeRobot export' not in capsys.readouterr().err
+
+
 def test_episodes_roll_over_to_the_next_data_and_video_files(dataset, tmp_path):
     collection, root, _ = dataset
+    stored = stored_episodes(collection)
     rolled = tmp_path / 'rolled'
     export_lerobot(collection, rolled, episodes_per_file=3)
     whole = pq.read_table(root / 'data' / 'chunk-000' / 'file-000.parquet').to_pandas()
@@ -113,10 +149,13 @@ def test_episodes_roll_over_to_the_next_data_and_video_files(dataset, tmp_path):
         assert last[f'{key}/file_index'] == 1 and last[f'{key}/from_timestamp'] == 0.0
         frames, _ = _decode(rolled / f'videos/observation.images.{camera}/chunk-000/file-001.mp4')
         assert len(frames) == len(parts[1]) == last['length']
-        whole_frames, _ = _decode(root / f'videos/observation.images.{camera}/chunk-000/file-000.mp4')
-        difference = np.abs(frames[0].astype(np.int16) - whole_frames[len(parts[0])].astype(np.int16))
-        assert difference.mean() < 3.0, 'the new file does not start with the first frame of episode 3'
-        assert np.abs(frames[0].astype(np.int16) - whole_frames[len(parts[0]) - 1].astype(np.int16)).mean() > 0
+        # The new file starts with episode 3's first frame, not with episode 2's last one.
+        first = frames[0].astype(np.int16)
+        episode3, _ = read_raw_episode(stored[3].hdf5)
+        episode2, _ = read_raw_episode(stored[2].hdf5)
+        to_own = np.abs(first - episode3.images[camera][0].astype(np.int16)).mean()
+        to_previous = np.abs(first - episode2.images[camera][len(episode2) - 2].astype(np.int16)).mean()
+        assert to_own < 5.0 and to_own < to_previous, (to_own, to_previous)
     with pytest.raises(DatasetError, match='at least one episode'):
         export_lerobot(collection, tmp_path / 'none', episodes_per_file=0)
 
@@ -145,9 +184,9 @@ LOAD_WITH_LEROBOT = textwrap.dedent(
     """
     import json, sys
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
-    dataset = LeRobotDataset('robofollow/demos', root=sys.argv[1], video_backend='pyav')
+    dataset = LeRobotDataset('robofollow/demos', root=sys.argv[1], video_backend=sys.argv[2])
     items = []
-    for index in [0, len(dataset) - 1, *map(int, sys.argv[2:])]:
+    for index in [0, len(dataset) - 1, *map(int, sys.argv[3:])]:
         item = dataset[index]
         items.append({
             'task': item['task'],
@@ -174,8 +213,10 @@ def _lerobot_python() -> str | None:
     return sys.executable
 
 
+# torchcodec is LeRobot's default; it needs FFmpeg's shared libraries (scripts/setup_lerobot.sh installs them).
+@pytest.mark.parametrize('backend', ['pyav', 'torchcodec'])
 @pytest.mark.skipif(_lerobot_python() is None, reason='lerobot is not installed (see README: LeRobot datasets)')
-def test_lerobot_loads_the_export(dataset, tmp_path):
+def test_lerobot_loads_the_export(dataset, tmp_path, backend):
     collection, root, _ = dataset
     copy = tmp_path / 'dataset'
     shutil.copytree(root, copy)
@@ -183,7 +224,7 @@ def test_lerobot_loads_the_export(dataset, tmp_path):
     episodes = pq.read_table(root / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet').to_pandas()
     probe = int(episodes.iloc[2]['dataset_from_index']) + 7
     result = subprocess.run(
-        [_lerobot_python(), '-c', LOAD_WITH_LEROBOT, str(copy), str(probe)],
+        [_lerobot_python(), '-c', LOAD_WITH_LEROBOT, str(copy), backend, str(probe)],
         capture_output=True,
         text=True,
         env=env,
@@ -193,7 +234,7 @@ def test_lerobot_loads_the_export(dataset, tmp_path):
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     data = pq.read_table(root / 'data' / 'chunk-000' / 'file-000.parquet').to_pandas()
     stored = stored_episodes(collection)
-    assert loaded['frames'] == len(data) and loaded['episodes'] == len(stored) and loaded['fps'] == 17
+    assert loaded['frames'] == len(data) and loaded['episodes'] == len(stored) and loaded['fps'] == pytest.approx(FPS)
     first, last, middle = loaded['items']
     assert first['task'] == stored[0].instruction and last['task'] == stored[-1].instruction
     assert last['episode'] == len(stored) - 1
@@ -204,7 +245,13 @@ def test_lerobot_loads_the_export(dataset, tmp_path):
     assert middle['episode'] == 2 and middle['frame'] == 7 and middle['task'] == stored[2].instruction
     recorded, _ = read_raw_episode(stored[2].hdf5)
     error = np.abs(np.array(middle['image'], dtype=np.int16) - recorded.images['cam_left_wrist'][7].astype(np.int16))
-    assert error.mean() < 4.0
+    # Pure H.264 loss at 64x48 (CRF 18): over these 4 episodes x 3 cameras a frame's mean error is 2.7-3.7 on
+    # average, at most 5.14 with a keyframe every 34 frames and 5.00 with every 8 (this frame: 5.06 and 4.81; the
+    # wrist cameras' close-up mesh edges cost most). That it is this frame and no other is checked against frame 12.
+    assert error.mean() < 6.0
+    # Both backends decode the very pixels PyAV decodes from the file (measured: identical).
+    decoded, _ = _decode(root / 'videos/observation.images.cam_left_wrist/chunk-000/file-000.mp4')
+    assert np.abs(np.array(middle['image'], dtype=np.int16) - decoded[probe].astype(np.int16)).max() <= 1
     neighbour = np.abs(
         np.array(middle['image'], dtype=np.int16) - recorded.images['cam_left_wrist'][12].astype(np.int16)
     )

@@ -1,4 +1,4 @@
-"""``robofollow eval --ray``: a real two-node Ray cluster on loopback (platform notes §7).
+"""``robofollow eval --ray``: a real two-node Ray cluster on loopback (README "Evaluation at scale").
 
 One cluster for the module (head and one worker node, one CPU each, so one simulator actor per node);
 the node-loss test runs last because it removes the worker node.
@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 
 import eval_process
 import pytest
@@ -18,10 +19,19 @@ import ray
 from graph_helpers import wait_until
 from ray.cluster_utils import Cluster
 from remote_support import ServedPolicyProcess, free_port
-from scale_support import TRIALS, cli_args, comparable, pids_mentioning, suite_options
+from scale_support import (
+    TRIALS,
+    cli_args,
+    comparable,
+    descendants,
+    is_loopback,
+    listening_sockets,
+    pids_mentioning,
+    suite_options,
+)
 
 from robofollow_ros.cli import main
-from robofollow_ros.evaluation.ray_workers import HEALTH_CHECK, LOCAL_RAY_ENVIRONMENT, RayTrials
+from robofollow_ros.evaluation.ray_workers import HEALTH_CHECK, LOCAL_RAY_ENVIRONMENT, RayTrials, import_ray
 from robofollow_ros.evaluation.suite import plan_trials, run_identity, run_suite
 
 
@@ -36,6 +46,7 @@ def cluster():
     environment = {**LOCAL_RAY_ENVIRONMENT, 'RAY_TMPDIR': ray_tmp}
     saved = {name: os.environ.get(name) for name in environment}
     os.environ.update(environment)
+    import_ray(local=True)  # the test cluster stays on loopback too (``ray`` was imported above)
     cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 1, '_system_config': HEALTH_CHECK})
     worker = cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
@@ -114,11 +125,22 @@ def test_a_pool_with_a_dead_endpoint_on_the_cluster_finishes_like_the_live_serve
     assert pooled == comparable(eval_process.result_lines(tmp_path / 'alone'), ignore=('run_id',))
 
 
-def test_ray_without_an_address_starts_and_stops_its_own_instance(tmp_path, one_process):
+def test_ray_without_an_address_listens_on_loopback_only_and_stops_its_own_instance(tmp_path, one_process):
+    """Every listening socket of the run's Ray processes (GCS, raylet, agents, actors, the driver), sampled for the
+    whole run, is on loopback, even when the environment asks Ray for a cluster on the machine's address."""
     ray_tmp = tempfile.mkdtemp(prefix='rf-ray-')
     out = tmp_path / 'run'
-    done = eval_process.run(cli_args(out, '--tasks', 'L0_pickup_*_1_*', '--ray', '--workers', '2'), RAY_TMPDIR=ray_tmp)
-    assert done.returncode == 0, done.stderr
+    args = cli_args(out, '--tasks', 'L0_pickup_*_1_*', '--ray', '--workers', '2')
+    process = eval_process.start(args, RAY_TMPDIR=ray_tmp, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER='1')
+    sockets = set()
+    while process.poll() is None:
+        sockets |= listening_sockets(descendants(process.pid))
+        time.sleep(0.2)
+    _, err = process.communicate()
+    assert process.returncode == 0, err
+    names = {name for name, _, _ in sockets}
+    assert {'gcs_server', 'raylet', 'ray::Simulator'} <= names, sockets
+    assert not {entry for entry in sockets if not is_loopback(entry[1])}
     records = comparable(eval_process.result_lines(out))
     assert len(records) == 4 and records == {key: one_process[key] for key in records}
     wait_until(lambda: not pids_mentioning(ray_tmp), timeout=15, what='the Ray processes of the run to exit')

@@ -1,4 +1,4 @@
-"""The expert's pure target geometry, checked against values worked out by hand from the protocol (§8.1)."""
+"""The expert's pure target geometry, checked against values worked out by hand from the protocol (protocol §8.1)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def view_of(layout, positions):
         ('left_of', (0.015, -0.04)),
         # behind y + 0.06 (0.06 >= 0.045 + 0.015).
         ('behind', (0.10, 0.02)),
-        # in front: §8.1's 0.05 is raised to 0.045 + 0.015 = 0.06.
+        # in front: protocol §8.1's 0.05 is raised to 0.045 + 0.015 = 0.06.
         ('in_front', (0.10, -0.10)),
     ],
 )

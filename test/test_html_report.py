@@ -93,6 +93,12 @@ def check_page(run: Path, screenshot: Path, profile: Path) -> dict:
             'table_rows': driver.execute_script(
                 "return [...document.querySelectorAll('table.table1 tbody tr')].map(r => r.cells[0].textContent)"
             ),
+            'interval_rows': driver.execute_script(
+                "return [...document.querySelectorAll('table.intervals tbody tr')].map(r => r.cells[1].textContent)"
+            ),
+            'gap_cells': driver.execute_script(
+                "return [...document.querySelectorAll('table.gap tbody tr')].map(r => r.cells.length)"
+            ),
             'trial_rows': driver.execute_script("return document.querySelectorAll('tr.trial').length"),
             'plot_width': driver.execute_script("return document.querySelector('img').naturalWidth"),
             'image_widths': driver.execute_script(
@@ -122,6 +128,9 @@ def test_html_report_loads_and_plays_in_chromium(tmp_path):
     assert seen['errors'] == []
     assert seen['title'] == 'RoboFollow run run'
     assert seen['table_rows'] == ['S1', 'Mean']
+    # Two trials, both complete: each interval is the no-spread bound below 100 %, e.g. 34.2–100.0.
+    assert len(seen['interval_rows']) == 2 and all(text.count('–100.0') == 3 for text in seen['interval_rows'])
+    assert seen['gap_cells'] == [7, 7]
     assert seen['trial_rows'] == len(seen['videos']) >= 2
     assert seen['plot_width'] > 100
     assert len(seen['image_widths']) == 2 and min(seen['image_widths']) > 100

@@ -11,10 +11,13 @@ from types import SimpleNamespace
 import msgpack
 import numpy as np
 import pytest
+from graph_helpers import wait_until
+from remote_support import ServedPolicyProcess
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.server import serve
 
+from robofollow_ros.cli import main
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy import openpi_codec
 from robofollow_ros.policy.base import Policy, PrivilegedPolicy
@@ -143,7 +146,7 @@ def predict_message(state):
 def test_robotwin_server_answers_a_bad_request_with_an_error_reply_and_goes_on(frame, message):
     with running(RobotwinTcpServer) as server, socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
         reply = tcp_call(sock, frame)
-        assert message in reply['error'] and reply['traceback']
+        assert message in reply['error'] and reply['traceback'] and '\n' not in reply['traceback']
         assert tcp_call(sock, {'cmd': 'reset', 'obs': None}) == {'res': None}
         assert tcp_call(sock, predict_message(np.zeros(14)))['res'].shape == (5, 14)
 
@@ -156,6 +159,84 @@ def test_robotwin_server_refuses_a_bad_length_closes_that_connection_and_keeps_s
             assert read_frame(sock) is None
         with socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
             assert tcp_call(sock, predict_message(np.zeros(14)))['res'].shape == (5, 14)
+
+
+def test_robotwin_server_answers_clients_while_others_sit_idle_or_half_open():
+    """One silent client and one that sent 2 bytes of a frame header do not delay 200 clients querying at once."""
+    with running(RobotwinTcpServer) as server:
+        idle = socket.create_connection(('127.0.0.1', server.port), timeout=30)
+        half_open = socket.create_connection(('127.0.0.1', server.port), timeout=30)
+        half_open.sendall(HEADER.pack(100)[:2])
+        replies = []
+
+        def query():
+            with socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+                replies.append(tcp_call(sock, predict_message(np.zeros(14)))['res'].shape)
+
+        clients = [threading.Thread(target=query) for _ in range(200)]
+        for client in clients:
+            client.start()
+        for client in clients:
+            client.join(timeout=60)
+        idle.close()
+        half_open.close()
+    assert replies == [(5, 14)] * 200
+
+
+@pytest.mark.parametrize('sent', [b'', HEADER.pack(100)[:2], HEADER.pack(100) + b'{"cmd"'])
+def test_robotwin_server_closes_a_connection_silent_for_the_idle_timeout(sent):
+    server_options = {'idle_timeout': 0.5}
+    with (
+        running(RobotwinTcpServer, **server_options) as server,
+        socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock,
+    ):
+        sock.sendall(sent)
+        assert sock.recv(1) == b''  # closed by the server, with no frame a client would take for a reply
+
+
+def test_serve_policy_takes_the_idle_timeout_from_the_command_line(capsys):
+    with (
+        ServedPolicyProcess('--policy', 'hold', '--protocol', 'robotwin-tcp', '--idle-timeout', '0.5') as server,
+        socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock,
+    ):
+        assert sock.recv(1) == b''
+    assert main(['serve-policy', '--policy', 'hold', '--idle-timeout', '0']) == 2
+    assert capsys.readouterr().err.strip().endswith('--idle-timeout must be positive')
+
+
+def test_the_robotwin_client_reconnects_on_reset_after_the_server_closed_an_idle_connection():
+    server_options = {'idle_timeout': 0.5}
+    with running(RobotwinTcpServer, **server_options) as server:
+        policy = RobotwinTcpPolicy(port=server.port, timeout=30)
+        policy.reset()
+        policy.set_instruction('hold')
+        assert policy.predict(observation()).shape == (5, 14)
+        wait_until(lambda: server.open_connections == 0, timeout=30, what='the idle connection to be closed')
+        policy.reset()
+        policy.set_instruction('hold')
+        assert policy.predict(observation()).shape == (5, 14)
+        policy.close()
+
+
+def test_openpi_server_closes_a_connection_silent_for_the_idle_timeout():
+    with running(OpenpiServer, idle_timeout=0.5) as server, connect(f'ws://127.0.0.1:{server.port}') as ws:
+        ws.recv(timeout=30)
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+
+
+def test_error_replies_name_the_exception_without_a_traceback_or_the_servers_paths():
+    with running(RobotwinTcpServer) as server, socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+        robotwin = tcp_call(sock, predict_message(np.full(14, -1.0)))
+    with running(OpenpiServer) as server, connect(f'ws://127.0.0.1:{server.port}') as ws:
+        ws.recv(timeout=30)
+        ws.send(openpi_codec.packb(openpi_request(state=np.full(14, -1.0))))
+        openpi = ws.recv(timeout=30)
+    assert robotwin['traceback'] == 'RuntimeError: model exploded'
+    for text in (robotwin['error'], robotwin['traceback'], openpi):
+        assert 'model exploded' in text and '\n' not in text
+        assert 'Traceback' not in text and 'File "' not in text and __file__ not in text and '.py' not in text
 
 
 def test_clients_raise_one_line_policy_errors_for_server_errors():

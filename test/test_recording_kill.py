@@ -88,7 +88,7 @@ def test_leftovers_without_a_record_are_replaced_not_blockers(tmp_path, capsys):
     stem = 'L0_pickup_yellow_block_2__r01'
     (episodes / stem).mkdir(parents=True)
     (episodes / stem / f'{stem}.mcap').write_bytes(b'')  # what a kill left before publishing was atomic
-    partial = episodes / f'.{stem}.partial-12345' / stem
+    partial = episodes / f'.{stem}.partial-{eval_process.dead_pid()}' / stem
     partial.mkdir(parents=True)
     (partial / f'{stem}.mcap').write_bytes(b'\x89MCAP0\r\n')
     args = ['eval', '--in-process', '--policy', 'hold', '--tasks', 'L0_pickup_yellow_block_2', '--record', 'bag']
@@ -107,7 +107,9 @@ def test_json_leftovers_without_a_record_are_replaced(tmp_path, capsys):
     episodes = out / 'episodes'
     episodes.mkdir(parents=True)
     stem = 'L0_pickup_yellow_block_2__r01'
-    (episodes / f'.{stem}.json.partial-12345').write_text('{"format": "robofollow-traj', encoding='utf-8')
+    (episodes / f'.{stem}.json.partial-{eval_process.dead_pid()}').write_text(
+        '{"format": "robofollow-traj', encoding='utf-8'
+    )
     (episodes / f'{stem}.json').write_text('{"format": "robofollow-trajectory/1", "task_id"', encoding='utf-8')
     args = ['eval', '--in-process', '--policy', 'hold', '--tasks', 'L0_pickup_yellow_block_2', '--record', 'json']
     assert main([*args, '--out', str(out), '--quiet']) == 0

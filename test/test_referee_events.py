@@ -1,4 +1,4 @@
-"""Gripper events (protocol §4.2) and gating (§4.7) on hand-written sample sequences."""
+"""Gripper events (protocol §4.2) and gating (protocol §4.7) on hand-written sample sequences."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Generate ``urdf/aloha_cell.urdf``: two ViperX 300 6DoF arms (the ALOHA robot) on the robofollow table.
 
-The arms' kinematics, inertias and mesh placements are read from the MJCF that the installed ``gym-aloha`` package
-ships (``gym_aloha/assets/vx300s_left.xml``); meshes are referenced as ``package://gym_aloha/assets/<file>.stl`` and
-resolved from the installed package when the simulator loads the file (``robofollow_ros.sim.robot``); run with
-``--resolve OUT`` to write a copy with absolute ``file://`` mesh paths for robot_state_publisher / RViz. Nothing of
-gym-aloha is copied into this repository. Run ``python tools/make_aloha_urdf.py`` after changing a constant below
-and commit both files (a test fails when they differ).
+The arms' kinematics, inertias and mesh placements are read from gym-aloha 0.1.5's MJCF, kept unchanged with its
+meshes and license in ``meshes/vx300s/`` (``vx300s_left.xml``); meshes are referenced as
+``package://robofollow/meshes/vx300s/<file>.stl`` (installed as ``share/robofollow/meshes/vx300s/``) and resolved
+when the simulator loads the file (``robofollow_ros.sim.assets``); run with ``--resolve OUT`` to write a copy with
+absolute ``file://`` mesh paths for tools without the ament index. Run ``python tools/make_aloha_urdf.py`` after
+changing a constant below and commit both files (a test fails when they differ).
 
 Changes against the MJCF, on purpose: each finger's slide joint is re-zeroed at its closed stop (0.021 m) so that
 both fingers move 0 (closed) .. 0.036 m (open) along their own axis, like the primitive cell's fingers; the right
@@ -26,13 +26,16 @@ from make_cell_urdf import UrdfBuilder, Vec3, add_head_camera, document, table_c
 from transforms3d.euler import euler2mat, mat2euler
 from transforms3d.quaternions import quat2mat
 
-from robofollow_ros.sim.assets import gym_aloha_assets
+from robofollow_ros.sim.assets import VX300S_URI
 
-OUT = Path(__file__).resolve().parents[1] / 'urdf' / 'aloha_cell.urdf'
-MESH_URI = 'package://gym_aloha/assets/'
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / 'urdf' / 'aloha_cell.urdf'
+ASSETS = ROOT / 'meshes' / 'vx300s'
+"""gym-aloha 0.1.5's ViperX MJCF and meshes, unchanged (see its README.md)."""
+MESH_URI = VX300S_URI
 
 BASE_XY = {'left': (-0.25, -0.35), 'right': (0.25, -0.35)}
-"""Both bases on the near edge facing +y (platform notes §10: every layout position reachable with margin)."""
+"""Both bases on the near edge facing +y (docs/cell.md §0: every layout position reachable with margin)."""
 JOINTS = ('waist', 'shoulder', 'elbow', 'forearm_roll', 'wrist_angle', 'wrist_rotate')
 VELOCITY = math.pi
 """rad/s: the Interbotix ViperX 300 6DoF limit for every arm joint."""
@@ -164,7 +167,7 @@ def add_arm(b: UrdfBuilder, side: str, arm: ET.Element, meshes: dict[str, tuple[
 
 
 def build(assets: Path) -> ET.Element:
-    """Return the ``<robot>`` element of the ALOHA cell from the gym-aloha assets in ``assets``."""
+    """Return the ``<robot>`` element of the ALOHA cell from the ViperX MJCF in ``assets``."""
     arm = ET.parse(assets / 'vx300s_left.xml').getroot().find('body')
     if arm is None:
         raise SystemExit(f'{assets / "vx300s_left.xml"} has no arm body')
@@ -189,10 +192,10 @@ def main() -> int:
         '--resolve',
         type=Path,
         default=None,
-        help='write a copy with file:// mesh paths of the installed gym-aloha here (for RViz)',
+        help='write a copy with file:// mesh paths of meshes/vx300s here',
     )
     args = parser.parse_args()
-    assets = gym_aloha_assets()
+    assets = ASSETS
     text = render(assets)
     if args.resolve is not None and not args.check:
         return write_or_check(text.replace(MESH_URI, f'file://{assets}/'), args.resolve, check=False)

@@ -2,6 +2,9 @@
 
 Pure Python: imports neither rclpy nor MuJoCo. Start with ``get_task``, ``eval_tasks`` and
 ``training_labels``; ``layout_of`` gives a task's layout, ``scene_objects`` the physical items.
+
+Every "protocol §x.y" cited in this package names a section of ``docs/protocol.md``, the benchmark's rules in this
+repository.
 """
 
 from robofollow_ros.benchmark.constants import (

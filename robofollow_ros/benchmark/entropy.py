@@ -2,7 +2,7 @@
 
 S ranges over scene configurations, p(s) is proportional to the number of task labels in s (equally, to
 demonstrations: 50 per label) and p(t|s) is uniform, so H(T|S) = sum_s p(s) log2 n_s. For RoboFollow
-the six training configurations of §2.0 give 3.782 bits. The LIBERO reference (0.880 bits) groups each
+the six training configurations of protocol §2.0 give 3.782 bits. The LIBERO reference (0.880 bits) groups each
 LIBERO suite's ten tasks by shared scene and averages the four suites with equal weight.
 """
 

@@ -3,7 +3,7 @@
 The three yellow blocks are identical; an instruction can only single one out by a relation to an
 anchor (red ball, green ball, red cylinder). ``resolve_block`` grounds such a reference in a layout:
 the block one grid step from the anchor in the named direction. Evaluation tasks are generated from the
-protocol's naming rules (§2.1):
+protocol's naming rules (protocol §2.1):
 
 * L1: a trained reference that names a *different* block in a moved layout, kept when the training
   label's arm is one that block is handled with in training and a place anchor did not move.
@@ -188,7 +188,7 @@ def resolve_block(layout: Layout, ref: SpatialRef) -> str | None:
     """The block that ``ref`` names in ``layout``, or ``None`` if none or several qualify.
 
     A block qualifies if it lies within ``GRID_REACH`` of the anchor and within 45° of the relation's
-    direction (the cone of the protocol's relation test, §4.5).
+    direction (the cone of the protocol's relation test, protocol §4.5).
     """
     ax, ay = layout.placement(ref.anchor).xy
     dx, dy = RELATIONS[ref.relation]

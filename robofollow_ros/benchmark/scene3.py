@@ -173,7 +173,7 @@ def partner(layout: Layout, slab: str, *, variant: Variant = DEFAULT_VARIANT) ->
 
 
 def route_references(truth: GroundTruth) -> tuple[str, str]:
-    """(correct, wrong) slab for the route stage: the one to pass over and the one to avoid (§4.5)."""
+    """(correct, wrong) slab for the route stage: the one to pass over and the one to avoid (protocol §4.5)."""
     if truth.route_object is None or truth.route_partner is None:
         raise RegistryError('ground truth has no route object and partner')
     other = truth.route_partner

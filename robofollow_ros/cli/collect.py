@@ -89,10 +89,12 @@ def run(args: argparse.Namespace) -> int:
     print(f'{kept} demonstrations from {attempts} attempts ({kept / max(attempts, 1):.1%} accepted) in {args.out}')
     if 'lerobot' in formats:
         from robofollow_ros.data.lerobot import export_lerobot
+        from robofollow_ros.data.progress import ExportProgress
 
-        summary = export_lerobot(args.out, args.out / 'lerobot', overwrite=True)
+        progress = None if args.quiet else ExportProgress()
+        summary = export_lerobot(args.out, args.out / 'lerobot', overwrite=True, progress=progress)
         print(
             f'LeRobot dataset: {summary.episodes} episodes, {summary.frames} frames, {summary.tasks} tasks, '
-            f'{summary.fps} fps in {summary.root}'
+            f'{summary.fps:.6g} fps in {summary.root}'
         )
     return 0

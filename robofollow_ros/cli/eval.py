@@ -100,6 +100,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_robot_argument(parser)
 
 
+def preload(args: argparse.Namespace) -> None:
+    """Import the simulator during start-up when trials run in this process (see ``robofollow_ros.interrupts``).
+
+    A Ctrl-C inside MuJoCo's import (a C extension, then EGL through ctypes) would come out of it as an
+    ``ImportError`` or a ``ctypes.ArgumentError``; during start-up it ends the process with one line instead.
+    """
+    if args.in_process and args.ray is None and args.workers in (None, 1):  # else other processes simulate
+        import robofollow_ros.sim.env  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
     from robofollow_ros.benchmark.registry import parse_level, parse_scene, parse_variant
@@ -107,11 +117,14 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
+    from robofollow_ros.policy.preflight import check_policy_options
 
+    policy_kwargs = parse_policy_kwargs(args.policy_kwargs)
+    check_policy_options(args.policy, policy_kwargs)  # before the run folder is touched
     options = SuiteOptions(
         out=args.out or Path('runs') / args.policy.replace(':', '_'),
         policy=args.policy,
-        policy_kwargs=parse_policy_kwargs(args.policy_kwargs),
+        policy_kwargs=policy_kwargs,
         scenes=[parse_scene(value) for value in _split(args.scene)] or None,
         levels=[parse_level(value) for value in _split(args.level)] or None,
         pattern=args.tasks,

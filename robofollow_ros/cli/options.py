@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, ROBOTS, robot_names
 
 
@@ -16,3 +17,22 @@ def add_robot_argument(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_ROBOT,
         help=f'robot of the simulated cell (default {DEFAULT_ROBOT}; {listing})',
     )
+
+
+def add_confidence_arguments(parser: argparse.ArgumentParser, *, seed: int) -> None:
+    """``--confidence PERCENT`` (level of the intervals, default 95) and ``--seed`` (of the resampling)."""
+    parser.add_argument(
+        '--confidence', type=float, default=95.0, metavar='PERCENT', help='level of every interval in %% (default 95)'
+    )
+    parser.add_argument('--seed', type=int, default=seed, help=f'resampling seed (default {seed})')
+
+
+def confidence_fraction(percent: float) -> float:
+    """``95`` -> ``0.95``.
+
+    Raises:
+        RoboFollowError: not strictly between 0 and 100.
+    """
+    if not 0.0 < percent < 100.0:
+        raise RoboFollowError(f'--confidence must lie between 0 and 100 (percent), got {percent:g}')
+    return percent / 100.0

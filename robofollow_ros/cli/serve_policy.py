@@ -28,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--host', default='127.0.0.1', help='address to bind (default 127.0.0.1)')
     parser.add_argument('--port', type=int, default=None, help='port (default 8000 openpi, 8999 robotwin-tcp)')
     parser.add_argument('--max-frame-mb', type=float, default=None, help='largest request accepted, in MiB')
+    parser.add_argument(
+        '--idle-timeout',
+        type=float,
+        default=None,
+        help='seconds a connection may send nothing (also mid-request) before it is closed (default 300)',
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         raise RoboFollowError(f'--port must be in 0-65535, got {args.port}')
     if args.max_frame_mb is not None and args.max_frame_mb <= 0:
         raise RoboFollowError('--max-frame-mb must be positive')
+    if args.idle_timeout is not None and not args.idle_timeout > 0:
+        raise RoboFollowError('--idle-timeout must be positive')
     serve_policy(
         args.policy,
         kwargs=parse_policy_kwargs(args.policy_kwargs),
@@ -47,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         max_frame_bytes=None if args.max_frame_mb is None else int(args.max_frame_mb * 1024 * 1024),
+        idle_timeout=args.idle_timeout,
         announce=lambda line: print(line, flush=True),
     )
     return 0

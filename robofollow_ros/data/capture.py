@@ -2,7 +2,13 @@
 
 It wraps the simulated cell (``CellEnv``) and executes each action chunk one row at a time, so that the three
 camera images and the 14-D state of every trajectory frame are kept, together with the absolute 14-D row that was
-commanded from it. The wrapped environment's trajectory, and so the referee's score, is unchanged.
+commanded from it.
+
+Frames are exactly ``ROW_SECONDS`` apart. The executor gives a row more time when its joints or gripper cannot
+get there in ``ROW_SECONDS`` (a full gripper stroke takes 0.2 s, a long joint move up to ~0.17 s), which would make
+the frame period uneven (a 0.2 s step at every grasp). Such a row is executed as several rows along the same
+straight line, each short enough to take exactly ``ROW_SECONDS``; each is recorded as its own frame and action, so
+the demonstration's actions replay at the same speed in the executor. The referee scores the captured trajectory.
 """
 
 from __future__ import annotations
@@ -13,7 +19,15 @@ from typing import Any
 import numpy as np
 
 from robofollow_ros.benchmark.types import Layout, Task
+from robofollow_ros.errors import SimulationError
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.sim.constants import ROW_SECONDS, TIMESTEP
+
+ROW_STEPS = round(ROW_SECONDS / TIMESTEP)
+"""Physics steps of a row that takes exactly ``ROW_SECONDS`` (the executor's shortest row)."""
+PIECE_SHARE = 0.9
+"""A split row's piece asks for at most this share of ``ROW_STEPS``, so that rounding up still gives ``ROW_STEPS``."""
+MAX_PIECES = 200
 
 
 @dataclass(frozen=True)
@@ -71,10 +85,27 @@ class FrameCapture:
 
         observation = None
         for row in validate_chunk(actions):
-            observation = self.env.execute(row[None, :], images=self.images or images)
-            self._actions.append(row.copy())
-            self._keep(observation)
+            for piece in self._pieces(row):
+                observation = self.env.execute(piece[None, :], images=self.images or images)
+                self._actions.append(piece)
+                self._keep(observation)
         return observation
+
+    def _pieces(self, row: np.ndarray) -> list[np.ndarray]:
+        """``row`` split into targets along its line that each take exactly ``ROW_SECONDS`` (``row`` last)."""
+        executor = getattr(self.env, 'executor', None)
+        if executor is None:
+            return [row.copy()]
+        steps = executor.row_steps(row)
+        if steps <= ROW_STEPS:
+            return [row.copy()]
+        # The executor's line starts from the measured joints and the commanded grip (its ``state``), so the pieces
+        # divide that line; ``ceil`` pieces of at most PIECE_SHARE of a row each.
+        start = executor.state()
+        count = int(np.ceil(steps / (ROW_STEPS * PIECE_SHARE)))
+        if count > MAX_PIECES:
+            raise SimulationError(f'a row needs {steps} physics steps; the executor allows rows of any length')
+        return [start + (row - start) * (k / count) for k in range(1, count)] + [row.copy()]
 
     def trajectory(self) -> Trajectory:
         """The wrapped environment's trajectory (what the referee scores)."""

@@ -13,6 +13,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -101,9 +102,9 @@ def resolve_labels(*, scenes: Sequence[int] | None = None, pattern: str | None =
     return labels
 
 
-def row_fps() -> int:
-    """Frames per second of demonstrations: one frame per executed row (protocol §1.5, ~17 as published)."""
-    return round(1.0 / ROW_SECONDS)
+def row_fps() -> Fraction:
+    """Frames per second of demonstrations: 50/3 (16.67), one frame every ``ROW_SECONDS`` (``data.capture``)."""
+    return 1 / Fraction(str(ROW_SECONDS))
 
 
 def _rejection_reason(record: dict[str, Any]) -> str:
@@ -169,7 +170,7 @@ def _write_episode(
         'episode': index,
         'instruction': task.instruction,
         'layout': task.layout,
-        'fps': row_fps(),
+        'fps': float(row_fps()),
     }
     write_raw_episode(paths.hdf5, frames, attrs=attrs)
 

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.diagnostics.confusion import CATEGORIES
-from robofollow_ros.diagnostics.mirage import ALL_LEVELS, percent_triple
+from robofollow_ros.diagnostics.mirage import ALL_LEVELS, gap_interval_triple, gap_verdict_triple, percent_triple
 from robofollow_ros.diagnostics.report import PLOT_NAME, Diagnostics
-from robofollow_ros.referee.report import METRICS, Table
+from robofollow_ros.referee.report import METRICS, Table, bounds_text
+from robofollow_ros.statistics.cells import Intervals, methods_used
 
 PAGE_NAME = 'index.html'
 
@@ -27,7 +28,7 @@ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border: 1px solid #d5d9e2; padding: 4px 8px; vertical-align: top; }
 th { background: #eef1f6; }
-table.table1 td, table.diag td { text-align: center; font-variant-numeric: tabular-nums; }
+table.table1 td, table.intervals td, table.diag td { text-align: center; font-variant-numeric: tabular-nums; }
 tr.mean td { font-weight: 600; background: #f7f8fb; }
 td.ok { color: #187a32; font-weight: 600; } td.fail { color: #b3261e; font-weight: 600; }
 ul.stages { margin: 0; padding-left: 16px; } video { width: 300px; display: block; }
@@ -42,6 +43,17 @@ def _e(value: Any) -> str:
 
 def _link(path: Path, page_dir: Path) -> str:
     return html.escape(Path(os.path.relpath(path, page_dir)).as_posix(), quote=True)
+
+
+def _run_file_link(run_dir: Path, name: object, page_dir: Path) -> str | None:
+    """The link to a file a record names, or ``None`` when the path leads outside the run folder (a results file
+    is data anyone may have edited; the page never points at the rest of the disk)."""
+    relative = Path(str(name))
+    try:
+        inside = not relative.is_absolute() and (run_dir / relative).resolve().is_relative_to(run_dir.resolve())
+    except (OSError, RuntimeError):
+        return None
+    return _link(run_dir / relative, page_dir) if inside else None
 
 
 def table_html(table: Table) -> str:
@@ -62,6 +74,22 @@ def table_html(table: Table) -> str:
     )
 
 
+def intervals_html(table: Table, intervals: Intervals, *, confidence: float) -> str:
+    """The confidence interval of every figure of Table 1 (percent), with the methods used."""
+    head = ''.join(f'<th>{_e(level)} IS / ES / CR</th>' for level in table.levels)
+    rows = []
+    for row in table.rows:
+        cells = ''.join(f'<td>{_e(bounds_text(intervals, row, level))}</td>' for level in table.levels)
+        css = ' class="mean"' if row == 'Mean' else ''
+        rows.append(f'<tr{css}><th>{_e(row)}</th>{cells}</tr>')
+    return (
+        f'<h2>{100 * confidence:g} % confidence intervals (%)</h2>'
+        f'<p class="meta">Methods: {_e("; ".join(methods_used(intervals)))} (docs/statistics.md)</p>'
+        f'<table class="intervals"><thead><tr><th>Scene</th>{head}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
 def _stages(record: Mapping[str, Any]) -> str:
     items = []
     for stage in record.get('stages', []):
@@ -76,17 +104,19 @@ def _stages(record: Mapping[str, Any]) -> str:
 
 
 def trial_rows_html(records: Sequence[Mapping[str, Any]], *, run_dir: Path, page_dir: Path) -> str:
-    """One row per trial: id, round, instruction, IS / ES / CR, stage reasons, video and trajectory links."""
+    """One row per trial: id, round, instruction, IS / ES / CR, stage reasons, video and trajectory links (only to
+    files inside ``run_dir``)."""
     rows = []
     for record in records:
         media = []
-        if record.get('video_file'):
-            source = _link(run_dir / str(record['video_file']), page_dir)
+        source = _run_file_link(run_dir, record['video_file'], page_dir) if record.get('video_file') else None
+        if source is not None:
             media.append(
                 f'<video controls muted preload="metadata" src="{source}"></video><a href="{source}">video</a>'
             )
-        if record.get('episode_file'):
-            media.append(f'<a href="{_link(run_dir / str(record["episode_file"]), page_dir)}">trajectory</a>')
+        episode = _run_file_link(run_dir, record['episode_file'], page_dir) if record.get('episode_file') else None
+        if episode is not None:
+            media.append(f'<a href="{episode}">trajectory</a>')
         done = bool(record.get('completion_ok'))
         rows.append(
             '<tr class="trial">'
@@ -111,13 +141,15 @@ def diagnostics_html(diagnostics: Diagnostics, *, plot_name: str = PLOT_NAME) ->
         rows = ''.join(
             f'<tr><th>{_e("All" if row.level == ALL_LEVELS else row.level)}</th><td>{row.trials}</td>'
             f'<td>{percent_triple(row.policy)}</td><td>{percent_triple(row.baseline)}</td>'
-            f'<td>{percent_triple(row.gap, signed=True)}</td></tr>'
+            f'<td>{percent_triple(row.gap, signed=True)}</td><td>{_e(gap_interval_triple(row))}</td>'
+            f'<td>{_e(gap_verdict_triple(row, policy="policy", baseline="blind"))}</td></tr>'
             for row in diagnostics.gap
         )
         parts.append(
             '<h2>Mirage gap: the policy against the language-blind baseline on the same trials</h2>'
             '<table class="diag gap"><thead><tr><th>Level</th><th>Trials</th><th>Policy IS / ES / CR</th>'
-            f'<th>Blind IS / ES / CR</th><th>Gap</th></tr></thead><tbody>{rows}</tbody></table>'
+            f'<th>Blind IS / ES / CR</th><th>Gap</th><th>CI of the gap</th><th>Better</th></tr></thead>'
+            f'<tbody>{rows}</tbody></table>'
         )
     confusion = diagnostics.confusion
     used = [c for c in CATEGORIES if any(confusion.counts.get(g, {}).get(c) for g in confusion.groups())]
@@ -145,11 +177,14 @@ def write_html_report(
     run_dir: Path,
     plot_name: str = 'summary.png',
     diagnostics: Diagnostics | None = None,
+    intervals: Intervals | None = None,
+    confidence: float = 0.95,
 ) -> Path:
     """Write ``page_dir/index.html`` for the run whose records (and linked files) live in ``run_dir``.
 
     With ``diagnostics`` (``robofollow_ros.diagnostics.report.write_diagnostics``, written to ``page_dir``), the page
-    also shows the mirage gap and the intent confusion.
+    also shows the mirage gap and the intent confusion; with ``intervals`` (``robofollow_ros.statistics.cells``),
+    the confidence interval of every figure of Table 1.
     """
     run_file = run_dir / 'run.json'
     details = ''
@@ -167,6 +202,7 @@ def write_html_report(
         f'<h1>RoboFollow run: {_e(run_dir.name)}</h1><p class="meta">{details}</p>'
         f'<p class="meta">{len(records)} trials, {completed} complete</p>'
         f'<h2>Table 1: IS / ES / CR (%) per scene and level</h2>{table_html(table)}'
+        f'{intervals_html(table, intervals, confidence=confidence) if intervals else ""}'
         f'<h2>From L0 to L3</h2><img alt="IS, ES and CR per level" src="{_e(plot_name)}" width="640">'
         f'{diagnostics_html(diagnostics) if diagnostics is not None else ""}'
         f'<h2>Trials</h2>{trial_rows_html(records, run_dir=run_dir, page_dir=page_dir)}'

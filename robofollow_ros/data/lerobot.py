@@ -3,17 +3,23 @@
 One LeRobot episode per demonstration: frame t holds the state and images of recorded frame t and the absolute
 target commanded from it (t = 0 .. N - 2), ``task`` = the paraphrase the demonstration was collected with. Frames
 of all episodes go into shared parquet files, and each camera's frames into shared H.264 files, back to back; the
-episode table says where each episode starts. Rules that LeRobot does not check but silently relies on (platform
-notes §9) hold by construction: tasks as the index of ``tasks.parquet`` in task order, episodes in order,
+episode table says where each episode starts. Rules that LeRobot does not check but silently relies on (docs/data.md)
+hold by construction: tasks as the index of ``tasks.parquet`` in task order, episodes in order,
 per-file ``from_timestamp``, ``total_frames`` = parquet rows, constant frame rate from pts 0.
+
+The frame rate is the recorded one, 50/3 fps (a frame every 0.06 s, ``data.capture``), written as the float
+16.666666666666668 in ``info.json``; timestamps are ``frame_index * 0.06`` and the videos' time base is 3/50 s, so a
+frame's timestamp, its video pts and its recorded simulated time agree. A keyframe every ``VIDEO_GOP`` frames keeps
+a random read to at most ``VIDEO_GOP - 1`` extra decoded frames per camera (``bench/bench_lerobot_seek.py``).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +51,8 @@ JOINT_NAMES = (
 """Names of the 14 values, as the published LeRobot conversion names them (protocol §8.3)."""
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 VIDEO_CRF = 18
+VIDEO_GOP = 8
+"""Frames per keyframe of the exported videos (34 before: a random frame then cost up to 33 decoded frames)."""
 
 
 def image_key(camera: str) -> str:
@@ -60,7 +68,7 @@ class ExportSummary:
     episodes: int
     frames: int
     tasks: int
-    fps: int
+    fps: float
 
 
 def _file_position(counter: int) -> tuple[int, int]:
@@ -115,7 +123,7 @@ class PixelHistogram:
         return stats
 
 
-def _features(height: int, width: int, fps: int) -> dict[str, Any]:
+def _features(height: int, width: int, fps: float) -> dict[str, Any]:
     vector = {'dtype': 'float32', 'shape': [14], 'names': list(JOINT_NAMES)}
     features: dict[str, Any] = {'observation.state': dict(vector), 'action': dict(vector)}
     for camera in CAMERAS:
@@ -144,7 +152,7 @@ def _features(height: int, width: int, fps: int) -> dict[str, Any]:
 class _FileSet:
     """The data parquet file and the three camera videos currently being filled."""
 
-    def __init__(self, root: Path, counter: int, fps: int) -> None:
+    def __init__(self, root: Path, counter: int, fps: Fraction, *, keyframe_every: int) -> None:
         self.chunk, self.file = _file_position(counter)
         self.root = root
         self.rows: dict[str, list[Any]] = {
@@ -162,6 +170,7 @@ class _FileSet:
                 root / VIDEO_PATH.format(video_key=image_key(camera), chunk_index=self.chunk, file_index=self.file),
                 fps=fps,
                 crf=VIDEO_CRF,
+                keyframe_every=keyframe_every,
             )
             for camera in CAMERAS
         }
@@ -187,7 +196,13 @@ class _FileSet:
 
 
 def export_lerobot(
-    collection: Path, root: Path, *, overwrite: bool = False, episodes_per_file: int = EPISODES_PER_FILE
+    collection: Path,
+    root: Path,
+    *,
+    overwrite: bool = False,
+    episodes_per_file: int = EPISODES_PER_FILE,
+    keyframe_every: int = VIDEO_GOP,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ExportSummary:
     """Write the accepted demonstrations of ``collection`` as a LeRobot v3.0 dataset in ``root``.
 
@@ -196,12 +211,16 @@ def export_lerobot(
         root: dataset folder to create (LeRobot: ``LeRobotDataset(repo_id, root=root)``).
         overwrite: replace an existing ``root``.
         episodes_per_file: episodes per data and video file before the next file starts.
+        keyframe_every: frames per keyframe of the videos (random reads decode up to this many frames).
+        progress: called with (episodes written, episodes) after each episode.
 
     Raises:
         DatasetError: the collection is empty or unreadable, or ``root`` exists and ``overwrite`` is false.
     """
     if episodes_per_file < 1:
         raise DatasetError('a LeRobot file holds at least one episode')
+    if keyframe_every < 1:
+        raise DatasetError('a keyframe interval is at least one frame')
     episodes = stored_episodes(collection)
     if not episodes:
         raise DatasetError(f'{collection} holds no accepted demonstration yet')
@@ -212,12 +231,27 @@ def export_lerobot(
     fps = row_fps()
     staging = root.with_name(root.name + '.partial')
     shutil.rmtree(staging, ignore_errors=True)
-    summary = _write(staging, episodes, fps=fps, episodes_per_file=episodes_per_file)
+    summary = _write(
+        staging,
+        episodes,
+        fps=fps,
+        episodes_per_file=episodes_per_file,
+        keyframe_every=keyframe_every,
+        progress=progress,
+    )
     staging.rename(root)
-    return ExportSummary(root=root, episodes=summary[0], frames=summary[1], tasks=summary[2], fps=fps)
+    return ExportSummary(root=root, episodes=summary[0], frames=summary[1], tasks=summary[2], fps=float(fps))
 
 
-def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int, episodes_per_file: int) -> tuple[int, int, int]:
+def _write(
+    root: Path,
+    episodes: Sequence[StoredEpisode],
+    *,
+    fps: Fraction,
+    episodes_per_file: int,
+    keyframe_every: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[int, int, int]:
     tasks: dict[str, int] = {}
     episode_rows: list[dict[str, Any]] = []
     provenance: list[dict[str, Any]] = []
@@ -231,7 +265,7 @@ def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int, episodes_
         if files is None or episode_index % episodes_per_file == 0:
             if files is not None:
                 files.close()
-            files = _FileSet(root, episode_index // episodes_per_file, fps)
+            files = _FileSet(root, episode_index // episodes_per_file, fps, keyframe_every=keyframe_every)
         frames, _ = read_raw_episode(stored.hdf5)
         length = len(frames) - 1
         if length < 1 or any(camera not in frames.images for camera in CAMERAS):
@@ -243,7 +277,7 @@ def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int, episodes_
         rows = files.rows
         rows['observation.state'] += frames.states[:length].tolist()
         rows['action'] += frames.actions[:length].tolist()
-        rows['timestamp'] += [i / fps for i in range(length)]
+        rows['timestamp'] += [float(i / fps) for i in range(length)]
         rows['frame_index'] += list(range(length))
         rows['episode_index'] += [episode_index] * length
         rows['index'] += list(range(index, index + length))
@@ -268,8 +302,8 @@ def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int, episodes_
             key = image_key(camera)
             row[f'videos/{key}/chunk_index'] = files.chunk
             row[f'videos/{key}/file_index'] = files.file
-            row[f'videos/{key}/from_timestamp'] = start_frame / fps
-            row[f'videos/{key}/to_timestamp'] = (start_frame + length) / fps
+            row[f'videos/{key}/from_timestamp'] = float(start_frame / fps)
+            row[f'videos/{key}/to_timestamp'] = float((start_frame + length) / fps)
         row['meta/episodes/chunk_index'] = 0
         row['meta/episodes/file_index'] = 0
         episode_rows.append(row)
@@ -277,6 +311,8 @@ def _write(root: Path, episodes: Sequence[StoredEpisode], *, fps: int, episodes_
             {'episode_index': episode_index, 'label': stored.label, 'seed': stored.seed, 'source': str(stored.hdf5)}
         )
         index += length
+        if progress is not None:
+            progress(episode_index + 1, len(episodes))
     assert files is not None and shape is not None
     files.close()
     _write_meta(root, episode_rows, tasks, states, actions, pixels, shape=shape, fps=fps, frames=index)
@@ -293,7 +329,7 @@ def _write_meta(
     pixels: dict[str, PixelHistogram],
     *,
     shape: tuple[int, int],
-    fps: int,
+    fps: Fraction,
     frames: int,
 ) -> None:
     meta = root / 'meta'
@@ -309,7 +345,7 @@ def _write_meta(
     stats: dict[str, Any] = {
         'observation.state': _stats(all_states),
         'action': _stats(all_actions),
-        'timestamp': _stats((frame_index / fps)[:, None]),
+        'timestamp': _stats((frame_index / float(fps))[:, None]),
         'frame_index': _stats(frame_index[:, None]),
         'episode_index': _stats(episode_index[:, None]),
         'index': _stats(np.arange(frames)[:, None]),
@@ -331,10 +367,10 @@ def _write_meta(
         'chunks_size': CHUNKS_SIZE,
         'data_files_size_in_mb': 100,
         'video_files_size_in_mb': 200,
-        'fps': fps,
+        'fps': float(fps),
         'splits': {'train': f'0:{len(episode_rows)}'},
         'data_path': DATA_PATH,
         'video_path': VIDEO_PATH,
-        'features': _features(shape[0], shape[1], fps),
+        'features': _features(shape[0], shape[1], float(fps)),
     }
     (meta / 'info.json').write_text(json.dumps(info, indent=4) + '\n', encoding='utf-8')

@@ -35,3 +35,32 @@ class CollectProgress:
             file=self.stream,
             flush=True,
         )
+
+
+class ExportProgress:
+    """Prints ``LeRobot export: k/N episodes | episodes/s | ETA`` as an export advances (at most every ``every`` s).
+
+    Writing the videos takes ~0.5-1 s per demonstration, so without it a 100-episode export is minutes of silence.
+    """
+
+    def __init__(self, *, what: str = 'LeRobot export', every: float = 2.0, stream: TextIO | None = None) -> None:
+        self.what = what
+        self.every = every
+        self.stream = stream or sys.stderr
+        self.started = time.perf_counter()
+        self._printed = -float('inf')
+
+    def __call__(self, done: int, total: int) -> None:
+        """Report ``done`` of ``total`` episodes written (always prints the first and the last)."""
+        now = time.perf_counter()
+        if done not in (1, total) and now - self._printed < self.every:
+            return
+        self._printed = now
+        elapsed = max(now - self.started, 1e-9)
+        rate = done / elapsed
+        eta = f'{(total - done) / rate / 60.0:.1f} min' if rate > 0 else '?'
+        print(
+            f'{self.what}: {done}/{total} episodes ({elapsed:.0f} s) | {rate:.2f} episodes/s | ETA {eta}',
+            file=self.stream,
+            flush=True,
+        )

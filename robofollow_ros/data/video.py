@@ -19,7 +19,9 @@ import cv2
 import numpy as np
 
 from robofollow_ros.errors import DatasetError
+from robofollow_ros.evaluation.recording import VIDEOS_DIR
 from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.textfiles import partial_path
 
 CODEC = 'libx264'
 PIXEL_FORMAT = 'yuv420p'
@@ -31,19 +33,21 @@ FONT = cv2.FONT_HERSHEY_SIMPLEX
 class VideoWriter:
     """Writes (H, W, 3) uint8 RGB frames to an H.264 MP4 at a constant frame rate, pts counting from 0.
 
-    The file appears under its name only when ``close`` succeeds (written under a temporary name until then).
+    The file appears under its name only when ``close`` succeeds (written under ``textfiles.partial_path`` until
+    then, which a resumed run recognises once this process is gone).
     Odd frame sizes are padded by one pixel (yuv420p needs even sizes). B-frames are off so that every frame's
     timestamp is exactly ``index / fps`` (what LeRobot's decoders check).
     """
 
-    def __init__(self, path: Path, *, fps: int, crf: int = 23, keyframe_every: int | None = None) -> None:
+    def __init__(self, path: Path, *, fps: int | Fraction, crf: int = 23, keyframe_every: int | None = None) -> None:
         self.path = path
         self.fps = fps
         self.count = 0
-        self._options = {'crf': str(crf), 'preset': 'veryfast', 'bf': '0', 'g': str(keyframe_every or 2 * fps)}
+        gop = keyframe_every or round(2 * fps)
+        self._options = {'crf': str(crf), 'preset': 'veryfast', 'bf': '0', 'g': str(gop)}
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._temporary = path.with_name(path.name + '.tmp.mp4')
-        self._container = av.open(str(self._temporary), mode='w')
+        self._temporary = partial_path(path)
+        self._container = av.open(str(self._temporary), mode='w', format='mp4')
         self._stream: Any = None
 
     def write(self, frame: np.ndarray) -> None:
@@ -53,7 +57,7 @@ class VideoWriter:
             stream = self._container.add_stream(CODEC, rate=self.fps)
             stream.width, stream.height = frame.shape[1], frame.shape[0]
             stream.pix_fmt = PIXEL_FORMAT
-            stream.time_base = Fraction(1, self.fps)
+            stream.time_base = 1 / Fraction(self.fps)
             stream.options = self._options
             self._stream = stream
         video_frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format='rgb24')
@@ -76,7 +80,7 @@ class VideoWriter:
         os.replace(self._temporary, self.path)
 
 
-def encode_frames(path: Path, frames: Iterable[np.ndarray], *, fps: int, crf: int = 23) -> int:
+def encode_frames(path: Path, frames: Iterable[np.ndarray], *, fps: int | Fraction, crf: int = 23) -> int:
     """Encode frames into a new MP4 with ``VideoWriter``; returns the frame count."""
     writer = VideoWriter(path, fps=fps, crf=crf)
     for frame in frames:
@@ -145,7 +149,7 @@ def write_episode_video(
     path: Path,
     images: Mapping[str, np.ndarray],
     *,
-    fps: int,
+    fps: int | Fraction,
     instruction: str,
     record: Mapping[str, Any] | None = None,
 ) -> Path:
@@ -174,9 +178,6 @@ def write_episode_video(
 
     encode_frames(path, frames(), fps=fps)
     return path
-
-
-VIDEOS_DIR = 'videos'
 
 
 def save_trial_video(out: Path, stem: str, images: Mapping[str, np.ndarray], *, record: Mapping[str, Any]) -> str:

@@ -2,6 +2,8 @@
 
 A policy that scores well but barely above a baseline that ignores the instruction is not following
 instructions; it is executing the most likely task of the scene. The gap per level makes that visible.
+Since both runs play the same trials, the gap gets the paired treatment of ``robofollow compare``: a
+paired-bootstrap interval and a paired test per level (Holm-adjusted over the levels) and overall.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from robofollow_ros.referee.aggregate import GroupSummary, summarize
+from robofollow_ros.statistics import DEFAULT_SEED
+from robofollow_ros.statistics.cells import METRICS
+from robofollow_ros.statistics.compare import ALL, DiffRow, compare_records
+from robofollow_ros.statistics.paired import A_BETTER, B_BETTER
 
 TrialId = tuple[str, Any, Any]
 ALL_LEVELS = 'all'
@@ -38,6 +44,8 @@ class GapRow:
     trials: int
     policy: Scores
     baseline: Scores
+    paired: DiffRow | None = None
+    """The gap's interval, test and verdict (``None`` when the level's trials are outside Table 1's L0-L3)."""
 
     @property
     def gap(self) -> Scores:
@@ -72,17 +80,44 @@ def common_trials(
     return [mine[key] for key in shared], [theirs[key] for key in shared]
 
 
-def mirage_gap(policy: Iterable[Mapping[str, Any]], baseline: Iterable[Mapping[str, Any]]) -> list[GapRow]:
-    """Per level (then ``all``), scores of both runs over their common trials and the gap."""
+def mirage_gap(
+    policy: Iterable[Mapping[str, Any]],
+    baseline: Iterable[Mapping[str, Any]],
+    *,
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
+) -> list[GapRow]:
+    """Per level (then ``all``), scores of both runs over their common trials, the gap and its interval and test."""
     mine, theirs = common_trials(policy, baseline)
     levels = sorted({str(r['level_tag']) for r in mine})
+    paired: dict[str, DiffRow] = {}
+    if mine:
+        comparison = compare_records(mine, theirs, confidence=confidence, seed=seed, levels_only=True)
+        paired = {ALL_LEVELS if row.level == ALL else row.level: row for row in comparison.rows}
     rows = []
     for level in [*levels, ALL_LEVELS]:
         selected = [i for i, r in enumerate(mine) if level == ALL_LEVELS or str(r['level_tag']) == level]
         ours = summarize([{**mine[i], 'level_tag': level} for i in selected])
         base = summarize([{**theirs[i], 'level_tag': level} for i in selected])
-        rows.append(GapRow(level, len(selected), _mean_over_scenes(ours), _mean_over_scenes(base)))
+        rows.append(GapRow(level, len(selected), _mean_over_scenes(ours), _mean_over_scenes(base), paired.get(level)))
     return rows
+
+
+def gap_interval_triple(row: GapRow) -> str:
+    """``[lo, hi] / [lo, hi] / [lo, hi]``: the gap's interval of IS / ES / CR in points (``–`` without one)."""
+    if row.paired is None:
+        return '–'
+    return ' / '.join(
+        f'[{100 * row.paired.difference[m].low:+.1f}, {100 * row.paired.difference[m].high:+.1f}]' for m in METRICS
+    )
+
+
+def gap_verdict_triple(row: GapRow, *, policy: str, baseline: str) -> str:
+    """``policy / baseline / –`` per metric: which side the paired test finds better, if any."""
+    if row.paired is None:
+        return '–'
+    names = {A_BETTER: policy, B_BETTER: baseline}
+    return ' / '.join(names.get(row.paired.verdict[m], '–') for m in METRICS)
 
 
 def percent_triple(scores: Scores, *, signed: bool = False) -> str:
@@ -97,13 +132,26 @@ def mirage_markdown(rows: Sequence[GapRow], *, policy: str, baseline: str) -> st
         f'Mirage gap: `{policy}` against the language-blind `{baseline}` on the same trials '
         '(IS / ES / CR in %, mean over scenes)',
         '',
-        f'| Level | Trials | {policy} | {baseline} | Gap |',
-        '|---|---|---|---|---|',
+        f'| Level | Trials | {policy} | {baseline} | Gap | {confidence_label(rows)} CI of the gap | Better |',
+        '|---|---|---|---|---|---|---|',
     ]
     for row in rows:
         level = '**All**' if row.level == ALL_LEVELS else row.level
         lines.append(
             f'| {level} | {row.trials} | {percent_triple(row.policy)} | {percent_triple(row.baseline)} | '
-            f'{percent_triple(row.gap, signed=True)} |'
+            f'{percent_triple(row.gap, signed=True)} | {gap_interval_triple(row)} | '
+            f'{gap_verdict_triple(row, policy=policy, baseline=baseline)} |'
         )
+    lines += [
+        '',
+        f'CI: paired bootstrap over tasks; Better: `{policy}` or `{baseline}` where a paired test (exact McNemar or '
+        'sign flips, Holm-adjusted over the levels) finds a difference, – where it finds none at this size '
+        '(docs/statistics.md).',
+    ]
     return '\n'.join(lines) + '\n'
+
+
+def confidence_label(rows: Sequence[GapRow]) -> str:
+    """``95 %`` (the level of the rows' intervals)."""
+    levels = {row.paired.confidence for row in rows if row.paired is not None}
+    return f'{100 * levels.pop():g} %' if len(levels) == 1 else ''

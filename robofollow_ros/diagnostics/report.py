@@ -16,6 +16,7 @@ from typing import Any
 from robofollow_ros.diagnostics.confusion import CATEGORIES, ConfusionTable, confusion_table
 from robofollow_ros.diagnostics.mirage import GapRow, mirage_gap, mirage_markdown
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.statistics import DEFAULT_SEED
 
 BASELINE_POLICY = 'blind'
 BASELINE_DIR = 'blind-baseline'
@@ -110,6 +111,8 @@ def write_diagnostics(
     policy: str,
     baseline: Sequence[Mapping[str, Any]] | None,
     baseline_note: str | None = None,
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
 ) -> Diagnostics:
     """Write diagnostics.md, diagnostics.json and confusion.png into ``out``.
 
@@ -119,12 +122,14 @@ def write_diagnostics(
         policy: the policy's name, for headings.
         baseline: the language-blind baseline's records on the same trials, or ``None`` for no gap table.
         baseline_note: why there is no gap table (shown instead of it).
+        confidence: level of the gap's paired intervals (its tests are at ``1 - confidence``).
+        seed: seed of their resampling.
     """
     out.mkdir(parents=True, exist_ok=True)
     sections = []
     gap = None
     if baseline is not None:
-        gap = mirage_gap(records, baseline)
+        gap = mirage_gap(records, baseline, confidence=confidence, seed=seed)
         sections.append(mirage_markdown(gap, policy=policy, baseline=BASELINE_POLICY))
     elif baseline_note:
         sections.append(f'Mirage gap: {baseline_note}\n')
@@ -147,6 +152,7 @@ def write_diagnostics(
                 'policy': vars(row.policy),
                 'baseline': vars(row.baseline),
                 'gap': vars(row.gap),
+                'paired': row.paired.as_dict() if row.paired is not None else None,
             }
             for row in gap or []
         ],

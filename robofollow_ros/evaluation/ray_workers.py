@@ -7,7 +7,14 @@ actors; its late answer, if any, is never read, so nothing is recorded twice. Lo
 (their node is gone); the run stops when none is left.
 
 Ray is an optional extra (``pip install .[ray]``). Without an address, a Ray instance is started for the run
-on this machine only (loopback, no usage statistics) and shut down after it.
+on this machine only and shut down after it: every listener of it (GCS, raylet, object manager, agents, the
+workers' and this process's gRPC servers) is bound to 127.0.0.1, because the instance runs without
+authentication (``RAY_AUTH_MODE=disabled`` unless set otherwise) and anyone who reaches one of those ports can
+run code here. Ray binds to loopback only when its node address
+is exactly 127.0.0.1, which it chooses from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` read when ``ray`` is first
+imported (``_node_ip_address="127.0.0.1"`` alone is rewritten to the machine's address, and any other loopback
+address binds every interface); the node's address is checked after start-up and the run refused otherwise.
+With an address, securing the cluster is the user's business (docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -26,27 +33,56 @@ from robofollow_ros.evaluation.records import Trial
 from robofollow_ros.evaluation.results import TrialKey
 from robofollow_ros.evaluation.runner import TrialResult, TrialRunner
 
+LOOPBACK = '127.0.0.1'
+LOOPBACK_ENVIRONMENT = {'RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER': '0'}
+"""Imposed on a Ray instance started by the run: it binds every listener to 127.0.0.1."""
 LOCAL_RAY_ENVIRONMENT = {
-    'RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER': '0',
+    **LOOPBACK_ENVIRONMENT,
     'RAY_USAGE_STATS_ENABLED': '0',
     'RAY_AUTH_MODE': 'disabled',
 }
-"""Defaults for a Ray instance started by the run: bound to loopback, no statistics, no token file."""
+"""A Ray instance started by the run: loopback (imposed), and by default no statistics and no token file."""
 HEALTH_CHECK = {'health_check_period_ms': 500, 'health_check_timeout_ms': 500, 'health_check_failure_threshold': 3}
 """A lost node is noticed in about two seconds (Ray's default: more than ten)."""
 
 
-def import_ray() -> Any:
-    """The ``ray`` module.
+def import_ray(*, local: bool = False) -> Any:
+    """The ``ray`` module; with ``local``, set up (before its first import) for an instance bound to loopback.
 
     Raises:
         RoboFollowError: Ray is not installed.
     """
+    if local:
+        for name, value in LOCAL_RAY_ENVIRONMENT.items():
+            os.environ.setdefault(name, value)
+        os.environ.update(LOOPBACK_ENVIRONMENT)
     try:
         import ray
     except ImportError as error:
         raise RoboFollowError('--ray needs Ray: pip install ".[ray]" (or pip install ray)') from error
+    if local:
+        # Ray read the variable when it was first imported: a process that imported it earlier would bind every
+        # interface; its module constant is what the node address is chosen from at ``ray.init``.
+        constants = getattr(getattr(ray, '_private', None), 'ray_constants', None)
+        if constants is not None and getattr(constants, 'ENABLE_RAY_CLUSTER', False):
+            constants.ENABLE_RAY_CLUSTER = False
     return ray
+
+
+def check_loopback(ray: Any) -> None:
+    """Refuse a Ray instance started for the run whose nodes are not on 127.0.0.1 (it would listen on every
+    interface, without authentication).
+
+    Raises:
+        RoboFollowError: a node of the instance has another address (the instance is shut down first).
+    """
+    addresses = sorted({str(node.get('NodeManagerAddress')) for node in ray.nodes()} - {LOOPBACK})
+    if addresses:
+        ray.shutdown()
+        raise RoboFollowError(
+            f'the Ray instance started for this run is on {", ".join(addresses)}, not {LOOPBACK}: refusing to run '
+            'it reachable from the network; start Ray yourself and pass its address to --ray'
+        )
 
 
 class Simulator:
@@ -87,7 +123,7 @@ class RayTrials:
     """
 
     def __init__(self, options: SuiteOptions, *, identity: RunIdentity) -> None:
-        import_ray()
+        import_ray(local=not options.ray_address)
         self.options = options
         self.identity = identity
         self.problems: list[str] = []
@@ -96,14 +132,12 @@ class RayTrials:
         self.lost = 0
 
     def _connect(self) -> tuple[Any, bool]:
-        ray = import_ray()
+        ray = import_ray(local=not self.options.ray_address)
         if ray.is_initialized():
             return ray, False
         if self.options.ray_address:
             ray.init(address=self.options.ray_address, logging_level='warning', log_to_driver=False)
         else:
-            for name, value in LOCAL_RAY_ENVIRONMENT.items():
-                os.environ.setdefault(name, value)
             ray.init(
                 address='local',
                 num_cpus=self.options.workers or None,
@@ -112,6 +146,7 @@ class RayTrials:
                 log_to_driver=False,
                 _system_config=HEALTH_CHECK,
             )
+            check_loopback(ray)
         return ray, True
 
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:

@@ -2,23 +2,26 @@
 
 An episode is written under a hidden temporary name and renamed into ``episodes/`` in one step
 (``robofollow_ros.textfiles.publish``); only then is its record appended to the results. A kill at any point
-leaves at most a hidden temporary, or a published episode without a record; ``clean_episodes`` removes both
-before a run resumes, so neither blocks the rerun, and ``robofollow score episodes/*`` never sees a partial one.
+leaves at most a hidden temporary, or a published episode without a record; ``leftovers.clean_run_leftovers``
+removes both (and nothing else) before a run resumes, so neither blocks the rerun, and ``robofollow score
+episodes/*`` never sees a partial one.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from robofollow_ros.benchmark.types import Layout
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.textfiles import is_partial, publish
+from robofollow_ros.textfiles import publish
 
 RecordMode = Literal['none', 'json', 'bag']
 EPISODES_DIR = 'episodes'
+VIDEOS_DIR = 'videos'
+"""Where ``--video`` puts each trial's ``<stem>.mp4`` (``data.video.save_trial_video``)."""
 
 
 def episode_stem(task_id: str, round_: int) -> str:
@@ -31,23 +34,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink(missing_ok=True)
-
-
-def clean_episodes(out: Path, *, referenced: Iterable[str]) -> list[Path]:
-    """Remove partial episodes and episodes that no record refers to; returns what was removed.
-
-    Args:
-        out: the run folder.
-        referenced: ``episode_file`` values of the records (paths relative to ``out``).
-    """
-    folder = out / EPISODES_DIR
-    if not folder.is_dir():
-        return []
-    keep = {Path(name).name for name in referenced}
-    removed = [entry for entry in sorted(folder.iterdir()) if is_partial(entry) or entry.name not in keep]
-    for entry in removed:
-        _remove(entry)
-    return removed
 
 
 def save_episode(

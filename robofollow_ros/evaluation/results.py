@@ -12,6 +12,8 @@ from robofollow_ros.referee.aggregate import read_result_records
 from robofollow_ros.textfiles import read_utf8, write_atomically
 
 TrialKey = tuple[str, int]
+RESULTS_NAME = 'results.jsonl'
+"""The results file of a run folder."""
 
 
 def trial_key(record: dict[str, Any]) -> TrialKey:

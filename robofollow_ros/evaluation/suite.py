@@ -22,21 +22,22 @@ from robofollow_ros.errors import RoboFollowError, RunFolderError
 from robofollow_ros.evaluation.dispatch import run_pool
 from robofollow_ros.evaluation.endpoints import ServerWatch
 from robofollow_ros.evaluation.identity import RunIdentity, claim_run_folder
+from robofollow_ros.evaluation.leftovers import clean_run_leftovers
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.progress import Progress
-from robofollow_ros.evaluation.recording import EPISODES_DIR, clean_episodes, episode_stem, save_episode
+from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem, save_episode
 from robofollow_ros.evaluation.records import Trial, episode_meta
-from robofollow_ros.evaluation.results import ResultsFile, trial_key
+from robofollow_ros.evaluation.results import RESULTS_NAME, ResultsFile, trial_key
 from robofollow_ros.evaluation.retry import set_aside_failed_trials
 from robofollow_ros.evaluation.runner import InProcessTrials, TrialResult
 from robofollow_ros.evaluation.status import RUN_NAME, write_status
+from robofollow_ros.interrupts import interrupt_behind
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.referee.config import default_config
 
 __all__ = ['RunInterrupted', 'SuiteOptions', 'Trial', 'plan_trials', 'run_suite']
 
-RESULTS_NAME = 'results.jsonl'
 RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, 'report')
 
 
@@ -261,7 +262,11 @@ def run_suite(
                     f'--retry-errors: {count} trials with a policy error run again (first records in {aside})',
                     file=sys.stderr,
                 )
-        clean_episodes(options.out, referenced=(str(r['episode_file']) for r in results.records if 'episode_file' in r))
+        clean_run_leftovers(
+            options.out,
+            stems=[episode_stem(trial.task.task_id, trial.round) for trial in trials],
+            referenced=(str(r['episode_file']) for r in results.records if 'episode_file' in r),
+        )
         done = results.done()
         todo = [trial for trial in trials if trial.key not in done]
         option_values = {**asdict(options), 'out': str(options.out)}
@@ -305,11 +310,12 @@ def run_suite(
                             watch.observe(result.record, remaining=len(todo) - written)
                 finally:
                     stream.close()
-        except KeyboardInterrupt as interrupt:
-            status('interrupted', reason=str(interrupt) or 'SIGINT')
-            raise
         except BaseException as error:
-            status('failed', reason=f'{type(error).__name__}: {error}')
+            interrupt = interrupt_behind(error)  # also a Ctrl-C that an interrupted import turned into ImportError
+            if interrupt is not None:
+                status('interrupted', reason=str(interrupt) or 'SIGINT')
+            else:
+                status('failed', reason=f'{type(error).__name__}: {error}')
             raise
         finally:
             for problem in trials_executor.problems:

@@ -1,6 +1,6 @@
 """``Supervisor``: starts a declared graph as processes and stops all of them together (``robofollow launch``).
 
-What it guarantees (the real ``ros2 launch`` misses the SIGTERM part, platform notes §8): nodes start in declared
+What it guarantees (the real ``ros2 launch`` misses the SIGTERM part, README: node graph): nodes start in declared
 order in the graph environment; SIGINT and SIGTERM both stop the graph (the signal received to every node, then
 SIGTERM, then SIGKILL for nodes that do not exit in time); when the main node exits the graph stops with its exit
 code; when any other required node exits the graph stops with a non-zero code and says which node died (and

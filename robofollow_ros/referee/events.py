@@ -86,7 +86,7 @@ class GripperEvents:
 def gripper_events(
     grip: Mapping[Arm, np.ndarray], arm: Arm, *, close_threshold: float, open_threshold: float
 ) -> GripperEvents:
-    """Compute the events of §4.2 for designated ``arm`` with the action's close threshold."""
+    """Compute the events of protocol §4.2 for designated ``arm`` with the action's close threshold."""
     close_expected = close_event(grip[arm], close_threshold)
     close_other = close_event(grip[other_arm(arm)], close_threshold)
     opened = None if close_expected is None else open_event(grip[arm], close_expected, open_threshold)

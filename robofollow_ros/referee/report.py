@@ -2,7 +2,8 @@
 
 Rows are scenes, columns L0-L3 with IS / ES / CR each, as percentages with one decimal. The ``Mean`` row
 is the unweighted mean of the rounded scene values, as on the project website, over the scenes that have
-that level, rounded to one decimal too.
+that level, rounded to one decimal too. Every figure has a confidence interval
+(``robofollow_ros.statistics.cells.table_intervals``; methods in docs/statistics.md), in a second table.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from robofollow_ros.referee.aggregate import LEVEL_ORDER, GroupSummary
+from robofollow_ros.statistics import DEFAULT_SEED
+from robofollow_ros.statistics.cells import Intervals, methods_used
 
 METRICS = ('IS', 'ES', 'CR')
 
@@ -76,17 +80,82 @@ def to_markdown(table: Table) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def to_csv(table: Table) -> str:
-    """The table as CSV: one column per level and metric (``L0_IS``...)."""
+def bounds_text(intervals: Intervals, row: str, level: str) -> str:
+    """``4.0–23.1 / 4.0–23.1 / 1.1–28.3``: the IS / ES / CR interval of one cell in percent (``–`` without one)."""
+    metrics = intervals.get(row, {}).get(level)
+    if not metrics:
+        return '–'
+    return ' / '.join(
+        '–' if math.isnan(metrics[m].low) else f'{100 * metrics[m].low:.1f}–{100 * metrics[m].high:.1f}'
+        for m in METRICS
+    )
+
+
+def intervals_markdown(table: Table, intervals: Intervals, *, confidence: float, seed: int) -> str:
+    """The intervals of every figure of ``table`` as a Markdown table, with the methods and the seed."""
+    lines = [
+        f'{100 * confidence:g} % confidence intervals (IS / ES / CR, %; methods: {"; ".join(methods_used(intervals))};'
+        f' bootstrap seed {seed}; docs/statistics.md)',
+        '',
+        '| Scene | ' + ' | '.join(f'{level} IS / ES / CR' for level in table.levels) + ' |',
+        '|---|' + '---|' * len(table.levels),
+    ]
+    for row in table.rows:
+        name = f'**{row}**' if row == 'Mean' else row
+        lines.append(f'| {name} | ' + ' | '.join(bounds_text(intervals, row, level) for level in table.levels) + ' |')
+    return '\n'.join(lines) + '\n'
+
+
+def to_csv(table: Table, intervals: Intervals | None = None) -> str:
+    """The table as CSV: one column per level and metric (``L0_IS``...), then the interval bounds (``L0_IS_low``,
+    ``L0_IS_high``..., percent) when given."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator='\n')
-    writer.writerow(['scene', *(f'{level}_{metric}' for level in table.levels for metric in METRICS)])
+    header = ['scene', *(f'{level}_{metric}' for level in table.levels for metric in METRICS)]
+    if intervals is not None:
+        header += [
+            f'{level}_{metric}_{bound}' for level in table.levels for metric in METRICS for bound in ('low', 'high')
+        ]
+    writer.writerow(header)
     for row in table.rows:
         values: list[Any] = []
         for level in table.levels:
             values += list(table.cells[row].get(level, ('', '', '')))
+        if intervals is not None:
+            for level in table.levels:
+                metrics = intervals.get(row, {}).get(level)
+                for metric in METRICS:
+                    interval = metrics[metric] if metrics else None
+                    if interval is None or math.isnan(interval.low):
+                        values += ['', '']
+                    else:
+                        values += [round(100 * interval.low, 1), round(100 * interval.high, 1)]
         writer.writerow([row, *values])
     return out.getvalue()
+
+
+def intervals_document(intervals: Intervals, *, confidence: float, seed: int) -> dict[str, Any]:
+    """``{'confidence', 'seed', 'methods', 'cells': {row: {level: {metric: {estimate, low, high, method}}}}}``
+    (fractions; ``null`` bounds where there is no interval)."""
+
+    def clean(value: float) -> float | None:
+        return None if math.isnan(value) else value
+
+    return {
+        'confidence': confidence,
+        'seed': seed,
+        'methods': methods_used(intervals),
+        'cells': {
+            row: {
+                level: {
+                    metric: {**interval.as_dict(), 'low': clean(interval.low), 'high': clean(interval.high)}
+                    for metric, interval in metrics.items()
+                }
+                for level, metrics in levels.items()
+            }
+            for row, levels in intervals.items()
+        },
+    }
 
 
 def to_json(
@@ -115,8 +184,11 @@ METRIC_STYLES = {
 Y_LIMITS = (-5.0, 108.0)
 
 
-def figure_of(tables: dict[str, Table], *, title: str | None = None) -> Any:
-    """A matplotlib figure: one panel per scene (and the mean); per policy and metric one styled line."""
+def figure_of(
+    tables: dict[str, Table], *, title: str | None = None, intervals: Mapping[str, Intervals] | None = None
+) -> Any:
+    """A matplotlib figure: one panel per scene (and the mean); per policy and metric one styled line, with
+    error bars for the policies that have ``intervals``."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -135,13 +207,26 @@ def figure_of(tables: dict[str, Table], *, title: str | None = None) -> Any:
                 offset = style.pop('offset')
                 label = metric if len(tables) == 1 else f'{name} {metric}'
                 colour = colours[(index if len(tables) == 1 else number) % len(colours)]
-                axis.plot(
-                    [position + offset for position in positions],
-                    [table.cells[row][level][index] for level in levels],
-                    color=colour,
-                    label=label,
-                    **style,
-                )
+                xs = [position + offset for position in positions]
+                ys = [table.cells[row][level][index] for level in levels]
+                axis.plot(xs, ys, color=colour, label=label, **style)
+                bars = (intervals or {}).get(name, {}).get(row, {})
+                known = [(x, bars[level][metric]) for x, level in zip(xs, levels, strict=True) if level in bars]
+                known = [(x, interval) for x, interval in known if not math.isnan(interval.low)]
+                if known:
+                    axis.errorbar(
+                        [x for x, _ in known],
+                        [100 * interval.estimate for _, interval in known],
+                        yerr=[
+                            [100 * (interval.estimate - interval.low) for _, interval in known],
+                            [100 * (interval.high - interval.estimate) for _, interval in known],
+                        ],
+                        fmt='none',
+                        ecolor=colour,
+                        elinewidth=1.0,
+                        capsize=2,
+                        alpha=0.7,
+                    )
         axis.set_xticks(range(len(first.levels)), first.levels)
         axis.set_xlim(-0.4, len(first.levels) - 0.6)
         axis.set_title(row)
@@ -162,9 +247,9 @@ def _save(figure: Any, path: str | Path) -> None:
     plt.close(figure)
 
 
-def plot(table: Table, path: str | Path, *, title: str | None = None) -> None:
-    """Write a PNG: one panel per scene (and the mean), IS / ES / CR against the level."""
-    _save(figure_of({'': table}, title=title), path)
+def plot(table: Table, path: str | Path, *, title: str | None = None, intervals: Intervals | None = None) -> None:
+    """Write a PNG: one panel per scene (and the mean), IS / ES / CR against the level (with their intervals)."""
+    _save(figure_of({'': table}, title=title, intervals={'': intervals} if intervals else None), path)
 
 
 def plot_comparison(tables: dict[str, Table], path: str | Path, *, title: str | None = None) -> None:
@@ -182,6 +267,7 @@ class Report:
     out: Path
     duplicates_skipped: list[dict[str, Any]]
     variant: str | None = None
+    intervals: Intervals | None = None
 
 
 def run_title(about: Mapping[str, Any]) -> str:
@@ -198,7 +284,12 @@ def run_title(about: Mapping[str, Any]) -> str:
 
 
 def write_report(
-    records: Sequence[dict[str, Any]], out: str | Path, *, about: Mapping[str, Any] | None = None
+    records: Sequence[dict[str, Any]],
+    out: str | Path,
+    *,
+    about: Mapping[str, Any] | None = None,
+    confidence: float = 0.95,
+    seed: int = DEFAULT_SEED,
 ) -> Report:
     """Deduplicate ``records``, summarise them and write summary.md / .csv / .json / .png into ``out``.
 
@@ -207,26 +298,42 @@ def write_report(
         out: output folder.
         about: the run the records come from (``policy``, ``privileged``, ``run_id``); it titles the
             Markdown and the plot (with the records' variant) and is stored in summary.json.
+        confidence: level of the intervals on every figure (e.g. 0.95).
+        seed: seed of the bootstrap resamples.
 
     Raises:
         RoboFollowError: the records mix variants (nothing is written).
     """
     from robofollow_ros.referee.aggregate import deduplicate, single_variant, summarize
+    from robofollow_ros.statistics.cells import table_intervals
 
     variant = single_variant(records)
     kept, skipped = deduplicate(records)
     summaries = summarize(kept)
     table = build_table(summaries)
+    intervals = table_intervals(kept, confidence=confidence, seed=seed)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     title = run_title({**about, 'variant': variant}) if about else None
-    markdown = (f'{title}\n\n' if title else '') + to_markdown(table)
+    markdown = (
+        (f'{title}\n\n' if title else '')
+        + to_markdown(table)
+        + '\n'
+        + intervals_markdown(table, intervals, confidence=confidence, seed=seed)
+    )
     document = json.loads(to_json(table, summaries, duplicates_skipped=len(skipped), variant=variant))
+    document['intervals'] = intervals_document(intervals, confidence=confidence, seed=seed)
     document['run'] = dict(about or {})
     (folder / 'summary.md').write_text(markdown, encoding='utf-8')
-    (folder / 'summary.csv').write_text(to_csv(table), encoding='utf-8')
+    (folder / 'summary.csv').write_text(to_csv(table, intervals), encoding='utf-8')
     (folder / 'summary.json').write_text(json.dumps(document, indent=2) + '\n', encoding='utf-8')
-    plot(table, folder / 'summary.png', title=title)
+    plot(table, folder / 'summary.png', title=title, intervals=intervals)
     return Report(
-        summaries=summaries, table=table, markdown=markdown, out=folder, duplicates_skipped=skipped, variant=variant
+        summaries=summaries,
+        table=table,
+        markdown=markdown,
+        out=folder,
+        duplicates_skipped=skipped,
+        variant=variant,
+        intervals=intervals,
     )

@@ -1,4 +1,4 @@
-"""QoS profiles of the graph (DESIGN §4)."""
+"""QoS profiles of the graph (docs/architecture.md, "Where each concept lives")."""
 
 from __future__ import annotations
 

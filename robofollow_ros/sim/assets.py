@@ -1,35 +1,29 @@
-"""Robot assets shipped by installed packages (found without importing them)."""
+"""Robot assets installed with the package: the ViperX 300 meshes of the ALOHA cell.
+
+The meshes are unchanged copies of gym-aloha 0.1.5's (Apache-2.0; ``meshes/vx300s/LICENSE``), shipped under
+``share/robofollow/meshes/vx300s/`` beside the URDF that references them as ``package://robofollow/meshes/vx300s/``
+(a URI robot_state_publisher / RViz resolve through the ament index), so nothing beyond ``pip install`` is needed.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-from robofollow_ros.errors import SimulationError
+from robofollow_ros.errors import RoboFollowError, SimulationError
+from robofollow_ros.resources import share_file
 
-GYM_ALOHA_INSTALL = "pip install --no-deps 'gym-aloha==0.1.5'"
-"""gym-aloha 0.1.5 pins mujoco < 3.9; its assets load under MuJoCo 4, so it is installed without its dependencies."""
-
-
-def package_dir(package: str, *, install: str) -> Path:
-    """Directory of an installed Python package, located without importing it.
-
-    Raises:
-        SimulationError: the package is not installed (the message gives ``install``).
-    """
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise SimulationError(f'the {package!r} package is not installed; install it with: {install}')
-    return Path(next(iter(spec.submodule_search_locations)))
+VX300S_URI = 'package://robofollow/meshes/vx300s/'
+"""How the ALOHA URDF names the folder of its meshes."""
+VX300S_LICENSE = 'meshes/vx300s/LICENSE'
 
 
-def gym_aloha_assets() -> Path:
-    """The ``assets`` folder of the installed gym-aloha package (ViperX 300 6DoF MJCF and STL meshes).
+def vx300s_meshes() -> Path:
+    """The installed folder of the ViperX 300 6DoF STL meshes (``share/robofollow/meshes/vx300s``).
 
     Raises:
-        SimulationError: gym-aloha is not installed or lacks its assets.
+        SimulationError: the package was installed without them (a broken or partial install).
     """
-    assets = package_dir('gym_aloha', install=GYM_ALOHA_INSTALL) / 'assets'
-    if not (assets / 'vx300s_left.xml').is_file():
-        raise SimulationError(f'{assets} lacks the ViperX assets; reinstall with: {GYM_ALOHA_INSTALL}')
-    return assets
+    try:
+        return share_file(VX300S_LICENSE).parent
+    except RoboFollowError as exc:
+        raise SimulationError(f'the ViperX 300 meshes are missing ({exc}); reinstall robofollow') from exc

@@ -1,6 +1,6 @@
 """``CellEnv``: the simulated cell as an episode environment (reset, execute action rows, observe, trajectory).
 
-Evaluation is synchronous (DESIGN §5): simulated time advances only inside ``execute``; one trajectory frame is
+Evaluation is synchronous (docs/cell.md §4): simulated time advances only inside ``execute``; one trajectory frame is
 recorded at reset and after every executed action row (protocol §4.1).
 """
 

@@ -1,4 +1,4 @@
-"""The action executor (protocol §1.5, DESIGN §5): one action row = one joint-space straight line.
+"""The action executor (protocol §1.5, docs/cell.md §4): one action row = one joint-space straight line.
 
 For each row the arms move from their current joint positions to the row's absolute targets along a straight line
 in joint space at constant speed, taking ``max(ROW_SECONDS, max_i |dq_i| / vmax_i, |dgrip| / GRIP_SPEED)`` seconds

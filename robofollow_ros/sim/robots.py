@@ -17,7 +17,7 @@ from typing import Literal
 
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.resources import share_file_or_default
-from robofollow_ros.sim.assets import gym_aloha_assets
+from robofollow_ros.sim.assets import VX300S_URI, vx300s_meshes
 from robofollow_ros.sim.constants import (
     ARM_ARMATURE,
     ARM_KP,
@@ -120,8 +120,8 @@ ALOHA = RobotSpec(
     finger_kv=FINGER_KV,
     finger_force=FINGER_FORCE,
     camera_fovy={'cam_high': 52.0, 'cam_left_wrist': 58.0, 'cam_right_wrist': 58.0},
-    mesh_packages=(('package://gym_aloha/assets/', gym_aloha_assets),),
-    description='two ViperX 300 6DoF arms with grippers (ALOHA), meshes from the installed gym-aloha package',
+    mesh_packages=((VX300S_URI, vx300s_meshes),),
+    description='two ViperX 300 6DoF arms with grippers (ALOHA), meshes of gym-aloha 0.1.5 shipped with the package',
 )
 
 ROBOTS: dict[str, RobotSpec] = {spec.name: spec for spec in (ALOHA, PRIMITIVE)}

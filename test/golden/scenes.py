@@ -1,4 +1,4 @@
-"""Layouts and tasks written by hand from the protocol (§2), independent of the benchmark registry.
+"""Layouts and tasks written by hand from the protocol (protocol §2), independent of the benchmark registry.
 
 Only what the referee reads matters here: object names, kinds (object / bowl / label) and sizes.
 Positions in the placements are the nominal ones; the trajectories carry the real poses.

@@ -10,3 +10,8 @@ def describe_failure(error: BaseException) -> str:
     if isinstance(error, RoboFollowError):
         return str(error)
     return f'policy raised {type(error).__name__}: {error}'
+
+
+def exception_line(error: BaseException) -> str:
+    """``Type: message``, the last line of a traceback without the frames (no paths, no source)."""
+    return f'{type(error).__name__}: {error}'

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Protocol
 
+DEFAULT_IDLE_TIMEOUT = 300.0
+"""Seconds a server waits for the next request of a connection (or the rest of one) before closing it."""
+
 
 class PolicyServer(Protocol):
     """A server bound at construction to ``host:port`` (``port=0`` picks a free port).
 
     Constructors take the ``ServedPolicy`` and, keyword-only, ``host`` (127.0.0.1 keeps the policy off
-    the network), ``port`` and ``max_frame_bytes`` (the largest request accepted).
+    the network), ``port``, ``max_frame_bytes`` (the largest request accepted) and ``idle_timeout`` (seconds a
+    connection may stay silent, also in the middle of a request, before the server closes it).
     """
 
     @property

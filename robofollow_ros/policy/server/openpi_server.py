@@ -5,7 +5,8 @@ a new episode (the policy is reset). A request that cannot be answered gets a te
 line and the connection stays open (openpi servers close it; its clients raise on the text frame either
 way). Frames above the size cap are refused by the websocket layer with close code 1009. ``GET /healthz``
 answers ``200 OK``. The control maps of newer openpi clients (``{"__ctrl__": "episode_start"}``) are
-acknowledged; ``episode_start`` also resets the policy.
+acknowledged; ``episode_start`` also resets the policy. Every connection is served in its own thread; one that
+sends no frame for ``idle_timeout`` seconds is closed (code 1001), so idle clients do not hold threads for ever.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ import time
 from typing import Any
 
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import CloseCode
 from websockets.sync.server import Request, Response, Server, ServerConnection, serve
 
+from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.openpi import DEFAULT_PORT
 from robofollow_ros.policy.openpi_codec import packb, unpackb
 from robofollow_ros.policy.openpi_images import OPENPI_IMAGE_SIZE
 from robofollow_ros.policy.openpi_messages import CAMERAS, parse_request
 from robofollow_ros.policy.server.failures import describe_failure
+from robofollow_ros.policy.server.interface import DEFAULT_IDLE_TIMEOUT
 from robofollow_ros.policy.server.served import ServedPolicy
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
@@ -45,8 +49,12 @@ class OpenpiServer:
         host: str = '127.0.0.1',
         port: int = DEFAULT_PORT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
+        if not idle_timeout > 0:
+            raise PolicyError(f'the idle timeout must be positive, got {idle_timeout}')
         self.served = served
+        self.idle_timeout = idle_timeout
         self.metadata: dict[str, Any] = {
             'server': 'robofollow',
             'policy': served.name,
@@ -81,7 +89,12 @@ class OpenpiServer:
         try:
             self.served.reset()
             connection.send(packb(self.metadata))
-            for frame in connection:
+            while True:
+                try:
+                    frame = connection.recv(timeout=self.idle_timeout)
+                except TimeoutError:
+                    connection.close(CloseCode.GOING_AWAY, f'no request for {self.idle_timeout:g} s')
+                    return
                 connection.send(self._answer(frame))
         except ConnectionClosed:
             return

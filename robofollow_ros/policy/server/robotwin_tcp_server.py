@@ -1,9 +1,13 @@
-"""Serves a policy over the published length-prefixed JSON wire (protocol §5.2), one client at a time.
+"""Serves a policy over the published length-prefixed JSON wire (protocol §5.2), each connection in its own thread.
 
-Every request frame gets one reply frame: ``{"res": ...}`` or ``{"error": line, "traceback": text}``.
+Every request frame gets one reply frame: ``{"res": ...}`` or ``{"error": line, "traceback": line}``; both lines
+hold only the exception's type and message (a traceback would tell any client the server's paths and code).
 A frame whose body is not a valid request gets an error reply and the connection goes on; a frame header
 announcing more than the cap (or nothing) gets an error reply and the connection is closed, because the
-stream cannot be resynchronised. The server keeps accepting connections either way.
+stream cannot be resynchronised. A connection that sends nothing for ``idle_timeout`` seconds (also in the
+middle of a frame) is closed, and at most ``max_connections`` are served at once (one more is told
+the server is busy and closed), so an idle or half-open client delays nobody else. Calls into the policy are
+still made one at a time (``ServedPolicy``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ import contextlib
 import socket
 import socketserver
 import threading
-import traceback
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,12 +23,19 @@ from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.robotwin_tcp import DEFAULT_PORT
 from robofollow_ros.policy.robotwin_tcp_codec import MAX_FRAME_BYTES, decode_message, encode_message, read_frame
 from robofollow_ros.policy.robotwin_tcp_messages import COMMANDS, parse_predict_payload
-from robofollow_ros.policy.server.failures import describe_failure
+from robofollow_ros.policy.server.failures import describe_failure, exception_line
+from robofollow_ros.policy.server.interface import DEFAULT_IDLE_TIMEOUT
 from robofollow_ros.policy.server.served import ServedPolicy
 
+DEFAULT_MAX_CONNECTIONS = 256
+"""Connections served at once; each holds a thread while it is open."""
 
-class _Listener(socketserver.TCPServer):
+
+class _Listener(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = socket.SOMAXCONN  # socketserver's 5 resets clients that connect at the same moment
     owner: RobotwinTcpServer
 
 
@@ -37,11 +47,14 @@ class _Connection(socketserver.BaseRequestHandler):
 
 
 def _error_reply(error: BaseException) -> dict[str, str]:
-    return {'error': describe_failure(error), 'traceback': ''.join(traceback.format_exception(error))}
+    return {'error': describe_failure(error), 'traceback': exception_line(error)}
 
 
 class RobotwinTcpServer:
-    """A TCP ``PolicyServer`` (see ``interface.py`` for the constructor's arguments)."""
+    """A TCP ``PolicyServer`` (see ``interface.py`` for the constructor's arguments).
+
+    ``max_connections`` bounds the connections served at once.
+    """
 
     def __init__(
         self,
@@ -50,43 +63,65 @@ class RobotwinTcpServer:
         host: str = '127.0.0.1',
         port: int = DEFAULT_PORT,
         max_frame_bytes: int = MAX_FRAME_BYTES,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
+        if not idle_timeout > 0:
+            raise PolicyError(f'the idle timeout must be positive, got {idle_timeout}')
         self.served = served
         self.max_frame_bytes = max_frame_bytes
+        self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
         self._listener = _Listener((host, port), _Connection)
         self._listener.owner = self
-        self._client: socket.socket | None = None
-        self._client_lock = threading.Lock()
+        self._clients: set[socket.socket] = set()
+        self._clients_lock = threading.Lock()
 
     @property
     def port(self) -> int:
         """The bound port."""
         return int(self._listener.server_address[1])
 
+    @property
+    def open_connections(self) -> int:
+        """Connections being served now."""
+        with self._clients_lock:
+            return len(self._clients)
+
     def serve_forever(self) -> None:
         """Answer connections until ``shutdown``."""
         self._listener.serve_forever(poll_interval=0.2)
 
     def shutdown(self) -> None:
-        """Stop accepting, drop the connected client and close the socket."""
-        with self._client_lock:
-            if self._client is not None:
-                with contextlib.suppress(OSError):
-                    self._client.shutdown(socket.SHUT_RDWR)
+        """Stop accepting, drop the connected clients and close the socket."""
         self._listener.shutdown()
+        with self._clients_lock:
+            for client in self._clients:
+                with contextlib.suppress(OSError):
+                    client.shutdown(socket.SHUT_RDWR)
         self._listener.server_close()
 
     def converse(self, sock: socket.socket) -> None:
-        """Answer the frames of one connection until the client leaves or the framing breaks."""
+        """Answer the frames of one connection until the client leaves, stays idle too long or the framing breaks."""
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with self._client_lock:
-            self._client = sock
+        sock.settimeout(self.idle_timeout)
+        with self._clients_lock:
+            busy = len(self._clients) >= self.max_connections
+            if not busy:
+                self._clients.add(sock)
+        if busy:
+            self._send(sock, {'error': f'server busy: {self.max_connections} connections are open; try again later'})
+            return
         try:
             while True:
                 try:
                     body = read_frame(sock, max_bytes=self.max_frame_bytes)
                 except PolicyError as error:
                     self._send(sock, _error_reply(error))
+                    return
+                except TimeoutError:
+                    # Closed without a word: a frame sent now would be read as the reply to the client's next
+                    # request, where a closed connection tells our client to reconnect.
                     return
                 if body is None:
                     return
@@ -95,8 +130,8 @@ class RobotwinTcpServer:
         except OSError:
             return
         finally:
-            with self._client_lock:
-                self._client = None
+            with self._clients_lock:
+                self._clients.discard(sock)
 
     @staticmethod
     def _send(sock: socket.socket, reply: Mapping[str, Any]) -> bool:

@@ -22,12 +22,20 @@ SCHEMES: dict[WireProtocol, str] = {'openpi': 'ws', 'robotwin-tcp': 'tcp'}
 
 
 def make_server(
-    served: ServedPolicy, *, protocol: WireProtocol, host: str, port: int, max_frame_bytes: int | None = None
+    served: ServedPolicy,
+    *,
+    protocol: WireProtocol,
+    host: str,
+    port: int,
+    max_frame_bytes: int | None = None,
+    idle_timeout: float | None = None,
 ) -> PolicyServer:
-    """Bind a server for ``served`` speaking ``protocol``."""
+    """Bind a server for ``served`` speaking ``protocol`` (``None`` options keep the server's defaults)."""
     options: dict[str, Any] = {'host': host, 'port': port}
     if max_frame_bytes is not None:
         options['max_frame_bytes'] = max_frame_bytes
+    if idle_timeout is not None:
+        options['idle_timeout'] = idle_timeout
     try:
         if protocol == 'openpi':
             return OpenpiServer(served, **options)
@@ -46,6 +54,7 @@ def serve_policy(
     host: str = '127.0.0.1',
     port: int | None = None,
     max_frame_bytes: int | None = None,
+    idle_timeout: float | None = None,
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve the policy ``name`` until SIGINT or SIGTERM, then close it.
@@ -54,7 +63,8 @@ def serve_policy(
         PolicyError: ``name`` is privileged (``expert``, ``blind``: they need the scene's ground truth,
             which a client cannot send), cannot be built, or the address cannot be bound.
 
-    ``announce`` receives one line with the bound address once the server accepts connections
+    ``idle_timeout`` (default ``interface.DEFAULT_IDLE_TIMEOUT``, 300 s) closes a connection that sends nothing
+    for that long. ``announce`` receives one line with the bound address once the server accepts connections
     (``port=0`` binds a free port, which that line names).
     """
     factory = resolve_policy(name, kwargs=kwargs)
@@ -72,6 +82,7 @@ def serve_policy(
             host=host,
             port=DEFAULT_PORTS[protocol] if port is None else port,
             max_frame_bytes=max_frame_bytes,
+            idle_timeout=idle_timeout,
         )
     except BaseException:
         served.close()

@@ -209,7 +209,7 @@ def push_path(view: SceneView, source: str, target: str, *, tcp_z: float) -> Pus
     """Scene 2 push: approach from the side opposite ``target`` and push ``source`` towards it.
 
     The fingers touch the source when the TCP is the source's extent along the push plus
-    ``PUSH_FINGER_REACH`` behind its centre. From there the source is pushed §8.1's 0.05 m, shortened so it
+    ``PUSH_FINGER_REACH`` behind its centre. From there the source is pushed protocol §8.1's 0.05 m, shortened so it
     stops ``PUSH_TARGET_GAP`` short of the target, but never below ``PUSH_MIN_DISTANCE``. The closed
     fingers face the push with the closing axis across it.
     """
