@@ -177,6 +177,8 @@ class EvaluatorNode(Node):
         pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
         expected.update(dict.fromkeys(pose_topics(), pose_readers))
+        if recording:
+            expected[topics.SCENE_MARKERS] = 1  # the sim publishes markers only to a matched reader
         if isinstance(factory.factory, type) and getattr(factory.factory, 'needs_images', True):
             expected.update({topics.image_topic(camera): 1 for camera in CAMERAS})
         self._wait(

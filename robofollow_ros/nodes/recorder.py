@@ -84,7 +84,7 @@ class RecorderNode(Node):
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
         self.description: str | None = None
         self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
-        self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.LATCHED)
+        self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.MARKERS_READER)
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
         for topic in pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)

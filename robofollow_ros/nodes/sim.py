@@ -154,9 +154,16 @@ class SimNode(Node):
         return response
 
     def wait_for_readers(self) -> None:
-        """Give discovery a moment to finish: every reader this node knows of on a frame topic must be matched
-        (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes out."""
-        publishers = [self.joints_pub, *self.ee_pubs.values(), *self.object_pubs.values(), *self.image_pubs.values()]
+        """Give discovery a moment to finish: every reader this node knows of on a frame topic or the scene markers
+        must be matched (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes
+        out (markers go only to matched readers: a recorder matched late missed an episode's first markers)."""
+        publishers = [
+            self.joints_pub,
+            *self.ee_pubs.values(),
+            *self.object_pubs.values(),
+            *self.image_pubs.values(),
+            self.markers_pub,
+        ]
         reference = self.ee_pubs[ARMS[0]]
 
         def matched() -> bool:

@@ -56,3 +56,12 @@ LATCHED_READER = QoSProfile(
 """Readers of /robofollow/episode: a keyless topic keeps one history for all writers, so with depth 1 a message
 from another writer arriving before the callback ran would replace the evaluator's episode spec unseen."""
 CLOCK = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+MARKERS_READER = QoSProfile(
+    depth=100,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""The recorder's reader of /robofollow/scene_markers (written ``LATCHED``): one message per observation, every one
+recorded, while the recorder may fall behind for a moment when it closes a bag (with depth 1 it kept only the
+newest of those that arrived meanwhile, and a bag missed an episode's markers)."""
