@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from robofollow_ros.evaluation.leftovers import process_gone
 from robofollow_ros.graph.declaration import (
     GraphDeclaration,
     NodeDeclaration,
@@ -40,7 +41,6 @@ from robofollow_ros.graph.declaration import (
     graph_instances,
 )
 from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
-from robofollow_ros.ros.shutdown import process_running
 
 PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.05
@@ -197,7 +197,7 @@ def remove_stale_folders(root: Path | None = None) -> list[Path]:
     removed = []
     for folder in Path(root or tempfile.gettempdir()).glob(f'{FOLDER_PREFIX}*'):
         owner = folder.name[len(FOLDER_PREFIX) :].split('_', 1)[0]
-        if not owner.isdigit() or not folder.is_dir() or process_running(int(owner)):
+        if not owner.isdigit() or not folder.is_dir() or not process_gone(int(owner)):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():

@@ -33,9 +33,9 @@ from std_srvs.srv import Trigger
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.evaluation.recording import EPISODES_DIR
+from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.status import amend_status
-from robofollow_ros.evaluation.suite import RunInterrupted, run_suite
+from robofollow_ros.evaluation.suite import RunInterrupted, plan_trials, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.protocol import EpisodeEnd
 from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, suite_options
@@ -307,7 +307,8 @@ def main(args: list[str] | None = None) -> int:
         started = True
         records = run_suite(node.options, progress=node.progress, executor=trials)
         if node.options.record == 'bag' and len(links) > 1:
-            remove_orphaned_partials(node.options.out / EPISODES_DIR)
+            stems = {episode_stem(trial.task.task_id, trial.round) for trial in plan_trials(node.options)}
+            remove_orphaned_partials(node.options.out / EPISODES_DIR, stems=stems)
         completed = sum(bool(record.get('completion_ok')) for record in records)
         node.get_logger().info(f'{len(records)} trials in {node.options.out}; completed {completed}/{len(records)}')
         if len(links) > 1:

@@ -110,14 +110,3 @@ def _watch_parent(parent: int, poll: float) -> None:
         if STOP.wait(poll):
             return
     os.kill(os.getpid(), signal.SIGTERM)
-
-
-def process_running(pid: int) -> bool:
-    """Whether a process with this PID exists (another user's counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
