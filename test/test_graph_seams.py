@@ -323,17 +323,20 @@ def test_every_argument_description_survives_yaml_parsing_whole() -> None:
 
 
 def test_temporary_folders_of_dead_launchers_are_removed_and_live_ones_kept(tmp_path) -> None:
-    import os
-
     from robofollow_ros.graph.supervisor import FOLDER_PREFIX, remove_stale_folders
 
     dead = subprocess.Popen([sys.executable, '-c', 'pass'])
     dead.wait()
+    running = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
     stale = tmp_path / f'{FOLDER_PREFIX}{dead.pid}_abc'
-    live = tmp_path / f'{FOLDER_PREFIX}{os.getpid()}_def'
+    live = tmp_path / f'{FOLDER_PREFIX}{running.pid}_def'
     unnamed = tmp_path / f'{FOLDER_PREFIX}xyz'
-    for folder in (stale, live, unnamed):
-        folder.mkdir()
-        (folder / 'sim.yaml').write_text('x')
-    assert remove_stale_folders(tmp_path) == [stale]
-    assert not stale.exists() and live.exists() and unnamed.exists()
+    try:
+        for folder in (stale, live, unnamed):
+            folder.mkdir()
+            (folder / 'sim.yaml').write_text('x')
+        assert remove_stale_folders(tmp_path) == [stale]
+        assert not stale.exists() and live.exists() and unnamed.exists()
+    finally:
+        running.kill()
+        running.wait()
