@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
-from robofollow_ros.cli.options import add_robot_argument
+from robofollow_ros.cli.options import add_isolation_arguments, add_robot_argument
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 
 HELP = 'run evaluation episodes over the ROS graph (or in-process) and write result records'
@@ -21,13 +21,17 @@ running the same command again resumes where it stopped. A folder holds one run:
 policy, other --policy-kwargs, variant or limits is refused (use a new --out, or --force-new to set the
 old results aside), and a second run into a busy folder is refused.
 
-A custom policy (--policy module:function) must be importable (put its folder on PYTHONPATH). It sees
-only the three camera images, the 14-D joint state and the instruction; every call into it must return
-within --query-timeout seconds (building it, ten times that), or the trial records a timeout and the
-next trial gets a fresh instance. Failures of the policy are recorded per trial and the run goes on,
-except when the one policy server of a network policy refuses connections through 3 trials in a row: then
-the run stops (resume it when the server is back). --retry-errors plays the trials whose records hold a
-policy error again; their first records and files are kept in OUT/retried-<time>/.
+A custom policy (--policy module:function) must be importable (put its folder on PYTHONPATH). It runs
+in its own process, which receives only the three camera images, the 14-D joint state and the
+instruction and may use --policy-memory-limit MiB; every call into it must return within
+--query-timeout seconds (building it, ten times that), or its process is killed, the trial records a
+timeout and the next trial gets a fresh process. A policy process that dies (os._exit, a signal) is a
+`crash`, one out of memory a `memory` failure. --trusted-policy runs it in this process instead
+(faster to start, no isolation; records and run.json say `isolation: trusted`). Failures of the
+policy are recorded per trial and the run goes on, except when the one policy server of a network
+policy refuses connections through 3 trials in a row: then the run stops (resume it when the server
+is back). --retry-errors plays the trials whose records hold a policy error again; their first
+records and files are kept in OUT/retried-<time>/.
 
 --workers N runs N simulators as separate processes of this machine (with --in-process), or N graphs in
 ROS domains ROS_DOMAIN_ID+0..N-1 driven by one evaluator (over the graph); --ray [ADDRESS] runs them as
@@ -74,6 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_QUERY_TIMEOUT,
         help=f'seconds one call into the policy may take (default {DEFAULT_QUERY_TIMEOUT:g})',
     )
+    add_isolation_arguments(parser)
     parser.add_argument(
         '--force-new', action='store_true', help='if --out holds another run, set it aside and start a new one'
     )
@@ -135,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         video=args.video,
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
+        trusted_policy=args.trusted_policy,
+        policy_memory_limit=args.policy_memory_limit,
         force_new=args.force_new,
         retry_errors=args.retry_errors,
         workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),

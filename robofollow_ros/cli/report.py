@@ -79,14 +79,15 @@ def results_file(name: str) -> Path:
 
 
 def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dict[str, Any] | None:
-    """The run all ``records`` belong to (``policy``, ``privileged``, ``run_id``; ``None`` if they name none).
+    """The run all ``records`` belong to (``policy``, ``privileged``, ``isolation``, ``run_id``; ``None`` if they
+    name none).
 
     Raises:
         RoboFollowError: the records come from more than one run (policy or run identity differ).
     """
     runs: dict[tuple[Any, Any], dict[str, Any]] = {}
     for record in records:
-        about = {key: record.get(key) for key in ('policy', 'privileged', 'run_id')}
+        about = {key: record.get(key) for key in ('policy', 'privileged', 'isolation', 'run_id')}
         runs.setdefault((about['policy'], about['run_id']), about)
     if len(runs) > 1:
         listed = '; '.join(f'{policy or "unknown policy"} run {run_id or "without id"}' for policy, run_id in runs)

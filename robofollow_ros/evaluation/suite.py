@@ -118,12 +118,13 @@ def plan_trials(options: SuiteOptions) -> list[Trial]:
     ]
 
 
-def run_identity(options: SuiteOptions, *, privileged: bool) -> RunIdentity:
+def run_identity(options: SuiteOptions, *, privileged: bool, isolation: str = 'built-in') -> RunIdentity:
     """The identity of the run ``options`` describe (see ``robofollow_ros.evaluation.identity``)."""
     return RunIdentity(
         policy=options.policy,
         policy_kwargs=dict(options.policy_kwargs),
         privileged=privileged,
+        isolation=isolation,
         variant=str(options.variant),
         max_queries=options.limits.max_queries,
         actions_per_query=options.limits.actions_per_query,
@@ -150,6 +151,8 @@ def check_options(options: SuiteOptions) -> None:
     run_pool(options)
     if not options.query_timeout > 0:
         raise RoboFollowError('--query-timeout must be a positive number of seconds')
+    if options.policy_memory_limit < 0:
+        raise RoboFollowError('--policy-memory-limit must be a number of MiB, or 0 for no limit')
     if options.out.exists() and not options.out.is_dir():
         raise RunFolderError(f'--out {options.out} is a file, not a folder')
 
@@ -236,8 +239,8 @@ def run_suite(
         KeyboardInterrupt: Ctrl-C or SIGTERM (``RunInterrupted``); everything written so far is kept.
     """
     check_options(options)
-    factory = resolve_policy(options.policy, kwargs=options.policy_kwargs)
-    identity = run_identity(options, privileged=factory.privileged)
+    factory = resolve_policy(options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy)
+    identity = run_identity(options, privileged=factory.privileged, isolation=factory.isolation)
     if executor is not None:
         identity = replace(identity, runtime=executor.runtime)
     trials = plan_trials(options)

@@ -16,7 +16,7 @@ from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.registry import parse_level, parse_scene
 from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits
-from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.graph.domains import parse_workers
 from robofollow_ros.policy.factory import parse_policy_kwargs
@@ -37,6 +37,8 @@ SUITE_PARAMETERS: dict[str, Any] = {
     'record': 'none',
     'max_queries': 10,
     'query_timeout': DEFAULT_QUERY_TIMEOUT,
+    'trusted_policy': False,
+    'policy_memory_limit': DEFAULT_POLICY_MEMORY_MIB,
     'force_new': False,
     'robot': DEFAULT_ROBOT,
     'retry_errors': False,
@@ -67,6 +69,8 @@ def suite_options(values: Mapping[str, Any]) -> SuiteOptions:
             record=str(value['record']),  # type: ignore[arg-type]
             limits=EpisodeLimits(max_queries=int(value['max_queries'])),
             query_timeout=float(value['query_timeout']),
+            trusted_policy=bool(value['trusted_policy']),
+            policy_memory_limit=int(value['policy_memory_limit']),
             force_new=bool(value['force_new']),
             robot=get_robot_spec(str(value['robot'])).name,
             retry_errors=bool(value['retry_errors']),
@@ -91,7 +95,7 @@ def check_suite_parameters(values: Mapping[str, Any]) -> None:
         if options.record not in RECORD_MODES:
             raise GraphError(f'record must be one of {", ".join(RECORD_MODES)} (got {options.record!r})')
         check_options(options)
-        resolve_policy(options.policy, kwargs=options.policy_kwargs)
+        resolve_policy(options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy)
         if not plan_trials(options):
             raise GraphError('the scenes, levels and tasks given select no task')
     except RoboFollowError as error:

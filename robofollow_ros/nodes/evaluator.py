@@ -173,7 +173,7 @@ class EvaluatorNode(Node):
             what=f'the sim, bridge, referee{" and recorder" if listeners > 3 else ""} on {topics.EPISODE}',
         )
         recording = int(self.options.record == 'bag')
-        factory = resolve_policy(self.options.policy)
+        factory = resolve_policy(self.options.policy, trusted=self.options.trusted_policy)
         pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
         expected.update(dict.fromkeys(pose_topics(), pose_readers))
