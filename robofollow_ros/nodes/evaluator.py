@@ -268,10 +268,12 @@ def main(args: list[str] | None = None) -> int:
         # Before the suite runs, a signal stops the start-up; once it runs, the suite's own handlers turn it into
         # run.json's "interrupted", and a repeated signal (a launcher forwards the one the terminal already sent)
         # must not break the writing of run.json or the shutdown that follow.
+        if started:
+            return  # (setting STOP here would end the graph threads' waits as failures, not as a stop)
         name = signal.Signals(number).name
         first = not STOP.is_set()
         STOP.set(name)
-        if first and not started:
+        if first:
             raise RunInterrupted(name)
 
     signal.signal(signal.SIGINT, on_signal)
