@@ -4,7 +4,7 @@ Prints: plain ``mj_step`` steps/s (the baseline), the executor's steps/s, three-
 the real-time factor of a 500-row scripted pick-and-place episode executed in 50-row chunks, without images and
 with all three cameras rendered after every row; the real-time factor of whole expert episodes (one task per scene
 and level, the evaluator's way, and again with the three cameras rendered after every row as when recording
-demonstrations); then the process's peak RSS. Every robot of ``sim.robots`` is measured in the same run, each
+demonstrations); then the process's peak RSS. Every robot of ``robot.specs`` is measured in the same run, each
 against plain stepping of its own model.
 
 Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_sim.py [--rows 500] [--robot aloha --robot primitive]``

@@ -3,8 +3,8 @@
 Layout: ``[left q1..q6, left gripper, right q1..q6, right gripper]``; joints in radians, grippers normalised
 (1 = open, 0 = closed). On ROS the layout travels as ``sensor_msgs/JointState`` and, per arm, as
 ``trajectory_msgs/JointTrajectory`` (six joints and the gripper), named after the robot's URDF joints: a
-``JointLayout`` maps those names to layout columns (``sim.robot.joint_layout`` builds one per registered robot). The
-helpers here work on names and plain sequences so that the core never imports rclpy (nor MuJoCo).
+``JointLayout`` maps those names to layout columns (``robot.description.joint_layout`` builds one per registered
+robot). The helpers here work on names and plain sequences so that the core never imports rclpy (nor MuJoCo).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class JointLayout:
     Joints in ``gripper_mimics`` are published with the gripper joint's value (the mimicking second finger).
 
     Attributes:
-        robot: the robot the names belong to (``sim.robots``), or ``generic`` for the pre-robot names.
+        robot: the robot the names belong to (``robot.specs``), or ``generic`` for the pre-robot names.
         arm_joints: per arm, its six joint names, base to wrist.
         grippers: per arm, the joint carrying the gripper.
         gripper_scale: gripper joint position of a fully open gripper (1.0: the joint carries the normalised value).

@@ -51,7 +51,7 @@ class CollectOptions:
         width, height: camera image size.
         max_attempts: attempts per label before giving up on it (the published collector's seed budget).
         max_queries: expert queries per episode (the protocol's evaluation budget).
-        robot: the simulated cell's robot (``sim.robots``).
+        robot: the simulated cell's robot (``robot.specs``).
     """
 
     out: Path

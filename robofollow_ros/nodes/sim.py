@@ -1,6 +1,6 @@
 """``sim`` node: the MuJoCo cell on ROS, in synchronous mode (handshake: ``robofollow_ros/graph/protocol.py``).
 
-Parameter ``robot`` picks the cell's robot (``sim.robots``); ``/joint_states`` and the trajectories carry its URDF's
+Parameter ``robot`` picks the cell's robot (``robot.specs``); ``/joint_states`` and the trajectories carry its URDF's
 joint names (``JointLayout``). Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row;
 camera images and CameraInfo after each reset and chunk (rendered only while someone subscribes, or always with
 ``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics,
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
@@ -45,6 +46,19 @@ from robofollow_ros.state_layout import CAMERAS
 
 MATCH_TIMEOUT_SECONDS = 5.0
 PUBLICATION_MODE_VARIABLE = 'RMW_FASTRTPS_PUBLICATION_MODE'
+
+
+def subscribe_trajectories(node: Node, callback: Callable[[Arm, bytes], None]) -> None:
+    """The sim's readers of the arms' JointTrajectory commands (serialised; ``qos.ARM_COMMANDS``: a sim that
+    starts late never executes an old command)."""
+    for arm in ARMS:
+        node.create_subscription(
+            JointTrajectory,
+            topics.arm_trajectory_topic(arm),
+            lambda data, arm=arm: callback(arm, data),
+            qos.ARM_COMMANDS,
+            raw=True,
+        )
 
 
 class SimNode(Node):
@@ -94,14 +108,7 @@ class SimNode(Node):
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
-        for arm in ARMS:
-            self.create_subscription(
-                JointTrajectory,
-                topics.arm_trajectory_topic(arm),
-                lambda data, arm=arm: self.on_trajectory(arm, data),
-                qos.EVENTS,
-                raw=True,
-            )
+        subscribe_trajectories(self, self.on_trajectory)
         self.create_service(Trigger, topics.SIM_RESET, self.on_reset)
 
     def on_episode(self, message: String) -> None:
@@ -136,9 +143,16 @@ class SimNode(Node):
         return response
 
     def wait_for_readers(self) -> None:
-        """Give discovery a moment to finish: every reader this node knows of on a frame topic must be matched
-        (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes out."""
-        publishers = [self.joints_pub, *self.ee_pubs.values(), *self.object_pubs.values(), *self.image_pubs.values()]
+        """Give discovery a moment to finish: every reader this node knows of on a frame topic or the scene markers
+        must be matched (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes
+        out (markers go only to matched readers: a recorder matched late missed an episode's first markers)."""
+        publishers = [
+            self.joints_pub,
+            *self.ee_pubs.values(),
+            *self.object_pubs.values(),
+            *self.image_pubs.values(),
+            self.markers_pub,
+        ]
         reference = self.ee_pubs[ARMS[0]]
 
         def matched() -> bool:

@@ -40,7 +40,7 @@ class CellEnv:
     Args:
         render: whether observations include camera images unless a call says otherwise.
         width, height: image size in pixels (default 320x240, protocol §1.3).
-        robot: registered robot name (``sim.robots``), e.g. ``primitive`` or ``aloha``.
+        robot: registered robot name (``robot.specs``), e.g. ``primitive`` or ``aloha``.
         visual_hulls: draw mesh geoms as their convex hulls in camera images (default: the robot's setting);
             faster software rendering of the ALOHA's meshes at the cost of blockier arms.
 
