@@ -53,8 +53,8 @@ class RobotSpec:
         mesh_packages: URDF mesh URI prefix -> function returning the installed folder it stands for.
         light_mesh_packages: the same for the lighter meshes the cameras draw instead (same file names; the
             physics keeps the ``mesh_packages`` ones); empty when the cameras draw what the physics uses.
-        visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; ~2.5x
-            faster on llvmpipe for the ALOHA, but blockier arms and gripper, so off for every robot).
+        visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; blockier
+            arms and gripper, and with the light meshes no faster, so off for every robot).
         description: one line for listings.
     """
 
