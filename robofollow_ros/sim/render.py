@@ -83,7 +83,8 @@ class CameraRig:
         images: dict[str, np.ndarray] = {}
         for name, camera in self._camera_ids.items():
             renderer.update_scene(posed, camera=camera, scene_option=self.scene_option)
-            images[name] = renderer.render().copy()
+            # ``render()`` without ``out`` fills a new array every call: nothing to copy.
+            images[name] = renderer.render()
         return images
 
     def close(self) -> None:
