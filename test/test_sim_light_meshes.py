@@ -20,9 +20,10 @@ pytestmark = pytest.mark.sim
 ROOT = Path(__file__).resolve().parents[1]
 TASK_ID = 'L0_r_pick2_via4_to6_short_front'
 SHIPPED_TRIANGLES = 30_284
-MAX_MEAN_ABS_DIFFERENCE = 1.5
-"""Per 320x240 RGB image, in 8-bit levels: measured at most 0.84 (mean 0.31) over the four contact-sheet tasks,
-ten moments of the expert's episode each, three cameras (tools/make_light_meshes.py's KEEP = 0.12)."""
+MAX_MEAN_ABS_DIFFERENCE = 2.0
+"""Per 320x240 RGB image, in 8-bit levels: measured at most 1.49 (mean 0.78) over the four contact-sheet tasks,
+ten moments of the expert's episode each, three cameras (tools/make_light_meshes.py's KEEP = 0.09; KEEP = 0.12
+gave at most 0.84, KEEP = 0.07 at most 3.15)."""
 
 
 def test_light_meshes_are_what_the_tool_generates() -> None:

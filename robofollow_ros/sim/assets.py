@@ -3,7 +3,7 @@
 The meshes are unchanged copies of gym-aloha 0.1.5's (Apache-2.0; ``meshes/vx300s/LICENSE``), shipped under
 ``share/robofollow/meshes/vx300s/`` beside the URDF that references them as ``package://robofollow/meshes/vx300s/``
 (a URI robot_state_publisher / RViz resolve through the ament index), so nothing beyond ``pip install`` is needed.
-Beside them, ``light/`` holds decimated copies (~13 % of the triangles, ``tools/make_light_meshes.py``) that only the
+Beside them, ``light/`` holds decimated copies (~10 % of the triangles, ``tools/make_light_meshes.py``) that only the
 cameras draw; the physics collides with the shipped meshes.
 """
 
