@@ -50,28 +50,29 @@ PARTS = ('physics', 'rendering', 'policy wire', 'scoring', 'recording')
 
 
 class ReplayedExpert:
-    """Answers each episode with chunks given beforehand (one list per episode, in order); looks at nothing."""
+    """Answers each episode with the chunks given beforehand for its instruction (episodes of one instruction in
+    trial order); looks at nothing."""
 
-    def __init__(self, episodes: list[list[np.ndarray]]) -> None:
-        self._episodes = list(episodes)
+    def __init__(self, episodes: dict[str, list[list[np.ndarray]]]) -> None:
+        self._episodes = {text: list(chunks) for text, chunks in episodes.items()}
         self._chunks: list[np.ndarray] = []
 
     def reset(self) -> None:
-        self._chunks = list(self._episodes.pop(0)) if self._episodes else []
+        self._chunks = []
 
     def set_instruction(self, text: str) -> None:
-        del text
+        self._chunks = list(self._episodes[text].pop(0))
 
     def predict(self, observation: object) -> np.ndarray:
         del observation
         return self._chunks.pop(0) if len(self._chunks) > 1 else self._chunks[0]
 
 
-def expert_chunks(trials: list[Trial], *, robot: str, queries: int) -> list[list[np.ndarray]]:
-    """The expert's chunks for every trial, played without images (the same rows the served policy replays)."""
+def expert_chunks(trials: list[Trial], *, robot: str, queries: int) -> dict[str, list[list[np.ndarray]]]:
+    """The expert's chunks for every trial by instruction, played without images (what the served policy replays)."""
     env = CellEnv(render=False, robot=robot)
     policy = ExpertPolicy()
-    episodes = []
+    episodes: dict[str, list[list[np.ndarray]]] = {}
     for trial in trials:
         layout = registry.layout_of(trial.task)
         obs = env.reset(trial.task, seed=trial.seed, layout=layout, images=False)
@@ -83,7 +84,7 @@ def expert_chunks(trials: list[Trial], *, robot: str, queries: int) -> list[list
             chunk = validate_chunk(policy.predict(obs), max_rows=50)
             chunks.append(chunk)
             obs = env.execute(chunk, images=False)
-        episodes.append(chunks)
+        episodes.setdefault(trial.task.instruction, []).append(chunks)
     env.close()
     return episodes
 
