@@ -93,3 +93,31 @@ class PolicyServerDownError(PolicyError):
 
 class DatasetError(RoboFollowError):
     """A demonstration collection or dataset cannot be written or read (options differ, malformed files)."""
+
+
+class PolicyProcessError(PolicyError):
+    """An isolated policy's process died, could not start, or broke the pipe protocol (``policy/isolation``)."""
+
+
+class PolicyRaisedError(PolicyError):
+    """An isolated policy raised in its own process; only the exception's type and message cross the pipe.
+
+    Attributes:
+        type_name: the exception's class name (``ValueError``, ``SystemExit``...).
+        detail: its message.
+        own: it was a ``PolicyError`` (its message is shown as it is, like one raised in-process).
+        fatal: it was not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``): the instance is not reused.
+        memory: it was a ``MemoryError`` (the process reached its memory limit).
+    """
+
+    def __init__(self, type_name: str, detail: str, *, own: bool, fatal: bool, memory: bool) -> None:
+        super().__init__(detail if own else f'{type_name}: {detail}' if detail else type_name)
+        self.type_name = type_name
+        self.detail = detail
+        self.own = own
+        self.fatal = fatal
+        self.memory = memory
+
+
+class PolicyChunkError(PolicyError):
+    """An isolated policy's chunk was refused by ``validate_chunk`` in its own process (the message says why)."""

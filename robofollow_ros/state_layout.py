@@ -12,11 +12,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 
-from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import LayoutError
+
+Arm = Literal['left', 'right']
+ARMS: tuple[Arm, Arm] = ('left', 'right')
+"""The two arms in layout order (``robofollow_ros.benchmark.types`` re-exports both names).
+
+Defined here rather than in the benchmark package so that the layout, and the policy code built on it, can be
+imported without the benchmark's task registry (an isolated policy's process holds no task objects)."""
 
 ARM_DOF = 6
 ACTION_DIM = 14

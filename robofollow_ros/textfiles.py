@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,10 +29,13 @@ def read_utf8(path: str | Path, *, what: str, error: type[RoboFollowError] = Rob
         error: the ``RoboFollowError`` subclass to raise.
 
     Raises:
-        RoboFollowError: (``error``) the file cannot be read or is not UTF-8 text.
+        RoboFollowError: (``error``) the file cannot be read, is not a regular file (a FIFO would block
+        the reader forever, so it is never opened) or is not UTF-8 text.
     """
     path = Path(path)
     try:
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
+            raise error(f'cannot read {what} {path}: not a regular file (a FIFO, socket or device); not opened')
         data = path.read_bytes()
     except OSError as failure:
         raise error(f'cannot read {what} {path}: {failure.strerror or failure}') from failure

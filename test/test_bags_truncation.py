@@ -85,7 +85,7 @@ def test_unreadable_metadata_yaml_is_treated_as_missing(tmp_path):
     bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=trajectory)
     (bag / 'metadata.yaml').write_text('rosbag2_bagfile_information: [unterminated')
     meta, back = read_episode_bag(bag)
-    assert 'metadata.yaml unreadable' in meta['recovered']
+    assert 'metadata.yaml is not valid YAML' in meta['recovered']
     assert_prefix(back, trajectory, 20)
 
 

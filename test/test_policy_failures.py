@@ -6,7 +6,6 @@ import json
 import threading
 import time
 
-import policy_doubles
 import pytest
 
 from robofollow_ros.cli import main
@@ -52,14 +51,16 @@ def test_every_policy_failure_is_recorded_per_trial_and_the_run_completes(tmp_pa
 
 
 def test_a_query_past_the_deadline_is_a_timeout_and_the_next_trial_gets_a_fresh_instance(tmp_path, capsys):
-    policy_doubles.built.clear()
-    status, records, _ = evaluate(tmp_path, 'policy_doubles:SlowFirstInstance', '--query-timeout', '0.5')
+    marker = tmp_path / 'slow'
+    kwargs = json.dumps({'marker': str(marker)})
+    args = ('--query-timeout', '0.5', '--policy-kwargs', kwargs)
+    status, records, _ = evaluate(tmp_path, 'policy_doubles:SlowFirstInstance', *args)
     assert status == 0
     first, second = records
     assert first['error_kind'] == 'timeout' and 'predict did not return within 0.5 s' in first['policy_error']
     assert first['queries'] == 0 and first['scored'] is False
     assert second['policy_error'] is None and second['queries'] == 10
-    assert len(policy_doubles.built) == 2 and policy_doubles.built[0].slow and not policy_doubles.built[1].slow
+    assert marker.read_text(encoding='utf-8') == 'slow\nfast\n', 'one slow instance, then a fresh one'
     end = capsys.readouterr().out.splitlines()[0]
     assert end.startswith('2 trials: 1 scored, 1 with policy errors (timeout 1), 0 completed')
 

@@ -34,11 +34,12 @@ def run_file(out):
 
 
 def test_a_user_policy_sees_only_images_state_and_instruction(tmp_path):
+    # --trusted-policy: the spy keeps what it saw in this process (test_policy_process covers its own process)
     policy_doubles.seen.clear()
     policy_doubles.bound.clear()
     policy_doubles.instructions.clear()
     out = tmp_path / 'run'
-    assert main(eval_args(out, 'policy_doubles:SpyPolicy', '--max-queries', '2')) == 0
+    assert main(eval_args(out, 'policy_doubles:SpyPolicy', '--max-queries', '2', '--trusted-policy')) == 0
     assert policy_doubles.bound == [], 'bind_task of a user policy must never be called'
     assert policy_doubles.instructions == [registry.get_task(TASK).instruction]
     assert len(policy_doubles.seen) == 2
@@ -73,7 +74,10 @@ def test_builtin_reference_policies_are_privileged_and_marked_everywhere(tmp_pat
     assert run_file(out)['privileged'] is True
     assert main(['report', str(out / 'results.jsonl'), '--out', str(out / 'report')]) == 0
     heading = (out / 'report' / 'summary.md').read_text(encoding='utf-8').splitlines()[0]
-    assert heading == f'Policy expert (privileged: ground-truth access) · run {record["run_id"]} · variant published'
+    assert heading == (
+        f'Policy expert (privileged: ground-truth access; built-in, in-process) · run {record["run_id"]} · '
+        'variant published'
+    )
     assert json.loads((out / 'report' / 'summary.json').read_text())['run']['privileged'] is True
 
 

@@ -17,7 +17,8 @@ from robofollow_ros.policy.factory import make_policy
 pytestmark = pytest.mark.sim
 TASK = 'L0_pickup_yellow_block_2'
 PROTOCOLS = ('openpi', 'robotwin-tcp')
-LOCAL_ONLY = ('wall_seconds', 'policy', 'episode_file', 'run_id')
+LOCAL_ONLY = ('wall_seconds', 'policy', 'isolation', 'episode_file', 'run_id')
+"""The policy differs by name and by where it runs (a user policy in its own process, a built-in client)."""
 
 
 def records(path):

@@ -88,12 +88,22 @@ def test_unusable_replay_files_are_one_clear_error(tmp_path, document, message):
         ReplayPolicy(str(path))
 
 
-def test_a_missing_replay_source_is_a_build_error_in_the_trials_record(tmp_path):
-    kwargs = json.dumps({'path': str(tmp_path / 'nothing.json')})
+@pytest.mark.parametrize('source', ['missing', 'in-process bag', 'no path'])
+def test_an_unusable_replay_source_is_refused_before_the_run_starts(tmp_path, capsys, source):
+    if source == 'in-process bag':  # gripper joints only, as eval --in-process --record bag writes them
+        path = write_episode_bag(tmp_path / 'episode', meta=META, trajectory=trajectory(6))
+        message = 'lacks arm joints; in-process bags hold only the grippers: record the episode over the ROS graph'
+    else:
+        path = tmp_path / 'nothing'
+        message = f'replay source {path} does not exist'
+    kwargs = json.dumps({'path': str(path)} if source != 'no path' else {'rows': 5})
+    if source == 'no path':
+        message = '--policy replay needs --policy-kwargs \'{"path": '
     args = ['eval', '--in-process', '--policy', 'replay', '--policy-kwargs', kwargs, '--tasks', TASK, '--quiet']
-    assert main([*args, '--out', str(tmp_path / 'run')]) == 0
-    [record] = [json.loads(line) for line in (tmp_path / 'run' / 'results.jsonl').read_text().splitlines()]
-    assert record['error_kind'] == 'build' and record['policy_error'].endswith('nothing.json does not exist')
+    assert main([*args, '--out', str(tmp_path / 'run')]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'robofollow eval: error: --policy replay' in err and message in err, err
+    assert not (tmp_path / 'run').exists()  # refused before the run folder was made
 
 
 @pytest.mark.sim

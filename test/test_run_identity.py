@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from typing import get_args
 
 import eval_process
@@ -203,9 +202,9 @@ def test_report_refuses_to_merge_runs_of_different_policies(tmp_path, capsys):
 
 def test_ctrl_c_while_the_policy_is_thinking_stops_without_waiting_for_it(tmp_path):
     out = tmp_path / 'run'
-    process = eval_process.start(eval_args(out), ROBOFOLLOW_TEST_SLEEP='600')
-    eval_process.wait_for_file(out / 'run.json', process)
-    time.sleep(1.0)  # the first predict is now sleeping on the policy's worker thread
+    thinking = tmp_path / 'thinking'
+    process = eval_process.start(eval_args(out), ROBOFOLLOW_TEST_SLEEP='600', ROBOFOLLOW_TEST_THINKING=str(thinking))
+    eval_process.wait_for_file(thinking, process)  # written by predict itself: the policy is thinking now
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)  # a run that waited for the policy would hang for 600 s
     assert process.returncode == 130 and 'interrupted (SIGINT)' in err

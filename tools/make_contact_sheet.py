@@ -31,6 +31,9 @@ TASKS = (
 """One task per scene."""
 HOLD_ROWS_AFTER_CLOSE = 4
 SCALE = 0.75
+LABEL_FONT = cv2.FONT_HERSHEY_SIMPLEX
+LABEL_SCALE = 0.45
+LABEL_MARGIN = 3
 MOMENTS = ('start', 'grasp', 'end')
 OVERVIEW_LOOKAT = (0.0, -0.15, 0.85)
 OVERVIEW_DISTANCE = 1.5
@@ -63,9 +66,17 @@ def episode_frames(env: CellEnv, task_id: str) -> dict[str, dict[str, np.ndarray
 
 
 def _labelled(image: np.ndarray, text: str) -> np.ndarray:
+    """The tile, scaled, with ``text`` once in white on a dark band.
+
+    The text is drawn once: a thicker white outline under thinner dark text does not line up, because
+    OpenCV advances each glyph by its stroke thickness, so the outline drifted right as a second label.
+    """
     out = cv2.resize(image, None, fx=SCALE, fy=SCALE, interpolation=cv2.INTER_AREA)
-    cv2.putText(out, text, (5, 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 2, cv2.LINE_AA)
-    cv2.putText(out, text, (5, 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (20, 20, 20), 1, cv2.LINE_AA)
+    (width, height), baseline = cv2.getTextSize(text, LABEL_FONT, LABEL_SCALE, 1)
+    band = out[: height + baseline + 2 * LABEL_MARGIN, : width + 2 * LABEL_MARGIN]
+    band[:] = (band * 0.35).astype(out.dtype)  # darken the pixels under the label so white text reads anywhere
+    origin = (LABEL_MARGIN, LABEL_MARGIN + height)
+    cv2.putText(out, text, origin, LABEL_FONT, LABEL_SCALE, (255, 255, 255), 1, cv2.LINE_AA)
     return out
 
 

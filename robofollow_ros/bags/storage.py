@@ -8,9 +8,9 @@ file is read again by ``mcap_recovery`` or ``sqlite_recovery``, which keep every
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any
 
 import yaml
 from rosbags.rosbag2 import Reader
@@ -60,9 +60,10 @@ def read_raw(path: str | Path, *, wanted: TopicFilter) -> RawBag:
         return _result(storage, topics, notes)
     metadata, problem = _metadata(bag)
     if metadata is None:
-        files, storage = _storage_files(bag)
+        files, storage = _storage_files(bag, problem)
         topics, notes = _read_files(files, storage, wanted, compression_mode='')
         return _result(storage, topics, [f'{problem}; read the storage files directly', *notes])
+    _refuse_special(bag, metadata.files)
     present = tuple(file for file in metadata.files if file.exists())
     if not present:
         names = ', '.join(file.name for file in metadata.files) or 'none listed'
@@ -97,29 +98,65 @@ def _storage_of_file(path: Path) -> str:
     raise BagError(f'{path}: not a rosbag2 bag (expected a bag directory, a .mcap or a .db3 file)')
 
 
+def _refuse_special(bag: Path, files: tuple[Path, ...]) -> None:
+    """Refuse storage files that exist but are not regular files: opening a FIFO would block forever."""
+    for file in files:
+        try:
+            mode = file.stat().st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise BagError(f'{bag}: {file.name} is not a regular file (a FIFO, socket, device or folder); not opened')
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """One line for a YAML error (PyYAML's own text spans several lines)."""
+    problem = getattr(err, 'problem', None) or getattr(err, 'context', None) or str(err).splitlines()[0]
+    mark = getattr(err, 'problem_mark', None)
+    where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+    return f'{problem}{where}'
+
+
 def _metadata(bag: Path) -> tuple[_Metadata | None, str]:
     source = bag / METADATA_FILE
     if not source.exists():
         return None, f'{METADATA_FILE} missing (recording not closed)'
+    _refuse_special(bag, (source,))
     try:
-        info: dict[str, Any] = yaml.safe_load(source.read_text())['rosbag2_bagfile_information']
-        storage = str(info['storage_identifier'])
-        files = tuple(bag / PurePath(name).name for name in info['relative_file_paths'])
-        compression_mode = str(info.get('compression_mode') or '').lower()
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as err:
-        return None, f'{METADATA_FILE} unreadable ({type(err).__name__}: {err})'
+        document = yaml.safe_load(source.read_text(encoding='utf-8'))
+    except OSError as err:
+        return None, f'{METADATA_FILE} unreadable ({err.strerror or err})'
+    except UnicodeDecodeError as err:
+        return None, f'{METADATA_FILE} is not UTF-8 text (byte {err.start})'
+    except yaml.YAMLError as err:
+        return None, f'{METADATA_FILE} is not valid YAML ({_yaml_problem(err)})'
+    info = document.get('rosbag2_bagfile_information') if isinstance(document, dict) else None
+    if not isinstance(info, dict):
+        return None, f'{METADATA_FILE} is not rosbag2 metadata (no rosbag2_bagfile_information mapping)'
+    names = info.get('relative_file_paths')
+    if 'storage_identifier' not in info or not isinstance(names, list):
+        lacking = 'storage_identifier' if 'storage_identifier' not in info else 'a list of relative_file_paths'
+        return None, f'{METADATA_FILE} is not rosbag2 metadata (rosbag2_bagfile_information lacks {lacking})'
+    storage = str(info['storage_identifier'])
+    files = tuple(bag / PurePath(str(name)).name for name in names)
+    compression_mode = str(info.get('compression_mode') or '').lower()
     if storage not in STORAGES:
         raise BagError(f'{bag}: unknown storage {storage!r} (supported: {", ".join(STORAGES)})')
     return _Metadata(storage, files, '' if compression_mode == 'none' else compression_mode), ''
 
 
-def _storage_files(bag: Path) -> tuple[tuple[Path, ...], str]:
+def _storage_files(bag: Path, problem: str) -> tuple[tuple[Path, ...], str]:
+    """The storage files of a bag whose metadata cannot be used; ``problem`` says why it cannot."""
     found = {storage: tuple(sorted(bag.glob(f'*{suffix}'))) for suffix, storage in STORAGE_SUFFIXES.items()}
     kinds = [storage for storage, files in found.items() if files]
+    absent = not (bag / METADATA_FILE).exists()
     if not kinds:
-        raise BagError(f'{bag}: not a rosbag2 bag (no {METADATA_FILE}, no .mcap or .db3 file)')
+        reason = f'no {METADATA_FILE}, no .mcap or .db3 file' if absent else f'{problem}, and no .mcap or .db3 file'
+        raise BagError(f'{bag}: not a rosbag2 bag ({reason})')
     if len(kinds) > 1:
-        raise BagError(f'{bag}: holds both .mcap and .db3 files and no {METADATA_FILE}; cannot tell which is the bag')
+        reason = f'no {METADATA_FILE}' if absent else problem
+        raise BagError(f'{bag}: holds both .mcap and .db3 files and {reason}; cannot tell which is the bag')
+    _refuse_special(bag, found[kinds[0]])
     return found[kinds[0]], kinds[0]
 
 

@@ -11,14 +11,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
-Arm = Literal['left', 'right']
+from robofollow_ros.state_layout import ARMS as ARMS
+from robofollow_ros.state_layout import Arm as Arm
+
 Shape = Literal['sphere', 'box', 'cylinder', 'bowl', 'label']
 Kind = Literal['object', 'bowl', 'label']
 PerturbMode = Literal['both', 'up', 'down', 'none']
 Split = Literal['train', 'eval']
 Variant = Literal['published', 'corrected']
 
-ARMS: tuple[Arm, Arm] = ('left', 'right')
 TABLE_Z = 0.74
 
 

@@ -1,7 +1,8 @@
 """The ``robofollow`` command: one subcommand per module of this package.
 
-Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
-Errors derived from ``RoboFollowError`` are printed as one line on stderr with exit status 2.
+Each subcommand module defines ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``, and
+may define ``preload(args)``: heavy imports done during start-up, where Ctrl-C ends the process at once
+with one line. Errors derived from ``RoboFollowError`` are printed as one line on stderr with exit status 2.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 from robofollow_ros import __version__
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.interrupts import exit_at_once_while_starting, interrupt_behind
 
 SUBCOMMANDS: dict[str, str] = {
     'tasks': 'robofollow_ros.cli.tasks',
@@ -79,32 +81,39 @@ def build_parser() -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(sub)
-        sub.set_defaults(handler=module.run)
+        sub.set_defaults(handler=module.run, preload=getattr(module, 'preload', None))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``robofollow`` command line; returns the process exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    with exit_at_once_while_starting():  # importing the subcommands takes seconds: Ctrl-C there is one line
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if getattr(args, 'preload', None) is not None:
+            args.preload(args)
     if getattr(args, 'handler', None) is None:
         parser.print_help()
         return 2
     try:
         return int(args.handler(args) or 0)
-    except RoboFollowError as error:
-        print(f'robofollow {args.command}: error: {error}', file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as stop:
-        # SIGTERM arrives as a KeyboardInterrupt subclass naming the signal; plain Ctrl-C names nothing.
-        name = str(stop) or 'SIGINT'
-        resume = '; run the same command again to resume' if args.command in RESUMABLE else ''
-        print(f'robofollow {args.command}: interrupted ({name}){resume}', file=sys.stderr)
-        return 143 if name == 'SIGTERM' else 130
     except BrokenPipeError:
         # The reader (e.g. `head`) went away: stop quietly, as command-line tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except BaseException as error:
+        # A Ctrl-C inside a C extension's import comes out as an ImportError caused by it: still an interrupt.
+        stop = interrupt_behind(error)
+        if stop is not None:
+            # SIGTERM arrives as a KeyboardInterrupt subclass naming the signal; plain Ctrl-C names nothing.
+            name = str(stop) or 'SIGINT'
+            resume = '; run the same command again to resume' if args.command in RESUMABLE else ''
+            print(f'robofollow {args.command}: interrupted ({name}){resume}', file=sys.stderr)
+            return 143 if name == 'SIGTERM' else 130
+        if isinstance(error, RoboFollowError):
+            print(f'robofollow {args.command}: error: {error}', file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == '__main__':

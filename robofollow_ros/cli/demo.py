@@ -65,6 +65,16 @@ def side_by_side(tables: dict[str, Table]) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def preload(args: argparse.Namespace) -> None:
+    """Import the simulator during start-up when it runs in this process (see ``robofollow_ros.interrupts``).
+
+    A Ctrl-C inside MuJoCo's import (a C extension, then EGL through ctypes) would come out of it as an
+    ``ImportError`` or a ``ctypes.ArgumentError``; during start-up it ends the process with one line instead.
+    """
+    if args.in_process:
+        import robofollow_ros.sim.env  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Evaluate both policies, write their reports, print the comparison."""
     from robofollow_ros.cli.report import one_run

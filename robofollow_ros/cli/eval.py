@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
-from robofollow_ros.cli.options import add_robot_argument
+from robofollow_ros.cli.options import add_isolation_arguments, add_robot_argument
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 
 HELP = 'run evaluation episodes over the ROS graph (or in-process) and write result records'
@@ -21,13 +21,17 @@ running the same command again resumes where it stopped. A folder holds one run:
 policy, other --policy-kwargs, variant or limits is refused (use a new --out, or --force-new to set the
 old results aside), and a second run into a busy folder is refused.
 
-A custom policy (--policy module:function) must be importable (put its folder on PYTHONPATH). It sees
-only the three camera images, the 14-D joint state and the instruction; every call into it must return
-within --query-timeout seconds (building it, ten times that), or the trial records a timeout and the
-next trial gets a fresh instance. Failures of the policy are recorded per trial and the run goes on,
-except when the one policy server of a network policy refuses connections through 3 trials in a row: then
-the run stops (resume it when the server is back). --retry-errors plays the trials whose records hold a
-policy error again; their first records and files are kept in OUT/retried-<time>/.
+A custom policy (--policy module:function) must be importable (put its folder on PYTHONPATH). It runs
+in its own process, which receives only the three camera images, the 14-D joint state and the
+instruction and may use --policy-memory-limit MiB; every call into it must return within
+--query-timeout seconds (building it, ten times that), or its process is killed, the trial records a
+timeout and the next trial gets a fresh process. A policy process that dies (os._exit, a signal) is a
+`crash`, one out of memory a `memory` failure. --trusted-policy runs it in this process instead
+(faster to start, no isolation; records and run.json say `isolation: trusted`). Failures of the
+policy are recorded per trial and the run goes on, except when the one policy server of a network
+policy refuses connections through 3 trials in a row: then the run stops (resume it when the server
+is back). --retry-errors plays the trials whose records hold a policy error again; their first
+records and files are kept in OUT/retried-<time>/.
 
 --workers N runs N simulators as separate processes of this machine (with --in-process), or N graphs in
 ROS domains ROS_DOMAIN_ID+0..N-1 driven by one evaluator (over the graph); --ray [ADDRESS] runs them as
@@ -74,6 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_QUERY_TIMEOUT,
         help=f'seconds one call into the policy may take (default {DEFAULT_QUERY_TIMEOUT:g})',
     )
+    add_isolation_arguments(parser)
     parser.add_argument(
         '--force-new', action='store_true', help='if --out holds another run, set it aside and start a new one'
     )
@@ -100,6 +105,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_robot_argument(parser)
 
 
+def preload(args: argparse.Namespace) -> None:
+    """Import the simulator during start-up when trials run in this process (see ``robofollow_ros.interrupts``).
+
+    A Ctrl-C inside MuJoCo's import (a C extension, then EGL through ctypes) would come out of it as an
+    ``ImportError`` or a ``ctypes.ArgumentError``; during start-up it ends the process with one line instead.
+    """
+    if args.in_process and args.ray is None and args.workers in (None, 1):  # else other processes simulate
+        import robofollow_ros.sim.env  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
     from robofollow_ros.benchmark.registry import parse_level, parse_scene, parse_variant
@@ -107,11 +122,14 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
+    from robofollow_ros.policy.preflight import check_policy_options
 
+    policy_kwargs = parse_policy_kwargs(args.policy_kwargs)
+    check_policy_options(args.policy, policy_kwargs)  # before the run folder is touched
     options = SuiteOptions(
         out=args.out or Path('runs') / args.policy.replace(':', '_'),
         policy=args.policy,
-        policy_kwargs=parse_policy_kwargs(args.policy_kwargs),
+        policy_kwargs=policy_kwargs,
         scenes=[parse_scene(value) for value in _split(args.scene)] or None,
         levels=[parse_level(value) for value in _split(args.level)] or None,
         pattern=args.tasks,
@@ -122,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         video=args.video,
         limits=EpisodeLimits(max_queries=args.max_queries),
         query_timeout=args.query_timeout,
+        trusted_policy=args.trusted_policy,
+        policy_memory_limit=args.policy_memory_limit,
         force_new=args.force_new,
         retry_errors=args.retry_errors,
         workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB
 from robofollow_ros.sim.robots import DEFAULT_ROBOT, ROBOTS, robot_names
 
 
@@ -36,3 +37,19 @@ def confidence_fraction(percent: float) -> float:
     if not 0.0 < percent < 100.0:
         raise RoboFollowError(f'--confidence must lie between 0 and 100 (percent), got {percent:g}')
     return percent / 100.0
+
+
+def add_isolation_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--trusted-policy`` and ``--policy-memory-limit MIB``: how a ``module:function`` policy runs."""
+    parser.add_argument(
+        '--trusted-policy',
+        action='store_true',
+        help="run a module:function policy in the simulator's process instead of its own (no isolation)",
+    )
+    parser.add_argument(
+        '--policy-memory-limit',
+        type=int,
+        default=DEFAULT_POLICY_MEMORY_MIB,
+        metavar='MIB',
+        help=f'memory cap of a module:function policy in MiB, 0 for none (default {DEFAULT_POLICY_MEMORY_MIB})',
+    )

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from robofollow_ros.cli.options import add_robot_argument
+from robofollow_ros.cli.options import add_isolation_arguments, add_robot_argument
 
 HELP = 'instruction sensitivity: same scene and seed, one run per instruction the scene admits'
 DESCRIPTION = """\
@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--variant', default='published', help='ground-truth variant of the L2 rewrites')
     parser.add_argument('--out', type=Path, default=None, help='write probe.jsonl and sensitivity.md here')
     parser.add_argument('--quiet', action='store_true', help='no progress line')
+    add_isolation_arguments(parser)
     add_robot_argument(parser)
 
 
@@ -60,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
         raise RoboFollowError('--limit must be at least 2 (a probe compares pairs of instructions)')
     variant = parse_variant(args.variant)
     configs = resolve_configs([parse_scene(s) for s in _split(args.scene)] or None, _split(args.config) or None)
-    policy = GuardedPolicy(resolve_policy(args.policy, kwargs=parse_policy_kwargs(args.policy_kwargs)))
+    if args.policy_memory_limit < 0:
+        raise RoboFollowError('--policy-memory-limit must be a number of MiB, or 0 for no limit')
+    factory = resolve_policy(args.policy, kwargs=parse_policy_kwargs(args.policy_kwargs), trusted=args.trusted_policy)
+    policy = GuardedPolicy(factory, memory_limit_mib=args.policy_memory_limit)
     done = 0
 
     def progress(run_: ProbeRun) -> None:

@@ -38,14 +38,20 @@ give a blind run's results instead, or none.
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``robofollow report``."""
-    parser.add_argument('results', nargs='+', metavar='RESULTS', help='JSON Lines or JSON array of result records')
+    parser.add_argument(
+        'results',
+        nargs='+',
+        metavar='RESULTS',
+        help='JSON Lines or JSON array of result records, or a run folder (its results.jsonl)',
+    )
     parser.add_argument('--out', metavar='DIR', help='output directory (default: next to the first RESULTS file)')
     parser.add_argument('--html', action='store_true', help='also write index.html: tables, plot, trials with videos')
     parser.add_argument(
         '--baseline',
         default='auto',
         metavar='auto|none|RESULTS',
-        help='language-blind baseline for the mirage gap: run it here (auto, default), none, or its results file',
+        help='language-blind baseline for the mirage gap: run it here (auto, default), none, or its results '
+        '(file or run folder)',
     )
     add_confidence_arguments(parser, seed=DEFAULT_SEED)
     parser.add_argument(
@@ -57,15 +63,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def results_file(name: str) -> Path:
+    """The results file ``name`` names: itself, or for a run folder its ``results.jsonl``.
+
+    Raises:
+        RoboFollowError: a folder without ``results.jsonl``.
+    """
+    path = Path(name)
+    if not path.is_dir():
+        return path
+    inside = path / 'results.jsonl'
+    if not inside.is_file():
+        raise RoboFollowError(f'{path}: a folder without results.jsonl (give a run folder or a results file)')
+    return inside
+
+
 def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dict[str, Any] | None:
-    """The run all ``records`` belong to (``policy``, ``privileged``, ``run_id``; ``None`` if they name none).
+    """The run all ``records`` belong to (``policy``, ``privileged``, ``isolation``, ``run_id``; ``None`` if they
+    name none).
 
     Raises:
         RoboFollowError: the records come from more than one run (policy or run identity differ).
     """
     runs: dict[tuple[Any, Any], dict[str, Any]] = {}
     for record in records:
-        about = {key: record.get(key) for key in ('policy', 'privileged', 'run_id')}
+        about = {key: record.get(key) for key in ('policy', 'privileged', 'isolation', 'run_id')}
         runs.setdefault((about['policy'], about['run_id']), about)
     if len(runs) > 1:
         listed = '; '.join(f'{policy or "unknown policy"} run {run_id or "without id"}' for policy, run_id in runs)
@@ -86,10 +108,16 @@ def run(args: argparse.Namespace) -> int:
     confidence = confidence_fraction(args.confidence)
     if args.plan_width is not None and not 0.0 < args.plan_width < 100.0:
         raise RoboFollowError(f'--plan-width must lie between 0 and 100 points, got {args.plan_width:g}')
-    records = [record for name in args.results for record in read_result_records(Path(name))]
+    files = [results_file(name) for name in args.results]
+    records = [record for path in files for record in read_result_records(path)]
     if not records:
-        raise RoboFollowError('no result records in ' + ', '.join(args.results))
-    out = Path(args.out) if args.out else Path(args.results[0]).resolve().parent
+        raise RoboFollowError('no result records in ' + ', '.join(map(str, files)))
+    # A baseline file is read before anything is written or printed, so that a wrong path costs nothing.
+    try:
+        given = None if args.baseline in ('auto', 'none') else read_result_records(results_file(args.baseline))
+    except RoboFollowError as error:
+        raise RoboFollowError(f'--baseline: {error}') from None
+    out = Path(args.out) if args.out else files[0].resolve().parent
     report_about = one_run(records, sources=args.results)
     report = write_report(records, out, about=report_about, confidence=confidence, seed=args.seed)
     for record in report.duplicates_skipped:
@@ -101,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(report.markdown)
     kept, _ = deduplicate(records)
     policy = (report_about or {}).get('policy') or 'policy'
-    baseline, note = _baseline(args.baseline, kept, out=out, policy=policy)
+    baseline, note = _baseline(args.baseline, kept, out=out, policy=policy, given=given)
     diagnostics = write_diagnostics(
         kept, out, policy=policy, baseline=baseline, baseline_note=note, confidence=confidence, seed=args.seed
     )
@@ -121,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             kept,
             report.table,
             page_dir=out,
-            run_dir=Path(args.results[0]).resolve().parent,
+            run_dir=files[0].resolve().parent,
             diagnostics=diagnostics,
             intervals=report.intervals,
             confidence=confidence,
@@ -136,18 +164,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _baseline(
-    choice: str, records: Sequence[dict[str, Any]], *, out: Path, policy: str
+    choice: str,
+    records: Sequence[dict[str, Any]],
+    *,
+    out: Path,
+    policy: str,
+    given: list[dict[str, Any]] | None,
 ) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """The baseline's records for the mirage gap, or ``None`` with the reason there is none."""
+    """The baseline's records for the mirage gap (``given``: read from --baseline), or ``None`` and why not."""
     from robofollow_ros.diagnostics.report import BASELINE_DIR, BASELINE_POLICY, blind_baseline
-    from robofollow_ros.referee.aggregate import read_result_records
 
     if choice == 'none':
         return None, 'no baseline (--baseline none)'
     if policy == BASELINE_POLICY:
         return None, 'this run is the language-blind baseline itself'
-    if choice != 'auto':
-        return read_result_records(Path(choice)), None
+    if given is not None:
+        return given, None
     folder = out / BASELINE_DIR
     print(
         f'mirage gap: running the language-blind baseline on the same {len(records)} trials in {folder}',

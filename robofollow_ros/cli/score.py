@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
 from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import Layout, Task, Variant
-from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.errors import RoboFollowError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
 
 HELP = 'score trajectory files or episode bags with the referee'
@@ -22,10 +23,12 @@ Score recorded episodes with the RoboFollow referee and print one JSON result re
 PATH is a trajectory file (robofollow-trajectory/1 JSON, see docs/trajectory-format.md), a rosbag2
 episode bag recorded by robofollow (a directory, or its .mcap / .db3 file), or a folder of such episodes
 (e.g. the episodes/ folder of an evaluation run; hidden entries are skipped). The task comes from the
-file's task_id (bag: /robofollow/episode), the layout from its meta "layout", else the task's own layout.
+file's task_id (bag: /robofollow/episode) and is scored in its own layout: an episode whose meta "layout"
+names another layout, whose frames hold other objects or whose objects start elsewhere is refused.
 
 Every PATH is scored; each one that cannot be is reported on stderr with its name, and the exit status
-is 2 at the end if any failed. A truncated bag that could be recovered is scored with a warning.
+is 2 at the end if any failed (also for a folder without episodes, or a FIFO or other special file, which
+is never opened). A truncated bag that could be recovered is scored with a warning.
 """
 BAG_SUFFIXES = ('.mcap', '.db3')
 
@@ -41,7 +44,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--config', metavar='FILE', help='referee constants overriding config/referee.yaml')
 
 
+def _special_kind(path: Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder (``None`` otherwise or if absent)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return 'a FIFO'
+    if stat.S_ISSOCK(mode):
+        return 'a socket'
+    return 'a device' if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else 'a special file'
+
+
 def _read(path: Path) -> tuple[str, str | None, dict[str, Any], Trajectory]:
+    kind = _special_kind(path)
+    if kind is not None:
+        raise RoboFollowError(f'{path}: is {kind}, not a file or folder; skipped without opening it')
     if path.is_dir() or path.suffix in BAG_SUFFIXES:
         from robofollow_ros.bags import read_episode_bag
 
@@ -57,21 +78,47 @@ def _read(path: Path) -> tuple[str, str | None, dict[str, Any], Trajectory]:
 
 
 def _task_and_layout(task_id: str, variant: Variant, meta: dict[str, Any]) -> tuple[Task, Layout]:
+    """The task and its own layout; a recorded layout (meta ``layout``) must be that one.
+
+    Raises:
+        RoboFollowError: unknown task, or the episode names another layout.
+    """
     from robofollow_ros.benchmark import registry
 
     task = registry.get_task(task_id, variant=variant)
-    layout_name = meta.get('layout')
-    layout = registry.get_layout(task.scene, layout_name) if layout_name else registry.layout_of(task)
+    layout = registry.layout_of(task)
+    recorded = meta.get('layout')
+    if recorded is None:
+        return task, layout
+    try:
+        named = registry.get_layout(task.scene, str(recorded)).name
+    except RoboFollowError:
+        named = None
+    if named != layout.name:
+        raise TrajectoryError(
+            f'task {task_id} is set in layout {layout.name!r} of scene {task.scene}, but the episode was recorded '
+            f'in layout {recorded!r} (meta "layout"); score it as a task of the layout it was recorded in'
+        )
     return task, layout
+
+
+def _other_layouts(task: Task) -> tuple[Layout, ...]:
+    from robofollow_ros.benchmark import registry
+
+    return tuple(registry.get_layout(task.scene, name) for name in registry.layout_names(task.scene))
 
 
 def score_path(path: Path, *, variant: str | None = None, config: Any = None) -> dict[str, Any]:
     """Score one trajectory file or bag and return its result record."""
+    from robofollow_ros.referee.layout_check import check_recorded_layout
     from robofollow_ros.referee.score import score_episode
+    from robofollow_ros.referee.validation import check_physical
 
     task_id, recorded_variant, meta, trajectory = _read(path)
     chosen = parse_variant(variant or recorded_variant or DEFAULT_VARIANT)
     task, layout = _task_and_layout(task_id, chosen, meta)
+    check_physical(trajectory)  # before the layout check, which would call a 1e308 position merely misplaced
+    check_recorded_layout(trajectory, task=task, layout=layout, others=_other_layouts(task))
     keep = {key: meta[key] for key in ('seed', 'round', 'recovered', 'warnings') if meta.get(key) is not None}
     result = score_episode(task, trajectory, layout=layout, config=config, meta=keep, variant=chosen)
     record = result.to_record()
@@ -86,18 +133,27 @@ def _is_bag(path: Path) -> bool:
 def episode_paths(path: Path) -> list[Path]:
     """The episodes ``path`` names: itself, or for a folder that is not a bag, its episode files and bags.
 
+    A ``.json`` entry of a folder that is a FIFO or another special file is listed (``score_path`` then
+    refuses it without opening it), so that it is named rather than silently passed over.
+
     Raises:
-        RoboFollowError: ``path`` does not exist.
+        RoboFollowError: ``path`` does not exist, or is a folder without episodes.
     """
     if not path.exists():
         raise RoboFollowError(f'{path}: no such file or directory')
     if not path.is_dir() or _is_bag(path):
         return [path]
-    return [
+    found = [
         child
         for child in sorted(path.iterdir())
         if not child.name.startswith('.') and (child.suffix == '.json' or (child.is_dir() and _is_bag(child)))
     ]
+    if not found:
+        raise RoboFollowError(
+            f'no episodes found in {path} (expected trajectory .json files or episode bags, e.g. the episodes/ '
+            'folder of a run)'
+        )
+    return found
 
 
 def _named(path: Path, error: Exception) -> str:

@@ -104,6 +104,8 @@ class EpisodeSpec:
             value = json.loads(text)
         except (TypeError, ValueError) as error:
             raise EpisodeSpecError(f'episode spec is not valid JSON: {error}') from None
+        except RecursionError:
+            raise EpisodeSpecError('episode spec is not valid JSON: nested too deeply to read') from None
         return cls.from_mapping(value)
 
     def resolve(self) -> tuple[Task, Layout]:

@@ -1,12 +1,16 @@
-"""Calling policy code safely: each policy instance on its own worker thread, every call with a deadline.
+"""Calling policy code safely: every call with a deadline, a user policy in its own process.
 
-A policy is user code. Whatever it does (raises, returns garbage, sleeps forever, calls ``sys.exit``) is
-turned into a ``PolicyFailure`` that the episode records, and the run goes on.
+A policy is user code. Whatever it does (raises, returns garbage, sleeps forever, calls ``sys.exit`` or
+``os._exit``, runs out of memory) is turned into a ``PolicyFailure`` that the episode records, and the run goes
+on with a fresh instance for the next trial.
 
-A Python thread cannot be killed. A call that misses its deadline is therefore left running on its daemon
-thread and the whole instance is abandoned (``GuardedPolicy.abandoned``): the evaluator never calls it again
-and builds a fresh instance for the next trial. Ctrl-C and SIGTERM reach the main thread, never the worker,
-so they stop the run cleanly however busy the policy is.
+A ``module:function`` policy runs in its own process (``robofollow_ros.policy.isolation``; ``isolation ==
+'process'``): a call that misses its deadline kills that process at once, and a process that dies is a
+``crash``. Built-in policies, and user policies under ``--trusted-policy``, run in this process on their own
+worker thread; a Python thread cannot be killed, so a call of theirs that misses its deadline is left running
+on its daemon thread and the instance is abandoned. Either way the evaluator never calls an abandoned instance
+again (``GuardedPolicy.abandoned``), and Ctrl-C and SIGTERM reach the main thread, so they stop the run cleanly
+however busy the policy is.
 """
 
 from __future__ import annotations
@@ -18,14 +22,26 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from robofollow_ros.errors import PolicyError
+from robofollow_ros.errors import PolicyChunkError, PolicyError, PolicyProcessError, PolicyRaisedError
 from robofollow_ros.policy.base import needs_images, validate_chunk
 from robofollow_ros.policy.factory import PolicyFactory
 
-FailureKind = Literal['build', 'reset', 'set_instruction', 'bind_task', 'predict', 'invalid_chunk', 'timeout', 'close']
+FailureKind = Literal[
+    'build', 'reset', 'set_instruction', 'bind_task', 'predict', 'invalid_chunk', 'timeout', 'crash', 'memory', 'close'
+]
+"""Every ``error_kind`` a record can hold for a policy failure (the graph's bridge adds ``graph``): ``crash`` when
+the policy's own process died, ``memory`` when it reached its memory cap."""
 DEFAULT_QUERY_TIMEOUT = 300.0
 BUILD_TIMEOUT_FACTOR = 10.0
 """Building an instance (loading a checkpoint) may take this many times the per-call deadline."""
+DEFAULT_POLICY_MEMORY_MIB = 8192
+"""The default data-segment cap of a policy's own process (``--policy-memory-limit``), in MiB.
+
+Generous on purpose: 8 GiB holds a CPU model of about two billion float32 parameters with room for its
+activations (GPU memory is not counted), while a runaway policy fails its trial before it takes a typical
+16 GB machine down with the simulator. 0 means no cap."""
+CLOSE_TIMEOUT = 10.0
+"""Seconds an isolated policy's ``close`` may take before its process is killed."""
 
 T = TypeVar('T')
 
@@ -89,30 +105,65 @@ class _Worker:
 
 
 class GuardedPolicy:
-    """One policy instance, built and called on its own worker thread with a deadline per call.
+    """One policy instance, built and called with a deadline per call: in its own process
+    (``factory.isolation == 'process'``) or on its own worker thread.
 
     Args:
-        factory: the resolved policy (its name, privilege and keyword arguments).
+        factory: the resolved policy (its name, privilege, isolation and keyword arguments).
         timeout: seconds each ``reset``, ``set_instruction``, ``bind_task`` and ``predict`` may take.
+        memory_limit_mib: data-segment cap of the policy's own process in MiB (0: none; in-process: unused).
 
     Raises:
-        PolicyFailure: (kind ``build`` or ``timeout``) the factory failed, returned an object without the
-            policy interface, or did not return within ``BUILD_TIMEOUT_FACTOR * timeout``.
+        PolicyFailure: (kind ``build``, ``timeout``, ``crash`` or ``memory``) the factory failed, returned an
+            object without the policy interface, did not return within ``BUILD_TIMEOUT_FACTOR * timeout``, or
+            its process died or ran out of memory.
     """
 
-    def __init__(self, factory: PolicyFactory, *, timeout: float = DEFAULT_QUERY_TIMEOUT) -> None:
+    def __init__(
+        self,
+        factory: PolicyFactory,
+        *,
+        timeout: float = DEFAULT_QUERY_TIMEOUT,
+        memory_limit_mib: int = DEFAULT_POLICY_MEMORY_MIB,
+    ) -> None:
         self.name = factory.name
         self.privileged = factory.privileged
+        self.isolation = factory.isolation
         self.timeout = timeout
+        self.memory_limit_mib = memory_limit_mib
         self.abandoned = False
-        self._worker = _Worker(f'policy {factory.name}')
+        self._worker: _Worker | None = None
+        self._process: Any = None
         self._policy: Any = None
+        build_timeout = BUILD_TIMEOUT_FACTOR * timeout
         try:
-            self._policy = self._call('build', factory.build, timeout=BUILD_TIMEOUT_FACTOR * timeout)
+            if factory.isolation == 'process':
+                self._start_process(factory, timeout=build_timeout)
+            else:
+                self._worker = _Worker(f'policy {factory.name}')
+                self._policy = self._call('build', factory.build, timeout=build_timeout)
+                self.needs_images = needs_images(self._policy)
         except PolicyFailure:
             self._abandon()
             raise
-        self.needs_images = needs_images(self._policy)
+
+    def _start_process(self, factory: PolicyFactory, *, timeout: float) -> None:
+        import sys
+
+        from robofollow_ros.policy.isolation.client import PolicyProcess
+
+        try:
+            self._process = PolicyProcess(memory_limit_mib=self.memory_limit_mib)
+        except PolicyProcessError as error:
+            raise PolicyFailure(str(error), kind='build') from error
+        request = {'name': factory.name, 'kwargs': dict(factory.kwargs), 'path': list(sys.path)}
+        built = self._remote('build', 'build', request, timeout=timeout)
+        self.needs_images = bool(built.get('needs_images', True)) if isinstance(built, dict) else True
+
+    @property
+    def pid(self) -> int | None:
+        """The id of the policy's own process (``None`` in-process)."""
+        return None if self._process is None else int(self._process.pid)
 
     @classmethod
     def wrap(
@@ -125,10 +176,48 @@ class GuardedPolicy:
         label = name or type(policy).__name__
         return cls(PolicyFactory(name=label, privileged=privileged, factory=lambda: policy), timeout=timeout)
 
+    def _remote(
+        self, stage: FailureKind, op: str, fields: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> Any:
+        """One call into the policy's process (``op`` with ``fields``; ``predict`` takes ``observation``)."""
+        if self.abandoned:
+            raise PolicyFailure(f'policy {self.name!r} was abandoned after an earlier failure', kind=stage)
+        limit = self.timeout if timeout is None else timeout
+        try:
+            if op == 'predict':
+                assert fields is not None
+                return self._process.predict(fields['observation'], timeout=limit)
+            return self._process.call(op, fields, timeout=limit)
+        except TimeoutError:
+            self._abandon()
+            raise PolicyFailure(
+                f'{stage} did not return within {limit:g} s (policy process killed; --query-timeout sets the limit)',
+                kind='timeout',
+            ) from None
+        except PolicyProcessError as error:
+            self._abandon()
+            raise PolicyFailure(str(error), kind='crash') from None
+        except PolicyRaisedError as error:
+            if error.memory or error.fatal:
+                self._abandon()
+            if error.memory:
+                cap = (
+                    f'the policy process may use at most {self.memory_limit_mib} MiB (--policy-memory-limit)'
+                    if self.memory_limit_mib > 0
+                    else 'the machine has no more for the policy process'
+                )
+                raise PolicyFailure(f'{stage} ran out of memory: {cap}; {error}', kind='memory') from None
+            if error.own:
+                raise PolicyFailure(str(error), kind=stage) from None
+            raise PolicyFailure(f'{stage} raised {error.type_name}: {error.detail}', kind=stage) from None
+        except PolicyChunkError as error:
+            raise PolicyFailure(str(error), kind='invalid_chunk') from None
+
     def _call(self, stage: FailureKind, function: Callable[[], T], *, timeout: float | None = None) -> T:
         if self.abandoned:
             raise PolicyFailure(f'policy {self.name!r} was abandoned after an earlier failure', kind=stage)
         limit = self.timeout if timeout is None else timeout
+        assert self._worker is not None
         try:
             job = self._worker.call(function, timeout=limit)
         except TimeoutError:
@@ -149,14 +238,23 @@ class GuardedPolicy:
 
     def _abandon(self) -> None:
         self.abandoned = True
-        self._worker.stop()
+        if self._worker is not None:
+            self._worker.stop()
+        if self._process is not None:
+            self._process.kill()
 
     def reset(self) -> None:
         """Call the policy's ``reset``."""
+        if self._process is not None:
+            self._remote('reset', 'reset')
+            return
         self._call('reset', self._policy.reset)
 
     def set_instruction(self, text: str) -> None:
         """Call the policy's ``set_instruction``."""
+        if self._process is not None:
+            self._remote('set_instruction', 'set_instruction', {'text': str(text)})
+            return
         self._call('set_instruction', lambda: self._policy.set_instruction(text))
 
     def bind_task(self, task: Any, layout: Any) -> None:
@@ -175,9 +273,12 @@ class GuardedPolicy:
         """The policy's next chunk, validated (float32 [T, 14], at most ``max_rows`` rows).
 
         Raises:
-            PolicyFailure: kind ``predict`` (it raised), ``timeout`` or ``invalid_chunk``.
+            PolicyFailure: kind ``predict`` (it raised), ``timeout``, ``invalid_chunk``, ``crash`` or ``memory``.
         """
-        chunk = self._call('predict', lambda: self._policy.predict(observation))
+        if self._process is not None:
+            chunk = self._remote('predict', 'predict', {'observation': observation})
+        else:
+            chunk = self._call('predict', lambda: self._policy.predict(observation))
         try:
             return validate_chunk(chunk, max_rows=max_rows)
         except PolicyError as error:
@@ -189,7 +290,18 @@ class GuardedPolicy:
         A policy still busy (the run was interrupted while it was thinking) is not waited for.
         """
         message = None
+        if self._process is not None:
+            if not self.abandoned and self._process.alive and not self._process.busy:
+                try:
+                    self._remote('close', 'close', timeout=min(self.timeout, CLOSE_TIMEOUT))
+                except PolicyFailure as failure:
+                    message = f'closing the policy failed: {failure}'
+                else:
+                    self._process.wait_exit()
+            self._abandon()
+            return message
         close = getattr(self._policy, 'close', None)
+        assert self._worker is not None
         if callable(close) and not self.abandoned and not self._worker.busy:
             try:
                 self._call('close', close)

@@ -1,9 +1,9 @@
 """Run identity: what must be equal for records to belong to one run, and the check before resuming.
 
 Everything that changes what a trial's record means is part of the identity: the policy and its keyword
-arguments, whether it is privileged, the ground-truth variant, the episode limits, the package and referee
-metric versions, and the runtime. Scenes, levels, tasks and rounds are not: a run may be extended with more
-of them and stays one run.
+arguments, whether it is privileged, how it is isolated (``isolation``), the ground-truth variant, the episode
+limits, the package and referee metric versions, and the runtime. Scenes, levels, tasks and rounds are not: a
+run may be extended with more of them and stays one run.
 
 A run folder stores its identity in ``identity.json`` when the first trial starts; every record carries the
 identity's short digest as ``run_id``. Anything that writes runs (``eval``, ``collect``, the ROS evaluator)
@@ -25,7 +25,7 @@ from robofollow_ros.errors import RunFolderError
 from robofollow_ros.textfiles import read_utf8, write_atomically
 
 IDENTITY_NAME = 'identity.json'
-OPTIONAL_FIELDS = ('runtime', 'robot')
+OPTIONAL_FIELDS = ('runtime', 'robot', 'isolation')
 """Fields older identity files may lack (their defaults apply)."""
 DIGEST_LENGTH = 12
 
@@ -38,6 +38,9 @@ class RunIdentity:
         policy: policy name (built-in or ``module:function``).
         policy_kwargs: keyword arguments the policy was built with.
         privileged: whether the policy received the task and ground-truth poses.
+        isolation: where the policy ran (``policy.factory.Isolation``: ``process``, ``trusted``, ``built-in``);
+            identities written before isolation existed ran every policy in-process (``built-in`` or
+            ``trusted``).
         variant: ground-truth / scoring variant, as the user chose it.
         max_queries: policy queries per episode.
         actions_per_query: rows executed per query.
@@ -60,6 +63,7 @@ class RunIdentity:
     policy_kwargs: Mapping[str, Any] = field(default_factory=dict)
     runtime: str = 'in-process'
     robot: str = 'primitive'
+    isolation: str = 'built-in'
 
     def as_dict(self) -> dict[str, Any]:
         """The identity as plain JSON values."""
@@ -81,7 +85,12 @@ class RunIdentity:
         names = [item.name for item in fields(cls)]
         if not isinstance(data, Mapping) or any(name not in data for name in names if name not in OPTIONAL_FIELDS):
             raise RunFolderError(f'{source}: not a run identity (fields: {", ".join(names)})')
-        return cls(**{name: data[name] for name in names if name in data})
+        values = {name: data[name] for name in names if name in data}
+        if 'isolation' not in values:
+            from robofollow_ros.policy.factory import policy_isolation
+
+            values['isolation'] = policy_isolation(str(data['policy']), trusted=True)
+        return cls(**values)
 
     def differences(self, other: RunIdentity) -> list[str]:
         """``field: stored vs new`` for every field where ``other`` (the new run) differs from this one."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from robofollow_ros.benchmark.types import Variant
 from robofollow_ros.evaluation.episode import EpisodeLimits
-from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT
 from robofollow_ros.evaluation.recording import RecordMode
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
@@ -22,6 +22,9 @@ class SuiteOptions:
     ``use_ray`` is set (on the cluster at ``ray_address``, or a Ray instance started for the run when it is
     ``None``; ``workers`` 0 means one actor per CPU of the cluster). One process (the caller) writes every
     file in either case.
+
+    A ``module:function`` policy runs in its own process capped at ``policy_memory_limit`` MiB (0: no cap),
+    unless ``trusted_policy`` runs it in the simulator's process (``robofollow_ros.evaluation.guard``).
     """
 
     out: Path
@@ -38,6 +41,8 @@ class SuiteOptions:
     video: bool = False
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
+    trusted_policy: bool = False
+    policy_memory_limit: int = DEFAULT_POLICY_MEMORY_MIB
     force_new: bool = False
     retry_errors: bool = False
     robot: str = DEFAULT_ROBOT

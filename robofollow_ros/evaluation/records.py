@@ -114,6 +114,7 @@ def bookkeeping(
         'policy': identity.policy,
         'robot': identity.robot,
         'privileged': identity.privileged,
+        'isolation': identity.isolation,
         'run_id': identity.digest,
         'policy_error': policy_error,
         'error_kind': error_kind,

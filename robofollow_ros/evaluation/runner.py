@@ -41,16 +41,17 @@ class TrialResult:
 class PolicySlot:
     """Holds the current policy instance; builds a fresh one when there is none or it was abandoned."""
 
-    def __init__(self, factory: PolicyFactory, *, timeout: float) -> None:
+    def __init__(self, factory: PolicyFactory, *, timeout: float, memory_limit_mib: int) -> None:
         self.factory = factory
         self.timeout = timeout
+        self.memory_limit_mib = memory_limit_mib
         self.policy: GuardedPolicy | None = None
 
     def get(self) -> GuardedPolicy:
         """The live instance, built on first use or after the previous one was abandoned."""
         if self.policy is None or self.policy.abandoned:
             self.close()
-            self.policy = GuardedPolicy(self.factory, timeout=self.timeout)
+            self.policy = GuardedPolicy(self.factory, timeout=self.timeout, memory_limit_mib=self.memory_limit_mib)
         return self.policy
 
     def close(self) -> str | None:
@@ -87,7 +88,10 @@ class TrialRunner:
 
     def _slot(self, policy_kwargs: dict[str, Any] | None) -> PolicySlot:
         kwargs = self.options.policy_kwargs if policy_kwargs is None else policy_kwargs
-        return PolicySlot(resolve_policy(self.options.policy, kwargs=kwargs), timeout=self.options.query_timeout)
+        factory = resolve_policy(self.options.policy, kwargs=kwargs, trusted=self.options.trusted_policy)
+        return PolicySlot(
+            factory, timeout=self.options.query_timeout, memory_limit_mib=self.options.policy_memory_limit
+        )
 
     def rebind(self, policy_kwargs: dict[str, Any] | None) -> str | None:
         """Use a policy built from ``policy_kwargs`` from now on; returns a problem met closing the old one."""

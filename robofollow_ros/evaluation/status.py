@@ -76,6 +76,7 @@ def write_status(
         'run_id': identity.digest,
         'identity': identity.as_dict(),
         'privileged': identity.privileged,
+        'isolation': identity.isolation,
         'robofollow_ros': identity.package_version,
         'git_commit': git_commit(),
         'python': platform.python_version(),

@@ -32,6 +32,7 @@ from robofollow_ros.evaluation.results import RESULTS_NAME, ResultsFile, trial_k
 from robofollow_ros.evaluation.retry import set_aside_failed_trials
 from robofollow_ros.evaluation.runner import InProcessTrials, TrialResult
 from robofollow_ros.evaluation.status import RUN_NAME, write_status
+from robofollow_ros.interrupts import interrupt_behind
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.referee.config import default_config
 
@@ -117,12 +118,13 @@ def plan_trials(options: SuiteOptions) -> list[Trial]:
     ]
 
 
-def run_identity(options: SuiteOptions, *, privileged: bool) -> RunIdentity:
+def run_identity(options: SuiteOptions, *, privileged: bool, isolation: str = 'built-in') -> RunIdentity:
     """The identity of the run ``options`` describe (see ``robofollow_ros.evaluation.identity``)."""
     return RunIdentity(
         policy=options.policy,
         policy_kwargs=dict(options.policy_kwargs),
         privileged=privileged,
+        isolation=isolation,
         variant=str(options.variant),
         max_queries=options.limits.max_queries,
         actions_per_query=options.limits.actions_per_query,
@@ -149,6 +151,8 @@ def check_options(options: SuiteOptions) -> None:
     run_pool(options)
     if not options.query_timeout > 0:
         raise RoboFollowError('--query-timeout must be a positive number of seconds')
+    if options.policy_memory_limit < 0:
+        raise RoboFollowError('--policy-memory-limit must be a number of MiB, or 0 for no limit')
     if options.out.exists() and not options.out.is_dir():
         raise RunFolderError(f'--out {options.out} is a file, not a folder')
 
@@ -235,8 +239,8 @@ def run_suite(
         KeyboardInterrupt: Ctrl-C or SIGTERM (``RunInterrupted``); everything written so far is kept.
     """
     check_options(options)
-    factory = resolve_policy(options.policy, kwargs=options.policy_kwargs)
-    identity = run_identity(options, privileged=factory.privileged)
+    factory = resolve_policy(options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy)
+    identity = run_identity(options, privileged=factory.privileged, isolation=factory.isolation)
     if executor is not None:
         identity = replace(identity, runtime=executor.runtime)
     trials = plan_trials(options)
@@ -309,11 +313,12 @@ def run_suite(
                             watch.observe(result.record, remaining=len(todo) - written)
                 finally:
                     stream.close()
-        except KeyboardInterrupt as interrupt:
-            status('interrupted', reason=str(interrupt) or 'SIGINT')
-            raise
         except BaseException as error:
-            status('failed', reason=f'{type(error).__name__}: {error}')
+            interrupt = interrupt_behind(error)  # also a Ctrl-C that an interrupted import turned into ImportError
+            if interrupt is not None:
+                status('interrupted', reason=str(interrupt) or 'SIGINT')
+            else:
+                status('failed', reason=f'{type(error).__name__}: {error}')
             raise
         finally:
             for problem in trials_executor.problems:

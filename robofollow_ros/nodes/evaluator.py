@@ -36,7 +36,7 @@ from robofollow_ros.benchmark.registry import parse_level, parse_scene
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains, parse_workers
 from robofollow_ros.graph.protocol import EpisodeEnd
@@ -103,6 +103,8 @@ class EvaluatorNode(Node):
             record=str(param(self, 'record', 'none')),  # type: ignore[arg-type]
             limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', 10))),
             query_timeout=float(param(self, 'query_timeout', DEFAULT_QUERY_TIMEOUT)),
+            trusted_policy=bool(param(self, 'trusted_policy', False)),
+            policy_memory_limit=int(param(self, 'policy_memory_limit', DEFAULT_POLICY_MEMORY_MIB)),
             force_new=bool(param(self, 'force_new', False)),
             robot=get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name,
             retry_errors=bool(param(self, 'retry_errors', False)),
@@ -192,7 +194,7 @@ class EvaluatorNode(Node):
             what=f'the sim, bridge, referee{" and recorder" if listeners > 3 else ""} on {topics.EPISODE}',
         )
         recording = int(self.options.record == 'bag')
-        factory = resolve_policy(self.options.policy)
+        factory = resolve_policy(self.options.policy, trusted=self.options.trusted_policy)
         pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
         expected.update(dict.fromkeys(pose_topics(), pose_readers))

@@ -28,7 +28,7 @@ from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.evaluation.guard import PolicyFailure
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
 from robofollow_ros.nodes.sim import pose_topics
@@ -55,6 +55,8 @@ class PolicyBridge(Node):
         name = str(param(self, 'policy', 'expert'))
         kwargs = parse_policy_kwargs(str(param(self, 'policy_kwargs', '{}')))
         self.timeout = float(param(self, 'timeout', 30.0))
+        trusted = bool(param(self, 'trusted_policy', False))
+        self.memory_limit = int(param(self, 'policy_memory_limit', DEFAULT_POLICY_MEMORY_MIB))
         self.sim_timeout = float(param(self, 'sim_timeout', 30.0))
         self.limits = EpisodeLimits(
             max_queries=int(param(self, 'max_queries', 10)),
@@ -67,7 +69,7 @@ class PolicyBridge(Node):
         warm_decoders()
         warm_trajectory_codec()
         registry.eval_tasks()
-        self.factory = resolve_policy(name, kwargs=kwargs)
+        self.factory = resolve_policy(name, kwargs=kwargs, trusted=trusted)
         self.policy = self.build_policy()
         self.privileged = self.policy.privileged
         if self.privileged:
@@ -100,11 +102,16 @@ class PolicyBridge(Node):
                 )
         self.worker = threading.Thread(target=self.work, name='episodes', daemon=True)
         self.worker.start()
-        self.get_logger().info(f'policy {name!r} ready (images: {self.images}, privileged: {self.privileged})')
+        self.get_logger().info(
+            f'policy {name!r} ready (images: {self.images}, privileged: {self.privileged}, '
+            f'isolation: {self.factory.isolation})'
+        )
 
     def build_policy(self) -> LimitedPolicy:
         """A fresh policy instance (at start, and after an instance was abandoned on a timeout)."""
-        return LimitedPolicy(self.factory, limits=self.chunk_limits, timeout=self.timeout)
+        return LimitedPolicy(
+            self.factory, limits=self.chunk_limits, timeout=self.timeout, memory_limit_mib=self.memory_limit
+        )
 
     def on_episode(self, message: String) -> None:
         spec = read_episode(self, message.data)

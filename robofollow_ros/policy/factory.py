@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.base import check_interface
@@ -25,11 +26,46 @@ PRIVILEGED_POLICIES = frozenset({'expert', 'blind'})
 Privilege is granted by name here and nowhere else: a ``module:function`` policy is never privileged,
 whatever it defines (``bind_task``) or returns (even the expert's class)."""
 
+Isolation = Literal['process', 'trusted', 'built-in']
+"""How a policy runs, as every record, ``run.json`` and report says (``isolation``):
 
-def _load(reference: str) -> Any:
+``process``: a ``module:function`` policy in its own process (``robofollow_ros.policy.isolation``), which holds
+nothing of the simulator, the task or the referee; ``trusted``: a ``module:function`` policy in the evaluator's
+process, because the user said ``--trusted-policy``; ``built-in``: one of ``BUILTIN_POLICIES``, project code in
+the evaluator's process (``openpi`` and ``robotwin-tcp`` are clients of a policy that runs elsewhere anyway)."""
+ISOLATION_LABELS: dict[str, str] = {
+    'process': 'own process',
+    'trusted': 'in-process, trusted',
+    'built-in': 'built-in, in-process',
+}
+"""How reports word each ``Isolation``."""
+
+
+def _split(reference: str) -> tuple[str, str]:
     module_name, _, attribute = reference.partition(':')
     if not module_name or not attribute:
         raise PolicyError(f'policy factory must look like "module:function", got {reference!r}')
+    return module_name, attribute
+
+
+def _check_findable(reference: str) -> None:
+    """Refuse a ``module:function`` whose top-level package cannot be found, without running any of its code.
+
+    The policy is imported in its own process only; finding a top-level name executes nothing (a dotted name
+    would run its parent packages' ``__init__``), so deeper mistakes surface when the policy is built.
+    """
+    module_name, _ = _split(reference)
+    top = module_name.split('.', 1)[0]
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError) as error:
+        raise PolicyError(f'cannot import policy module {module_name!r}: {error}') from error
+    if found is None:
+        raise PolicyError(f'cannot import policy module {module_name!r}: No module named {top!r}')
+
+
+def _load(reference: str) -> Any:
+    module_name, attribute = _split(reference)
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
@@ -60,22 +96,27 @@ class PolicyFactory:
     Attributes:
         name: the name given (built-in or ``module:function``).
         privileged: whether the policy receives the task and ground-truth poses (``PRIVILEGED_POLICIES``).
-        factory: the class or function that builds an instance.
+        factory: the class or function that builds an instance in this process; ``None`` for a policy that
+            runs in its own process (``isolation == 'process'``), whose module this process never imports.
         kwargs: keyword arguments for every instance.
+        isolation: where instances run (``Isolation``).
     """
 
     name: str
     privileged: bool
-    factory: Callable[..., Any] = field(repr=False, compare=False)
+    factory: Callable[..., Any] | None = field(repr=False, compare=False)
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    isolation: Isolation = 'trusted'
 
     def build(self) -> Any:
-        """A new policy instance.
+        """A new policy instance in this process (``GuardedPolicy`` builds isolated ones in their process).
 
         Raises:
             PolicyError: the factory rejects the keyword arguments, raises, or returns an object without
                 ``reset``, ``set_instruction`` and ``predict``.
         """
+        if self.factory is None:
+            raise PolicyError(f'policy {self.name!r} runs in its own process: build it with GuardedPolicy')
         try:
             policy = self.factory(**dict(self.kwargs))
         except TypeError as error:
@@ -88,21 +129,42 @@ class PolicyFactory:
         return policy
 
 
-def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None) -> PolicyFactory:
+def policy_isolation(name: str, *, trusted: bool) -> Isolation:
+    """Where the policy ``name`` runs: built-ins in-process, others in their own process unless ``trusted``."""
+    if name in BUILTIN_POLICIES:
+        return 'built-in'
+    return 'trusted' if trusted else 'process'
+
+
+def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, trusted: bool = False) -> PolicyFactory:
     """Look ``name`` up (a built-in or an importable ``module:function``) without building anything.
 
+    A ``module:function`` policy runs in its own process unless ``trusted`` (``--trusted-policy``): its module
+    is then never imported here, only its top-level package is looked for.
+
     Raises:
-        PolicyError: unknown name, module not importable, or no such attribute.
+        PolicyError: unknown name, module not importable, or (in-process) no such attribute.
     """
     reference = BUILTIN_POLICIES.get(name, name)
     if ':' not in reference:
         known = ', '.join(sorted(BUILTIN_POLICIES))
         raise PolicyError(f'unknown policy {name!r}: use one of {known} or "module:function"')
+    isolation = policy_isolation(name, trusted=trusted)
+    if isolation == 'process':
+        _check_findable(reference)
+        factory = None
+    else:
+        factory = _load(reference)
     return PolicyFactory(
-        name=name, privileged=name in PRIVILEGED_POLICIES, kwargs=dict(kwargs or {}), factory=_load(reference)
+        name=name,
+        privileged=name in PRIVILEGED_POLICIES,
+        kwargs=dict(kwargs or {}),
+        factory=factory,
+        isolation=isolation,
     )
 
 
 def make_policy(name: str, *, kwargs: Mapping[str, Any] | None = None) -> Any:
-    """Return a new policy: ``name`` is a built-in (``expert``, ``blind``, ``hold``) or ``module:function``."""
-    return resolve_policy(name, kwargs=kwargs).build()
+    """Return a new policy in this process: ``name`` is a built-in (``expert``, ``blind``, ``hold``) or
+    ``module:function`` (trusted: it runs here)."""
+    return resolve_policy(name, kwargs=kwargs, trusted=True).build()

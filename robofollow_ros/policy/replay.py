@@ -2,8 +2,10 @@
 
 Sources: an episode bag whose ``/joint_states`` carries all 14 joints (``load_episode``), or a
 ``robofollow-trajectory/1`` JSON file whose frames carry a ``joints`` list of 14 values in the state
-layout. Each ``predict`` returns the next ``rows`` recorded positions; once the recording is used up the
-last position is held.
+layout. Bags recorded over the ROS graph (``robofollow eval --record bag`` without ``--in-process``) or
+by ``robofollow collect --format bag`` carry the arm joints; an in-process eval bag holds the grippers
+only and is refused. Each ``predict`` returns the next ``rows`` recorded positions; once the recording is
+used up the last position is held.
 """
 
 from __future__ import annotations
@@ -46,7 +48,11 @@ def _bag_joints(path: Path) -> np.ndarray:
 
 
 def load_joint_rows(path: str | Path) -> np.ndarray:
-    """The (n, 14) recorded joint positions of an episode bag or trajectory JSON file."""
+    """The (n, 14) recorded joint positions of an episode bag or trajectory JSON file.
+
+    Raises:
+        PolicyError: the source is missing, unreadable, or has no frame with all 14 joints.
+    """
     source = Path(path)
     if not source.exists():
         raise PolicyError(f'replay source {source} does not exist')
@@ -55,7 +61,10 @@ def load_joint_rows(path: str | Path) -> np.ndarray:
         raise PolicyError(f'{source}: expected {ACTION_DIM} joint positions per frame, got shape {list(joints.shape)}')
     complete = np.isfinite(joints).all(axis=1)
     if not complete.any():
-        raise PolicyError(f'{source}: no frame has all {ACTION_DIM} joint positions (the recording lacks arm joints)')
+        raise PolicyError(
+            f'{source}: no frame has all {ACTION_DIM} joint positions (the recording lacks arm joints; in-process '
+            'bags hold only the grippers: record the episode over the ROS graph, without --in-process)'
+        )
     return joints[complete].astype(np.float32)
 
 

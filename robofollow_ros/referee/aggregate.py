@@ -74,6 +74,8 @@ def read_result_records(path: str | Path) -> list[dict[str, Any]]:
             items = json.loads(stripped)
         except json.JSONDecodeError as error:
             raise RoboFollowError(f'{path}: not a valid JSON array ({error.msg} at line {error.lineno})') from error
+        except RecursionError:
+            raise RoboFollowError(f'{path}: not result records (JSON nested too deeply to read)') from None
         return [_check(item, f'{path}[{i}]') for i, item in enumerate(items)]
     records = []
     lines = text.splitlines()
@@ -87,6 +89,8 @@ def read_result_records(path: str | Path) -> list[dict[str, Any]]:
                 print(f'warning: {path}:{number}: ignoring a last record cut short (crashed run?)', file=sys.stderr)
                 break
             raise RoboFollowError(f'{path}:{number}: not a JSON record ({error.msg})') from error
+        except RecursionError:
+            raise RoboFollowError(f'{path}:{number}: not a result record (JSON nested too deeply to read)') from None
         records.append(_check(record, f'{path}:{number}'))
     return records
 

@@ -271,11 +271,18 @@ class Report:
 
 
 def run_title(about: Mapping[str, Any]) -> str:
-    """``Policy expert (privileged) · run 1a2b3c4d5e6f · variant published``: the policy, its privilege, the run
-    and the scoring variant."""
+    """``Policy expert (privileged: ground-truth access; built-in, in-process) · run 1a2b3c4d5e6f · variant
+    published``: the policy, its privilege and isolation, the run and the scoring variant."""
+    from robofollow_ros.policy.factory import ISOLATION_LABELS
+
     parts = [f'Policy {about.get("policy") or "unknown"}']
+    notes = []
     if about.get('privileged') is not None:
-        parts[0] += ' (privileged: ground-truth access)' if about['privileged'] else ' (not privileged)'
+        notes.append('privileged: ground-truth access' if about['privileged'] else 'not privileged')
+    if about.get('isolation'):
+        notes.append(ISOLATION_LABELS.get(str(about['isolation']), str(about['isolation'])))
+    if notes:
+        parts[0] += f' ({"; ".join(notes)})'
     if about.get('run_id'):
         parts.append(f'run {about["run_id"]}')
     if about.get('variant'):
@@ -296,7 +303,7 @@ def write_report(
     Args:
         records: result records of one run.
         out: output folder.
-        about: the run the records come from (``policy``, ``privileged``, ``run_id``); it titles the
+        about: the run the records come from (``policy``, ``privileged``, ``isolation``, ``run_id``); it titles the
             Markdown and the plot (with the records' variant) and is stored in summary.json.
         confidence: level of the intervals on every figure (e.g. 0.95).
         seed: seed of the bootstrap resamples.

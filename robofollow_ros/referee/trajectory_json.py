@@ -180,6 +180,8 @@ def load_trajectory(path: str | Path) -> TrajectoryDocument:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise TrajectoryError(f'{path}: not valid JSON ({error.msg} at line {error.lineno})') from error
+    except RecursionError:
+        raise TrajectoryError(f'{path}: not a trajectory (JSON nested too deeply to read)') from None
     return trajectory_from_dict(document, source=str(path))
 
 

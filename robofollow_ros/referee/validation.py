@@ -5,6 +5,11 @@ episode is scored over the remaining frames (the first remaining frame is frame 
 heights). Every hole between consecutive remaining frames (and before the first / after the last one)
 longer than ``gaps.report_longer_than`` is reported as a gap. Fewer than ``gaps.min_valid_frames``
 remaining frames is an error, never a silent zero.
+
+Rule for impossible values: NaN and ``null`` are dropouts, but a value no recording of this cell can hold
+(an infinity, a position farther than ``POSITION_LIMIT_M`` from the table-top centre, a gripper outside
+``GRIP_RANGE``, a quaternion whose norm is outside ``QUATERNION_NORM_RANGE``) is an error naming the frame
+and the field: it is corrupt data, and scoring it would silently move the scores.
 """
 
 from __future__ import annotations
@@ -14,10 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robofollow_ros.benchmark.types import ARMS, Layout
+from robofollow_ros.benchmark.types import ARMS, TABLE_Z, Layout
 from robofollow_ros.errors import TrajectoryError
 from robofollow_ros.referee.config import RefereeConfig
 from robofollow_ros.referee.trajectory import Trajectory
+
+POSITION_LIMIT_M = 5.0
+"""Farthest a TCP or object position may be from the table-top centre (0, 0, TABLE_Z): the cell is ~1 m wide."""
+GRIP_RANGE = (-0.25, 1.25)
+"""Normalised gripper values (1 open, 0 closed) with room for a recorder's calibration error."""
+QUATERNION_NORM_RANGE = (0.5, 2.0)
+"""A rotation quaternion, normalised or nearly; a zero quaternion is a dropout, not an error."""
+TABLE_CENTRE = np.array([0.0, 0.0, TABLE_Z])
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,49 @@ def _signals(trajectory: Trajectory, layout: Layout, needs: Requirements) -> dic
     return signals
 
 
+def _first_impossible(key: str, values: np.ndarray) -> tuple[int, str] | None:
+    """The first frame whose ``key`` value is infinite or physically impossible (NaN is a dropout), and why."""
+    with np.errstate(over='ignore', invalid='ignore'):
+        if key.startswith('grip.') and values.ndim == 1:
+            low, high = GRIP_RANGE
+            bad = np.isinf(values) | (values < low) | (values > high)
+            rule = f'a gripper value must lie in [{low}, {high}] (1 open, 0 closed)'
+        elif (key.endswith('.q') or key.startswith('ee_quat.')) and values.ndim == 2 and values.shape[1] == 4:
+            norm = np.linalg.norm(values, axis=1)
+            low, high = QUATERNION_NORM_RANGE
+            bad = np.isinf(values).any(axis=1) | ((norm > 1e-9) & ((norm < low) | (norm > high)))
+            rule = f'a quaternion (w, x, y, z) must have a norm in [{low}, {high}]'
+        elif values.ndim == 2 and values.shape[1] == 3:
+            distance = np.linalg.norm(values - TABLE_CENTRE, axis=1)
+            bad = np.isinf(values).any(axis=1) | (distance > POSITION_LIMIT_M)
+            rule = f'a position must lie within {POSITION_LIMIT_M:g} m of the table-top centre (0, 0, {TABLE_Z})'
+        else:
+            return None  # a wrong shape is reported by the shape checks
+    hits = np.flatnonzero(bad)
+    return None if hits.size == 0 else (int(hits[0]), rule)
+
+
+def check_physical(trajectory: Trajectory) -> None:
+    """Refuse a trajectory holding a value no recording of the cell can hold (see the module docstring).
+
+    Raises:
+        TrajectoryError: naming the first such frame, the signal (``objects.red_sphere.p``, ``grip.left``)
+        and the rule it breaks.
+    """
+    signals: dict[str, np.ndarray] = {}
+    for prefix, group in (('ee', trajectory.ee), ('grip', trajectory.grip), ('ee_quat', trajectory.ee_quat)):
+        signals.update({f'{prefix}.{arm}': np.asarray(values, dtype=float) for arm, values in group.items()})
+    for suffix, group in (('p', trajectory.obj_pos), ('q', trajectory.obj_quat)):
+        signals.update({f'objects.{name}.{suffix}': np.asarray(values, dtype=float) for name, values in group.items()})
+    found = [(hit, key) for key, values in signals.items() if (hit := _first_impossible(key, values)) is not None]
+    if not found:
+        return
+    (frame, rule), key = min(found, key=lambda item: item[0][0])
+    value = signals[key][frame]
+    shown = f'{float(value):.6g}' if np.ndim(value) == 0 else '[' + ', '.join(f'{v:.6g}' for v in value) + ']'
+    raise TrajectoryError(f'frame {frame}: {key} is {shown}, which is not physical: {rule}')
+
+
 def _valid_rows(signals: Mapping[str, np.ndarray], n: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     valid = np.ones(n, dtype=bool)
     bad_by_signal: dict[str, np.ndarray] = {}
@@ -130,7 +186,8 @@ def prepare_trajectory(
 
     Raises:
         TrajectoryError: no frames, wrong array shapes, non-finite or non-increasing time, objects unknown
-        to or missing from the layout, a required orientation signal absent, or too few valid frames.
+        to or missing from the layout, a required orientation signal absent, a physically impossible value
+        (see the module docstring), or too few valid frames.
     """
     needs = needs or Requirements()
     n = len(trajectory)
@@ -139,6 +196,7 @@ def prepare_trajectory(
     t = _check_shape(trajectory.t, (n,), 't')
     _check_time(t)
     signals = _signals(trajectory, layout, needs)
+    check_physical(trajectory)
     valid, bad_by_signal = _valid_rows(signals, n)
     kept = np.flatnonzero(valid)
     minimum = config.gaps.min_valid_frames

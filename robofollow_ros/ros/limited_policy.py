@@ -7,21 +7,29 @@ from typing import Any
 
 import numpy as np
 
-from robofollow_ros.evaluation.guard import GuardedPolicy, PolicyFailure
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, GuardedPolicy, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.policy.factory import PolicyFactory
 
 
 class LimitedPolicy(GuardedPolicy):
-    """A guarded policy (own worker thread, deadline per call, shape and finiteness checked) whose chunks must
-    also keep every target inside the joint limits and every row within ``limits.max_row_step`` of the last.
+    """A guarded policy (its own process or worker thread, deadline per call, shape and finiteness checked) whose
+    chunks must also keep every target inside the joint limits and every row within ``limits.max_row_step`` of
+    the last.
 
     Raises:
         PolicyFailure: as ``GuardedPolicy``; kind ``invalid_chunk`` for a chunk outside the limits.
     """
 
-    def __init__(self, factory: PolicyFactory, *, limits: ChunkLimits, timeout: float) -> None:
-        super().__init__(factory, timeout=timeout)
+    def __init__(
+        self,
+        factory: PolicyFactory,
+        *,
+        limits: ChunkLimits,
+        timeout: float,
+        memory_limit_mib: int = DEFAULT_POLICY_MEMORY_MIB,
+    ) -> None:
+        super().__init__(factory, timeout=timeout, memory_limit_mib=memory_limit_mib)
         self.limits = limits
         self.predict_seconds: list[float] = []
 

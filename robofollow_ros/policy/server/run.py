@@ -67,7 +67,7 @@ def serve_policy(
     for that long. ``announce`` receives one line with the bound address once the server accepts connections
     (``port=0`` binds a free port, which that line names).
     """
-    factory = resolve_policy(name, kwargs=kwargs)
+    factory = resolve_policy(name, kwargs=kwargs, trusted=True)  # the server's process is the policy's own
     if factory.privileged:
         raise PolicyError(
             f'{name} is a privileged policy: it plans from the scene state, which does not travel over the wire; '

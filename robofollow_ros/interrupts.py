@@ -1,0 +1,54 @@
+"""Ctrl-C and SIGTERM on the command line: one line, never a traceback, whenever they arrive.
+
+Two gaps are closed here. While the ``robofollow`` command starts (importing its subcommands pulls in
+numpy, MuJoCo and more), nothing has been done yet, so a signal ends the process at once with one line.
+Later, a signal that lands while a C extension is being imported (MuJoCo, for one) comes out of the import
+as an ``ImportError`` whose cause is the ``KeyboardInterrupt``; ``interrupt_behind`` finds it so that the
+run is reported as interrupted, not failed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def interrupt_behind(error: BaseException | None) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` that ``error`` is, or that caused it (through ``__cause__``/``__context__``)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _exit_at_once(number: int, frame: FrameType | None) -> None:
+    name = signal.Signals(number).name
+    os.write(2, f'robofollow: interrupted ({name}) while starting; nothing was run\n'.encode())
+    os._exit(128 + number)  # nothing is open or half-written yet: no clean-up to run
+
+
+@contextmanager
+def exit_at_once_while_starting() -> Iterator[None]:
+    """For the duration, SIGINT and SIGTERM end the process at once with one line (exit 130 / 143).
+
+    Only for start-up, before anything is written: the handlers of the command that runs afterwards
+    (``SignalStop`` of an evaluation) take over once the block ends. A no-op outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, _exit_at_once) for number in SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)

@@ -1,0 +1,202 @@
+"""``PolicyProcess``: the evaluator's handle on one policy process (start, call with a deadline, kill).
+
+The process is a fresh interpreter started with ``subprocess.Popen`` (``python -m
+robofollow_ros.policy.isolation.host``), in its own session so that Ctrl-C in a terminal reaches only the
+evaluator, which then stops it. Calls are strictly one at a time. Anything that leaves the conversation in an
+unknown state (a missed deadline, a broken pipe, an interrupt while waiting) kills the process at once. Another
+thread may ``kill`` the process while a call is under way (a node shutting down): the call then ends with
+``PolicyProcessError`` and releases the pipes itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from robofollow_ros.errors import PolicyChunkError, PolicyError, PolicyProcessError, PolicyRaisedError
+from robofollow_ros.policy.isolation.shared_images import SharedImages
+from robofollow_ros.policy.isolation.transport import Channel, FrameTooLarge
+
+HOST_MODULE = 'robofollow_ros.policy.isolation.host'
+EXIT_WAIT_SECONDS = 5.0
+"""How long a process that closed its pipe may take to exit before it is killed (its exit code is reported)."""
+
+
+def exit_description(returncode: int | None) -> str:
+    """``exit code 3``, ``killed by SIGKILL``, or ``still running``."""
+    if returncode is None:
+        return 'still running'
+    if returncode < 0:
+        try:
+            return f'killed by {signal.Signals(-returncode).name}'
+        except ValueError:
+            return f'killed by signal {-returncode}'
+    return f'exit code {returncode}'
+
+
+class PolicyProcess:
+    """One user policy in its own process.
+
+    Args:
+        memory_limit_mib: the process's data-segment cap in MiB (0: none); see ``host.limit_memory``.
+
+    Raises:
+        PolicyProcessError: the interpreter cannot be started.
+    """
+
+    def __init__(self, *, memory_limit_mib: int) -> None:
+        self.memory_limit_mib = memory_limit_mib
+        self.images = SharedImages()
+        request_read, request_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        command = [
+            sys.executable,
+            '-m',
+            HOST_MODULE,
+            f'--requests={request_read}',
+            f'--replies={reply_write}',
+            f'--images={self.images.fd}',
+            f'--parent={os.getpid()}',
+            f'--memory-limit-mib={int(memory_limit_mib)}',
+        ]
+        passed = (request_read, reply_write, *((self.images.fd,) if self.images.fd >= 0 else ()))
+        try:
+            self.process = subprocess.Popen(command, pass_fds=passed, stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as error:
+            for fd in (request_write, reply_read):
+                os.close(fd)
+            self.images.close()
+            raise PolicyProcessError(f'cannot start the policy process: {error}') from error
+        finally:
+            os.close(request_read)
+            os.close(reply_write)
+        os.set_blocking(request_write, False)
+        self.channel = Channel(reply_read, request_write)
+        self.alive = True
+        self._caller: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Whether another thread is in the middle of a call."""
+        return self._caller is not None and self._caller != threading.get_ident()
+
+    @contextlib.contextmanager
+    def _calling(self) -> Iterator[None]:
+        outer = self._caller is None
+        if outer:
+            self._caller = threading.get_ident()
+        try:
+            yield
+        finally:
+            if outer:
+                self._caller = None
+                if not self.alive or self.process.returncode is not None:
+                    self._release()
+
+    @property
+    def pid(self) -> int:
+        """The policy process's id."""
+        return self.process.pid
+
+    def call(self, op: str, fields: Mapping[str, Any] | None = None, *, timeout: float) -> Any:
+        """Send one request and return the reply's value.
+
+        Raises:
+            TimeoutError: no reply within ``timeout`` seconds (the process has been killed).
+            PolicyProcessError: the process is gone or broke the protocol (it has been killed).
+            PolicyRaisedError: the policy raised (the process lives on unless the caller kills it).
+            PolicyChunkError: the policy's chunk is not a valid action chunk (with the reason).
+        """
+        if not self.alive or self.process.returncode is not None:
+            raise PolicyProcessError(f'the policy process is not running ({exit_description(self.process.poll())})')
+        with self._calling():
+            return self._exchange(op, fields, timeout=timeout)
+
+    def _exchange(self, op: str, fields: Mapping[str, Any] | None, *, timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        try:
+            self.channel.send({'op': op, **dict(fields or {})}, deadline=deadline)
+            reply = self.channel.receive(deadline=deadline)
+        except TimeoutError:
+            self.kill()
+            raise
+        except (FrameTooLarge, PolicyError) as error:
+            self.kill()
+            raise PolicyProcessError(f'the policy process broke the protocol during {op}: {error}') from None
+        except EOFError:
+            raise PolicyProcessError(f'the policy process died during {op} ({self._ended()})') from None
+        except BaseException:
+            self.kill()
+            raise
+        if not isinstance(reply, dict):
+            self.kill()
+            raise PolicyProcessError(f'the policy process broke the protocol during {op}')
+        if 'error' in reply:
+            error = reply['error']
+            raise PolicyRaisedError(
+                str(error.get('type')),
+                str(error.get('message')),
+                own=bool(error.get('own')),
+                fatal=bool(error.get('fatal')),
+                memory=bool(error.get('memory')),
+            )
+        if 'invalid' in reply:
+            raise PolicyChunkError(str(reply['invalid']))
+        return reply.get('ok')
+
+    def predict(self, observation: Any, *, timeout: float) -> np.ndarray:
+        """The chunk for ``observation`` (its images and 14-D state go over, nothing else).
+
+        Raises:
+            TimeoutError, PolicyProcessError, PolicyRaisedError, PolicyChunkError: as ``call``.
+        """
+        images = dict(getattr(observation, 'images', None) or {})
+        fields: dict[str, Any] = {'state': np.asarray(observation.state, dtype=np.float32).reshape(-1)}
+        if not self.alive:
+            raise PolicyProcessError(f'the policy process is not running ({exit_description(self.process.poll())})')
+        with self._calling():
+            if self.images.fd >= 0:
+                fields['images'] = [list(slot) for slot in self.images.write(images)]
+                fields['area'] = self.images.size
+            else:
+                fields['inline_images'] = {name: np.asarray(image, dtype=np.uint8) for name, image in images.items()}
+            return np.asarray(self.call('predict', fields, timeout=timeout))
+
+    def _ended(self) -> str:
+        """Wait briefly for a process that closed its pipe, kill it if it lingers; how it ended."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=EXIT_WAIT_SECONDS)
+        code = self.process.returncode
+        self.kill()
+        return exit_description(code if code is not None else self.process.returncode)
+
+    def kill(self) -> None:
+        """Kill the process (and whatever it started in its session) now and release the pipes (or leave that to
+        the call another thread has under way, which the kill ends)."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        if not self.busy:
+            self._release()
+
+    def wait_exit(self) -> None:
+        """Give a process that answered ``close`` a moment to exit on its own, then make sure it is gone."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=EXIT_WAIT_SECONDS)
+        self.kill()
+
+    def _release(self) -> None:
+        if self.alive:
+            self.alive = False
+            self.channel.close()
+            self.images.close()
