@@ -70,11 +70,13 @@ def test_background_writes_give_the_inline_files_and_ledger(tmp_path) -> None:
 
 @pytest.mark.sim
 def test_a_failed_background_write_stops_the_collection_and_stays_out_of_the_ledger(tmp_path, monkeypatch) -> None:
-    written = []
+    written, calls = [], []
     real = collect_module.write_raw_episode
 
     def failing_second(path, frames, *, attrs):
-        if written:
+        calls.append(path)
+        if len(calls) == 2:
+            time.sleep(0.3)  # still writing when the next attempt starts
             raise DatasetError('disk full')
         written.append(path)
         return real(path, frames, attrs=attrs)
@@ -86,7 +88,8 @@ def test_a_failed_background_write_stops_the_collection_and_stays_out_of_the_led
     records = open_ledger(tmp_path).records
     kept = [record for record in records if record['accepted']]
     assert [record['episode'] for record in kept] == [0], records
-    assert len(written) == 1 and written[0].is_file()
+    assert len(calls) == 2 and len(written) == 1 and written[0].is_file()
+    assert sorted(written[0].parent.glob('*.hdf5')) == written, 'no episode is written after a failed write'
     # A rerun resumes after the last recorded attempt and writes the lost episode again.
     monkeypatch.setattr(collect_module, 'write_raw_episode', real)
     tallies = run_collection(options, progress=False)

@@ -33,7 +33,8 @@ class OrderedWrites:
             Exception: an earlier write failed (its error, unchanged); nothing after it has run.
         """
         if write is not None and self._pool is not None:
-            self._wait_all()
+            # The earlier write must have succeeded before this one starts, so that no files follow a failure.
+            self.finish()
             future = self._pool.submit(write)
             self._pending.append((future, then))
         else:
