@@ -1,12 +1,32 @@
 """Build script of the `robofollow` ROS 2 package (ament_python; also a plain Python package)."""
 
+import subprocess
 from glob import glob
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
 
 PACKAGE_NAME = 'robofollow'
 HERE = Path(__file__).parent
+BUILD_COMMIT = 'BUILD_COMMIT'
+"""Written into the built package: the git commit it was built from (run.json's ``git_commit`` when installed)."""
+
+
+class BuildWithCommit(build_py):
+    """``build_py`` that also records the source checkout's git commit in the built package (an installed copy,
+    as ``colcon build`` or ``pip install .`` makes it, is no git checkout)."""
+
+    def run(self) -> None:
+        super().run()
+        try:
+            commit = subprocess.run(
+                ['git', 'rev-parse', 'HEAD'], capture_output=True, text=True, check=True, cwd=HERE
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return
+        if commit and not self.dry_run:
+            (Path(self.build_lib) / 'robofollow_ros' / BUILD_COMMIT).write_text(commit + '\n', encoding='utf-8')
 
 
 def share(folder: str, *patterns: str) -> tuple[str, list[str]]:
@@ -51,6 +71,7 @@ setup(
     install_requires=['setuptools', *requirements()],
     extras_require={'ray': ['ray>=2.60']},
     zip_safe=False,
+    cmdclass={'build_py': BuildWithCommit},
     entry_points={
         'console_scripts': [
             'robofollow = robofollow_ros.cli:main',

@@ -160,7 +160,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding='utf-8').splitlines() if line.strip()]
 
 
-VOLATILE = ('wall_seconds', 'sim_seconds', 'episode_file', 'source', 'run_id')
+VOLATILE = ('wall_seconds', 'episode_file', 'source', 'run_id')
 """run_id differs by design: the run identity names the runtime (in-process or ros-graph)."""
 
 

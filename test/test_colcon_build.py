@@ -161,3 +161,15 @@ def test_installed_package_evaluates_and_scores_outside_the_source_tree(install,
     assert result.returncode == 0, result.stderr[-3000:]
     record = json.loads(result.stdout.strip().splitlines()[-1])
     assert record['task_id'] == 'L0_pickup_yellow_block_1_left' and record['completion_ok'] is True
+
+
+def test_the_installed_package_names_the_commit_it_was_built_from(install, tmp_path):
+    # Under the real `ros2 launch` the nodes import this installed copy, which is no git checkout: run.json's
+    # git_commit comes from what the build recorded (and never from the current directory's repository).
+    install_base, _, env = install
+    env = {key: value for key, value in env.items() if key != 'ROBOFOLLOW_GIT_COMMIT'}
+    probe = 'from robofollow_ros.evaluation.status import git_commit; print(git_commit())'
+    result = sourced(install_base, f'"{sys.executable}" -c "{probe}"', env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    head = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == head.stdout.strip()

@@ -277,3 +277,66 @@ def test_n_graphs_start_every_node_once_per_domain_and_the_evaluator_once() -> N
     assert instances[-1].node.parameters['workers'] == 2 and instances[-1].node.main
     with pytest.raises(GraphError, match='beyond 232'):
         Supervisor(load_graph('sim', {'workers': '4'}), environment={'ROS_DOMAIN_ID': '230'})
+
+
+@pytest.mark.parametrize(
+    ('argument', 'message'),
+    [
+        ('policy:=nope', "unknown policy 'nope'"),
+        ('scenes:=9', "unknown scene '9'"),
+        ('levels:=L7', "unknown level 'L7'"),
+        ('rounds:=0', 'must be at least 1'),
+        ('record:=json', 'record must be one of none, bag'),
+        ('tasks:=no_such_task_anywhere', 'no evaluation task matches'),
+        ('policy_kwargs:={oops', 'not valid JSON'),
+    ],
+)
+def test_every_launch_argument_is_checked_before_any_node_starts(argument, message, capsys, monkeypatch) -> None:
+    started = []
+    monkeypatch.setattr(Supervisor, '_start', lambda self, instance, folder: started.append(instance.label))
+    from robofollow_ros.cli import main
+
+    assert main(['launch', 'sim', argument]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and message in error, error
+    assert started == []
+
+
+def test_every_argument_description_survives_yaml_parsing_whole() -> None:
+    # An unquoted comma inside a flow mapping ends the description there and turns the rest into a key of its own.
+    import yaml
+
+    source = ROOT / 'config' / 'graph_sim.yaml'
+    declared = yaml.safe_load(source.read_text(encoding='utf-8'))['arguments']
+    lines = {
+        line.split(':', 1)[0].strip(): line
+        for line in source.read_text(encoding='utf-8').splitlines()
+        if 'description:' in line
+    }
+    for name, spec in declared.items():
+        assert set(spec) == {'default', 'description'}, (name, spec)
+        raw = lines[name].split('description:', 1)[1].strip().removesuffix('}').strip().strip('\'"')
+        assert spec['description'] == raw, name
+    descriptions = load_graph('sim').descriptions
+    assert descriptions['out'] == 'output folder of results.jsonl, run.json and episodes'
+    assert descriptions['task_ids'] == 'exact task ids, comma-separated (instead of the filters)'
+
+
+def test_temporary_folders_of_dead_launchers_are_removed_and_live_ones_kept(tmp_path) -> None:
+    from robofollow_ros.graph.supervisor import FOLDER_PREFIX, remove_stale_folders
+
+    dead = subprocess.Popen([sys.executable, '-c', 'pass'])
+    dead.wait()
+    running = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    stale = tmp_path / f'{FOLDER_PREFIX}{dead.pid}_abc'
+    live = tmp_path / f'{FOLDER_PREFIX}{running.pid}_def'
+    unnamed = tmp_path / f'{FOLDER_PREFIX}xyz'
+    try:
+        for folder in (stale, live, unnamed):
+            folder.mkdir()
+            (folder / 'sim.yaml').write_text('x')
+        assert remove_stale_folders(tmp_path) == [stale]
+        assert not stale.exists() and live.exists() and unnamed.exists()
+    finally:
+        running.kill()
+        running.wait()

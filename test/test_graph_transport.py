@@ -135,3 +135,58 @@ def test_on_demand_sources_are_polled_until_the_sample_is_there() -> None:
     assert calls == [{'/joint_states'}] * 5
     with pytest.raises(GraphError, match=r'timed out after 0\.05 s waiting for nothing'):
         cache.wait(lambda: False, timeout=0.05, what='nothing', poll=0.01)
+
+
+@pytest.mark.ros
+def test_a_sim_or_controller_that_joins_late_receives_no_old_arm_command(monkeypatch) -> None:
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from trajectory_msgs.msg import JointTrajectory
+
+    from robofollow_ros import topics as graph_topics
+    from robofollow_ros.nodes.policy_bridge import trajectory_publishers
+    from robofollow_ros.nodes.sim import subscribe_trajectories
+    from robofollow_ros.ros.trajectory_cdr import decode_trajectory, encode_trajectory
+
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain(58))
+    executor = SingleThreadedExecutor(context=context)
+    try:
+        bridge = rclpy.create_node('policy_bridge', context=context)
+        publishers = trajectory_publishers(bridge)
+
+        def command(stamp_ns: int) -> bytes:
+            return encode_trajectory(['joint'], np.zeros((1, 1)), stamp_ns=stamp_ns, row_seconds=0.02)
+
+        for publisher in publishers.values():
+            publisher.publish(command(1))  # the old command, sent before anyone listens
+        late = rclpy.create_node('late_sim', context=context)
+        executor.add_node(late)
+        received: list[tuple[str, int]] = []
+        subscribe_trajectories(late, lambda arm, data: received.append((arm, decode_trajectory(data).stamp_ns)))
+        latched: list[object] = []
+        controller = QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        for arm in publishers:
+            topic = graph_topics.arm_trajectory_topic(arm)
+            late.create_subscription(JointTrajectory, topic, latched.append, controller)
+        wait_until(
+            lambda: all(p.get_subscription_count() >= 1 for p in publishers.values()), timeout=10, what='the match'
+        )
+        for _ in range(10):
+            executor.spin_once(timeout_sec=0.1)
+        assert received == [] and latched == []
+        for publisher in publishers.values():
+            publisher.publish(command(2))  # a live command still arrives
+
+        def live_arrived() -> bool:
+            executor.spin_once(timeout_sec=0.05)
+            return len(received) == len(publishers)
+
+        wait_until(live_arrived, timeout=10, what='the live commands')
+        assert sorted(received) == sorted((arm, 2) for arm in publishers) and latched == []
+    finally:
+        executor.shutdown()
+        rclpy.shutdown(context=context)

@@ -79,12 +79,13 @@ def test_two_graphs_give_the_records_of_one_run_and_both_run_trials(reference, t
 
 
 def test_a_sim_killed_in_one_of_two_graphs_loses_and_repeats_nothing(reference, tmp_path) -> None:
-    launcher = start_launch(52, workers='2', policy='expert', task_ids=','.join(TASKS), rounds='2', out=str(tmp_path))
+    launcher = start_launch(
+        52, workers='2', policy='expert', task_ids=','.join(TASKS), rounds='2', record='bag', out=str(tmp_path)
+    )
     wait_until(lambda: len(_results(tmp_path)) >= 1, timeout=180, what='a first result')
     nodes = node_pids_by_domain(launcher.pid)
-    assert set(nodes) == {f'{name}@{domain}' for name in ('sim', 'policy_bridge', 'referee') for domain in (52, 53)} | {
-        'evaluator'
-    }
+    names = ('sim', 'policy_bridge', 'referee', 'recorder')
+    assert set(nodes) == {f'{name}@{domain}' for name in names for domain in (52, 53)} | {'evaluator'}
     os.kill(nodes['sim@53'], signal.SIGKILL)
     output = finish(launcher, timeout=240)
     assert launcher.returncode == 0, output[-4000:]
@@ -94,6 +95,10 @@ def test_a_sim_killed_in_one_of_two_graphs_loses_and_repeats_nothing(reference, 
     wait_until(lambda: not any(alive(nodes[name]) for name in lost), timeout=10, what="graph 53's nodes to exit")
     _assert_same_records(read_records(tmp_path / 'results.jsonl'), reference)
     assert len(_results(tmp_path)) == 2 * len(TASKS)
+    # The lost graph's recorder left its unfinished bag hidden; the trial was recorded on the other graph, so the
+    # complete run keeps only the final bags.
+    episodes = sorted(entry.name for entry in (tmp_path / 'episodes').iterdir())
+    assert episodes == sorted(f'{task}__r{round_:02d}' for task in TASKS for round_ in (1, 2))
 
 
 def test_sigterm_stops_every_node_of_every_graph(tmp_path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 
 from robofollow_ros.errors import RoboFollowError
 
@@ -55,4 +56,10 @@ def run(args: argparse.Namespace) -> int:
         for name, value in graph.arguments.items():
             print(f"    '{name}': {graph.descriptions[name]} (default: '{value}')")
         return 0
-    return Supervisor(graph).run()
+    supervisor = Supervisor(graph)
+    code = supervisor.run()
+    if supervisor.stop_signal is not None:
+        from robofollow_ros.evaluation.suite import RunInterrupted
+
+        raise RunInterrupted(signal.Signals(supervisor.stop_signal).name)  # one line, as `eval` prints it
+    return code

@@ -16,6 +16,9 @@ from robofollow_ros.referee.score import score_episode
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
+SIM_SECONDS_DIGITS = 6
+"""Decimals of a record's ``sim_seconds`` (microseconds), the same over the graph and in-process."""
+
 
 @dataclass(frozen=True)
 class Trial:
@@ -82,7 +85,10 @@ def score_record(trial: Trial, trajectory: Trajectory, *, layout: Layout, varian
     except TrajectoryError as error:
         record = unscored_record(trial, reason=f'not scored: {error}', variant=variant)
         record['frames'] = len(trajectory)
-    record['sim_seconds'] = float(trajectory.t[-1] - trajectory.t[0]) if len(trajectory) else 0.0
+    # Rounded to the microsecond: the graph's times come from nanosecond stamps, the in-process ones from MuJoCo's
+    # summed time steps, and the two differ in float noise (4.52 against 4.5199999999998655).
+    seconds = float(trajectory.t[-1] - trajectory.t[0]) if len(trajectory) else 0.0
+    record['sim_seconds'] = round(seconds, SIM_SECONDS_DIGITS)
     return record
 
 

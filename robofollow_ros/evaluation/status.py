@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -25,16 +26,38 @@ RUN_NAME = 'run.json'
 Status = Literal['running', 'complete', 'interrupted', 'failed']
 
 
+COMMIT_VARIABLE = 'ROBOFOLLOW_GIT_COMMIT'
+BUILD_COMMIT = Path(__file__).resolve().parents[1] / 'BUILD_COMMIT'
+"""Written by ``setup.py`` when the package is built from a git checkout (``colcon build``, ``pip install .``)."""
+
+
 @cache
 def git_commit() -> str | None:
-    """The commit of the package's source tree, when it is a git checkout."""
+    """The commit of the package's source: ``ROBOFOLLOW_GIT_COMMIT`` when whoever starts the run sets it, else
+    the git checkout the package is imported from (symbolic links followed, as ``colcon build --symlink-install``
+    makes them), else the commit recorded when the installed copy was built (``BUILD_COMMIT``: under the real
+    ``ros2 launch`` the nodes import the copy that ``colcon build`` installed, no git checkout). Never the
+    current directory's repository."""
+    given = os.environ.get(COMMIT_VARIABLE, '').strip()
+    if given:
+        return given
     try:
         result = subprocess.run(
-            ['git', 'rev-parse', 'HEAD'], capture_output=True, text=True, check=True, cwd=Path(__file__).parent
+            ['git', 'rev-parse', 'HEAD'],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent,
+            env={**os.environ, 'GIT_CEILING_DIRECTORIES': str(Path(__file__).resolve().parents[2].parent)},
         )
+        if result.stdout.strip():
+            return result.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
+        pass
+    try:
+        return BUILD_COMMIT.read_text(encoding='utf-8').strip() or None
+    except OSError:
         return None
-    return result.stdout.strip() or None
 
 
 def trial_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -91,3 +114,15 @@ def write_status(
     }
     write_atomically(out / RUN_NAME, json.dumps(run, indent=2, default=str) + '\n')
     return run
+
+
+def amend_status(out: Path, *, status: Status, reason: str | None) -> None:
+    """Change the status and reason of an existing ``out/run.json`` (what stopped a run over the graph is known
+    to the launcher that saw a node die, not to the evaluator it then stopped); nothing if there is none."""
+    path = out / RUN_NAME
+    try:
+        run = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, ValueError):
+        return
+    run.update(status=status, reason=reason, updated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds'))
+    write_atomically(path, json.dumps(run, indent=2, default=str) + '\n')

@@ -135,7 +135,9 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
         path: read this file instead of the installed ``config/graph_<name>.yaml``.
 
     Raises:
-        GraphError: unknown graph or argument, an unknown robot, or a malformed declaration.
+        GraphError: unknown graph or argument, an unknown robot, a malformed declaration, or evaluator parameters
+            that would fail once the graph runs (``check_suite_parameters``: an unknown policy, a scene that does
+            not exist, filters that select no task, ...).
     """
     try:
         source = path or graph_file(name)
@@ -173,6 +175,11 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
                 once=bool(entry.get('once', False)),
             )
         )
+    for node in nodes:
+        if node.executable == 'evaluator':
+            from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, check_suite_parameters
+
+            check_suite_parameters({key: value for key, value in node.parameters.items() if key in SUITE_PARAMETERS})
     descriptions = {key: str(spec.get('description', '')) for key, spec in declared.items()}
     return GraphDeclaration(name=name, nodes=tuple(nodes), arguments=values, descriptions=descriptions)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.results import ResultsFile, trial_key
-from robofollow_ros.evaluation.suite import RESULTS_NAME, SuiteOptions, plan_trials
+from robofollow_ros.evaluation.suite import RESULTS_NAME, RunInterrupted, SuiteOptions, plan_trials
 
 
 def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> dict[str, str]:
@@ -47,6 +48,7 @@ def run_graph_suite(
     Raises:
         GraphError: unknown robot, or the graph ended with a non-zero exit code (a node died, or the evaluator
             failed).
+        RunInterrupted: SIGINT or SIGTERM stopped the graph (as the in-process suite raises it).
     """
     from robofollow_ros.graph.declaration import load_graph
     from robofollow_ros.graph.supervisor import Supervisor
@@ -55,7 +57,10 @@ def run_graph_suite(
         raise GraphError('--ray runs in-process simulators; add --in-process')
     arguments = launch_arguments(options, record_images=record_images)
     arguments['progress'] = 'true' if progress else 'false'
-    code = Supervisor(load_graph('sim', arguments)).run()
+    supervisor = Supervisor(load_graph('sim', arguments))
+    code = supervisor.run()
+    if supervisor.stop_signal is not None:
+        raise RunInterrupted(signal.Signals(supervisor.stop_signal).name)
     if code != 0:
         raise GraphError(f'the graph ended with exit code {code} (see the messages above)')
     wanted = {trial.key for trial in plan_trials(options)}

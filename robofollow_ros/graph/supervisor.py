@@ -1,10 +1,13 @@
 """``Supervisor``: starts a declared graph as processes and stops all of them together (``robofollow launch``).
 
 What it guarantees (the real ``ros2 launch`` misses the SIGTERM part, README: node graph): nodes start in declared
-order in the graph environment; SIGINT and SIGTERM both stop the graph (SIGINT to every node, then SIGTERM, then
-SIGKILL for nodes that do not exit in time); when the main node exits the graph stops with its exit code; when any
-other required node exits the graph stops with a non-zero code and says which node died; every node asks the
-kernel to kill it if the supervisor itself dies, so no node is ever orphaned.
+order in the graph environment; SIGINT and SIGTERM both stop the graph (the signal received to every node, then
+SIGTERM, then SIGKILL for nodes that do not exit in time); when the main node exits the graph stops with its exit
+code; when any other required node exits the graph stops with a non-zero code and says which node died (and
+writes that reason where the evaluator finds it, so ``run.json`` says ``failed`` with it); every node asks the
+kernel to kill it if the supervisor itself dies, so no node is ever orphaned. Its temporary folder (the nodes'
+parameter files) is named after its PID: folders of supervisors that died without cleaning up are removed at the
+next start.
 
 With ``workers:=N`` (N graphs, each in its own ROS domain, one evaluator driving all of them) a required node that
 exits takes only its own graph down: the supervisor stops that graph's other nodes and says so, the evaluator sees
@@ -14,7 +17,10 @@ node is stopped and the exit code is non-zero, as with one graph.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from robofollow_ros.evaluation.leftovers import process_gone
 from robofollow_ros.graph.declaration import (
     GraphDeclaration,
     NodeDeclaration,
@@ -38,6 +45,11 @@ from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
 PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
+FOLDER_PREFIX = 'robofollow_launch_'
+CLEAN_EXIT_CODES = (0, 130, 143)
+"""How a node that was asked to stop may exit (a node that had to be killed, or crashed, did not stop cleanly)."""
+STOP_REASON_VARIABLE = 'ROBOFOLLOW_STOP_REASON_FILE'
+"""The evaluator's name for the file that says why the graph was stopped (``nodes/evaluator.py``)."""
 
 
 def _die_with_parent() -> None:
@@ -80,21 +92,29 @@ class Supervisor:
         self.stop_signal = signum
 
     def run(self) -> int:
-        """Start the graph, wait until it ends, stop every node; returns the exit code."""
+        """Start the graph, wait until it ends, stop every node; returns the exit code (``128 + signal`` when
+        stopped by ``stop_signal``)."""
         previous = {sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        remove_stale_folders()
+        folder = Path(tempfile.mkdtemp(prefix=f'{FOLDER_PREFIX}{os.getpid()}_'))
         try:
-            with tempfile.TemporaryDirectory(prefix='robofollow_launch_') as folder:
-                return self._run(Path(folder))
+            return self._run(folder)
         finally:
-            self.stop()
+            self.stop(first=self.stop_signal or signal.SIGINT)
+            shutil.rmtree(folder, ignore_errors=True)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    def _stop_because(self, folder: Path, reason: str) -> None:
+        """Tell the evaluator why the graph is stopped (read when its suite is interrupted)."""
+        with contextlib.suppress(OSError):
+            (folder / 'stop_reason').write_text(reason + '\n', encoding='utf-8')
 
     def _start(self, instance: NodeInstance, folder: Path) -> None:
         node = instance.node
         params = folder / f'{instance.label}.yaml'
         params.write_text(yaml.safe_dump({node.name: {'ros__parameters': node.parameters}}), encoding='utf-8')
-        environment = self.environment
+        environment = {**self.environment, STOP_REASON_VARIABLE: str(folder / 'stop_reason')}
         if instance.domain is not None:
             environment = {**environment, DOMAIN_VARIABLE: str(instance.domain)}
         self.processes[instance.label] = subprocess.Popen(
@@ -117,7 +137,7 @@ class Supervisor:
                 code = self.processes[instance.label].poll()
                 if code is None:
                     continue
-                code = 128 - code if code < 0 else code
+                raw, code = code, 128 - code if code < 0 else code
                 if instance.node.main:
                     if code != 0:
                         self.log(f'{instance.label} exited with code {code}; stopping the graph')
@@ -127,6 +147,7 @@ class Supervisor:
                 graphs.discard(instance.graph)
                 if instance.graph is None or not graphs:
                     self.log(f'error: required node {instance.label} exited with code {code}; stopping the graph')
+                    self._stop_because(folder, exit_reason(instance.node.name, raw))
                     return code if code > 0 else 1
                 self.log(
                     f'error: required node {instance.label} exited with code {code}; stopping its graph '
@@ -138,11 +159,13 @@ class Supervisor:
                 break
             time.sleep(POLL_SECONDS)
 
-    def stop(self, processes: list[subprocess.Popen[bytes]] | None = None) -> None:
-        """SIGINT every running node (last started first), then SIGTERM, then SIGKILL after a grace period."""
+    def stop(self, processes: list[subprocess.Popen[bytes]] | None = None, *, first: int = signal.SIGINT) -> None:
+        """Send ``first`` (the signal that stopped the graph, default SIGINT) to every running node (last started
+        first), then SIGTERM, then SIGKILL after a grace period; says which node did not stop cleanly (an exit
+        code other than 0, 130 or 143, or a signal)."""
         chosen = list(self.processes.values()) if processes is None else processes
         running = [p for p in reversed(chosen) if p.poll() is None]
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in dict.fromkeys((first, signal.SIGTERM)):
             for process in running:
                 if process.poll() is None:
                     process.send_signal(sig)
@@ -153,3 +176,30 @@ class Supervisor:
             if process.poll() is None:
                 process.kill()
             process.wait()
+        labels = {id(process): label for label, process in self.processes.items()}
+        for process in running:
+            if process.returncode not in CLEAN_EXIT_CODES:
+                self.log(f'{exit_reason(labels[id(process)], process.returncode)} while stopping')
+
+
+def exit_reason(node: str, returncode: int) -> str:
+    """``node sim exited with code -9 (SIGKILL)``: a process's end as ``Popen.returncode`` reports it."""
+    reason = f'node {node} exited with code {returncode}'
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            reason += f' ({signal.Signals(-returncode).name})'
+    return reason
+
+
+def remove_stale_folders(root: Path | None = None) -> list[Path]:
+    """Remove the temporary folders of supervisors that are no longer running (killed with SIGKILL, their
+    ``finally`` never ran); returns them. A folder whose owner PID is alive, or whose name holds no PID, stays."""
+    removed = []
+    for folder in Path(root or tempfile.gettempdir()).glob(f'{FOLDER_PREFIX}*'):
+        owner = folder.name[len(FOLDER_PREFIX) :].split('_', 1)[0]
+        if not owner.isdigit() or not folder.is_dir() or not process_gone(int(owner)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed

@@ -14,6 +14,7 @@ whose policy bridge, referee or sim leaves mid-run is dropped and its trial in f
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -30,22 +31,21 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
-from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
-from robofollow_ros.benchmark.parsing import parse_variant
-from robofollow_ros.benchmark.registry import parse_level, parse_scene
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
-from robofollow_ros.evaluation.episode import EpisodeLimits
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT
-from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
-from robofollow_ros.graph.domains import base_domain, graph_domains, parse_workers
+from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
+from robofollow_ros.evaluation.status import amend_status
+from robofollow_ros.evaluation.suite import RunInterrupted, plan_trials, run_suite
+from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.protocol import EpisodeEnd
+from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, suite_options
+from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.graph_trials import GraphTrials
+from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
 from robofollow_ros.ros.runtime import param, read_report, remember, spin, wait_for
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
+from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_SETTLE_SECONDS = 0.5
@@ -88,33 +88,12 @@ class EvaluatorNode(Node):
         self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
 
     def _read_parameters(self) -> None:
-        workers = parse_workers(param(self, 'workers', 1))
-        self.options = SuiteOptions(
-            out=Path(str(param(self, 'out', 'runs/graph'))),
-            policy=str(param(self, 'policy', 'expert')),
-            policy_kwargs=json.loads(str(param(self, 'policy_kwargs', '{}')) or '{}'),
-            scenes=[parse_scene(s) for s in _items(param(self, 'scenes', ''))] or None,
-            levels=[parse_level(level) for level in _items(param(self, 'levels', ''))] or None,
-            pattern=str(param(self, 'tasks', '')) or None,
-            task_ids=_items(param(self, 'task_ids', '')) or None,
-            rounds=int(param(self, 'rounds', 1)),
-            first_round=int(param(self, 'first_round', 1)),
-            variant=parse_variant(str(param(self, 'variant', DEFAULT_VARIANT))),
-            record=str(param(self, 'record', 'none')),  # type: ignore[arg-type]
-            limits=EpisodeLimits(max_queries=int(param(self, 'max_queries', 10))),
-            query_timeout=float(param(self, 'query_timeout', DEFAULT_QUERY_TIMEOUT)),
-            trusted_policy=bool(param(self, 'trusted_policy', False)),
-            policy_memory_limit=int(param(self, 'policy_memory_limit', DEFAULT_POLICY_MEMORY_MIB)),
-            force_new=bool(param(self, 'force_new', False)),
-            robot=get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name,
-            retry_errors=bool(param(self, 'retry_errors', False)),
-            workers=workers,
-        )
+        self.options = suite_options({name: param(self, name, default) for name, default in SUITE_PARAMETERS.items()})
         self.timeout = float(param(self, 'timeout', 600.0))
         self.startup_timeout = float(param(self, 'startup_timeout', 60.0))
         self.progress = bool(param(self, 'progress', True))
         self.domain = base_domain()
-        self.domains = graph_domains(self.domain, workers)
+        self.domains = graph_domains(self.domain, self.options.workers)
 
     def on_result(self, message: String) -> None:
         try:
@@ -198,6 +177,8 @@ class EvaluatorNode(Node):
         pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
         expected.update(dict.fromkeys(pose_topics(), pose_readers))
+        if recording:
+            expected[topics.SCENE_MARKERS] = 1  # the sim publishes markers only to a matched reader
         if isinstance(factory.factory, type) and getattr(factory.factory, 'needs_images', True):
             expected.update({topics.image_topic(camera): 1 for camera in CAMERAS})
         self._wait(
@@ -278,19 +259,27 @@ class EvaluatorNode(Node):
             return self.results.pop(spec.episode_id)
 
 
-def _items(value: object) -> list[str]:
-    if isinstance(value, (list, tuple)):
-        return [str(item) for item in value]
-    return [item.strip() for item in str(value).split(',') if item.strip()]
-
-
 def main(args: list[str] | None = None) -> int:
-    """Run the suite over the graph (or the graphs); exit 0 when it is complete, 2 on an error."""
+    """Run the suite over the graph (or the graphs); exit 0 when it is complete, 2 on an error, 130/143 when
+    interrupted (SIGINT/SIGTERM, or SIGTERM because the launcher died)."""
+    started = False
+
+    def on_signal(number: int, _frame: object) -> None:
+        # Before the suite runs, a signal stops the start-up; once it runs, the suite's own handlers turn it into
+        # run.json's "interrupted", and a repeated signal (a launcher forwards the one the terminal already sent)
+        # must not break the writing of run.json or the shutdown that follow.
+        if started:
+            return  # (setting STOP here would end the graph threads' waits as failures, not as a stop)
+        name = signal.Signals(number).name
+        first = not STOP.is_set()
+        STOP.set(name)
+        if first:
+            raise RunInterrupted(name)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    die_with_parent()
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    # Both signals interrupt the suite in the main thread, so run.json says "interrupted" (run_suite turns
-    # SIGTERM into RunInterrupted while it runs); rclpy is shut down on the way out.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     links: list[EvaluatorNode] = []
     try:
         links.append(EvaluatorNode())
@@ -302,6 +291,9 @@ def main(args: list[str] | None = None) -> int:
         print(f'error: {error}', file=sys.stderr)
         _shut_down(links)
         return 2
+    except KeyboardInterrupt as stop:
+        _shut_down(links)
+        return 143 if str(stop) == 'SIGTERM' else 130
     node = links[0]
     executors = [EventsExecutor(context=link.context) for link in links]
     spinners = []
@@ -314,18 +306,30 @@ def main(args: list[str] | None = None) -> int:
         for link in links:
             link.wait_for_graph()
         trials = GraphTrials(links)
+        started = True
         records = run_suite(node.options, progress=node.progress, executor=trials)
+        if node.options.record == 'bag' and len(links) > 1:
+            stems = {episode_stem(trial.task.task_id, trial.round) for trial in plan_trials(node.options)}
+            remove_orphaned_partials(node.options.out / EPISODES_DIR, stems=stems)
         completed = sum(bool(record.get('completion_ok')) for record in records)
         node.get_logger().info(f'{len(records)} trials in {node.options.out}; completed {completed}/{len(records)}')
         if len(links) > 1:
             counts = ', '.join(f'{domain}: {trials.ran[domain]}' for domain in node.domains)
             node.get_logger().info(f'trials run per ROS domain (this run): {counts}')
     except RoboFollowError as error:
-        print(f'error: {error}', file=sys.stderr)
-        code = 2
-    except KeyboardInterrupt:
-        code = 130
+        if STOP.is_set() and isinstance(error, GraphError) and not started:
+            code = 143 if STOP.name == 'SIGTERM' else 130  # a wait for the graph ended by the stop
+        else:
+            print(f'error: {error}', file=sys.stderr)
+            code = 2
+    except KeyboardInterrupt as stop:
+        code = 143 if str(stop) == 'SIGTERM' else 130
+        reason = _stop_reason()
+        if reason is not None and started:
+            amend_status(node.options.out, status='failed', reason=reason)
     finally:
+        ignore_further_stops()
+        STOP.set(STOP.name or 'exit')
         _shut_down(links)
         for spinner in spinners:
             spinner.join(timeout=5.0)
@@ -334,6 +338,18 @@ def main(args: list[str] | None = None) -> int:
         for link in links:
             link.destroy_node()
     return code
+
+
+def _stop_reason() -> str | None:
+    """Why ``robofollow launch`` stopped the graph, when a required node died: it writes that into the file named
+    by ``STOP_REASON_VARIABLE`` before it signals the evaluator, so run.json says ``failed`` with that reason."""
+    path = os.environ.get(STOP_REASON_VARIABLE)
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding='utf-8').strip() or None
+    except OSError:
+        return None
 
 
 def _shut_down(links: list[EvaluatorNode]) -> None:

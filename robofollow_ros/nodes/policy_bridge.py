@@ -16,7 +16,9 @@ import threading
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
+from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
@@ -24,7 +26,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import warm_decoders
 from robofollow_ros.benchmark import registry
-from robofollow_ros.benchmark.types import ARMS
+from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -39,12 +41,22 @@ from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
-from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
+from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node, wait_for
+from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.ros.trajectory_cdr import encode_trajectory, warm_trajectory_codec
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.sim.robot import load_robot
 from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
+
+STOP_JOIN_SECONDS = 2.0
+
+
+def trajectory_publishers(node: Node) -> dict[Arm, Publisher]:
+    """The bridge's writers of the arms' JointTrajectory commands (``qos.ARM_COMMANDS``: never replayed)."""
+    return {
+        arm: node.create_publisher(JointTrajectory, topics.arm_trajectory_topic(arm), qos.ARM_COMMANDS) for arm in ARMS
+    }
 
 
 class PolicyBridge(Node):
@@ -83,9 +95,7 @@ class PolicyBridge(Node):
         self.requests: queue.Queue[str | None] = queue.Queue()
         self.ran: set[str] = set()
 
-        self.trajectory_pubs = {
-            arm: self.create_publisher(JointTrajectory, topics.arm_trajectory_topic(arm), qos.EVENTS) for arm in ARMS
-        }
+        self.trajectory_pubs = trajectory_publishers(self)
         self.end_pub = self.create_publisher(String, topics.EPISODE_END, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
@@ -155,15 +165,34 @@ class PolicyBridge(Node):
             )
             for arm in ARMS
         }
+        if len(chunk) and any(publisher.get_subscription_count() == 0 for publisher in self.trajectory_pubs.values()):
+            # Commands are not replayed to a reader that matches late (qos.ARM_COMMANDS): wait for the sim's
+            # (a hold, sent after a failure, goes out regardless).
+            wait_for(
+                lambda: all(p.get_subscription_count() > 0 for p in self.trajectory_pubs.values()),
+                timeout=self.sim_timeout,
+                what='the sim on the arm trajectory topics',
+                poll=0.01,
+            )
         for arm, data in encoded.items():
             self.trajectory_pubs[arm].publish(data)
 
     def work(self) -> None:
+        try:
+            self.serve_instructions()
+        except (InvalidHandle, RCLError):
+            if not STOP.is_set():
+                raise  # otherwise the node went away under an episode that outlived STOP_JOIN_SECONDS
+
+    def serve_instructions(self) -> None:
+        """Run an episode for each instruction, until ``None`` arrives."""
         while True:
             instruction = self.requests.get()
-            if instruction is None:
+            if instruction is None or STOP.is_set():
                 return
             spec = self.fresh_spec()
+            if STOP.is_set():
+                return
             if spec is None:
                 self.get_logger().error(
                     f'instruction {instruction!r} without a new {topics.EPISODE} and reset: ignored'
@@ -211,7 +240,11 @@ class PolicyBridge(Node):
         except PolicyFailure as failure:
             error, kind = str(failure), failure.kind
         except RoboFollowError as failure:
+            if STOP.is_set():
+                return  # an interrupted episode has no end: the run resumes it
             error, kind = f'graph: {failure}', 'graph'
+        if STOP.is_set():
+            return
         if error is not None:
             self.get_logger().error(f'{spec.task_id}: {error}; holding the arms')
             self.publish_chunk(np.zeros((0, ACTION_DIM)), env.stamp_ns)
@@ -232,7 +265,11 @@ class PolicyBridge(Node):
         self.end_pub.publish(String(data=json.dumps(payload)))
 
     def close(self) -> None:
+        """Stop the episode thread (its waits end on ``STOP``) before the node's publishers go away."""
         self.requests.put(None)
+        with self.cache.condition:
+            self.cache.condition.notify_all()
+        self.worker.join(timeout=STOP_JOIN_SECONDS)
         self.policy.close()
         self.samples.close()
 

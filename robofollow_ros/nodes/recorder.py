@@ -4,8 +4,10 @@ Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``
 names; the episode message names the ``robot``), object and TCP poses, the scene markers, the result, and with
 ``images: true`` the camera images and CameraInfo; the latest ``/robot_description`` opens every bag, so RViz and
 Foxglove show the cell from the bag alone. Only messages stamped from the episode's reset on go into its bag; the
-bag is closed when the episode's result arrives. A recorder killed mid-episode leaves a bag that ``robofollow
-score`` recovers (``docs/bags.md``).
+bag is closed when the episode's result arrives. A bag is written as ``OUT/episodes/.<stem>.partial-<pid>/<stem>``
+and moved to ``OUT/episodes/<stem>`` when complete, so its files carry the same names as an in-process bag's
+(``<stem>/<stem>.mcap``, ``metadata.yaml`` naming it). A recorder killed mid-episode leaves a hidden bag that
+``robofollow score`` recovers (``docs/bags.md``) and the next run removes.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class RecorderNode(Node):
         self.storage = str(param(self, 'storage', 'mcap'))
         self.robot = get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name
         self.bags: dict[str, _OpenBag] = {}
+        self.finished: dict[str, bool] = {}
         self.waiting: list[tuple[str, str, bytes, int | None]] = []
         self.resets: dict[str, int] = {}
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
@@ -81,7 +84,7 @@ class RecorderNode(Node):
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
         self.description: str | None = None
         self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
-        self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.LATCHED)
+        self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.MARKERS_READER)
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
         for topic in pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
@@ -98,18 +101,24 @@ class RecorderNode(Node):
         spec = read_episode(self, message.data)
         if spec is None:
             return
-        if spec.episode_id in self.bags:
-            return
+        if spec.episode_id in self.bags or spec.episode_id in self.finished:
+            return  # a spec delivered again (latched history) must not open a second, never finished bag
         while len(self.bags) >= KEEP_OPEN:
             self.finish(next(iter(self.bags)), publish=False)
         path = self.out / episode_stem(spec.task_id, spec.round)
-        self.out.mkdir(parents=True, exist_ok=True)
         staging = partial_path(path)
         shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
         meta = json.dumps({**spec.to_dict(), 'robot': self.robot, 'frames_are_rows': True})
         try:
-            writer = EpisodeBagWriter(staging, meta_json=meta, stamp_ns=time.time_ns(), storage=self.storage)  # type: ignore[arg-type]
+            writer = EpisodeBagWriter(
+                staging / path.name,
+                meta_json=meta,
+                stamp_ns=time.time_ns(),
+                storage=self.storage,  # type: ignore[arg-type]
+            )
         except RoboFollowError as error:
+            shutil.rmtree(staging, ignore_errors=True)
             self.get_logger().error(f'cannot record {spec.task_id}: {error}')
             return
         self.bags[spec.episode_id] = _OpenBag(spec, writer, path, self.resets.get(spec.episode_id))
@@ -179,18 +188,27 @@ class RecorderNode(Node):
 
     def finish(self, episode_id: str, *, publish: bool) -> None:
         """Close a bag; a complete episode's bag is moved to its final name (an abandoned one stays hidden, where
-        ``robofollow score`` can still read it and the next run's clean-up removes it)."""
+        ``robofollow score`` can still read it and the next run's clean-up removes it; one of an episode that
+        never started holds nothing of it and is removed)."""
         bag = self.bags.pop(episode_id)
+        remember(self.finished, episode_id, True)
         bag.writer.close()
+        staging = bag.writer.path.parent
         if publish:
             if bag.path.exists():
                 shutil.rmtree(bag.path)
             os.replace(bag.writer.path, bag.path)
+            shutil.rmtree(staging, ignore_errors=True)
             self.get_logger().info(f'recorded {bag.path}')
+        elif bag.start_ns is None:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def close(self) -> None:
-        for episode_id in list(self.bags):
-            self.finish(episode_id, publish=False)
+        """At shutdown: publish the bags whose result is in, close the others (see ``finish``)."""
+        for episode_id, bag in list(self.bags.items()):
+            if bag.result is not None:
+                bag.writer.write_result(bag.result, stamp_ns=time.time_ns())
+            self.finish(episode_id, publish=bag.result is not None)
 
 
 def main(args: list[str] | None = None) -> int:

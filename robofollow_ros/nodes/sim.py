@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
@@ -56,6 +57,19 @@ def all_object_names() -> list[str]:
 def pose_topics() -> list[str]:
     """The TCP pose topics of both arms and the pose topic of every scene item."""
     return [topics.ee_pose_topic(arm) for arm in ARMS] + [topics.object_pose_topic(n) for n in all_object_names()]
+
+
+def subscribe_trajectories(node: Node, callback: Callable[[Arm, bytes], None]) -> None:
+    """The sim's readers of the arms' JointTrajectory commands (serialised; ``qos.ARM_COMMANDS``: a sim that
+    starts late never executes an old command)."""
+    for arm in ARMS:
+        node.create_subscription(
+            JointTrajectory,
+            topics.arm_trajectory_topic(arm),
+            lambda data, arm=arm: callback(arm, data),
+            qos.ARM_COMMANDS,
+            raw=True,
+        )
 
 
 class SimNode(Node):
@@ -105,14 +119,7 @@ class SimNode(Node):
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 
         self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
-        for arm in ARMS:
-            self.create_subscription(
-                JointTrajectory,
-                topics.arm_trajectory_topic(arm),
-                lambda data, arm=arm: self.on_trajectory(arm, data),
-                qos.EVENTS,
-                raw=True,
-            )
+        subscribe_trajectories(self, self.on_trajectory)
         self.create_service(Trigger, topics.SIM_RESET, self.on_reset)
 
     def on_episode(self, message: String) -> None:
@@ -147,9 +154,16 @@ class SimNode(Node):
         return response
 
     def wait_for_readers(self) -> None:
-        """Give discovery a moment to finish: every reader this node knows of on a frame topic must be matched
-        (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes out."""
-        publishers = [self.joints_pub, *self.ee_pubs.values(), *self.object_pubs.values(), *self.image_pubs.values()]
+        """Give discovery a moment to finish: every reader this node knows of on a frame topic or the scene markers
+        must be matched (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes
+        out (markers go only to matched readers: a recorder matched late missed an episode's first markers)."""
+        publishers = [
+            self.joints_pub,
+            *self.ee_pubs.values(),
+            *self.object_pubs.values(),
+            *self.image_pubs.values(),
+            self.markers_pub,
+        ]
         reference = self.ee_pubs[ARMS[0]]
 
         def matched() -> bool:

@@ -12,10 +12,11 @@ may come back. When every graph is lost with trials left, the run stops with ``W
 from __future__ import annotations
 
 import queue
+import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Generator, Sequence
+from collections.abc import Collection, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,10 +26,12 @@ from robofollow_ros.errors import GraphLostError, WorkerLostError
 from robofollow_ros.evaluation.dispatch import TrialQueue
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.identity import RunIdentity
+from robofollow_ros.evaluation.leftovers import process_gone
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.records import Trial, bookkeeping
 from robofollow_ros.evaluation.runner import TrialResult
+from robofollow_ros.textfiles import partial_owner
 
 if TYPE_CHECKING:
     from robofollow_ros.nodes.evaluator import EvaluatorNode
@@ -230,3 +233,25 @@ def _wait_for_bag(link: EvaluatorNode, path: Path, *, since: float) -> None:
             link.get_logger().warning(f'the recorder has not published {path} yet')
             return
         time.sleep(0.01)
+
+
+def remove_orphaned_partials(folder: Path, *, stems: Collection[str]) -> list[Path]:
+    """Remove the hidden bags (``.<stem>.partial-<pid>``) in ``folder`` of the run's own trials (``stems``) whose
+    recorder process is gone; returns them.
+
+    Called when a run over several graphs is complete: a graph lost mid-trial had its recorder stopped with that
+    trial's bag unfinished (hidden, for ``robofollow score``), and the trial then ran and was recorded on another
+    graph, so the hidden copy is nobody's. A bag whose recorder still runs, and anything not named after one of
+    the run's trials, is left alone.
+    """
+    removed = []
+    for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
+        owner = partial_owner(entry)
+        if owner is None or owner[0] not in stems or not process_gone(owner[1]):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed

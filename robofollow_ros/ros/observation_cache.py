@@ -19,6 +19,7 @@ import numpy as np
 
 from robofollow_ros.errors import GraphError
 from robofollow_ros.graph.protocol import SimStatus
+from robofollow_ros.ros.shutdown import STOP
 
 _V = TypeVar('_V')
 KEEP = 64
@@ -92,11 +93,14 @@ class ObservationCache:
         stored, and every ``poll`` seconds if given (for predicates on on-demand sources, which notify nobody).
 
         Raises:
-            GraphError: ``timeout`` seconds passed first.
+            GraphError: ``timeout`` seconds passed first, or the process was asked to stop (``STOP``; whoever
+                asks notifies ``condition``).
         """
         deadline = time.monotonic() + timeout
         with self.condition:
             while not predicate():
+                if STOP.is_set():
+                    raise GraphError(f'stopped while waiting for {what}')
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise GraphError(f'timed out after {timeout:g} s waiting for {what}')

@@ -21,13 +21,22 @@ STATE = QoSProfile(
 """Per-row joint states and poses: the referee and the recorder must see every frame of an episode, even when
 discovery matched them a moment after the sim started publishing (transient local: they get the last 1000
 samples, two episodes' worth, and keep only those stamped inside the episode)."""
+ARM_COMMANDS = QoSProfile(
+    depth=10,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+"""The arms' JointTrajectory commands (``/left_arm_controller/joint_trajectory``, right): reliable, never replayed,
+so a controller (or a restarted sim) that joins late never executes an old trajectory. The bridge waits for the
+sim's reader to match before its first command instead (``PolicyBridge.publish_chunk``)."""
 EVENTS = QoSProfile(
     depth=50,
     history=HistoryPolicy.KEEP_LAST,
     reliability=ReliabilityPolicy.RELIABLE,
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
-"""Handshake messages (sim status, episode end), trajectories and results: a reader that matched a moment late
+"""Handshake messages (sim status, episode end) and results: a reader that matched a moment late
 still gets them (every consumer matches them by episode id or stamp, so a replayed old one is ignored)."""
 COMMANDS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 """Instructions: never replayed to a late joiner (an instruction starts an episode)."""
@@ -47,3 +56,12 @@ LATCHED_READER = QoSProfile(
 """Readers of /robofollow/episode: a keyless topic keeps one history for all writers, so with depth 1 a message
 from another writer arriving before the callback ran would replace the evaluator's episode spec unseen."""
 CLOCK = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+MARKERS_READER = QoSProfile(
+    depth=100,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+"""The recorder's reader of /robofollow/scene_markers (written ``LATCHED``): one message per observation, every one
+recorded, while the recorder may fall behind for a moment when it closes a bag (with depth 1 it kept only the
+newest of those that arrived meanwhile, and a bag missed an episode's markers)."""

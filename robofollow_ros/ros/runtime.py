@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from rclpy.node import Node
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops, install_stop_handlers
 
 SPIN_PERIOD = 0.1
 KEEP_EPISODES = 16
@@ -31,7 +31,11 @@ _R = TypeVar('_R')
 
 
 def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
-    """Init rclpy, build the node, spin until shutdown (SIGINT or SIGTERM); returns the process exit code.
+    """Init rclpy, build the node, spin until asked to stop; returns the process exit code.
+
+    SIGINT and SIGTERM ask the node to stop (``ros/shutdown.py``): the callback running when the signal arrives
+    finishes, then the node is closed (``node.close()``), destroyed and rclpy shut down; the exit code is 0. The
+    node also stops when its parent process dies (``die_with_parent``).
 
     Callbacks run one at a time on rclpy's events executor: the nodes take about 14 messages per executed row,
     and the wait-set executors spent 70 (single-threaded) to 150 (multi-threaded) microseconds of CPU on each,
@@ -40,8 +44,9 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
 
     A node may end the process itself by setting ``node.exit_code`` and calling ``rclpy.shutdown()``.
     """
-    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     install_stop_handlers()
+    die_with_parent()
+    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     try:
         node = factory()
     except Exception as error:
@@ -49,7 +54,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
         if isinstance(error, RoboFollowError):
             print(f'error: {error}', file=sys.stderr)
             return 2
-        if isinstance(error, (RCLError, InvalidHandle)):
+        if STOP.is_set() and isinstance(error, (RCLError, InvalidHandle)):
             return 0  # stopped while starting
         raise
     executor = EventsExecutor()
@@ -59,6 +64,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        ignore_further_stops()
         close = getattr(node, 'close', None)
         if close is not None:
             close()
@@ -69,31 +75,21 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
 
 
 def spin(executor: Executor) -> None:
-    """Spin until rclpy shuts down, waking up often enough for Python signal handlers to run."""
+    """Spin until rclpy shuts down or the process is asked to stop (``STOP``), waking up often enough to see it."""
     with contextlib.suppress(ExternalShutdownException):
-        while executor.context.ok():
+        while executor.context.ok() and not STOP.is_set():
             try:
                 executor.spin_once(timeout_sec=SPIN_PERIOD)
             except RCLError:
                 if executor.context.ok():
                     raise
-                return  # shut down (by a signal) between the check and the wait
+                return  # shut down between the check and the wait
 
 
 def param(node: Node, name: str, default: Any) -> Any:
     """Declare a parameter that accepts any type from the command line or a params file; its value."""
     descriptor = ParameterDescriptor(dynamic_typing=True)
     return node.declare_parameter(name, default, descriptor).value
-
-
-def install_stop_handlers() -> None:
-    """SIGINT and SIGTERM both shut rclpy down (so spinning and ``wait_for`` end and the node cleans up)."""
-
-    def request_stop(*_: Any) -> None:
-        rclpy.try_shutdown()
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
 
 
 def wait_for(
@@ -109,12 +105,13 @@ def wait_for(
     that condition variable is notified (and at least every ``poll`` seconds; ``condition`` runs with it held).
 
     Raises:
-        GraphError: ``timeout`` seconds passed, or rclpy (``context``, default the global one) was shut down.
+        GraphError: ``timeout`` seconds passed, or rclpy (``context``, default the global one) was shut down, or
+            the process was asked to stop.
     """
     deadline = time.monotonic() + timeout
     with notified_by or contextlib.nullcontext():
         while not condition():
-            if not rclpy.ok(context=context):
+            if not rclpy.ok(context=context) or STOP.is_set():
                 raise GraphError(f'shut down while waiting for {what}')
             remaining = deadline - time.monotonic()
             if remaining < 0:

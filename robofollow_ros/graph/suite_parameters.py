@@ -1,0 +1,109 @@
+"""The evaluator node's parameters as a suite (``SuiteOptions``), and checking them before a graph starts.
+
+The evaluator reads these parameters when it starts; ``robofollow launch`` and ``sim.launch.py`` check the same
+values (``check_suite_parameters``) before the first node starts, so a bad launch argument (``policy:=nope``,
+``scenes:=9``) ends in one line instead of a graph that starts and then fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.parsing import parse_variant
+from robofollow_ros.benchmark.registry import parse_level, parse_scene
+from robofollow_ros.errors import GraphError, RoboFollowError
+from robofollow_ros.evaluation.episode import EpisodeLimits
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.evaluation.options import SuiteOptions
+from robofollow_ros.graph.domains import parse_workers
+from robofollow_ros.policy.factory import parse_policy_kwargs
+from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
+
+SUITE_PARAMETERS: dict[str, Any] = {
+    'workers': 1,
+    'out': 'runs/graph',
+    'policy': 'expert',
+    'policy_kwargs': '{}',
+    'scenes': '',
+    'levels': '',
+    'tasks': '',
+    'task_ids': '',
+    'rounds': 1,
+    'first_round': 1,
+    'variant': DEFAULT_VARIANT,
+    'record': 'none',
+    'max_queries': 10,
+    'query_timeout': DEFAULT_QUERY_TIMEOUT,
+    'trusted_policy': False,
+    'policy_memory_limit': DEFAULT_POLICY_MEMORY_MIB,
+    'force_new': False,
+    'robot': DEFAULT_ROBOT,
+    'retry_errors': False,
+}
+"""The evaluator's suite parameters and their defaults."""
+RECORD_MODES = ('none', 'bag')
+
+
+def suite_options(values: Mapping[str, Any]) -> SuiteOptions:
+    """The suite the evaluator runs for these parameter values (missing ones take ``SUITE_PARAMETERS``).
+
+    Raises:
+        RoboFollowError: a value that cannot be read (a scene, level, variant, robot, number or JSON object).
+    """
+    value = {**SUITE_PARAMETERS, **values}
+    try:
+        return SuiteOptions(
+            out=Path(str(value['out'])),
+            policy=str(value['policy']),
+            policy_kwargs=parse_policy_kwargs(str(value['policy_kwargs'])),
+            scenes=[parse_scene(s) for s in items(value['scenes'])] or None,
+            levels=[parse_level(level) for level in items(value['levels'])] or None,
+            pattern=str(value['tasks']) or None,
+            task_ids=items(value['task_ids']) or None,
+            rounds=int(value['rounds']),
+            first_round=int(value['first_round']),
+            variant=parse_variant(str(value['variant'])),
+            record=str(value['record']),  # type: ignore[arg-type]
+            limits=EpisodeLimits(max_queries=int(value['max_queries'])),
+            query_timeout=float(value['query_timeout']),
+            trusted_policy=bool(value['trusted_policy']),
+            policy_memory_limit=int(value['policy_memory_limit']),
+            force_new=bool(value['force_new']),
+            robot=get_robot_spec(str(value['robot'])).name,
+            retry_errors=bool(value['retry_errors']),
+            workers=parse_workers(value['workers']),
+        )
+    except (ValueError, TypeError) as error:
+        raise GraphError(str(error)) from None
+
+
+def check_suite_parameters(values: Mapping[str, Any]) -> None:
+    """Refuse evaluator parameters that would only fail once the graph runs: unreadable values, an unknown
+    policy, options the suite refuses, or filters that select no task.
+
+    Raises:
+        GraphError: what is wrong, in one line.
+    """
+    from robofollow_ros.evaluation.suite import check_options, plan_trials
+    from robofollow_ros.policy.factory import resolve_policy
+
+    try:
+        options = suite_options(values)
+        if options.record not in RECORD_MODES:
+            raise GraphError(f'record must be one of {", ".join(RECORD_MODES)} (got {options.record!r})')
+        check_options(options)
+        resolve_policy(options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy)
+        if not plan_trials(options):
+            raise GraphError('the scenes, levels and tasks given select no task')
+    except RoboFollowError as error:
+        raise GraphError(f'launch arguments: {error}') from None
+
+
+def items(value: object) -> list[str]:
+    """A comma-separated parameter (or a list one) as its items."""
+    if isinstance(value, (list, tuple)):
+        return [str(item) for item in value]
+    return [item.strip() for item in str(value).split(',') if item.strip()]

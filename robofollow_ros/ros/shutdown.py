@@ -1,0 +1,112 @@
+"""How every node process stops: on SIGINT and SIGTERM, and when the process that started it dies.
+
+A signal only *asks* the node to stop (``StopRequest``): the spin loop sees the request between callbacks and the
+node is closed and destroyed on the way out. Shutting rclpy down from inside the signal handler, as rclpy's own
+handlers do, destroys the node's publishers while a callback may still be running in the same thread (the sim
+publishes every row of a chunk from one callback), and the callback then dies with ``InvalidHandle``.
+
+``die_with_parent`` makes the kernel send SIGTERM to the node when its parent dies (``PR_SET_PDEATHSIG`` on Linux,
+or a thread watching ``getppid`` elsewhere), so no node outlives a launcher that was killed: the real ``ros2
+launch`` exits at once on SIGTERM and leaves its children running.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+PARENT_POLL_SECONDS = 0.5
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_PARENT_AT_START = os.getppid()
+"""The parent when this module was first imported (before rclpy starts, so a parent that dies while the node
+starts is noticed after the death signal is set)."""
+
+
+class StopRequest:
+    """The first stop signal a process received (``signal.Signals`` name), if any; thread-safe to read."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.name: str | None = None
+
+    def set(self, name: str) -> None:
+        """Ask the process to stop (the first name is kept)."""
+        if self.name is None:
+            self.name = name
+        self._event.set()
+
+    def is_set(self) -> bool:
+        """Whether a stop was asked for."""
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until a stop is asked for (or ``timeout`` passes); whether it was."""
+        return self._event.wait(timeout)
+
+
+STOP = StopRequest()
+"""This process's stop request (one per process: signals are per process)."""
+
+
+def install_stop_handlers(*, on_stop: Callable[[str], None] | None = None) -> None:
+    """SIGINT and SIGTERM set ``STOP`` (and call ``on_stop`` with the signal name, in the main thread)."""
+
+    def handle(number: int, _frame: Any) -> None:
+        name = signal.Signals(number).name
+        STOP.set(name)
+        if on_stop is not None:
+            on_stop(name)
+
+    for number in STOP_SIGNALS:
+        signal.signal(number, handle)
+
+
+def ignore_further_stops() -> None:
+    """Ignore SIGINT and SIGTERM from now on (the process is already stopping). A launcher forwards the signal the
+    terminal already sent to its whole process group, then SIGTERM; one that arrives while the interpreter
+    finalises, after Python has put the default handlers back, would kill the process with that signal instead of
+    letting it exit cleanly. An ignored signal stays ignored through finalisation; SIGKILL still ends a node that
+    hangs."""
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+
+
+def die_with_parent(*, poll: float = PARENT_POLL_SECONDS) -> str:
+    """Have this process receive SIGTERM when its parent dies; returns how (``prctl`` or ``watch``).
+
+    ``PR_SET_PDEATHSIG`` fires when the parent *thread* that started this process exits, not only the parent
+    process: a launcher must start nodes from a thread that lives as long as it does (``ros2 launch`` and
+    ``robofollow launch`` start them from their main thread). The setting survives the ros wheels' re-exec of
+    the interpreter (the PID stays the same). A parent that died before the setting took effect is caught by
+    comparing ``getppid`` with the parent seen at import.
+    """
+    if sys.platform.startswith('linux') and _set_death_signal(signal.SIGTERM):
+        how = 'prctl'
+        if os.getppid() != _PARENT_AT_START:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return how
+    watcher = threading.Thread(target=_watch_parent, args=(_PARENT_AT_START, poll), name='parent-watch', daemon=True)
+    watcher.start()
+    return 'watch'
+
+
+def _set_death_signal(number: int) -> bool:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library('c') or None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, int(number), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int, poll: float) -> None:
+    while os.getppid() == parent:
+        if STOP.wait(poll):
+            return
+    os.kill(os.getpid(), signal.SIGTERM)
