@@ -9,22 +9,25 @@ repeating a demonstration.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.constants import MAX_QUERIES
 from robofollow_ros.benchmark.types import Task
+from robofollow_ros.data.background import OrderedWrites
 from robofollow_ros.data.manifest import collection_identity, open_manifest
 from robofollow_ros.data.progress import CollectProgress
 from robofollow_ros.data.raw_hdf5 import write_raw_episode
 from robofollow_ros.data.seeds import draw_paraphrase, training_seed
-from robofollow_ros.data.store import accepted, episode_paths, label_dir, open_ledger, write_json
+from robofollow_ros.data.store import Ledger, accepted, episode_paths, label_dir, open_ledger, write_json
 from robofollow_ros.errors import DatasetError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.lock import RunLock
@@ -174,12 +177,20 @@ def _write_episode(
     write_raw_episode(paths.hdf5, frames, attrs=attrs)
 
 
-def _finish_label(options: CollectOptions, task: Task, records: list[dict[str, Any]], tally: LabelTally) -> None:
-    kept = accepted(records, task.task_id)
+def _finish_label(options: CollectOptions, task: Task, ledger: Ledger, tally: LabelTally) -> None:
+    kept = accepted(ledger.records, task.task_id)
     folder = label_dir(options.out, task)
     write_json(folder / 'seeds.json', [int(record['seed']) for record in kept])
     if len(kept) >= options.episodes:
         write_json(folder / 'complete.json', {'episodes': len(kept), 'attempts': tally.attempts})
+
+
+def _record_attempt(
+    options: CollectOptions, task: Task, ledger: Ledger, entry: dict[str, Any], tally: LabelTally
+) -> None:
+    ledger.append(entry)
+    if entry['accepted']:
+        _finish_label(options, task, ledger, tally)
 
 
 def _tallies(options: CollectOptions, records: list[dict[str, Any]]) -> dict[str, LabelTally]:
@@ -197,8 +208,13 @@ def _tallies(options: CollectOptions, records: list[dict[str, Any]]) -> dict[str
     return tallies
 
 
-def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[str, LabelTally]:
+def run_collection(
+    options: CollectOptions, *, progress: bool = True, background_writes: bool = True
+) -> dict[str, LabelTally]:
     """Collect until every label has ``options.episodes`` accepted demonstrations (or its attempt budget is spent).
+
+    With ``background_writes`` (the default) an accepted episode's files are encoded and written on a second
+    thread while the next attempt runs (``data.background``); False writes them before the next attempt starts.
 
     Returns:
         Per label, the attempts and acceptances so far (this run and earlier ones).
@@ -233,6 +249,7 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
         capture = FrameCapture(env, images=options.cameras)
         policy = GuardedPolicy(resolve_policy('expert'))
         limits = EpisodeLimits(max_queries=options.max_queries)
+        writes = OrderedWrites(background=background_writes)
         try:
             for label, label_task in tasks.items():
                 tally = tallies[label]
@@ -255,17 +272,19 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
                         'intent_score': record.get('intent_score', 0.0),
                         'exec_score': record.get('exec_score', 0.0),
                     }
+                    write = None
                     if ok:
                         entry['episode'] = tally.accepted
-                        _write_episode(options, task, tally.accepted, capture.frames(), outcome, record)
+                        write = partial(
+                            _write_episode, options, task, tally.accepted, capture.frames(), outcome, record
+                        )
                     else:
                         entry['reason'] = _rejection_reason(record)
                         tally.reasons[entry['reason']] = tally.reasons.get(entry['reason'], 0) + 1
-                    ledger.append(entry)
                     tally.attempts += 1
                     tally.accepted += ok
-                    if ok:
-                        _finish_label(options, label_task, ledger.records, tally)
+                    # The ledger line (and the label's seed list) only once the episode's files are complete.
+                    writes.submit(write, then=partial(_record_attempt, options, label_task, ledger, entry, tally))
                     if display is not None:
                         display.update(
                             label,
@@ -274,8 +293,14 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
                             reason=entry.get('reason', ''),
                             wall_seconds=time.perf_counter() - started,
                         )
-                _finish_label(options, label_task, ledger.records, tally)
+                writes.submit(None, then=partial(_finish_label, options, label_task, ledger, tally))
+            writes.finish()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                writes.finish()
+            raise
         finally:
+            writes.close()
             policy.close()
             env.close()
     return tallies

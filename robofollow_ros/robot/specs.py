@@ -17,7 +17,7 @@ from typing import Literal
 
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.resources import share_file_or_default
-from robofollow_ros.robot.assets import VX300S_URI, vx300s_meshes
+from robofollow_ros.robot.assets import VX300S_URI, vx300s_light_meshes, vx300s_meshes
 from robofollow_ros.state_layout import CAMERAS, HEAD_CAMERA, LEFT_WRIST_CAMERA, RIGHT_WRIST_CAMERA
 
 RobotName = Literal['aloha', 'primitive']
@@ -59,8 +59,10 @@ class RobotSpec:
         finger_kp, finger_kv, finger_force: finger position servo gain (N/m), damping (N s/m), force limit (N).
         camera_fovy: vertical field of view (degrees) per camera.
         mesh_packages: URDF mesh URI prefix -> function returning the installed folder it stands for.
-        visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; ~2.5x
-            faster on llvmpipe for the ALOHA, but blockier arms and gripper, so off for every robot).
+        light_mesh_packages: the same for the lighter meshes the cameras draw instead (same file names; the
+            physics keeps the ``mesh_packages`` ones); empty when the cameras draw what the physics uses.
+        visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; blockier
+            arms and gripper, and with the light meshes no faster, so off for every robot).
         description: one line for listings.
     """
 
@@ -78,11 +80,13 @@ class RobotSpec:
     finger_force: float
     camera_fovy: dict[str, float]
     mesh_packages: tuple[tuple[str, Callable[[], Path]], ...] = field(default=())
+    light_mesh_packages: tuple[tuple[str, Callable[[], Path]], ...] = field(default=())
     visual_hulls: bool = False
     description: str = ''
 
-    def urdf_text(self) -> str:
-        """The URDF with mesh URIs resolved to the installed packages' folders.
+    def urdf_text(self, *, light: bool = False) -> str:
+        """The URDF with mesh URIs resolved to the installed packages' folders (``light``: the cameras' lighter
+        meshes, when the robot has them).
 
         Raises:
             SimulationError: the file cannot be read or a mesh package is not installed.
@@ -91,7 +95,8 @@ class RobotSpec:
             text = self.urdf.read_text()
         except OSError as exc:
             raise SimulationError(f'cannot read URDF {self.urdf}: {exc}') from exc
-        for prefix, resolve in self.mesh_packages:
+        packages = self.light_mesh_packages if light and self.light_mesh_packages else self.mesh_packages
+        for prefix, resolve in packages:
             if prefix in text:
                 text = text.replace(prefix, f'{resolve()}/')
         return text
@@ -129,6 +134,7 @@ ALOHA = RobotSpec(
     finger_force=FINGER_FORCE,
     camera_fovy={HEAD_CAMERA: 52.0, LEFT_WRIST_CAMERA: 58.0, RIGHT_WRIST_CAMERA: 58.0},
     mesh_packages=((VX300S_URI, vx300s_meshes),),
+    light_mesh_packages=((VX300S_URI, vx300s_light_meshes),),
     description='two ViperX 300 6DoF arms with grippers (ALOHA), meshes of gym-aloha 0.1.5 shipped with the package',
 )
 

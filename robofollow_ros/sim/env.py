@@ -43,6 +43,8 @@ class CellEnv:
         robot: registered robot name (``robot.specs``), e.g. ``primitive`` or ``aloha``.
         visual_hulls: draw mesh geoms as their convex hulls in camera images (default: the robot's setting);
             faster software rendering of the ALOHA's meshes at the cost of blockier arms.
+        light_meshes: cameras draw the robot's lighter meshes where it has them (default; ``CellModel.render_model``);
+            False draws the meshes the physics uses.
 
     Raises:
         SimulationError: unknown robot.
@@ -56,9 +58,11 @@ class CellEnv:
         height: int = IMAGE_HEIGHT,
         robot: str = DEFAULT_ROBOT,
         visual_hulls: bool | None = None,
+        light_meshes: bool = True,
     ) -> None:
         self.robot: RobotDescription = load_robot(robot)
         self.visual_hulls = self.robot.spec.visual_hulls if visual_hulls is None else visual_hulls
+        self.light_meshes = light_meshes
         self.render_default = render
         self.width = width
         self.height = height
@@ -203,7 +207,13 @@ class CellEnv:
     def _rig(self, cell: CellModel) -> CameraRig:
         rig = self._rigs.get(id(cell))
         if rig is None:
-            rig = CameraRig(cell.model, width=self.width, height=self.height, hulls=self.visual_hulls)
+            rig = CameraRig(
+                cell.model,
+                width=self.width,
+                height=self.height,
+                hulls=self.visual_hulls,
+                render_model=cell.render_model() if self.light_meshes else None,
+            )
             self._rigs[id(cell)] = rig
         return rig
 
