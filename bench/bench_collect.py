@@ -24,8 +24,8 @@ from pathlib import Path
 from robofollow_ros.benchmark import registry
 from robofollow_ros.data.collect import CollectOptions, run_collection
 from robofollow_ros.data.store import open_ledger
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
 from robofollow_ros.sim.constants import ROW_SECONDS
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, robot_names
 
 
 def _size(folder: Path) -> int:

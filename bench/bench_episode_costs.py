@@ -41,10 +41,10 @@ from robofollow_ros.evaluation.suite import run_identity
 from robofollow_ros.policy.base import validate_chunk
 from robofollow_ros.policy.server.openpi_server import OpenpiServer
 from robofollow_ros.policy.server.served import ServedPolicy
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
 from robofollow_ros.sim import recorder, render
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.expert import ExpertPolicy
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, robot_names
 
 PARTS = ('physics', 'rendering', 'policy wire', 'scoring', 'recording')
 

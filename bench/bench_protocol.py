@@ -32,7 +32,7 @@ from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.runner import InProcessTrials
 from robofollow_ros.evaluation.suite import plan_trials, run_identity
 from robofollow_ros.evaluation.workers import LocalWorkers
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, robot_names
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
 
 PROTOCOL_ROUNDS = 10
 

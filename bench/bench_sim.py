@@ -7,7 +7,7 @@ and level, the evaluator's way, and again with the three cameras rendered after 
 demonstrations), with the time spent inside ``mj_step`` during those episodes (the physics of the same episodes,
 settling included); then three-camera renders/s of every robot side by side (the ALOHA with the light meshes its
 cameras draw and with the shipped ones), interleaved five times with medians, as ratios to the primitive cell; then
-the process's peak RSS and the load average. Every robot of ``sim.robots`` is measured in the same run, each
+the process's peak RSS and the load average. Every robot of ``robot.specs`` is measured in the same run, each
 against plain stepping of its own model.
 
 Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_sim.py [--rows 500] [--robot aloha --robot primitive]``
@@ -25,10 +25,10 @@ import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.sim.robots import robot_names
 
 TASK_ID = 'L0_place_yellow_block_3_behind_red_cylinder'
 SEED = 42

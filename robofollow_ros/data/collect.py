@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.constants import MAX_QUERIES
 from robofollow_ros.benchmark.types import Task
 from robofollow_ros.data.background import OrderedWrites
-from robofollow_ros.data.capture import CapturedFrames, FrameCapture
 from robofollow_ros.data.manifest import collection_identity, open_manifest
 from robofollow_ros.data.progress import CollectProgress
 from robofollow_ros.data.raw_hdf5 import write_raw_episode
@@ -32,8 +32,9 @@ from robofollow_ros.errors import DatasetError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.sim.capture import CapturedFrames, FrameCapture
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, ROW_SECONDS
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 EPISODE_FORMATS = ('hdf5', 'bag')
 
@@ -53,7 +54,7 @@ class CollectOptions:
         width, height: camera image size.
         max_attempts: attempts per label before giving up on it (the published collector's seed budget).
         max_queries: expert queries per episode (the protocol's evaluation budget).
-        robot: the simulated cell's robot (``sim.robots``).
+        robot: the simulated cell's robot (``robot.specs``).
     """
 
     out: Path
@@ -65,7 +66,7 @@ class CollectOptions:
     width: int = IMAGE_WIDTH
     height: int = IMAGE_HEIGHT
     max_attempts: int = 5000
-    max_queries: int = 10
+    max_queries: int = MAX_QUERIES
     robot: str = DEFAULT_ROBOT
 
     def identity(self) -> dict[str, Any]:
@@ -97,16 +98,15 @@ def resolve_labels(*, scenes: Sequence[int] | None = None, pattern: str | None =
     Raises:
         DatasetError: nothing matches.
     """
-    labels = [
-        task.task_id for scene in (scenes or [None]) for task in registry.training_labels(scene=scene, pattern=pattern)
-    ]
+    wanted: Sequence[int | None] = scenes or [None]
+    labels = [task.task_id for scene in wanted for task in registry.training_labels(scene=scene, pattern=pattern)]
     if not labels:
         raise DatasetError('no training label matches the given scene and labels')
     return labels
 
 
 def row_fps() -> Fraction:
-    """Frames per second of demonstrations: 50/3 (16.67), one frame every ``ROW_SECONDS`` (``data.capture``)."""
+    """Frames per second of demonstrations: 50/3 (16.67), one frame every ``ROW_SECONDS`` (``sim.capture``)."""
     return 1 / Fraction(str(ROW_SECONDS))
 
 
@@ -123,8 +123,7 @@ def score_attempt(task: Task, trajectory: Any, *, seed: int, policy_error: str |
     """The referee's record of one attempt (an unscorable episode is a rejected one)."""
     layout = registry.layout_of(task)
     try:
-        record = score_episode(task, trajectory, layout=layout, meta={'seed': seed, 'round': 0})
-        record = record.to_record()
+        record = score_episode(task, trajectory, layout=layout, meta={'seed': seed, 'round': 0}).to_record()
     except TrajectoryError as error:
         record = {'task_id': task.task_id, 'completion_ok': False, 'stages': [], 'exec_msg': str(error)}
     record['policy_error'] = policy_error
@@ -148,7 +147,7 @@ def _write_episode(
         'robot': options.robot,
     }
     if options.video:
-        from robofollow_ros.data.video import write_episode_video
+        from robofollow_ros.evaluation.video import write_episode_video
 
         write_episode_video(paths.video, frames.images, fps=row_fps(), instruction=task.instruction, record=record)
     if options.bag:

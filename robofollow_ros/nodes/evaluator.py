@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
+from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
@@ -33,6 +34,7 @@ from std_srvs.srv import Trigger
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.status import amend_status
 from robofollow_ros.evaluation.suite import RunInterrupted, plan_trials, run_suite
@@ -40,7 +42,6 @@ from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.protocol import EpisodeEnd
 from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, suite_options
 from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
-from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
@@ -65,6 +66,13 @@ class EvaluatorNode(Node):
         domain: this node's domain (only with ``settings``).
     """
 
+    options: SuiteOptions
+    progress: bool
+    domains: list[int]
+    domain: int
+    timeout: float
+    startup_timeout: float
+
     def __init__(
         self, *, context: Context | None = None, settings: EvaluatorNode | None = None, domain: int | None = None
     ) -> None:
@@ -83,7 +91,7 @@ class EvaluatorNode(Node):
         self.where = f' in ROS domain {self.domain}' if len(self.domains) > 1 else ''
         self.episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
         self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
-        self.reset_client = self.create_client(Trigger, topics.SIM_RESET)
+        self.reset_client: Client[Trigger.Request, Trigger.Response] = self.create_client(Trigger, topics.SIM_RESET)
         self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
         self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
 
@@ -176,7 +184,7 @@ class EvaluatorNode(Node):
         factory = resolve_policy(self.options.policy, trusted=self.options.trusted_policy)
         pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
-        expected.update(dict.fromkeys(pose_topics(), pose_readers))
+        expected.update(dict.fromkeys(topics.pose_topics(), pose_readers))
         if recording:
             expected[topics.SCENE_MARKERS] = 1  # the sim publishes markers only to a matched reader
         if isinstance(factory.factory, type) and getattr(factory.factory, 'needs_images', True):

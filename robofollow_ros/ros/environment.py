@@ -17,8 +17,8 @@ import numpy as np
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
+from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import GraphError
-from robofollow_ros.evaluation.environment import CellObservation
 from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory

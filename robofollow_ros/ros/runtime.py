@@ -46,7 +46,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     """
     install_stop_handlers()
     die_with_parent()
-    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    rclpy.init(args=None if args is None else list(args), signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     try:
         node = factory()
     except Exception as error:

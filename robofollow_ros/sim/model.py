@@ -15,6 +15,7 @@ import numpy as np
 
 from robofollow_ros.benchmark.types import ARMS, Arm, ObjectSpec
 from robofollow_ros.errors import SimulationError
+from robofollow_ros.robot.description import RobotDescription, load_robot
 from robofollow_ros.sim.constants import (
     ARM_FRICTION,
     CAMERA_FAR,
@@ -35,7 +36,6 @@ from robofollow_ros.sim.constants import (
     TIMESTEP,
 )
 from robofollow_ros.sim.objects import add_object, free_joint_name, is_static
-from robofollow_ros.sim.robot import RobotDescription, load_robot
 from robofollow_ros.sim.rotations import quat_from_matrix
 from robofollow_ros.state_layout import CAMERAS
 
