@@ -1,12 +1,14 @@
 """Checks of JointTrajectory-like data against the ros2_control JointTrajectoryController's interface.
 
-What the JTC documents and enforces on ``~/joint_trajectory`` (platform notes §11, ros2_controllers#902):
-``header.stamp`` zero means "start now", anything else is the start time and must not lie in the past; every joint
-of the controller named once (unless the controller allows partial goals); at least one point (an empty
-trajectory is rejected and does not stop the arm); each point's ``time_from_start`` positive and strictly
-increasing; one position per joint, velocities and accelerations either absent or one per joint; finite numbers;
-the last point at rest unless the controller allows otherwise. The command topic should be VOLATILE (a late
-controller must not replay an old command) and RELIABLE.
+What the JTC documents and enforces on ``~/joint_trajectory`` (its user documentation, ros2_controllers#902):
+``header.stamp`` zero means "start now", anything else is the start time (a trajectory that has ended by the time
+it arrives is dropped; one that started in the past is followed from the time already elapsed, so its first rows
+are skipped: here a non-zero stamp must be a future time); every joint of the controller named once (unless the
+controller allows partial goals); at least one point (an empty trajectory is rejected and does not stop the arm);
+each point's ``time_from_start`` positive and strictly increasing (positive is this check's rule); one position
+per joint, velocities and accelerations either absent or one per joint; finite numbers; the last point at rest
+unless the controller allows otherwise. The command topic should be VOLATILE (a late controller must not replay an
+old command) and RELIABLE.
 
 The checks read plain attributes (``header.stamp.sec``, ``joint_names``, ``points[i].time_from_start``, ...), so
 rclpy messages, messages read from a bag through ``rosbags`` and ``TrajectoryView`` all work, without ROS here.
