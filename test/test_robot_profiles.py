@@ -76,6 +76,20 @@ def test_aloha_profiles_agree_with_the_robot_description(name: str) -> None:
     assert np.allclose(profile.home_state(), robot.home_state())
 
 
+def test_ros2_control_gripper_reads_the_joint_states_the_simulated_cell_publishes() -> None:
+    """The sim's /joint_states carry each gripper as its first finger's position in metres (robot description's
+    JointLayout): the ros2_control profile must read them back as the same normalised value."""
+    profile = load_profile('aloha_ros2_control')
+    layout = load_robot('aloha').joint_layout
+    for arm in ARMS:
+        state = np.append(load_robot('aloha').home_state()[ARM_COLUMNS[arm]][:6], 0.3)
+        names = [*layout.arm_joints[arm], layout.grippers[arm]]
+        positions = [*state[:6], 0.3 * layout.gripper_scale]
+        read = arm_state_from_joint_state(profile, arm, names, positions)
+        assert read is not None
+        np.testing.assert_allclose(read, state, atol=1e-12)
+
+
 def signed(name: str) -> Any:
     """A shipped profile with mixed signs and offsets, to exercise the joint mapping both ways."""
     document = raw(name)
@@ -230,6 +244,13 @@ def test_interbotix_joint_names_without_the_arm_prefix_still_must_match() -> Non
     document['arms']['right']['joints'][0] = 'base'
     with pytest.raises(ProfileError, match=r"arms\.right\.joints\[0\]: 'base' is not 'right_waist'"):
         parse_profile(document, path=Path('xs.yaml'))
+
+
+def test_two_arms_on_one_command_topic_must_not_share_joint_names() -> None:
+    document = raw('piper')
+    document['arms']['right']['command']['topic'] = document['arms']['left']['command']['topic']
+    with pytest.raises(ProfileError, match=r"arms\.right\.joints: share names \['joint1', .*\] with the left arm"):
+        parse_profile(document, path=Path('piper.yaml'))
 
 
 def test_piper_needs_its_speed_percent() -> None:

@@ -17,13 +17,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
 import numpy as np
 import yaml
 
 from robofollow_ros.errors import ProfileError, RoboFollowError, SimulationError
-from robofollow_ros.resources import share_file
+from robofollow_ros.resources import share_candidates, share_file
 from robofollow_ros.robot.description import RobotDescription, load_robot
 from robofollow_ros.state_layout import ARM_COLUMNS, ARM_DOF, ARMS, STATE_DIM, Arm, Numbers
 
@@ -268,11 +268,11 @@ def profile_path(name: str) -> Path:
 
 def profile_names() -> tuple[str, ...]:
     """The shipped profiles' names, sorted."""
-    try:
-        folder = share_file(f'{PROFILE_FOLDER}/aloha_ros2_control.yaml').parent
-    except RoboFollowError:
-        return ()
-    return tuple(sorted(p.stem for p in folder.glob('*.yaml')))
+    for candidate in share_candidates():
+        folder = candidate / PROFILE_FOLDER
+        if folder.is_dir():
+            return tuple(sorted(p.stem for p in folder.glob('*.yaml')))
+    return ()
 
 
 def load_profile(name: str) -> RobotProfile:
@@ -328,9 +328,9 @@ def parse_profile(data: object, *, path: Path) -> RobotProfile:
         reader.fail('workspace', f'min {low.tolist()} must be below max {high.tolist()} on every axis')
     arms_data = reader.mapping(top['arms'], 'arms', required=ARMS)
     arms = {arm: _arm(reader, arms_data[arm], arm, robot) for arm in ARMS}
-    commands = [(arm, arms[arm].joints) for arm in ARMS]
     if arms['left'].command.topic == arms['right'].command.topic:
-        shared = set(commands[0][1]) & set(commands[1][1])
+        # One controller for both arms: a joint named on both sides would be commanded twice.
+        shared = set(arms['left'].joints) & set(arms['right'].joints)
         if shared:
             reader.fail('arms.right.joints', f'share names {sorted(shared)} with the left arm on the same topic')
     description = top.get('description', '')
@@ -469,7 +469,7 @@ class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def fail(self, field: str, problem: str) -> Any:  # never returns; Any so that it fits any expression
+    def fail(self, field: str, problem: str) -> NoReturn:
         where = f'{field}: ' if field else ''
         raise ProfileError(f'robot profile {self.path}: {where}{problem}'.replace('\n', ' '))
 
@@ -477,7 +477,7 @@ class _Reader:
         self, data: object, field: str, *, required: Sequence[str], optional: Sequence[str] = ()
     ) -> dict[str, Any]:
         if not isinstance(data, dict):
-            return cast(dict[str, Any], self.fail(field, f'must be a mapping, got {type(data).__name__}'))
+            self.fail(field, f'must be a mapping, got {type(data).__name__}')
         prefix = f'{field}.' if field else ''
         for key in required:
             if key not in data:
@@ -498,7 +498,7 @@ class _Reader:
         high: float | None = None,
     ) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return cast(float, self.fail(field, f'must be a finite number, got {value!r}'))
+            self.fail(field, f'must be a finite number, got {value!r}')
         number = float(value)
         if positive and not number > 0.0:
             self.fail(field, f'must be positive, got {number:g}')
@@ -508,12 +508,12 @@ class _Reader:
 
     def vector(self, value: object, field: str, *, size: int) -> np.ndarray:
         if not isinstance(value, list) or len(value) != size:
-            return cast(np.ndarray, self.fail(field, f'must be a list of {size} numbers, got {value!r}'))
+            self.fail(field, f'must be a list of {size} numbers, got {value!r}')
         return np.array([self.number(v, f'{field}[{i}]') for i, v in enumerate(value)])
 
     def names(self, value: object, field: str, *, size: int) -> tuple[str, ...]:
         if not isinstance(value, list) or len(value) != size:
-            return cast(tuple[str, ...], self.fail(field, f'must be a list of {size} joint names, got {value!r}'))
+            self.fail(field, f'must be a list of {size} joint names, got {value!r}')
         for i, name in enumerate(value):
             if not isinstance(name, str) or not name or any(c.isspace() for c in name):
                 self.fail(f'{field}[{i}]' if size > 1 else field, f'must be a joint name, got {name!r}')
@@ -523,10 +523,10 @@ class _Reader:
 
     def topic(self, value: object, field: str) -> str:
         if not isinstance(value, str) or not value.startswith('/') or any(c.isspace() for c in value):
-            return cast(str, self.fail(field, f'must be an absolute ROS name like /joint_states, got {value!r}'))
+            self.fail(field, f'must be an absolute ROS name like /joint_states, got {value!r}')
         return value
 
     def choice(self, value: object, field: str, choices: Sequence[str]) -> str:
         if value not in choices:
-            return cast(str, self.fail(field, f'must be one of {", ".join(choices)}, got {value!r}'))
+            self.fail(field, f'must be one of {", ".join(choices)}, got {value!r}')
         return cast(str, value)
