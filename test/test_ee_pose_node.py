@@ -96,10 +96,18 @@ def test_ee_pose_publishes_each_tcp_from_urdf_named_joint_states(ros) -> None:
     names = [*layout.arm_joints['left'], *layout.arm_joints['right']]
     positions = [*state[ARM_SLICE['left']], *state[ARM_SLICE['right']]]
     process = start_node('robot:=aloha')
+    node = ros[0]
     try:
+        # Bad input first: a non-finite joint and names without positions are logged and skipped, not fatal.
+        bad = node.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
+        wait_until(lambda: bad.get_subscription_count() > 0, timeout=60, what='the ee_pose node to subscribe')
+        bad.publish(joint_state_message(names, [float('nan')] * len(names), stamp_ns=1))
+        bad.publish(JointState(name=names, position=[]))
         poses = exchange(ros, {topics.JOINT_STATES: joint_state_message(names, positions, stamp_ns=STAMP_NS)})
+        assert process.poll() is None
     finally:
-        stop_node(process)
+        err = stop_node(process)
+    assert 'joint state ignored' in err
     expected = forward_kinematics('aloha').tcp_poses(state)
     for arm in ARMS:
         assert_pose(poses[arm], expected[arm].position, expected[arm].quaternion)
