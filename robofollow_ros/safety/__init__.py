@@ -6,6 +6,7 @@
   refused), or a hold at the measured position.
 * ``deadman``: a hold when the policy has not answered within a deadline (the clock is passed in).
 * ``jtc``: checks JointTrajectory-like data against the JointTrajectoryController's documented interface.
+* ``profile_limits``: the limits and the TCP function (URDF forward kinematics) of a robot profile.
 
 See docs/safety.md for the rules and what the bridge uses so far.
 """

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robofollow_ros.errors import SafetyError
+from robofollow_ros.errors import RoboFollowError, SafetyError
 from robofollow_ros.safety.limits import (
     POSITION_TOLERANCE,
     Intervention,
@@ -297,7 +297,7 @@ def _apply_workspace(rows: np.ndarray, box: WorkspaceBox, tcp: TcpFunction, foun
             arms = {
                 arm: np.asarray(point, dtype=np.float64).reshape(3) for arm, point in zip(ARMS, points, strict=True)
             }
-        except (ValueError, TypeError):  # an FK result that is not two points is outside every box
+        except (ValueError, TypeError, RoboFollowError):  # FK failed, or gave no two points: outside every box
             found.append(Intervention('outside_workspace', row, None, float('nan'), float('nan')))
             return row
         outside = False
