@@ -183,3 +183,21 @@ def test_the_safety_filters_hold_is_a_valid_one_point_trajectory():
 )
 def test_command_topics_must_be_volatile_and_reliable(durability, reliability, expected):
     assert kinds(check_command_qos(durability=durability, reliability=reliability)) == expected
+
+
+def test_a_filtered_chunk_becomes_one_valid_trajectory_per_arm_stamped_now():
+    from robofollow_ros.robot.description import joint_layout
+    from robofollow_ros.safety.jtc import arm_trajectories
+
+    layout = joint_layout('aloha')
+    positions = np.tile(home().positions, (3, 1))
+    positions[:, 6] = [1.0, 0.5, 0.0]
+    views = arm_trajectories(positions, np.array([0.06, 0.12, 0.18]), layout)
+    left = views['left']
+    assert left.stamp_ns == 0 and left.joint_names == layout.command_joints('left')
+    assert [point.time_from_start_ns for point in left.points] == [60_000_000, 120_000_000, 180_000_000]
+    assert [point.positions[6] for point in left.points] == pytest.approx(
+        [layout.gripper_scale, layout.gripper_scale / 2, 0]
+    )
+    for arm, view in views.items():
+        assert check_trajectory(view, controller_joints=layout.command_joints(arm), received_ns=NS_PER_S) == ()

@@ -22,6 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from robofollow_ros.state_layout import ARMS, Arm, JointLayout
+
 NS_PER_S = 1_000_000_000
 
 DURABILITY_NAMES = {0: 'system_default', 1: 'transient_local', 2: 'volatile', 3: 'unknown', 4: 'best_available'}
@@ -94,6 +98,23 @@ def trajectory_view(message: Any) -> TrajectoryView:
         joint_names=tuple(str(name) for name in message.joint_names),
         points=points,
     )
+
+
+def arm_trajectories(
+    positions: np.ndarray, times_s: np.ndarray, layout: JointLayout, *, stamp_ns: int = 0
+) -> dict[Arm, TrajectoryView]:
+    """Per arm, the JointTrajectory of (N, 14) ``positions`` due ``times_s`` (N,) after ``stamp_ns`` (0: now), in the
+    layout's joint names and units (``JointLayout.arm_command``): what a bridge would publish for a ``Command``."""
+    nanoseconds = [round(float(seconds) * NS_PER_S) for seconds in np.asarray(times_s).reshape(-1)]
+    views = {}
+    for arm in ARMS:
+        rows = layout.arm_command(positions, arm)
+        points = tuple(
+            PointView(positions=tuple(float(v) for v in row), time_from_start_ns=ns)
+            for row, ns in zip(rows, nanoseconds, strict=True)
+        )
+        views[arm] = TrajectoryView(stamp_ns=stamp_ns, joint_names=layout.command_joints(arm), points=points)
+    return views
 
 
 def check_trajectory(
