@@ -180,6 +180,16 @@ def test_a_hold_is_clipped_into_the_limits_and_says_so():
     assert [(i.kind, i.joint, i.value, i.limit) for i in decision.interventions] == [
         ('hold_clipped', 'left_left_finger', 1.03, 1.0)
     ]
+    assert decision.command.times.tolist() == [ROW]
+
+
+def test_a_hold_far_outside_the_limits_moves_back_no_faster_than_the_velocity_limit():
+    limits = aloha_limits()
+    positions = home().positions.copy()
+    positions[8] = limits.upper[8] + 0.5  # right shoulder read 0.5 rad past its limit
+    decision = hold_command(MeasuredState(positions, 0.0), limits, row_period_s=ROW)
+    assert decision.command.positions[0, 8] == limits.upper[8]
+    assert decision.command.times.tolist() == [pytest.approx(0.5 / limits.velocity[8])]
 
 
 def test_the_decision_record_is_json_ready():

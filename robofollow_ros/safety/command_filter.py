@@ -136,8 +136,9 @@ def hold_command(
 ) -> SafetyDecision:
     """A hold at the measured position: one point, due one row period from now (never an empty trajectory).
 
-    The position is clipped into the joint limits (reported as ``hold_clipped``); when the measured state is not
-    14 finite numbers there is nothing to hold at and the decision carries no command (``invalid_state``).
+    The position is clipped into the joint limits (reported as ``hold_clipped``; the point is then due late enough
+    for the velocity limits); when the measured state is not 14 finite numbers there is nothing to hold at and the
+    decision carries no command (``invalid_state``).
     """
     period = check_row_period(row_period_s)
     positions = _state_vector(state)
@@ -155,7 +156,9 @@ def hold_command(
         )
         for column in np.flatnonzero(target != positions)
     )
-    command = Command(positions=target[None, :], times=np.array([period]), hold=True)
+    # A clipped hold moves the arm back inside its limits: slowly enough for the velocity limits.
+    duration = max(period, float((np.abs(target - positions) / limits.velocity).max()))
+    command = Command(positions=target[None, :], times=np.array([duration]), hold=True)
     return SafetyDecision(command=command, interventions=(*reasons, *clipped), rows_in=rows_in)
 
 
