@@ -1,6 +1,6 @@
 """The safety layer stays pure (pyproject.toml's ``safety-pure`` import-linter contract): a clock read inside it,
 e.g. ``import time`` in the dead-man, fails the layer lint; and it sits below the graph and the nodes, so importing
-it loads neither rclpy nor MuJoCo."""
+it loads neither rclpy nor MuJoCo and changes no environment variable."""
 
 from __future__ import annotations
 
@@ -22,11 +22,13 @@ def test_a_clock_inside_the_safety_layer_fails_the_layer_lint(tmp_path: Path):
     assert 'robofollow_ros.safety is not allowed to import time' in result.stdout, result.stdout
 
 
-def test_importing_the_safety_layer_loads_no_ros_and_no_mujoco():
+def test_importing_the_safety_layer_loads_no_ros_and_no_mujoco_and_leaves_the_environment_alone():
     code = (
-        'import sys\n'
+        'import os, sys\n'
+        'before = dict(os.environ)\n'
         'import robofollow_ros.safety.command_filter, robofollow_ros.safety.deadman, robofollow_ros.safety.jtc\n'
-        "print(sorted(m for m in ('rclpy', 'mujoco', 'trajectory_msgs') if m in sys.modules))\n"
+        'import robofollow_ros.safety.profile_limits\n'
+        "print(sorted(m for m in ('rclpy', 'mujoco', 'trajectory_msgs') if m in sys.modules), before == os.environ)\n"
     )
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == '[]'
+    assert result.stdout.strip() == '[] True'
