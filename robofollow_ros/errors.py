@@ -125,3 +125,7 @@ class PolicyRaisedError(PolicyError):
 
 class PolicyChunkError(PolicyError):
     """An isolated policy's chunk was refused by ``validate_chunk`` in its own process (the message says why)."""
+
+
+class SafetyError(RoboFollowError):
+    """Safety limits are not usable (a profile's joint, velocity or workspace limits, a row period, a deadline)."""
