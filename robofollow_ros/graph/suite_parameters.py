@@ -63,17 +63,17 @@ def suite_options(values: Mapping[str, Any]) -> SuiteOptions:
             levels=[parse_level(level) for level in items(value['levels'])] or None,
             pattern=str(value['tasks']) or None,
             task_ids=items(value['task_ids']) or None,
-            rounds=int(value['rounds']),
-            first_round=int(value['first_round']),
+            rounds=number('rounds', value['rounds'], int),
+            first_round=number('first_round', value['first_round'], int),
             variant=parse_variant(str(value['variant'])),
             record=str(value['record']),  # type: ignore[arg-type]
-            limits=EpisodeLimits(max_queries=int(value['max_queries'])),
-            query_timeout=float(value['query_timeout']),
-            trusted_policy=bool(value['trusted_policy']),
-            policy_memory_limit=int(value['policy_memory_limit']),
-            force_new=bool(value['force_new']),
+            limits=EpisodeLimits(max_queries=number('max_queries', value['max_queries'], int)),
+            query_timeout=number('query_timeout', value['query_timeout'], float),
+            trusted_policy=flag('trusted_policy', value['trusted_policy']),
+            policy_memory_limit=number('policy_memory_limit', value['policy_memory_limit'], int),
+            force_new=flag('force_new', value['force_new']),
             robot=get_robot_spec(str(value['robot'])).name,
-            retry_errors=bool(value['retry_errors']),
+            retry_errors=flag('retry_errors', value['retry_errors']),
             workers=parse_workers(value['workers']),
         )
     except (ValueError, TypeError) as error:
@@ -100,6 +100,40 @@ def check_suite_parameters(values: Mapping[str, Any]) -> None:
             raise GraphError('the scenes, levels and tasks given select no task')
     except RoboFollowError as error:
         raise GraphError(f'launch arguments: {error}') from None
+
+
+FLAG_WORDS = {'true': True, 'false': False}
+
+
+def flag(name: str, value: object) -> bool:
+    """A boolean parameter: ``True``/``False`` or the words ``true``/``false`` (any case), nothing else.
+
+    ``bool('maybe')`` is true: a mistyped ``trusted_policy:=maybe`` must not switch policy isolation off.
+
+    Raises:
+        GraphError: any other value.
+    """
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in FLAG_WORDS:
+        raise GraphError(f'{name} must be true or false (got {value!r})')
+    return FLAG_WORDS[word]
+
+
+def number(name: str, value: object, kind: type[int] | type[float]) -> Any:
+    """A numeric parameter of ``kind``; a boolean or unreadable value is refused naming the parameter.
+
+    Raises:
+        GraphError: not a number of that kind.
+    """
+    if isinstance(value, bool):
+        raise GraphError(f'{name} must be a number (got {value!r})')
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        kind_name = 'a whole number' if kind is int else 'a number'
+        raise GraphError(f'{name} must be {kind_name} (got {value!r})') from None
 
 
 def items(value: object) -> list[str]:

@@ -34,6 +34,7 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
+from robofollow_ros.graph.suite_parameters import flag
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
@@ -67,7 +68,7 @@ class PolicyBridge(Node):
         name = str(param(self, 'policy', 'expert'))
         kwargs = parse_policy_kwargs(str(param(self, 'policy_kwargs', '{}')))
         self.timeout = float(param(self, 'timeout', 30.0))
-        trusted = bool(param(self, 'trusted_policy', False))
+        trusted = flag('trusted_policy', param(self, 'trusted_policy', False))
         self.memory_limit = int(param(self, 'policy_memory_limit', DEFAULT_POLICY_MEMORY_MIB))
         self.sim_timeout = float(param(self, 'sim_timeout', 30.0))
         self.limits = EpisodeLimits(
