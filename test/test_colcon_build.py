@@ -1,10 +1,10 @@
 """The package builds with colcon into a ROS install tree (ament_python layout), as on a ROS machine.
 
 Runs the venv's ``colcon build`` on the repository and on the nested interface package (isolated install, no
-symlinks; the venv is the underlay, as /opt/ros/<distro> is on a ROS machine) into a temporary directory, then checks
-the interface package's messages import from the install, and the ament index entry, the shared files, the console script in lib/robofollow
-(where ``ros2 run`` looks) and that the installed Python package is the one imported after sourcing the
-install's setup.sh.
+symlinks; the venv is the underlay, as /opt/ros/<distro> is on a ROS machine) into a temporary directory, then
+checks the interface package's messages import from the install, the ament index entry, the shared files, the
+console script in lib/robofollow (where ``ros2 run`` looks) and that the installed Python package is the one
+imported after sourcing the install's setup.sh.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def install(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
         'build',
         '--base-paths',
         str(ROOT),
-        # colcon does not look for packages inside a package's folder (platform-notes §13): name the nested one.
+        # colcon does not look for a package inside another package's folder: name the nested one too.
         str(ROOT / INTERFACES),
         '--build-base',
         str(tmp_path / 'build'),

@@ -10,7 +10,6 @@ empty JointTrajectory) and the episode ends with the reason in ``/robofollow/epi
 from __future__ import annotations
 
 import dataclasses
-import json
 import queue
 import threading
 
@@ -32,7 +31,14 @@ from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
-from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
+from robofollow_ros.graph.protocol import (
+    EpisodeEnd,
+    EpisodeEndMessage,
+    EpisodeSpecMessage,
+    SimStatus,
+    SimStatusMessage,
+    StatusEvent,
+)
 from robofollow_ros.nodes.sim import pose_topics
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.ros import qos
@@ -96,10 +102,10 @@ class PolicyBridge(Node):
         self.ran: set[str] = set()
 
         self.trajectory_pubs = trajectory_publishers(self)
-        self.end_pub = self.create_publisher(String, topics.EPISODE_END, qos.EVENTS)
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
+        self.end_pub = self.create_publisher(EpisodeEndMessage, topics.EPISODE_END, qos.EVENTS)
+        self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
-        self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         per_row: dict[str, type] = {topics.JOINT_STATES: JointState}
         if self.privileged:
             per_row.update(dict.fromkeys(pose_topics(), PoseStamped))
@@ -123,8 +129,8 @@ class PolicyBridge(Node):
             self.factory, limits=self.chunk_limits, timeout=self.timeout, memory_limit_mib=self.memory_limit
         )
 
-    def on_episode(self, message: String) -> None:
-        spec = read_episode(self, message.data)
+    def on_episode(self, message: EpisodeSpecMessage) -> None:
+        spec = read_episode(self, message)
         if spec is None:
             return
         with self.cache.condition:
@@ -134,8 +140,8 @@ class PolicyBridge(Node):
     def on_instruction(self, message: String) -> None:
         self.requests.put(message.data)
 
-    def on_status(self, message: String) -> None:
-        status = read_report(self, SimStatus.from_json, message.data, topic=topics.SIM_STATUS)
+    def on_status(self, message: SimStatusMessage) -> None:
+        status = read_report(self, SimStatus.from_message, message, topic=topics.SIM_STATUS)
         if status is not None:
             self.cache.add_status(status)
 
@@ -206,7 +212,7 @@ class PolicyBridge(Node):
         """The episode the sim last reset to, once both its spec and its reset status are here, if not run yet."""
 
         def latest_reset() -> EpisodeSpec | None:
-            found = self.cache.find_status(lambda s: s.event == 'reset')
+            found = self.cache.find_status(lambda s: s.event is StatusEvent.RESET)
             if found is None:
                 return None
             episode_id = found[1].episode_id
@@ -259,10 +265,9 @@ class PolicyBridge(Node):
             executed_rows=env.executed_rows,
             policy_error=error,
             error_kind=kind,
+            bridge_overhead_ms=tuple(overheads),
         )
-        payload = json.loads(end.to_json())
-        payload['bridge_overhead_ms'] = overheads
-        self.end_pub.publish(String(data=json.dumps(payload)))
+        self.end_pub.publish(end.to_message())
 
     def close(self) -> None:
         """Stop the episode thread (its waits end on ``STOP``) before the node's publishers go away."""
