@@ -63,6 +63,8 @@ setup(
         # The ALOHA cell's ViperX 300 meshes (gym-aloha 0.1.5, with its license); the MJCF beside them is only
         # read by tools/make_aloha_urdf.py and is not installed.
         share('meshes/vx300s', '*.stl', 'LICENSE', 'README.md'),
+        # Their decimated copies, which only the cameras draw (tools/make_light_meshes.py).
+        share('meshes/vx300s/light', '*.stl', 'README.md'),
     ],
     # Everything `robofollow eval` needs, the ROS 2 Kilted wheels included (the default eval runs the node graph,
     # and in-process bags need the message packages); a colcon build uses package.xml's dependencies instead.

@@ -4,7 +4,10 @@ Prints: plain ``mj_step`` steps/s (the baseline), the executor's steps/s, three-
 the real-time factor of a 500-row scripted pick-and-place episode executed in 50-row chunks, without images and
 with all three cameras rendered after every row; the real-time factor of whole expert episodes (one task per scene
 and level, the evaluator's way, and again with the three cameras rendered after every row as when recording
-demonstrations); then the process's peak RSS. Every robot of ``sim.robots`` is measured in the same run, each
+demonstrations), with the time spent inside ``mj_step`` during those episodes (the physics of the same episodes,
+settling included); then three-camera renders/s of every robot side by side (the ALOHA with the light meshes its
+cameras draw and with the shipped ones), interleaved five times with medians, as ratios to the primitive cell; then
+the process's peak RSS and the load average. Every robot of ``robot.specs`` is measured in the same run, each
 against plain stepping of its own model.
 
 Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_sim.py [--rows 500] [--robot aloha --robot primitive]``
@@ -13,17 +16,19 @@ Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_sim.py [--rows 500] [--robot
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.sim.robots import robot_names
 
 TASK_ID = 'L0_place_yellow_block_3_behind_red_cylinder'
 SEED = 42
@@ -63,6 +68,28 @@ def run_episode(env: CellEnv, rows: np.ndarray, *, images: bool) -> tuple[float,
     for i in range(0, len(rows), size):
         obs = env.execute(rows[i : i + size], images=images)
     return obs.time, time.perf_counter() - start
+
+
+class StepTimer:
+    """Wall seconds spent inside ``mujoco.mj_step`` while installed (``with StepTimer() as timer``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._step: Callable[..., None] = mujoco.mj_step
+
+    def __enter__(self) -> StepTimer:
+        step = self._step
+
+        def timed(model: mujoco.MjModel, data: mujoco.MjData, nstep: int = 1) -> None:
+            started = time.perf_counter()
+            step(model, data, nstep=nstep)
+            self.seconds += time.perf_counter() - started
+
+        mujoco.mj_step = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        mujoco.mj_step = self._step
 
 
 def expert_episodes(task_ids: list[str], *, images: bool, robot: str) -> tuple[float, float]:
@@ -129,7 +156,7 @@ def bench_robot(robot: str, *, rows_wanted: int) -> None:
         f'   ({exec_rtf / plain_rtf:.2f} of baseline; target >= 20x: {"ok" if exec_rtf >= 20 else "MISSED"})'
     )
 
-    rig = CameraRig(model)
+    rig = CameraRig(model, render_model=env.cell.render_model())
     rig.render(data)
     n_renders = 60
     start = time.perf_counter()
@@ -157,12 +184,48 @@ def bench_robot(robot: str, *, rows_wanted: int) -> None:
 
     tasks = [registry.eval_tasks(scene=scene, level=level)[0].task_id for scene in (1, 2, 3, 4) for level in range(4)]
     for images, label, target in ((False, 'no images          ', 20.0), (True, '3 cams every row   ', 3.0)):
-        sim_s, wall_s = expert_episodes(tasks, images=images, robot=robot)
+        with StepTimer() as physics:
+            sim_s, wall_s = expert_episodes(tasks, images=images, robot=robot)
         rtf = sim_s / wall_s
         print(
             f'expert    {len(tasks)} episodes, {label}{sim_s:6.1f} sim s      real-time x{rtf:6.1f}'
             f'   ({rtf / plain_rtf:.3f} of baseline; target >= {target:.0f}x: {"ok" if rtf >= target else "MISSED"})'
+            f'; physics {physics.seconds:.2f} s of {wall_s:.2f} s ({physics.seconds / wall_s:.2f})'
         )
+
+
+def render_rates(robots: list[str], *, repeats: int = 5, sets: int = 30) -> None:
+    """Three-camera renders/s of every robot (and the ALOHA's shipped meshes), interleaved; medians and ratios."""
+    rigs: dict[str, tuple[CameraRig, mujoco.MjData]] = {}
+    envs = []
+    for robot in robots:
+        env = CellEnv(render=False, robot=robot)
+        env.reset(registry.get_task(TASK_ID), seed=SEED)
+        envs.append(env)
+        cell = env.cell
+        assert cell is not None and env.data is not None
+        rigs[f'{robot}'] = (CameraRig(cell.model, render_model=cell.render_model()), env.data)
+        if cell.render_model() is not cell.model:
+            rigs[f'{robot} (shipped meshes)'] = (CameraRig(cell.model), env.data)
+    rates: dict[str, list[float]] = {name: [] for name in rigs}
+    for rig, data in rigs.values():
+        rig.render(data)
+    for _ in range(repeats):
+        for name, (rig, data) in rigs.items():
+            start = time.perf_counter()
+            for _ in range(sets):
+                rig.render(data)
+            rates[name].append(sets / (time.perf_counter() - start))
+    base = float(np.median(rates['primitive'])) if 'primitive' in rates else None
+    print(f'== renders side by side: 3 cameras at 320x240, {repeats} interleaved runs of {sets} sets, medians')
+    for name, values in rates.items():
+        median = float(np.median(values))
+        ratio = f'   {median / base:.2f} of primitive' if base else ''
+        print(f'render    {name:28s} {median:8.1f} sets/s{ratio}')
+    for rig, _ in rigs.values():
+        rig.close()
+    for env in envs:
+        env.close()
 
 
 def main() -> int:
@@ -170,8 +233,11 @@ def main() -> int:
     parser.add_argument('--rows', type=int, default=500, help='rows of the scripted episode (default 500)')
     parser.add_argument('--robot', action='append', choices=robot_names(), help='robot to measure (default: all)')
     args = parser.parse_args()
+    print(f'load average before: {" ".join(f"{v:.2f}" for v in os.getloadavg())} on {os.cpu_count()} CPUs')
     for robot in args.robot or robot_names():
         bench_robot(robot, rows_wanted=args.rows)
+    render_rates(list(args.robot or robot_names()))
+    print(f'load average after: {" ".join(f"{v:.2f}" for v in os.getloadavg())}')
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(f'peak RSS  {peak_mib:.0f} MiB (target < 1024 MiB: {"ok" if peak_mib < 1024 else "MISSED"})')
     return 0

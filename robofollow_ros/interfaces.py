@@ -1,7 +1,7 @@
 """The ``robofollow_interfaces`` messages without ROS: their names, version, definition files and a result's fields.
 
 The bag writer and reader register the ``.msg`` definitions in a rosbags typestore from here, so that bags holding
-typed messages are written and read with no ROS installed; ``graph/protocol.py`` builds the rclpy messages from the
+typed messages are written and read with no ROS installed; ``ros/protocol.py`` builds the rclpy messages from the
 same field values. Nothing here imports rclpy or the generated message classes.
 """
 

@@ -3,8 +3,8 @@
 Layout: ``[left q1..q6, left gripper, right q1..q6, right gripper]``; joints in radians, grippers normalised
 (1 = open, 0 = closed). On ROS the layout travels as ``sensor_msgs/JointState`` and, per arm, as
 ``trajectory_msgs/JointTrajectory`` (six joints and the gripper), named after the robot's URDF joints: a
-``JointLayout`` maps those names to layout columns (``sim.robot.joint_layout`` builds one per registered robot). The
-helpers here work on names and plain sequences so that the core never imports rclpy (nor MuJoCo).
+``JointLayout`` maps those names to layout columns (``robot.description.joint_layout`` builds one per registered
+robot). The helpers here work on names and plain sequences so that the core never imports rclpy (nor MuJoCo).
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ ARMS: tuple[Arm, Arm] = ('left', 'right')
 Defined here rather than in the benchmark package so that the layout, and the policy code built on it, can be
 imported without the benchmark's task registry (an isolated policy's process holds no task objects)."""
 
+Numbers = Sequence[float] | np.ndarray
+"""A 1-D run of numbers: a sequence of floats or a numpy array (what joint and pose values arrive as)."""
+
 ARM_DOF = 6
 ACTION_DIM = 14
 STATE_DIM = ACTION_DIM
@@ -32,7 +35,17 @@ ARM_SLICE: dict[Arm, slice] = {'left': slice(0, 6), 'right': slice(7, 13)}
 GRIP_INDEX: dict[Arm, int] = {'left': 6, 'right': 13}
 ARM_COLUMNS: dict[Arm, slice] = {'left': slice(0, 7), 'right': slice(7, 14)}
 """Each arm's seven columns (six joints and its gripper) in the 14-vector."""
-CAMERAS: tuple[str, str, str] = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+HEAD_CAMERA = 'cam_high'
+LEFT_WRIST_CAMERA = 'cam_left_wrist'
+RIGHT_WRIST_CAMERA = 'cam_right_wrist'
+CAMERAS: tuple[str, str, str] = (HEAD_CAMERA, LEFT_WRIST_CAMERA, RIGHT_WRIST_CAMERA)
+"""The cell's cameras, in the order observations, bags and exports list them (the one home of their names)."""
+ROBOTWIN_CAMERAS: dict[str, str] = {
+    HEAD_CAMERA: 'head_camera',
+    LEFT_WRIST_CAMERA: 'left_camera',
+    RIGHT_WRIST_CAMERA: 'right_camera',
+}
+"""Each camera's name in RoboTwin's observations and raw HDF5 layout."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +58,7 @@ class JointLayout:
     Joints in ``gripper_mimics`` are published with the gripper joint's value (the mimicking second finger).
 
     Attributes:
-        robot: the robot the names belong to (``sim.robots``), or ``generic`` for the pre-robot names.
+        robot: the robot the names belong to (``robot.specs``), or ``generic`` for the pre-robot names.
         arm_joints: per arm, its six joint names, base to wrist.
         grippers: per arm, the joint carrying the gripper.
         gripper_scale: gripper joint position of a fully open gripper (1.0: the joint carries the normalised value).
@@ -103,7 +116,7 @@ class JointLayout:
         """The ``name`` and ``position`` fields of the JointState of a 14-D state."""
         return self.published_names, [float(v) for v in self.to_joints(vector)]
 
-    def state_from_joint_state(self, names: Sequence[str], positions: Sequence[float]) -> np.ndarray:
+    def state_from_joint_state(self, names: Sequence[str], positions: Numbers) -> np.ndarray:
         """The 14-vector from a JointState's ``name`` and ``position`` (any order, extra joints ignored).
 
         Raises:

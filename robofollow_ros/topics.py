@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from robofollow_ros.benchmark.types import Arm
+from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.types import ARMS, Arm
 
 CLOCK = '/clock'
 JOINT_STATES = '/joint_states'
@@ -48,8 +49,18 @@ def arm_trajectory_topic(arm: Arm) -> str:
 
 
 SIM_STATUS = '/robofollow/sim/status'
-"""robofollow_interfaces/msg/SimStatus (graph/protocol.py): an observation is complete."""
+"""robofollow_interfaces/msg/SimStatus (ros/protocol.py): an observation is complete."""
 EPISODE_END = '/robofollow/episode_end'
-"""robofollow_interfaces/msg/EpisodeEnd (graph/protocol.py): the bridge's episode loop is over."""
+"""robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
 ROBOT_DESCRIPTION = '/robot_description'
 SCENE_MARKERS = '/robofollow/scene_markers'
+
+
+def all_object_names() -> list[str]:
+    """Every scene item name of the registry: pose topics exist from the start, so discovery happens once."""
+    return sorted({name for scene in (1, 2, 3, 4) for name in registry.scene_objects(scene)})
+
+
+def pose_topics() -> list[str]:
+    """The TCP pose topics of both arms and the pose topic of every scene item (what the sim node publishes)."""
+    return [ee_pose_topic(arm) for arm in ARMS] + [object_pose_topic(name) for name in all_object_names()]

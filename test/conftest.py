@@ -12,6 +12,9 @@ import pytest
 from golden import episodes
 
 from robofollow_ros.benchmark.constants import VARIANTS
+from robofollow_ros.sim.gl import choose_gl_backend
+
+choose_gl_backend()  # tests render in-process: before any test module imports MuJoCo
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -15,8 +15,8 @@ from test_bags_support import META, OBJECTS, TS, synthetic_trajectory
 
 from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, read_episode_result, write_episode_bag
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.sim.robot import joint_layout, load_robot
-from robofollow_ros.sim.robots import robot_names
+from robofollow_ros.robot.description import joint_layout, load_robot
+from robofollow_ros.robot.specs import robot_names
 
 STORAGES = ('mcap', 'sqlite3')
 SUFFIX = {'mcap': '.mcap', 'sqlite3': '.db3'}

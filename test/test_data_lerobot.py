@@ -27,7 +27,7 @@ pytestmark = pytest.mark.sim
 
 LABELS = ['pickup_yellow_block_1_left', 'stack_left_cube_on_red_cylinder']
 FPS = 50 / 3
-"""One frame every 0.06 s (``data.capture`` makes every recorded row exactly that long)."""
+"""One frame every 0.06 s (``sim.capture`` makes every recorded row exactly that long)."""
 CAMERAS = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
 
 

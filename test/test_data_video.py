@@ -10,8 +10,8 @@ import pytest
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.cli import main
-from robofollow_ros.data.video import END_CARD_SECONDS, decode_frames, encode_frames, end_card, side_by_side
 from robofollow_ros.errors import DatasetError
+from robofollow_ros.evaluation.video import END_CARD_SECONDS, decode_frames, encode_frames, end_card, side_by_side
 from robofollow_ros.sim.env import CellEnv
 
 pytestmark = pytest.mark.sim

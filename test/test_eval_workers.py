@@ -13,9 +13,9 @@ from scale_support import TRIALS, alive, child_pids, cli_args, comparable, is_wo
 
 from robofollow_ros.cli import main
 from robofollow_ros.cli.score import score_path
-from robofollow_ros.data.video import END_CARD_SECONDS, decode_frames
 from robofollow_ros.evaluation.records import Trial
 from robofollow_ros.evaluation.suite import plan_trials, run_identity, run_suite
+from robofollow_ros.evaluation.video import END_CARD_SECONDS, decode_frames
 from robofollow_ros.evaluation.workers import LocalWorkers
 
 SCORES = ('task_id', 'round', 'intent_score', 'exec_score', 'completion_ok', 'frames', 'selection')

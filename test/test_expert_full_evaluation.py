@@ -8,7 +8,7 @@ import pytest
 from robofollow_ros.benchmark import registry
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.referee.aggregate import summarize
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, robot_names
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
 
 pytestmark = pytest.mark.slow
 SPREAD = 5

@@ -17,9 +17,9 @@ from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.graph.protocol import ResetEpisode
 from robofollow_ros.nodes import evaluator
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.protocol import ResetEpisode
 
 pytestmark = pytest.mark.ros
 DOMAIN = ros_domain(37)

@@ -36,7 +36,7 @@ from robofollow_ros.bags.cdr import default_typestore
 from robofollow_ros.cli.score import score_path
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.referee.trajectory_json import load_trajectory
-from robofollow_ros.sim.robot import load_robot
+from robofollow_ros.robot.description import load_robot
 
 pytestmark = pytest.mark.ros
 

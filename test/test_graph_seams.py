@@ -23,7 +23,12 @@ from robofollow_ros.graph.clock import SimClock
 from robofollow_ros.graph.declaration import graph_environment, graph_instances, load_graph
 from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
-from robofollow_ros.graph.protocol import (
+from robofollow_ros.graph.supervisor import Supervisor, node_command
+from robofollow_ros.interfaces import VERSION
+from robofollow_ros.referee.builder import TrajectoryBuilder
+from robofollow_ros.robot.description import home_state, joint_layout, known_joint_layouts, load_robot
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
+from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
     EpisodeSpecMessage,
@@ -38,11 +43,6 @@ from robofollow_ros.graph.protocol import (
     spec_from_message,
     spec_message,
 )
-from robofollow_ros.graph.supervisor import Supervisor, node_command
-from robofollow_ros.interfaces import VERSION
-from robofollow_ros.referee.builder import TrajectoryBuilder
-from robofollow_ros.sim.robot import home_state, joint_layout, known_joint_layouts, load_robot
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, robot_names
 from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, find_layout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,8 @@ def test_each_robot_layout_names_the_movable_joints_of_its_urdf(robot: str) -> N
 
 def test_name_lists_and_layouts_import_without_mujoco() -> None:
     code = (
-        'import sys; import robofollow_ros.sim.robot as r, robofollow_ros.bags, robofollow_ros.referee.builder, '
+        'import sys; import robofollow_ros.robot.description as r, robofollow_ros.bags, '
+        'robofollow_ros.referee.builder, '
         'robofollow_ros.evaluation.environment, robofollow_ros.graph.chunk_limits; '
         'r.known_joint_layouts(); assert "mujoco" not in sys.modules, "mujoco imported"'
     )

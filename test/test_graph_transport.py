@@ -17,13 +17,13 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
 from robofollow_ros.errors import GraphError
-from robofollow_ros.graph.protocol import SimStatus, StatusEvent
+from robofollow_ros.robot.description import joint_layout
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.cdr_template import CdrTemplate, FrameMessages
 from robofollow_ros.ros.messages import joint_state_message, pose_message, to_time
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
-from robofollow_ros.sim.robot import joint_layout
+from robofollow_ros.ros.protocol import SimStatus, StatusEvent
 
 DOMAIN = ros_domain(57)
 JOINT_NAMES = joint_layout().published_names

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.sim
 TASK = 'L0_pickup_yellow_block_2'
 SMALL = {'width': 32, 'height': 24}
 BOOKKEEPING = {
-    'policy', 'robot', 'run_id', 'policy_error', 'error_kind', 'scored',
+    'policy', 'isolation', 'robot', 'run_id', 'policy_error', 'error_kind', 'scored',
     'queries', 'executed_rows', 'sim_seconds', 'wall_seconds',
 }  # fmt: skip
 

@@ -123,6 +123,7 @@ def test_pip_install_into_a_fresh_venv_evaluates_the_default_robot(fresh_venv, t
     assert absent.returncode != 0
     meshes = fresh_venv / 'share' / 'robofollow' / 'meshes' / 'vx300s'
     assert (meshes / 'LICENSE').is_file() and len(list(meshes.glob('*.stl'))) == 11
+    assert len(list((meshes / 'light').glob('*.stl'))) == 11, 'the cameras draw these (tools/make_light_meshes.py)'
     robofollow = str(fresh_venv / 'bin' / 'robofollow')
     run = [robofollow, 'eval', '--in-process', '--policy', 'expert', '--tasks', TASK, '--record', 'bag', '--out', 'run']
     result = subprocess.run([*run, '--quiet'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
+from robofollow_ros.bags.replay import ReplayPolicy
 from robofollow_ros.bags.writer import write_episode_bag
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.cli import main
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.factory import make_policy
-from robofollow_ros.policy.replay import ReplayPolicy
 from robofollow_ros.referee.trajectory import Trajectory
 
 TASK = 'L0_pickup_yellow_block_2'

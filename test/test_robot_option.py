@@ -8,7 +8,7 @@ import pytest
 
 from robofollow_ros.cli import main
 from robofollow_ros.evaluation.identity import RunIdentity
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, ROBOTS, robot_names
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, ROBOTS, robot_names
 
 pytestmark = pytest.mark.sim
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
 from robofollow_ros.sim.render import camera_matrix, project
-from robofollow_ros.sim.robots import robot_names
 
 pytestmark = pytest.mark.sim
 ITEM = 'large_blue_cube'

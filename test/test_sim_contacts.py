@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.physics import set_object_pose
-from robofollow_ros.sim.robots import robot_names
 
 pytestmark = pytest.mark.sim
 MAX_PENETRATION = 0.003

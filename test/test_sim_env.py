@@ -9,10 +9,10 @@ import pytest
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import PolicyError, SimulationError
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.constants import TIMESTEP
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
-from robofollow_ros.sim.robots import robot_names
 from robofollow_ros.sim.rotations import matrix_from_quat
 
 pytestmark = pytest.mark.sim

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim import physics
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
-from robofollow_ros.sim.robots import robot_names
 
 pytestmark = pytest.mark.sim
 HOLD_ROWS = 17

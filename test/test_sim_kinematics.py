@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.motion import MotionPlanner, Plan, nearest_equivalent_turn
-from robofollow_ros.sim.robot import load_robot
-from robofollow_ros.sim.robots import robot_names
 from robofollow_ros.sim.rotations import top_down
 from robofollow_ros.state_layout import ARM_SLICE
 

@@ -7,8 +7,8 @@ import pytest
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import TABLE_Z, Layout
+from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.env import CellEnv
-from robofollow_ros.sim.robots import robot_names
 
 pytestmark = pytest.mark.sim
 HOLD_ROWS = 50

@@ -15,12 +15,12 @@ import yourdfpy
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.scene4 import SLOTS
 from robofollow_ros.benchmark.types import ARMS, TABLE_Z
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.specs import get_robot_spec, robot_names
 from robofollow_ros.sim.constants import OPERATION_AREA
 from robofollow_ros.sim.kinematics import Kinematics
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.motion import MotionPlanner
-from robofollow_ros.sim.robot import load_robot
-from robofollow_ros.sim.robots import get_robot_spec, robot_names
 
 pytestmark = pytest.mark.sim
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,3 +164,29 @@ def test_both_arms_reach_every_nominal_position_from_above(kinematics: Kinematic
                     if not solution.success:
                         failures.append((label, dx, dy, round(height, 3), yaw))
     assert not failures, failures[:10]
+
+
+@pytest.mark.parametrize(('attribute', 'value'), [('velocity', None), ('upper', 'wide')])
+def test_a_urdf_limit_that_is_not_a_number_is_a_clear_simulation_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attribute: str, value: str | None
+) -> None:
+    import dataclasses
+    import xml.etree.ElementTree as ET
+
+    from robofollow_ros.errors import SimulationError
+    from robofollow_ros.robot import description
+
+    spec = get_robot_spec('primitive')
+    tree = ET.parse(spec.urdf)
+    joint = next(j for j in tree.getroot().iter('joint') if j.get('name') == 'left_joint2')
+    limit = joint.find('limit')
+    assert limit is not None
+    if value is None:
+        del limit.attrib[attribute]
+    else:
+        limit.set(attribute, value)
+    broken = tmp_path / 'broken.urdf'
+    tree.write(broken)
+    monkeypatch.setattr(description, 'get_robot_spec', lambda name: dataclasses.replace(spec, urdf=broken))
+    with pytest.raises(SimulationError, match=rf"URDF joint 'left_joint2': <limit {attribute}=.*> is not a number"):
+        description.load_robot.__wrapped__('broken')

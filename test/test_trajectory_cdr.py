@@ -9,9 +9,9 @@ from rclpy.serialization import deserialize_message, serialize_message
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robofollow_ros.errors import GraphError
+from robofollow_ros.robot.description import joint_layout
 from robofollow_ros.ros.messages import to_time
 from robofollow_ros.ros.trajectory_cdr import decode_trajectory, encode_trajectory
-from robofollow_ros.sim.robot import joint_layout
 
 STAMP_NS = 1_796_000_123 * 1_000_000_000 + 456_789_012
 ROW_SECONDS = 0.02

@@ -3,7 +3,7 @@
 The arms' kinematics, inertias and mesh placements are read from gym-aloha 0.1.5's MJCF, kept unchanged with its
 meshes and license in ``meshes/vx300s/`` (``vx300s_left.xml``); meshes are referenced as
 ``package://robofollow/meshes/vx300s/<file>.stl`` (installed as ``share/robofollow/meshes/vx300s/``) and resolved
-when the simulator loads the file (``robofollow_ros.sim.assets``); run with ``--resolve OUT`` to write a copy with
+when the simulator loads the file (``robofollow_ros.robot.assets``); run with ``--resolve OUT`` to write a copy with
 absolute ``file://`` mesh paths for tools without the ament index. Run ``python tools/make_aloha_urdf.py`` after
 changing a constant below and commit both files (a test fails when they differ).
 
@@ -26,7 +26,7 @@ from make_cell_urdf import UrdfBuilder, Vec3, add_head_camera, document, table_c
 from transforms3d.euler import euler2mat, mat2euler
 from transforms3d.quaternions import quat2mat
 
-from robofollow_ros.sim.assets import VX300S_URI
+from robofollow_ros.robot.assets import VX300S_URI
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / 'urdf' / 'aloha_cell.urdf'

@@ -16,9 +16,9 @@ import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.expert import ExpertPolicy
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, robot_names
 from robofollow_ros.state_layout import CAMERAS, GRIP_INDEX
 
 DOCS = Path(__file__).resolve().parents[1] / 'docs'

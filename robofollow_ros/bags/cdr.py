@@ -26,6 +26,7 @@ from rosbags.typesys.store import Typestore
 from robofollow_ros.bags.conventions import IMAGE, IMAGE_ENCODING, JOINT_STATE, NS_PER_S, POSE_STAMPED, STRING
 from robofollow_ros.errors import BagError
 from robofollow_ros.interfaces import RESULT, message_definitions, record_of_result, result_fields
+from robofollow_ros.state_layout import Numbers
 
 ENCAPSULATION_SIZE = 4
 CDR_LITTLE_ENDIAN = 1
@@ -104,9 +105,7 @@ def encode_string(typestore: Typestore, text: str) -> memoryview:
     return typestore.serialize_cdr(typestore.types[STRING](data=text), STRING)
 
 
-def encode_pose(
-    typestore: Typestore, stamp_ns: int, frame: str, position: Sequence[float], quat_wxyz: Sequence[float]
-) -> memoryview:
+def encode_pose(typestore: Typestore, stamp_ns: int, frame: str, position: Numbers, quat_wxyz: Numbers) -> memoryview:
     """CDR of a geometry_msgs/PoseStamped; ``quat_wxyz`` is (w, x, y, z)."""
     types = typestore.types
     w, x, y, z = (float(v) for v in quat_wxyz)

@@ -1,10 +1,10 @@
 """What an episode bag holds: message types, joint names, frames and reading thresholds, in one place.
 
 Joint convention: ``/joint_states`` carries the robot's URDF joint names (``state_layout.JointLayout``, built per
-robot by ``sim.robot.joint_layout``): six revolute joints per arm in radians, and each gripper as its finger joints'
-position in metres, the normalised opening (1 = fully open, 0 = closed, protocol §1.3) times the finger travel of the
-URDF. Readers map names to the 14-D layout through the layout of the robot the episode names, and still read bags
-recorded before joints were named after the robot (``state_layout.GENERIC_LAYOUT``: ``left_joint1`` ..
+robot by ``robot.description.joint_layout``): six revolute joints per arm in radians, and each gripper as its finger
+joints' position in metres, the normalised opening (1 = fully open, 0 = closed, protocol §1.3) times the finger
+travel of the URDF. Readers map names to the 14-D layout through the layout of the robot the episode names, and
+still read bags recorded before joints were named after the robot (``state_layout.GENERIC_LAYOUT``: ``left_joint1`` ..
 ``left_gripper``, grippers normalised).
 """
 
@@ -19,7 +19,7 @@ __all__ = ['MAX_GAP_S', 'NS_PER_S']
 Storage = Literal['mcap', 'sqlite3']
 STORAGES: tuple[Storage, ...] = ('mcap', 'sqlite3')
 STORAGE_SUFFIXES: dict[str, Storage] = {'.mcap': 'mcap', '.db3': 'sqlite3'}
-ROSBAG2_VERSION = 9
+ROSBAG2_VERSION: Literal[9] = 9
 
 STRING = 'std_msgs/msg/String'
 JOINT_STATE = 'sensor_msgs/msg/JointState'

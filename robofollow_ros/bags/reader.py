@@ -40,7 +40,7 @@ from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.interfaces import RESULT
 from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.sim.robot import known_joint_layouts
+from robofollow_ros.robot.description import known_joint_layouts
 from robofollow_ros.state_layout import CAMERAS, JointLayout
 
 

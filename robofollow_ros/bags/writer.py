@@ -1,4 +1,4 @@
-"""Writing an evaluation episode as a rosbag2 (MCAP or SQLite3) through rosbags (rclpy only for scene markers).
+"""Writing an evaluation episode as a rosbag2 (MCAP or SQLite3) through rosbags.
 
 Message order: the episode message at the first frame time (then, for a registered robot, its URDF on
 /robot_description, transient local like the episode, so that RViz and Foxglove draw the arms from the bag alone);
@@ -44,11 +44,12 @@ from robofollow_ros.bags.conventions import (
     Storage,
     camera_frame,
 )
-from robofollow_ros.benchmark.types import ARMS, Layout
+from robofollow_ros.bags.markers import encode_scene_markers
+from robofollow_ros.benchmark.types import ARMS, Arm, Layout
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.interfaces import RESULT
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.sim.robot import joint_layout, load_robot
+from robofollow_ros.robot.description import joint_layout, load_robot
 from robofollow_ros.state_layout import ACTION_DIM, GENERIC_LAYOUT, GRIP_INDEX, JointLayout
 from robofollow_ros.textfiles import partial_path
 
@@ -154,14 +155,12 @@ def write_episode_bag(
             if meta.get('robot') is not None:
                 urdf = load_robot(str(meta['robot'])).spec.urdf_text()
                 out.write_robot_description(urdf, stamp_ns=int(frames_ns[0]))
-            if layout is not None:
-                from robofollow_ros.ros.markers import scene_markers_cdr
             for i, stamp in enumerate(frames_ns.tolist()):
                 objects = {name: (trajectory.obj_pos[name][i], obj_quat[name][i]) for name in trajectory.obj_pos}
                 if layout is not None:
                     positions = {name: pose[0] for name, pose in objects.items()}
                     quats = {name: pose[1] for name, pose in objects.items()}
-                    markers = scene_markers_cdr(layout, positions, quats, stamp_ns=stamp)
+                    markers = encode_scene_markers(store, layout, positions, quats, stamp_ns=stamp)
                     out.write_raw(topics.SCENE_MARKERS, MARKER_ARRAY, stamp, markers)
                 out.write_frame(
                     stamp,
@@ -238,7 +237,7 @@ class EpisodeBagWriter:
         self,
         stamp_ns: int,
         *,
-        ee: Mapping[str, tuple[np.ndarray, np.ndarray]],
+        ee: Mapping[Arm, tuple[np.ndarray, np.ndarray]],
         joints: tuple[Sequence[str], np.ndarray],
         objects: Mapping[str, tuple[np.ndarray, np.ndarray]],
         images: Mapping[str, np.ndarray | None] | None = None,

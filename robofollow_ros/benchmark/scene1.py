@@ -202,18 +202,25 @@ def resolve_block(layout: Layout, ref: SpatialRef) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def _where(relation: str | None, anchor: str | None) -> str | None:
+    """``left of the red ball``, or None for a task that only picks up."""
+    if relation is None or anchor is None:
+        return None
+    return f'{RELATION_WORDS[relation]} the {ANCHOR_WORDS[anchor]}'
+
+
 def _instruction(arm: Arm, ref: SpatialRef, relation: str | None, anchor: str | None) -> str:
     text = f'Use your {arm} arm to pick up the block {ref.text}'
-    if relation is not None and anchor is not None:
-        text += f' and place it {RELATION_WORDS[relation]} the {ANCHOR_WORDS[anchor]}'
+    where = _where(relation, anchor)
+    if where is not None:
+        text += f' and place it {where}'
     return text + '.'
 
 
 def _paraphrases(arm: Arm, ref: SpatialRef, relation: str | None, anchor: str | None) -> tuple[str, ...]:
-    place = relation is not None and anchor is not None
-    where = f'{RELATION_WORDS[relation]} the {ANCHOR_WORDS[anchor]}' if place else ''
-    synonym = f'Using your {arm} arm, grasp the block {ref.text}' + (f' and put it {where}' if place else '') + '.'
-    fronted = f'Pick up the block {ref.text}' + (f' and set it down {where}' if place else '')
+    where = _where(relation, anchor)
+    synonym = f'Using your {arm} arm, grasp the block {ref.text}' + (f' and put it {where}' if where else '') + '.'
+    fronted = f'Pick up the block {ref.text}' + (f' and set it down {where}' if where else '')
     fronted += f' with your {arm} arm.'
     return (_instruction(arm, ref, relation, anchor), synonym, fronted)
 

@@ -148,9 +148,3 @@ _LAYOUTS = {layout.name: layout for layout in LAYOUTS}
 def layout(name: str) -> Layout:
     """The Scene 4 layout ``name`` (canonical spelling); raises ``KeyError`` if unknown."""
     return _LAYOUTS[name]
-
-
-def empty_slots(layout: Layout) -> tuple[int, ...]:
-    """Slots of ``layout`` that hold nothing."""
-    used = {placement.slot for placement in layout.placements}
-    return tuple(slot for slot in SLOTS if slot not in used)

@@ -13,9 +13,10 @@ from __future__ import annotations
 from robofollow_ros.benchmark import scene4_language as lang
 from robofollow_ros.benchmark.scene4 import SCENE, layout
 from robofollow_ros.benchmark.scene4_language import IfElse, Sequence, Spec, pick, stack, unstack
-from robofollow_ros.benchmark.types import Task
+from robofollow_ros.benchmark.types import Arm, Task
 
-L, R = 'left', 'right'
+L: Arm = 'left'
+R: Arm = 'right'
 
 _R_STACK = stack(R, lang.CYLINDER_FROM_RIGHT_CUBE, lang.YELLOW_CYLINDER)
 _L_PICK_BLUE = pick(L, lang.BLUE_SPHERE)

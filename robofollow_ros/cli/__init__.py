@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from robofollow_ros import __version__
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.interrupts import exit_at_once_while_starting, interrupt_behind
+from robofollow_ros.sim.gl import choose_gl_backend
 
 SUBCOMMANDS: dict[str, str] = {
     'tasks': 'robofollow_ros.cli.tasks',
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``robofollow`` command line; returns the process exit status."""
+    choose_gl_backend()  # before a subcommand imports MuJoCo
     with exit_at_once_while_starting():  # importing the subcommands takes seconds: Ctrl-C there is one line
         parser = build_parser()
         args = parser.parse_args(argv)

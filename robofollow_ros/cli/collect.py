@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise DatasetError(f'unknown --format {", ".join(sorted(unknown))}: use hdf5, lerobot or bag')
     scenes = [parse_scene(value) for value in _split(args.scene)] or None
-    patterns = _split(args.labels) or [None]
+    patterns: list[str | None] = [*_split(args.labels)] or [None]
     labels = list(
         dict.fromkeys(label for pattern in patterns for label in resolve_labels(scenes=scenes, pattern=pattern))
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT, MAX_QUERIES
 from robofollow_ros.cli.options import add_isolation_arguments, add_robot_argument
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
 
@@ -71,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='also save each episode for re-scoring (json: --in-process only)',
     )
     parser.add_argument('--video', action='store_true', help='also write an MP4 of each episode (OUT/videos)')
-    parser.add_argument('--max-queries', type=int, default=10, help='policy queries per episode (protocol: 10)')
+    parser.add_argument(
+        '--max-queries', type=int, default=MAX_QUERIES, help=f'policy queries per episode (protocol: {MAX_QUERIES})'
+    )
     parser.add_argument(
         '--query-timeout',
         type=float,
@@ -117,7 +119,8 @@ def preload(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print where the results are."""
-    from robofollow_ros.benchmark.registry import parse_level, parse_scene, parse_variant
+    from robofollow_ros.benchmark.parsing import parse_variant
+    from robofollow_ros.benchmark.registry import parse_level, parse_scene
     from robofollow_ros.evaluation.episode import EpisodeLimits
     from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite

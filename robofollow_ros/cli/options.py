@@ -6,7 +6,7 @@ import argparse
 
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, ROBOTS, robot_names
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, ROBOTS, robot_names
 
 
 def add_robot_argument(parser: argparse.ArgumentParser) -> None:

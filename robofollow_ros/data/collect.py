@@ -9,28 +9,32 @@ repeating a demonstration.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.constants import MAX_QUERIES
 from robofollow_ros.benchmark.types import Task
-from robofollow_ros.data.capture import CapturedFrames, FrameCapture
+from robofollow_ros.data.background import OrderedWrites
 from robofollow_ros.data.manifest import collection_identity, open_manifest
 from robofollow_ros.data.progress import CollectProgress
 from robofollow_ros.data.raw_hdf5 import write_raw_episode
 from robofollow_ros.data.seeds import draw_paraphrase, training_seed
-from robofollow_ros.data.store import accepted, episode_paths, label_dir, open_ledger, write_json
+from robofollow_ros.data.store import Ledger, accepted, episode_paths, label_dir, open_ledger, write_json
 from robofollow_ros.errors import DatasetError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.referee.score import score_episode
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.sim.capture import CapturedFrames, FrameCapture
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, ROW_SECONDS
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 EPISODE_FORMATS = ('hdf5', 'bag')
 
@@ -50,7 +54,7 @@ class CollectOptions:
         width, height: camera image size.
         max_attempts: attempts per label before giving up on it (the published collector's seed budget).
         max_queries: expert queries per episode (the protocol's evaluation budget).
-        robot: the simulated cell's robot (``sim.robots``).
+        robot: the simulated cell's robot (``robot.specs``).
     """
 
     out: Path
@@ -62,7 +66,7 @@ class CollectOptions:
     width: int = IMAGE_WIDTH
     height: int = IMAGE_HEIGHT
     max_attempts: int = 5000
-    max_queries: int = 10
+    max_queries: int = MAX_QUERIES
     robot: str = DEFAULT_ROBOT
 
     def identity(self) -> dict[str, Any]:
@@ -94,16 +98,15 @@ def resolve_labels(*, scenes: Sequence[int] | None = None, pattern: str | None =
     Raises:
         DatasetError: nothing matches.
     """
-    labels = [
-        task.task_id for scene in (scenes or [None]) for task in registry.training_labels(scene=scene, pattern=pattern)
-    ]
+    wanted: Sequence[int | None] = scenes or [None]
+    labels = [task.task_id for scene in wanted for task in registry.training_labels(scene=scene, pattern=pattern)]
     if not labels:
         raise DatasetError('no training label matches the given scene and labels')
     return labels
 
 
 def row_fps() -> Fraction:
-    """Frames per second of demonstrations: 50/3 (16.67), one frame every ``ROW_SECONDS`` (``data.capture``)."""
+    """Frames per second of demonstrations: 50/3 (16.67), one frame every ``ROW_SECONDS`` (``sim.capture``)."""
     return 1 / Fraction(str(ROW_SECONDS))
 
 
@@ -120,8 +123,7 @@ def score_attempt(task: Task, trajectory: Any, *, seed: int, policy_error: str |
     """The referee's record of one attempt (an unscorable episode is a rejected one)."""
     layout = registry.layout_of(task)
     try:
-        record = score_episode(task, trajectory, layout=layout, meta={'seed': seed, 'round': 0})
-        record = record.to_record()
+        record = score_episode(task, trajectory, layout=layout, meta={'seed': seed, 'round': 0}).to_record()
     except TrajectoryError as error:
         record = {'task_id': task.task_id, 'completion_ok': False, 'stages': [], 'exec_msg': str(error)}
     record['policy_error'] = policy_error
@@ -145,7 +147,7 @@ def _write_episode(
         'robot': options.robot,
     }
     if options.video:
-        from robofollow_ros.data.video import write_episode_video
+        from robofollow_ros.evaluation.video import write_episode_video
 
         write_episode_video(paths.video, frames.images, fps=row_fps(), instruction=task.instruction, record=record)
     if options.bag:
@@ -175,12 +177,20 @@ def _write_episode(
     write_raw_episode(paths.hdf5, frames, attrs=attrs)
 
 
-def _finish_label(options: CollectOptions, task: Task, records: list[dict[str, Any]], tally: LabelTally) -> None:
-    kept = accepted(records, task.task_id)
+def _finish_label(options: CollectOptions, task: Task, ledger: Ledger, tally: LabelTally) -> None:
+    kept = accepted(ledger.records, task.task_id)
     folder = label_dir(options.out, task)
     write_json(folder / 'seeds.json', [int(record['seed']) for record in kept])
     if len(kept) >= options.episodes:
         write_json(folder / 'complete.json', {'episodes': len(kept), 'attempts': tally.attempts})
+
+
+def _record_attempt(
+    options: CollectOptions, task: Task, ledger: Ledger, entry: dict[str, Any], tally: LabelTally
+) -> None:
+    ledger.append(entry)
+    if entry['accepted']:
+        _finish_label(options, task, ledger, tally)
 
 
 def _tallies(options: CollectOptions, records: list[dict[str, Any]]) -> dict[str, LabelTally]:
@@ -198,8 +208,13 @@ def _tallies(options: CollectOptions, records: list[dict[str, Any]]) -> dict[str
     return tallies
 
 
-def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[str, LabelTally]:
+def run_collection(
+    options: CollectOptions, *, progress: bool = True, background_writes: bool = True
+) -> dict[str, LabelTally]:
     """Collect until every label has ``options.episodes`` accepted demonstrations (or its attempt budget is spent).
+
+    With ``background_writes`` (the default) an accepted episode's files are encoded and written on a second
+    thread while the next attempt runs (``data.background``); False writes them before the next attempt starts.
 
     Returns:
         Per label, the attempts and acceptances so far (this run and earlier ones).
@@ -234,6 +249,7 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
         capture = FrameCapture(env, images=options.cameras)
         policy = GuardedPolicy(resolve_policy('expert'))
         limits = EpisodeLimits(max_queries=options.max_queries)
+        writes = OrderedWrites(background=background_writes)
         try:
             for label, label_task in tasks.items():
                 tally = tallies[label]
@@ -256,17 +272,19 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
                         'intent_score': record.get('intent_score', 0.0),
                         'exec_score': record.get('exec_score', 0.0),
                     }
+                    write = None
                     if ok:
                         entry['episode'] = tally.accepted
-                        _write_episode(options, task, tally.accepted, capture.frames(), outcome, record)
+                        write = partial(
+                            _write_episode, options, task, tally.accepted, capture.frames(), outcome, record
+                        )
                     else:
                         entry['reason'] = _rejection_reason(record)
                         tally.reasons[entry['reason']] = tally.reasons.get(entry['reason'], 0) + 1
-                    ledger.append(entry)
                     tally.attempts += 1
                     tally.accepted += ok
-                    if ok:
-                        _finish_label(options, label_task, ledger.records, tally)
+                    # The ledger line (and the label's seed list) only once the episode's files are complete.
+                    writes.submit(write, then=partial(_record_attempt, options, label_task, ledger, entry, tally))
                     if display is not None:
                         display.update(
                             label,
@@ -275,8 +293,14 @@ def run_collection(options: CollectOptions, *, progress: bool = True) -> dict[st
                             reason=entry.get('reason', ''),
                             wall_seconds=time.perf_counter() - started,
                         )
-                _finish_label(options, label_task, ledger.records, tally)
+                writes.submit(None, then=partial(_finish_label, options, label_task, ledger, tally))
+            writes.finish()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                writes.finish()
+            raise
         finally:
+            writes.close()
             policy.close()
             env.close()
     return tallies

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ def diagnostics_html(diagnostics: Diagnostics, *, plot_name: str = PLOT_NAME) ->
             f'<tbody>{rows}</tbody></table>'
         )
     confusion = diagnostics.confusion
-    used = [c for c in CATEGORIES if any(confusion.counts.get(g, {}).get(c) for g in confusion.groups())]
+    used = [c for c in CATEGORIES if any(confusion.counts.get(g, Counter()).get(c) for g in confusion.groups())]
     head = ''.join(f'<th>{_e(c)}</th>' for c in used)
     rows = ''.join(
         f'<tr><th>S{row["scene"]} {_e(row["level"])}</th><td>{row["trials"]}</td><td>{row["not_full"]}</td>'

@@ -7,7 +7,7 @@ episode table says where each episode starts. Rules that LeRobot does not check 
 hold by construction: tasks as the index of ``tasks.parquet`` in task order, episodes in order,
 per-file ``from_timestamp``, ``total_frames`` = parquet rows, constant frame rate from pts 0.
 
-The frame rate is the recorded one, 50/3 fps (a frame every 0.06 s, ``data.capture``), written as the float
+The frame rate is the recorded one, 50/3 fps (a frame every 0.06 s, ``sim.capture``), written as the float
 16.666666666666668 in ``info.json``; timestamps are ``frame_index * 0.06`` and the videos' time base is 3/50 s, so a
 frame's timestamp, its video pts and its recorded simulated time agree. A keyframe every ``VIDEO_GOP`` frames keeps
 a random read to at most ``VIDEO_GOP - 1`` extra decoded frames per camera (``bench/bench_lerobot_seek.py``).
@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 from robofollow_ros.data.collect import row_fps
 from robofollow_ros.data.raw_hdf5 import read_raw_episode
 from robofollow_ros.data.store import StoredEpisode, stored_episodes
-from robofollow_ros.data.video import VideoWriter
 from robofollow_ros.errors import DatasetError
+from robofollow_ros.evaluation.video import VideoWriter
 from robofollow_ros.state_layout import CAMERAS
 
 CODEBASE_VERSION = 'v3.0'

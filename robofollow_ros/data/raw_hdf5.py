@@ -18,14 +18,11 @@ import cv2
 import h5py
 import numpy as np
 
-from robofollow_ros.data.capture import CapturedFrames
 from robofollow_ros.errors import DatasetError
+from robofollow_ros.sim.capture import CapturedFrames
+from robofollow_ros.state_layout import ROBOTWIN_CAMERAS
 
-RAW_CAMERAS: dict[str, str] = {
-    'cam_high': 'head_camera',
-    'cam_left_wrist': 'left_camera',
-    'cam_right_wrist': 'right_camera',
-}
+RAW_CAMERAS: dict[str, str] = ROBOTWIN_CAMERAS
 """Our camera names -> the raw layout's camera names."""
 
 JPEG_QUALITY = 95

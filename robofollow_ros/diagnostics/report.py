@@ -8,6 +8,7 @@ report (``blind_baseline``; resumable, cached beside the report).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,13 +78,13 @@ def plot_confusion(table: ConfusionTable, path: Path, *, title: str) -> None:
     import matplotlib.pyplot as plt
 
     groups = table.groups()
-    used = [c for c in CATEGORIES if any(table.counts.get(g, {}).get(c) for g in groups)]
+    used = [c for c in CATEGORIES if any(table.counts.get(g, Counter()).get(c) for g in groups)]
     figure, axes = plt.subplots(figsize=(max(6.0, 0.55 * len(groups) + 3.0), 4.2), constrained_layout=True)
     bottoms = [0.0] * len(groups)
     colours = plt.get_cmap('tab20')
     labels = [f'S{scene}\n{level}' for scene, level in groups]
     for index, category in enumerate(used):
-        shares = [100.0 * table.counts.get(g, {}).get(category, 0) / table.trials[g] for g in groups]
+        shares = [100.0 * table.counts.get(g, Counter()).get(category, 0) / table.trials[g] for g in groups]
         axes.bar(labels, shares, bottom=bottoms, label=category, color=colours(index % 20), edgecolor='white')
         bottoms = [b + s for b, s in zip(bottoms, shares, strict=True)]
     axes.set_ylim(0, 105)

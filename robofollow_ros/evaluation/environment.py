@@ -4,7 +4,8 @@ An environment is reset for a trial, executes action chunks and keeps the trajec
 ``robofollow_ros.sim.env.CellEnv`` implements it in-process; a ROS-backed environment (topics in, trajectory
 out) implements the same three methods, so one episode loop serves both.
 
-Observations returned by an environment carry at least ``images`` and ``state`` (see
+Both return a ``robofollow_ros.cell_observation.CellObservation``. Observations returned by an environment carry
+at least ``images`` and ``state`` (see
 ``robofollow_ros.policy.observation.Observation``). ``run_episode`` strips everything else before a user
 policy sees it. The privileged channel is the rest of that observation: an environment that can serve the
 built-in reference policies (expert, blind) also fills the scene's ground-truth poses
@@ -15,14 +16,12 @@ the task itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from robofollow_ros.benchmark.types import Arm, Layout, Task
+from robofollow_ros.benchmark.types import Layout, Task
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 
 @runtime_checkable
@@ -57,35 +56,6 @@ class PrivilegedObservation(EnvironmentObservation, Protocol):
     @property
     def ee_quat(self) -> Mapping[Any, np.ndarray]:
         """Arm -> TCP orientation (4,)."""
-
-
-@dataclass(frozen=True)
-class CellObservation:
-    """What a cell shows after a reset or an executed chunk: ``CellEnv`` in-process, ``RosEnvironment`` over the
-    graph. A ``PrivilegedObservation`` when the poses are filled.
-
-    Attributes:
-        images: camera name -> (H, W, 3) uint8 RGB; empty when images were not requested.
-        state: (14,) ``[left q1..q6, left grip, right q1..q6, right grip]``, grips normalised (1 open, 0 closed).
-        time: simulated seconds since the episode started.
-        ee_pos: per arm, TCP position (3,) in the world frame (privileged).
-        ee_quat: per arm, TCP orientation (w, x, y, z) (privileged).
-        object_pos: per scene item, position (3,) (privileged).
-        object_quat: per scene item, orientation (w, x, y, z) (privileged).
-        finger_opening: per arm, measured finger opening, normalised (1 open, 0 pads touching); only the
-            simulator measures it.
-        robot: name of the cell's robot (privileged: built-in planners need its kinematics).
-    """
-
-    images: dict[str, np.ndarray]
-    state: np.ndarray
-    time: float
-    ee_pos: dict[Arm, np.ndarray] = field(default_factory=dict)
-    ee_quat: dict[Arm, np.ndarray] = field(default_factory=dict)
-    object_pos: dict[str, np.ndarray] = field(default_factory=dict)
-    object_quat: dict[str, np.ndarray] = field(default_factory=dict)
-    finger_opening: dict[Arm, float] = field(default_factory=dict)
-    robot: str = DEFAULT_ROBOT
 
 
 @runtime_checkable

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from robofollow_ros.benchmark.constants import ACTIONS_PER_QUERY, MAX_QUERIES
 from robofollow_ros.benchmark.types import Layout, Task
 from robofollow_ros.evaluation.environment import Environment, EnvironmentObservation
 from robofollow_ros.evaluation.guard import FailureKind, GuardedPolicy, PolicyFailure
@@ -16,8 +17,8 @@ from robofollow_ros.referee.trajectory import Trajectory
 class EpisodeLimits:
     """How many times the policy is queried and how many rows of each chunk are executed."""
 
-    max_queries: int = 10
-    actions_per_query: int = 50
+    max_queries: int = MAX_QUERIES
+    actions_per_query: int = ACTIONS_PER_QUERY
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ class RunIdentity:
         package_version: ``robofollow_ros.__version__``.
         metric_version: the referee's metric version.
         runtime: where episodes ran (``in-process``, ``ros-graph``...).
-        robot: the simulated cell's robot (``sim.robots``); runs recorded before robots were selectable used
+        robot: the simulated cell's robot (``robot.specs``); runs recorded before robots were selectable used
             the primitive one.
     """
 

@@ -21,7 +21,7 @@ from robofollow_ros.textfiles import publish
 RecordMode = Literal['none', 'json', 'bag']
 EPISODES_DIR = 'episodes'
 VIDEOS_DIR = 'videos'
-"""Where ``--video`` puts each trial's ``<stem>.mp4`` (``data.video.save_trial_video``)."""
+"""Where ``--video`` puts each trial's ``<stem>.mp4`` (``evaluation.video.save_trial_video``)."""
 
 
 def episode_stem(task_id: str, round_: int) -> str:

@@ -14,7 +14,7 @@ from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.results import TrialKey
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
 
 SIM_SECONDS_DIGITS = 6
 """Decimals of a record's ``sim_seconds`` (microseconds), the same over the graph and in-process."""

@@ -82,7 +82,7 @@ class TrialRunner:
         self.cell.preload()
         self.env: Any = self.cell
         if options.video:
-            from robofollow_ros.data.capture import FrameCapture
+            from robofollow_ros.sim.capture import FrameCapture
 
             self.env = FrameCapture(self.cell)
 

@@ -217,7 +217,7 @@ def write_result(options: SuiteOptions, result: TrialResult, *, trial: Trial, re
             layout=registry.layout_of(trial.task),
         )
     if options.video and result.video_frames is not None:
-        from robofollow_ros.data.video import save_trial_video
+        from robofollow_ros.evaluation.video import save_trial_video
 
         record['video_file'] = save_trial_video(options.out, stem, result.video_frames, record=record)
     results.append(record)

@@ -40,7 +40,7 @@ class ChunkLimits:
         Raises:
             SimulationError: unknown robot, or its URDF cannot be read.
         """
-        from robofollow_ros.sim.robot import load_robot
+        from robofollow_ros.robot.description import load_robot
 
         description = load_robot(robot)
         step = np.full(ACTION_DIM, float(max_row_step))

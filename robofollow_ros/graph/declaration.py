@@ -186,7 +186,7 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
 
 def _check_arguments(values: Mapping[str, str]) -> None:
     """Refuse values that would only fail once the nodes run (so the error comes before any node starts)."""
-    from robofollow_ros.sim.robots import get_robot_spec
+    from robofollow_ros.robot.specs import get_robot_spec
 
     if 'robot' in values:
         try:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from robofollow_ros.benchmark.constants import DEFAULT_VARIANT
+from robofollow_ros.benchmark.constants import DEFAULT_VARIANT, MAX_QUERIES
 from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.registry import parse_level, parse_scene
 from robofollow_ros.errors import GraphError, RoboFollowError
@@ -20,7 +20,7 @@ from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_Q
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.graph.domains import parse_workers
 from robofollow_ros.policy.factory import parse_policy_kwargs
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, get_robot_spec
 
 SUITE_PARAMETERS: dict[str, Any] = {
     'workers': 1,
@@ -35,7 +35,7 @@ SUITE_PARAMETERS: dict[str, Any] = {
     'first_round': 1,
     'variant': DEFAULT_VARIANT,
     'record': 'none',
-    'max_queries': 10,
+    'max_queries': MAX_QUERIES,
     'query_timeout': DEFAULT_QUERY_TIMEOUT,
     'trusted_policy': False,
     'policy_memory_limit': DEFAULT_POLICY_MEMORY_MIB,

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-from robofollow_ros.gym_env.env import RoboFollowEnv
+from robofollow_ros.benchmark.constants import ACTIONS_PER_QUERY, MAX_QUERIES
+from robofollow_ros.sim.gl import choose_gl_backend
 
-MAX_EPISODE_STEPS = 10 * 50
+choose_gl_backend()  # the Gymnasium entry point: before the environment imports MuJoCo
+
+from robofollow_ros.gym_env.env import RoboFollowEnv  # noqa: E402
+
+MAX_EPISODE_STEPS = MAX_QUERIES * ACTIONS_PER_QUERY
 ENTRY_POINT = 'robofollow_ros.gym_env.env:RoboFollowEnv'
 
 

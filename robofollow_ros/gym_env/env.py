@@ -18,10 +18,11 @@ import numpy as np
 from gymnasium import spaces
 
 from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import Task
 from robofollow_ros.errors import PolicyError, RoboFollowError, TrajectoryError
+from robofollow_ros.robot.description import load_robot
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
-from robofollow_ros.sim.robot import load_robot
 from robofollow_ros.state_layout import CAMERAS
 
 MAX_INSTRUCTION = 400
@@ -42,7 +43,8 @@ class RoboFollowEnv(gym.Env):
         render_mode: ``rgb_array`` (the three cameras side by side) or ``None``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {'render_modes': ['rgb_array'], 'render_fps': 17}
+    # gymnasium declares metadata per instance but reads it off the class (gymnasium.make), so it is a class variable
+    metadata: ClassVar[dict[str, Any]] = {'render_modes': ['rgb_array'], 'render_fps': 17}  # type: ignore[misc]
 
     def __init__(
         self,
@@ -60,16 +62,16 @@ class RoboFollowEnv(gym.Env):
     ) -> None:
         from robofollow_ros.sim.env import CellEnv
 
+        self.variant = parse_variant(variant)
         if task_id is not None:
-            self.pool = [registry.get_task(task_id, variant=variant)]
+            self.pool = [registry.get_task(task_id, variant=self.variant)]
         else:
-            self.pool = registry.eval_tasks(scene=scene, level=level, variant=variant)
+            self.pool = registry.eval_tasks(scene=scene, level=level, variant=self.variant)
             if not self.pool:
                 raise RoboFollowError('no evaluation task matches the given scene and level')
         if round < 1:
             raise RoboFollowError('round must be at least 1')
         self.round = round
-        self.variant = variant
         self.terminate_on_completion = terminate_on_completion
         self.render_mode = render_mode
         cell_options: dict[str, Any] = {'render': True, 'width': width, 'height': height}

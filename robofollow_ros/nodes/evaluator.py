@@ -1,7 +1,7 @@
 """``evaluator`` node: runs an evaluation suite over the graph and writes ``results.jsonl`` and ``run.json``.
 
 For each trial not yet in the results file: publish the ``EpisodeSpec``, reset the sim, send the instruction,
-wait for the bridge's end of the episode, collect the referee's result (handshake: ``graph/protocol.py``); the
+wait for the bridge's end of the episode, collect the referee's result (handshake: ``ros/protocol.py``); the
 next trial starts as soon as the bridge is done, while the referee scores the last one (``GraphTrials``).
 Planning, resuming, the results file, progress and ``run.json`` are the in-process suite's own (``run_suite``
 with ``GraphTrials``). Exits when the suite is done, so the launcher shuts the graph down.
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
+from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
@@ -31,11 +32,17 @@ from std_msgs.msg import String
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.status import amend_status
 from robofollow_ros.evaluation.suite import RunInterrupted, plan_trials, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains
-from robofollow_ros.graph.protocol import (
+from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, suite_options
+from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
+from robofollow_ros.policy.factory import resolve_policy
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
+from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
     EpisodeSpecMessage,
@@ -45,12 +52,6 @@ from robofollow_ros.graph.protocol import (
     record_from_result,
     spec_message,
 )
-from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, suite_options
-from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
-from robofollow_ros.nodes.sim import pose_topics
-from robofollow_ros.policy.factory import resolve_policy
-from robofollow_ros.ros import qos
-from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
 from robofollow_ros.ros.runtime import param, read_report, remember, spin, wait_for
 from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops
 from robofollow_ros.state_layout import CAMERAS
@@ -72,6 +73,13 @@ class EvaluatorNode(Node):
         domain: this node's domain (only with ``settings``).
     """
 
+    options: SuiteOptions
+    progress: bool
+    domains: list[int]
+    domain: int
+    timeout: float
+    startup_timeout: float
+
     def __init__(
         self, *, context: Context | None = None, settings: EvaluatorNode | None = None, domain: int | None = None
     ) -> None:
@@ -90,7 +98,9 @@ class EvaluatorNode(Node):
         self.where = f' in ROS domain {self.domain}' if len(self.domains) > 1 else ''
         self.episode_pub = self.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED)
         self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
-        self.reset_client = self.create_client(ResetEpisode, topics.SIM_RESET)
+        self.reset_client: Client[ResetEpisode.Request, ResetEpisode.Response] = self.create_client(
+            ResetEpisode, topics.SIM_RESET
+        )
         self.create_subscription(ResultMessage, topics.RESULT, self.on_result, qos.EVENTS)
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
 
@@ -180,7 +190,7 @@ class EvaluatorNode(Node):
         factory = resolve_policy(self.options.policy, trusted=self.options.trusted_policy)
         pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
-        expected.update(dict.fromkeys(pose_topics(), pose_readers))
+        expected.update(dict.fromkeys(topics.pose_topics(), pose_readers))
         if recording:
             expected[topics.SCENE_MARKERS] = 1  # the sim publishes markers only to a matched reader
         if isinstance(factory.factory, type) and getattr(factory.factory, 'needs_images', True):

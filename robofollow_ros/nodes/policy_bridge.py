@@ -25,13 +25,23 @@ from trajectory_msgs.msg import JointTrajectory
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import warm_decoders
 from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.constants import ACTIONS_PER_QUERY, MAX_QUERIES
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
-from robofollow_ros.graph.protocol import (
+from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.environment import RosEnvironment
+from robofollow_ros.ros.limited_policy import LimitedPolicy
+from robofollow_ros.ros.messages import from_time, image_array
+from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.on_demand_readers import OnDemandReaders
+from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
     EpisodeSpecMessage,
@@ -39,20 +49,10 @@ from robofollow_ros.graph.protocol import (
     SimStatusMessage,
     StatusEvent,
 )
-from robofollow_ros.nodes.sim import pose_topics
-from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
-from robofollow_ros.ros import qos
-from robofollow_ros.ros.environment import RosEnvironment
-from robofollow_ros.ros.limited_policy import LimitedPolicy
-from robofollow_ros.ros.messages import from_time, image_array
-from robofollow_ros.ros.observation_cache import ObservationCache
-from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node, wait_for
 from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.ros.trajectory_cdr import encode_trajectory, warm_trajectory_codec
 from robofollow_ros.sim.constants import ROW_SECONDS
-from robofollow_ros.sim.robot import load_robot
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
 
 STOP_JOIN_SECONDS = 2.0
@@ -77,8 +77,8 @@ class PolicyBridge(Node):
         self.memory_limit = int(param(self, 'policy_memory_limit', DEFAULT_POLICY_MEMORY_MIB))
         self.sim_timeout = float(param(self, 'sim_timeout', 30.0))
         self.limits = EpisodeLimits(
-            max_queries=int(param(self, 'max_queries', 10)),
-            actions_per_query=int(param(self, 'actions_per_query', 50)),
+            max_queries=int(param(self, 'max_queries', MAX_QUERIES)),
+            actions_per_query=int(param(self, 'actions_per_query', ACTIONS_PER_QUERY)),
         )
         robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT)))
         self.joint_layout = robot.joint_layout
@@ -108,7 +108,7 @@ class PolicyBridge(Node):
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         per_row: dict[str, type] = {topics.JOINT_STATES: JointState}
         if self.privileged:
-            per_row.update(dict.fromkeys(pose_topics(), PoseStamped))
+            per_row.update(dict.fromkeys(topics.pose_topics(), PoseStamped))
         self.samples = OnDemandReaders(self, per_row, store=self.on_sample)
         self.cache.sources.append(self.samples.drain)
         if self.images:

@@ -18,9 +18,11 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
@@ -34,7 +36,10 @@ from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
-from robofollow_ros.graph.protocol import (
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, get_robot_spec
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.messages import from_time
+from robofollow_ros.ros.protocol import (
     EpisodeSpecMessage,
     ResultMessage,
     SimStatus,
@@ -42,11 +47,7 @@ from robofollow_ros.graph.protocol import (
     StatusEvent,
     record_from_result,
 )
-from robofollow_ros.nodes.sim import pose_topics
-from robofollow_ros.ros import qos
-from robofollow_ros.ros.messages import from_time
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
@@ -64,7 +65,7 @@ class _OpenBag:
     path: Path
     start_ns: int | None = None
     ee_ns: dict[str, int] = field(default_factory=dict)
-    result: dict | None = None  # type: ignore[type-arg]
+    result: dict[str, Any] | None = None
     result_seen: float = 0.0
     end_ns: int = 0
 
@@ -93,7 +94,7 @@ class RecorderNode(Node):
         self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
         self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.MARKERS_READER)
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
-        for topic in pose_topics():
+        for topic in topics.pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
         if bool(param(self, 'images', False)):
             for camera in CAMERAS:
@@ -101,7 +102,7 @@ class RecorderNode(Node):
                 self._raw(CameraInfo, topics.camera_info_topic(camera), CAMERA_INFO, qos.SENSOR)
         self.create_timer(0.05, self.try_finish)
 
-    def _raw(self, kind: type, topic: str, msgtype: str, profile: object) -> None:
+    def _raw(self, kind: type, topic: str, msgtype: str, profile: QoSProfile) -> None:
         self.create_subscription(kind, topic, lambda data: self.on_message(topic, msgtype, data), profile, raw=True)
 
     def on_episode(self, message: EpisodeSpecMessage) -> None:

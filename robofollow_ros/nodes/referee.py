@@ -22,7 +22,12 @@ from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.records import Trial, score_record
-from robofollow_ros.graph.protocol import (
+from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
+from robofollow_ros.robot.description import joint_layout
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.on_demand_readers import OnDemandReaders
+from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
     EpisodeSpecMessage,
@@ -32,13 +37,7 @@ from robofollow_ros.graph.protocol import (
     StatusEvent,
     result_message,
 )
-from robofollow_ros.nodes.sim import pose_topics
-from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
-from robofollow_ros.ros import qos
-from robofollow_ros.ros.on_demand_readers import OnDemandReaders
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
-from robofollow_ros.sim.robot import joint_layout
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 STALE_END_SECONDS = 60.0
 
@@ -65,7 +64,7 @@ class RefereeNode(Node):
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
-        per_row = {topics.JOINT_STATES: JointState, **dict.fromkeys(pose_topics(), PoseStamped)}
+        per_row = {topics.JOINT_STATES: JointState, **dict.fromkeys(topics.pose_topics(), PoseStamped)}
         self.samples = OnDemandReaders(self, per_row, store=self.on_sample, profile=qos.STATE)
         self.create_timer(0.05, self.try_score)
 

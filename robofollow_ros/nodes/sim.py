@@ -1,6 +1,6 @@
-"""``sim`` node: the MuJoCo cell on ROS, in synchronous mode (handshake: ``robofollow_ros/graph/protocol.py``).
+"""``sim`` node: the MuJoCo cell on ROS, in synchronous mode (handshake: ``robofollow_ros/ros/protocol.py``).
 
-Parameter ``robot`` picks the cell's robot (``sim.robots``); ``/joint_states`` and the trajectories carry its URDF's
+Parameter ``robot`` picks the cell's robot (``robot.specs``); ``/joint_states`` and the trajectories carry its URDF's
 joint names (``JointLayout``). Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row;
 camera images and CameraInfo after each reset and chunk (rendered only while someone subscribes, or always with
 ``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics
@@ -28,34 +28,23 @@ from visualization_msgs.msg import MarkerArray
 
 from robofollow_ros import topics
 from robofollow_ros.bags.conventions import camera_frame
-from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import EpisodeSpecError, GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.graph.clock import SimClock
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
-from robofollow_ros.graph.protocol import ResetCode, ResetEpisode, SimStatus, SimStatusMessage, StatusEvent, read_spec
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.cdr_template import FrameMessages
 from robofollow_ros.ros.markers import scene_markers
 from robofollow_ros.ros.messages import camera_info_message, image_message
+from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, SimStatus, SimStatusMessage, StatusEvent, read_spec
 from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.ros.trajectory_cdr import decode_trajectory, warm_trajectory_codec
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_TIMEOUT_SECONDS = 5.0
 PUBLICATION_MODE_VARIABLE = 'RMW_FASTRTPS_PUBLICATION_MODE'
-
-
-def all_object_names() -> list[str]:
-    """Every scene item name of the registry: pose topics exist from the start, so discovery happens once."""
-    return sorted({name for scene in (1, 2, 3, 4) for name in registry.scene_objects(scene)})
-
-
-def pose_topics() -> list[str]:
-    """The TCP pose topics of both arms and the pose topic of every scene item."""
-    return [topics.ee_pose_topic(arm) for arm in ARMS] + [topics.object_pose_topic(n) for n in all_object_names()]
 
 
 def subscribe_trajectories(node: Node, callback: Callable[[Arm, bytes], None]) -> None:
@@ -102,7 +91,7 @@ class SimNode(Node):
         self.ee_pubs = {arm: self.create_publisher(PoseStamped, topics.ee_pose_topic(arm), qos.STATE) for arm in ARMS}
         self.object_pubs = {
             name: self.create_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE)
-            for name in all_object_names()
+            for name in topics.all_object_names()
         }
         self.image_pubs = {
             camera: self.create_publisher(Image, topics.image_topic(camera), qos.SENSOR) for camera in CAMERAS

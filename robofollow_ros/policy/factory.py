@@ -16,7 +16,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     'expert': 'robofollow_ros.sim.expert:ExpertPolicy',
     'blind': 'robofollow_ros.sim.expert:BlindPolicy',
     'hold': 'robofollow_ros.policy.hold:HoldPolicy',
-    'replay': 'robofollow_ros.policy.replay:ReplayPolicy',
+    'replay': 'robofollow_ros.bags.replay:ReplayPolicy',
     'openpi': 'robofollow_ros.policy.openpi:OpenpiPolicy',
     'robotwin-tcp': 'robofollow_ros.policy.robotwin_tcp:RobotwinTcpPolicy',
 }
@@ -33,12 +33,6 @@ Isolation = Literal['process', 'trusted', 'built-in']
 nothing of the simulator, the task or the referee; ``trusted``: a ``module:function`` policy in the evaluator's
 process, because the user said ``--trusted-policy``; ``built-in``: one of ``BUILTIN_POLICIES``, project code in
 the evaluator's process (``openpi`` and ``robotwin-tcp`` are clients of a policy that runs elsewhere anyway)."""
-ISOLATION_LABELS: dict[str, str] = {
-    'process': 'own process',
-    'trusted': 'in-process, trusted',
-    'built-in': 'built-in, in-process',
-}
-"""How reports word each ``Isolation``."""
 
 
 def _split(reference: str) -> tuple[str, str]:
@@ -64,7 +58,12 @@ def _check_findable(reference: str) -> None:
         raise PolicyError(f'cannot import policy module {module_name!r}: No module named {top!r}')
 
 
-def _load(reference: str) -> Any:
+def load_reference(reference: str) -> Any:
+    """The attribute a ``module:attribute`` reference names, imported now.
+
+    Raises:
+        PolicyError: the module cannot be imported or lacks the attribute.
+    """
     module_name, attribute = _split(reference)
     try:
         module = importlib.import_module(module_name)
@@ -154,7 +153,7 @@ def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, truste
         _check_findable(reference)
         factory = None
     else:
-        factory = _load(reference)
+        factory = load_reference(reference)
     return PolicyFactory(
         name=name,
         privileged=name in PRIVILEGED_POLICIES,

@@ -18,8 +18,9 @@ from robofollow_ros.policy.base import ACTION_DIM, validate_chunk
 from robofollow_ros.policy.observation import CAMERAS
 from robofollow_ros.policy.openpi_images import OPENPI_IMAGE_SIZE, from_openpi, to_openpi
 from robofollow_ros.policy.wire import observation_fields
+from robofollow_ros.state_layout import HEAD_CAMERA
 
-REQUIRED_CAMERA = 'cam_high'
+REQUIRED_CAMERA = HEAD_CAMERA
 
 
 def observation_request(observation: Any, prompt: str, *, image_size: int = OPENPI_IMAGE_SIZE) -> dict[str, Any]:

@@ -55,11 +55,6 @@ class OpenpiConnection:
         self.metadata: dict[str, Any] = {}
         self._socket: ClientConnection | None = None
 
-    @property
-    def connected(self) -> bool:
-        """Whether a connection is open (it may still turn out dead on the next request)."""
-        return self._socket is not None
-
     def connect(self) -> dict[str, Any]:
         """Open the connection and return the server's metadata."""
         self.close()

@@ -11,19 +11,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from robofollow_ros.errors import PolicyError
+from robofollow_ros.policy.factory import load_reference
 
-
-def _check_replay(kwargs: Mapping[str, Any]) -> None:
-    from robofollow_ros.policy.replay import load_joint_rows
-
-    path = kwargs.get('path')
-    if not isinstance(path, str) or not path:
-        raise PolicyError('--policy replay needs --policy-kwargs \'{"path": "<episode bag or trajectory JSON>"}\'')
-    load_joint_rows(path)
-
-
-CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {'replay': _check_replay}
-"""The built-in policies with options worth checking before a run, by name."""
+CHECKS: dict[str, str] = {'replay': 'robofollow_ros.bags.replay:check_replay_options'}
+"""The built-in policies with options worth checking before a run, by name: ``module:function`` of a check that
+raises ``PolicyError`` (imported when used, like ``factory.BUILTIN_POLICIES``)."""
 
 
 def check_policy_options(name: str, kwargs: Mapping[str, Any]) -> None:
@@ -33,9 +25,10 @@ def check_policy_options(name: str, kwargs: Mapping[str, Any]) -> None:
         PolicyError: naming the policy and what is wrong (e.g. a replay source that is missing or has no
             arm joints).
     """
-    check = CHECKS.get(name)
-    if check is None:
+    reference = CHECKS.get(name)
+    if reference is None:
         return
+    check: Callable[[Mapping[str, Any]], None] = load_reference(reference)
     try:
         check(kwargs)
     except PolicyError as error:

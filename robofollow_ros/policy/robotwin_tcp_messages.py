@@ -15,13 +15,10 @@ import numpy as np
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.base import ACTION_DIM
 from robofollow_ros.policy.wire import observation_fields
+from robofollow_ros.state_layout import ROBOTWIN_CAMERAS
 
 COMMANDS: tuple[str, ...] = ('reset', 'set_instruction', 'predict')
-CAMERA_FIELDS: dict[str, str] = {
-    'head_camera': 'cam_high',
-    'left_camera': 'cam_left_wrist',
-    'right_camera': 'cam_right_wrist',
-}
+CAMERA_FIELDS: dict[str, str] = {field: camera for camera, field in ROBOTWIN_CAMERAS.items()}
 """RoboTwin observation field -> robofollow camera name."""
 
 

@@ -75,7 +75,11 @@ def apply_adjustments(stages: Sequence[GatedStage], raw: RawEpisode, config: Ref
     if raw.wrong_arm:
         last = stages[-1]
         tolerance = config.score_tolerance
-        for score, full in (('intent', last.intent_full(tolerance)), ('exec', last.exec_full(tolerance))):
+        checks: tuple[tuple[Score, bool], ...] = (
+            ('intent', last.intent_full(tolerance)),
+            ('exec', last.exec_full(tolerance)),
+        )
+        for score, full in checks:
             if full:
                 before = totals[score]
                 totals[score] = round(max(0.0, before - config.adjustments.wrong_arm_penalty), DIGITS)

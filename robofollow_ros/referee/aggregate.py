@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.textfiles import read_utf8
 
 REQUIRED = ('task_id', 'scene', 'level_tag', 'intent_score', 'exec_score', 'intent_ok', 'exec_ok', 'completion_ok')
-LEVEL_ORDER = ('L0', 'L1', 'L2', 'L3')
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def trial_identity(record: dict[str, Any]) -> tuple[Any, ...]:
     return (record['task_id'], record.get('variant'), record.get('round'), record.get('seed'))
 
 
-def single_variant(records: Iterable[dict[str, Any]]) -> str | None:
+def single_variant(records: Iterable[Mapping[str, Any]]) -> str | None:
     """The one variant of ``records`` (``None`` if they name none).
 
     Raises:
@@ -119,7 +119,8 @@ def single_variant(records: Iterable[dict[str, Any]]) -> str | None:
 def deduplicate(records: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Keep the first record of each trial; return (kept, skipped duplicates)."""
     seen: set[tuple[Any, ...]] = set()
-    kept, skipped = [], []
+    kept: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     for record in records:
         key = trial_identity(record)
         (skipped if key in seen else kept).append(record)

@@ -21,7 +21,7 @@ from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import LayoutError, TrajectoryError
 from robofollow_ros.referee.timeline import MAX_GAP_S, NS_PER_S, Signal, frame_times, gaps, hold, hold_or_nan
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, find_layout
+from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, Numbers, find_layout
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,6 @@ class TrajectoryBuilder:
         self._arrivals += count
         return np.arange(start, start + count, dtype=np.int64)
 
-    @staticmethod
-    def accepts(topic: str) -> bool:
-        """Whether ``topic`` is an EE or object pose topic the builder uses."""
-        return topic.startswith(topics.EE_POSE_PREFIX) or topics.object_name_from_topic(topic) is not None
-
     def add_pose(
         self,
         topic: str,
@@ -122,7 +117,7 @@ class TrajectoryBuilder:
         self._quats[topic].add(stamp_ns, np.asarray(quats).reshape(count, 4), logs)
 
     def add_joint_state(
-        self, stamp_ns: int, names: Sequence[str], positions: Sequence[float], *, log_ns: int | None = None
+        self, stamp_ns: int, names: Sequence[str], positions: Numbers, *, log_ns: int | None = None
     ) -> None:
         """Add one JointState sample (any joints; the layout's grippers are required to build)."""
         logs = self._log(log_ns)

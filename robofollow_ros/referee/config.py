@@ -265,7 +265,12 @@ def _merge(cls: type, base: Mapping[str, Any], override: Mapping[str, Any], wher
         if key not in hints:
             raise RoboFollowError(f'unknown referee config key {where}{key}')
         kind = hints[key]
-        if is_dataclass(kind) and isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+        if (
+            isinstance(kind, type)
+            and is_dataclass(kind)
+            and isinstance(value, Mapping)
+            and isinstance(base.get(key), Mapping)
+        ):
             merged[key] = _merge(kind, base[key], value, f'{where}{key}.')
         else:
             merged[key] = value

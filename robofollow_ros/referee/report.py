@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robofollow_ros.referee.aggregate import LEVEL_ORDER, GroupSummary
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
+from robofollow_ros.referee.aggregate import GroupSummary
 from robofollow_ros.statistics import DEFAULT_SEED
 from robofollow_ros.statistics.cells import Intervals, methods_used
 
@@ -175,11 +176,12 @@ def to_json(
     return json.dumps(document, indent=2) + '\n'
 
 
-METRIC_STYLES = {
-    'IS': {'marker': 'o', 'linestyle': '-', 'markersize': 8, 'offset': -0.06},
-    'ES': {'marker': 's', 'linestyle': '--', 'markersize': 6, 'offset': 0.0, 'markerfacecolor': 'none'},
-    'CR': {'marker': '^', 'linestyle': ':', 'markersize': 6, 'offset': 0.06},
+METRIC_STYLES: dict[str, dict[str, str | int]] = {
+    'IS': {'marker': 'o', 'linestyle': '-', 'markersize': 8},
+    'ES': {'marker': 's', 'linestyle': '--', 'markersize': 6, 'markerfacecolor': 'none'},
+    'CR': {'marker': '^', 'linestyle': ':', 'markersize': 6},
 }
+METRIC_OFFSETS: dict[str, float] = {'IS': -0.06, 'ES': 0.0, 'CR': 0.06}
 """Distinct marker, line and a small horizontal offset per metric, so that IS and ES stay visible when equal."""
 Y_LIMITS = (-5.0, 108.0)
 
@@ -203,8 +205,7 @@ def figure_of(
             levels = [level for level in table.levels if level in table.cells.get(row, {})]
             positions = [table.levels.index(level) for level in levels]
             for index, metric in enumerate(METRICS):
-                style = dict(METRIC_STYLES[metric])
-                offset = style.pop('offset')
+                style, offset = METRIC_STYLES[metric], METRIC_OFFSETS[metric]
                 label = metric if len(tables) == 1 else f'{name} {metric}'
                 colour = colours[(index if len(tables) == 1 else number) % len(colours)]
                 xs = [position + offset for position in positions]
@@ -270,11 +271,17 @@ class Report:
     intervals: Intervals | None = None
 
 
+ISOLATION_LABELS: dict[str, str] = {
+    'process': 'own process',
+    'trusted': 'in-process, trusted',
+    'built-in': 'built-in, in-process',
+}
+"""How reports word each ``Isolation`` of a record (``policy.factory.Isolation``)."""
+
+
 def run_title(about: Mapping[str, Any]) -> str:
     """``Policy expert (privileged: ground-truth access; built-in, in-process) · run 1a2b3c4d5e6f · variant
     published``: the policy, its privilege and isolation, the run and the scoring variant."""
-    from robofollow_ros.policy.factory import ISOLATION_LABELS
-
     parts = [f'Policy {about.get("policy") or "unknown"}']
     notes = []
     if about.get('privileged') is not None:

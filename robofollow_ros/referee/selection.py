@@ -256,7 +256,7 @@ def read_selection(task: Task, signals: EpisodeSignals, *, layout: Layout, confi
     push = truth.action == 'push'
     threshold = config.gripper.push_close if push else config.gripper.close
     closes = {arm: close_event(signals.grip[arm], threshold) for arm in ARMS}
-    other = 'right' if truth.arm == 'left' else 'left'
+    other: Arm = 'right' if truth.arm == 'left' else 'left'
     arm = first_close_arm(truth.arm, closes[truth.arm], closes[other])
     if arm is None:
         return Selection(action='none')

@@ -29,11 +29,6 @@ TOP_DOWN = (-0.5, 0.5, -0.5, -0.5)
 """The expert's top-down grasp orientation (w, x, y, z): TCP +x along world -z."""
 
 
-def yaw_quaternion(yaw: float) -> tuple[float, float, float, float]:
-    """Unit quaternion (w, x, y, z) of a rotation by ``yaw`` radians about +z."""
-    return (math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2))
-
-
 @dataclass
 class Track:
     """A piecewise-linear signal: keyframe times and values."""

@@ -130,8 +130,8 @@ def check_physical(trajectory: Trajectory) -> None:
         and the rule it breaks.
     """
     signals: dict[str, np.ndarray] = {}
-    for prefix, group in (('ee', trajectory.ee), ('grip', trajectory.grip), ('ee_quat', trajectory.ee_quat)):
-        signals.update({f'{prefix}.{arm}': np.asarray(values, dtype=float) for arm, values in group.items()})
+    for prefix, per_arm in (('ee', trajectory.ee), ('grip', trajectory.grip), ('ee_quat', trajectory.ee_quat)):
+        signals.update({f'{prefix}.{arm}': np.asarray(values, dtype=float) for arm, values in per_arm.items()})
     for suffix, group in (('p', trajectory.obj_pos), ('q', trajectory.obj_quat)):
         signals.update({f'objects.{name}.{suffix}': np.asarray(values, dtype=float) for name, values in group.items()})
     found = [(hit, key) for key, values in signals.items() if (hit := _first_impossible(key, values)) is not None]
@@ -209,7 +209,7 @@ def prepare_trajectory(
             f'needed); e.g. {first_bad[0]} is missing or not finite from frame {int(np.argmax(first_bad[1]))}'
         )
     holes = _holes(t, kept, config.gaps.report_longer_than)
-    gaps = tuple(sorted({tuple(map(float, g)) for g in trajectory.gaps} | set(holes)))
+    gaps = tuple(sorted({(float(start), float(end)) for start, end in trajectory.gaps} | set(holes)))
     if kept.size == n:
         if gaps == trajectory.gaps:
             return trajectory

@@ -16,6 +16,7 @@ from rclpy.serialization import serialize_message
 
 from robofollow_ros.errors import GraphError
 from robofollow_ros.referee.timeline import NS_PER_S
+from robofollow_ros.state_layout import Numbers
 
 _PROBE_STAMP_NS = 0x1234_5678 * NS_PER_S + 0x0BAD_CAFE
 _STAMP = struct.Struct('<iI')
@@ -44,7 +45,7 @@ class CdrTemplate:
             raise GraphError('a CDR template must hold its stamp and its float64 values as they were given')
         self.buffer = bytearray(data)
 
-    def fill(self, stamp_ns: int, values: Sequence[float] = ()) -> bytes:
+    def fill(self, stamp_ns: int, values: Numbers = ()) -> bytes:
         """The serialised message with ``stamp_ns`` and ``values`` (``count`` floats) patched in."""
         _STAMP.pack_into(self.buffer, self.stamp_at, *divmod(int(stamp_ns), NS_PER_S))
         if self.values.size:
@@ -79,16 +80,16 @@ class FrameMessages:
         """A ``rosgraph_msgs/Clock`` at ``stamp_ns``."""
         return self._clock.fill(stamp_ns)
 
-    def joint_state(self, stamp_ns: int, positions: Sequence[float]) -> bytes:
+    def joint_state(self, stamp_ns: int, positions: Numbers) -> bytes:
         """A ``sensor_msgs/JointState`` with positions only."""
         return self._joints.fill(stamp_ns, positions)
 
-    def pose(self, stamp_ns: int, position: Sequence[float], quat: Sequence[float]) -> bytes:
+    def pose(self, stamp_ns: int, position: Numbers, quat: Numbers) -> bytes:
         """A ``geometry_msgs/PoseStamped`` from a position and a (w, x, y, z) quaternion."""
         w, x, y, z = _floats(quat)
         return self._pose.fill(stamp_ns, (*_floats(position), x, y, z, w))
 
 
-def _floats(values: Sequence[float]) -> Sequence[float]:
+def _floats(values: Numbers) -> Sequence[float]:
     """Python floats: struct packs them in about half the time numpy scalars take (every row, ~10 messages)."""
     return values.tolist() if isinstance(values, np.ndarray) else values

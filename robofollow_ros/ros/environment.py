@@ -1,7 +1,7 @@
 """``RosEnvironment``: the sim node seen through topics, driven by the same ``run_episode`` loop as ``CellEnv``.
 
 ``reset`` waits for the observation the sim published after the evaluator's reset; ``execute`` publishes a chunk
-as one JointTrajectory per arm and waits for the next complete observation (handshake: ``graph/protocol.py``).
+as one JointTrajectory per arm and waits for the next complete observation (handshake: ``ros/protocol.py``).
 Privileged poses (objects, TCPs) are attached only when the policy is a built-in reference policy, as a
 mocap-equipped real cell would provide them.
 """
@@ -17,12 +17,12 @@ import numpy as np
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
+from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import GraphError
-from robofollow_ros.evaluation.environment import CellObservation
-from robofollow_ros.graph.protocol import SimStatus, StatusEvent
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.protocol import SimStatus, StatusEvent
 from robofollow_ros.state_layout import CAMERAS, JointLayout
 
 NS_PER_S = 1_000_000_000

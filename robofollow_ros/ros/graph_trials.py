@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Collection, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import GraphLostError, WorkerLostError
@@ -33,8 +33,22 @@ from robofollow_ros.evaluation.records import Trial, bookkeeping
 from robofollow_ros.evaluation.runner import TrialResult
 from robofollow_ros.textfiles import partial_owner
 
-if TYPE_CHECKING:
-    from robofollow_ros.nodes.evaluator import EvaluatorNode
+
+class GraphLink(Protocol):
+    """What a graph's trial thread uses of the evaluator node linked to it (``nodes.evaluator.EvaluatorNode``)."""
+
+    domain: int
+    timeout: float
+    stopping: bool
+
+    def start_episode(self, spec: EpisodeSpec, *, deadline: float) -> None: ...
+
+    def wait_for_end(self, spec: EpisodeSpec, *, deadline: float) -> None: ...
+
+    def wait_for_result(self, spec: EpisodeSpec, *, deadline: float) -> tuple[dict[str, Any], float]: ...
+
+    def get_logger(self) -> Any: ...
+
 
 LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
 POLL_SECONDS = 0.1
@@ -52,7 +66,7 @@ class GraphTrials:
 
     runtime = 'ros-graph'
 
-    def __init__(self, links: Sequence[EvaluatorNode]) -> None:
+    def __init__(self, links: Sequence[GraphLink]) -> None:
         self.links = list(links)
         self.problems: list[str] = []
         self.ran: Counter[int] = Counter()
@@ -64,7 +78,7 @@ class GraphTrials:
         self.options, self.identity = options, identity
         return self
 
-    def start_trial(self, link: EvaluatorNode, trial: Trial) -> _InFlight:
+    def start_trial(self, link: GraphLink, trial: Trial) -> _InFlight:
         """Publish, reset and instruct one trial on ``link``'s graph."""
         options = self.options
         assert options is not None
@@ -76,7 +90,7 @@ class GraphTrials:
         link.start_episode(spec, deadline=flight.deadline)
         return flight
 
-    def finish_trial(self, link: EvaluatorNode, flight: _InFlight) -> TrialResult:
+    def finish_trial(self, link: GraphLink, flight: _InFlight) -> TrialResult:
         """Collect the referee's result of a started trial; the record is completed as in-process."""
         options, identity = self.options, self.identity
         assert options is not None and identity is not None
@@ -135,7 +149,7 @@ class GraphTrials:
             for thread in threads:
                 thread.join(JOIN_SECONDS)
 
-    def _serve(self, link: EvaluatorNode, dispatch: _Dispatch, finished: queue.Queue[tuple[str, Any]]) -> None:
+    def _serve(self, link: GraphLink, dispatch: _Dispatch, finished: queue.Queue[tuple[str, Any]]) -> None:
         flights: list[_InFlight] = []  # at most two: the trial whose result is due, and the one the graph runs
         try:
             while True:
@@ -194,7 +208,7 @@ class _Dispatch:
         self.condition = threading.Condition()
         self.stopped = False
 
-    def take(self, link: EvaluatorNode, *, wait: bool = True) -> Trial | None:
+    def take(self, link: GraphLink, *, wait: bool = True) -> Trial | None:
         """The next trial for ``link``; with ``wait``, waits while the queue is empty but another graph may give
         one back."""
         with self.condition:
@@ -205,13 +219,13 @@ class _Dispatch:
             self.busy.add(id(link))
             return self.trials.take()
 
-    def give_back(self, link: EvaluatorNode, trial: Trial, *, reason: str) -> None:
+    def give_back(self, link: GraphLink, trial: Trial, *, reason: str) -> None:
         """``link``'s graph was lost with ``trial`` in flight (raises ``WorkerLostError`` on its third loss)."""
         with self.condition:
             self.trials.put_back(trial, reason=reason)
             self.condition.notify_all()
 
-    def leave(self, link: EvaluatorNode) -> None:
+    def leave(self, link: GraphLink) -> None:
         """``link`` is no longer running a trial."""
         with self.condition:
             self.busy.discard(id(link))
@@ -224,7 +238,7 @@ class _Dispatch:
             self.condition.notify_all()
 
 
-def _wait_for_bag(link: EvaluatorNode, path: Path, *, since: float) -> None:
+def _wait_for_bag(link: GraphLink, path: Path, *, since: float) -> None:
     """Give the recorder a moment to publish the bag of the episode just scored: it closes the bag on the same
     result the evaluator received, and a graph stopped before that would leave the bag the record names hidden."""
     deadline = time.monotonic() + BAG_WAIT_SECONDS

@@ -11,6 +11,7 @@ up for every message (``docs/graph.md``).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from typing import cast
 
 import rclpy
 from rclpy.node import Node
@@ -70,7 +71,7 @@ class OnDemandReaders:
                 continue
             with reader.handle:
                 while (taken := reader.handle.take_message(reader.msg_type, True)) is not None:
-                    data = taken[0]
+                    data = cast(bytes, taken[0])  # a raw take gives the serialised bytes; rclpy types it object
                     self.store(topic, header_stamp_ns(data), data)
 
     def close(self) -> None:

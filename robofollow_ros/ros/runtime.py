@@ -20,7 +20,7 @@ from rclpy.node import Node
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.graph.protocol import read_spec
+from robofollow_ros.ros.protocol import read_spec
 from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops, install_stop_handlers
 
 SPIN_PERIOD = 0.1
@@ -47,7 +47,7 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
     """
     install_stop_handlers()
     die_with_parent()
-    rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    rclpy.init(args=None if args is None else list(args), signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     try:
         node = factory()
     except Exception as error:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
 from robofollow_ros.benchmark.types import TABLE_Z
+from robofollow_ros.state_layout import HEAD_CAMERA, LEFT_WRIST_CAMERA, RIGHT_WRIST_CAMERA
 
 TIMESTEP = 0.004
 """Physics step (s): the protocol's 250 Hz, with the implicitfast integrator."""
@@ -22,18 +21,6 @@ ROW_SECONDS = 0.06
 GRIP_SPEED = 5.0
 """Gripper speed limit in normalised units per second: a full close or open takes at least 0.2 s (50 steps at the
 protocol's 250 Hz, which is what the published executor spends on a gripper-only row)."""
-
-ARM_KP = (900.0, 1200.0, 900.0, 250.0, 250.0, 150.0)
-"""Position gains (N m / rad) of joints 1-6 of the primitive robot (ARM_* to FINGER_KV and HOME_Q are the primitive
-robot's; every robot's servo values are in ``sim/robots.py``)."""
-ARM_KV = (40.0, 50.0, 35.0, 8.0, 8.0, 5.0)
-"""Velocity-feedback gains (N m s / rad) of joints 1-6, driven with the commanded joint velocity as feed-forward."""
-ARM_ARMATURE = (0.05, 0.05, 0.04, 0.01, 0.01, 0.01)
-FINGER_KP = 400.0
-"""Finger position gain (N/m): holding a 4 cm object with the fingers commanded shut squeezes with ~8 N each."""
-FINGER_FORCE = 15.0
-"""Finger force limit (N)."""
-FINGER_KV = 4.0
 
 FINGER_FRICTION = (1.5, 0.02, 0.0001)
 """Finger pads: sliding, torsional, rolling friction. Pads have contact priority over objects (see OBJECT_PRIORITY), so
@@ -64,10 +51,6 @@ COLLISION = {
     'none': (0, 0),
 }
 
-HOME_Q = (0.0, -0.5, 0.77, 0.0, math.pi / 2.0 - 0.27, 0.0)
-"""Home joints of each arm (joint1..6, rad): TCP pointing straight down (joint2 + joint3 + joint5 = pi/2) at
-(-/+0.28, -0.270, 0.949), 0.17 m in front of the base and 0.21 m above the table, behind the operation area."""
-
 SPAWN_CLEARANCE_BOX = 0.001
 """Protocol §2.0: a cube's centre spawns at table + half-size + 0.001; spheres and cylinders touch the table."""
 STACK_CLEARANCE = 0.002
@@ -85,11 +68,11 @@ BOWL_BASE_THICKNESS = 0.006
 BOWL_MASS_DEFAULT = 0.15
 
 CAMERA_LINKS = {
-    'cam_high': 'cam_high_link',
-    'cam_left_wrist': 'left_wrist_camera_link',
-    'cam_right_wrist': 'right_wrist_camera_link',
+    HEAD_CAMERA: 'cam_high_link',
+    LEFT_WRIST_CAMERA: 'left_wrist_camera_link',
+    RIGHT_WRIST_CAMERA: 'right_wrist_camera_link',
 }
-CAMERA_FOVY = 37.0
+"""The URDF link each camera is mounted on."""
 CAMERA_NEAR = 0.005
 """Near clipping plane (m). MuJoCo's default is 1 % of the model extent (~6.7 m with the floor and backdrop), which
 cut a held object out of the wrist cameras; the pads are ~0.05 m from a wrist camera."""

@@ -12,9 +12,11 @@ import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark.types import ARMS, Arm, Layout, ObjectSpec, Task
+from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import SimulationError
-from robofollow_ros.evaluation.environment import CellObservation
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.robot.description import RobotDescription, load_robot
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
 from robofollow_ros.sim.executor import JointExecutor
 from robofollow_ros.sim.kinematics import Kinematics
@@ -22,8 +24,6 @@ from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
 from robofollow_ros.sim.recorder import FrameRecorder, RecordedFrame
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.sim.robot import RobotDescription, load_robot
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 from robofollow_ros.sim.spawn import spawn
 from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
 
@@ -40,9 +40,11 @@ class CellEnv:
     Args:
         render: whether observations include camera images unless a call says otherwise.
         width, height: image size in pixels (default 320x240, protocol §1.3).
-        robot: registered robot name (``sim.robots``), e.g. ``primitive`` or ``aloha``.
+        robot: registered robot name (``robot.specs``), e.g. ``primitive`` or ``aloha``.
         visual_hulls: draw mesh geoms as their convex hulls in camera images (default: the robot's setting);
             faster software rendering of the ALOHA's meshes at the cost of blockier arms.
+        light_meshes: cameras draw the robot's lighter meshes where it has them (default; ``CellModel.render_model``);
+            False draws the meshes the physics uses.
 
     Raises:
         SimulationError: unknown robot.
@@ -56,9 +58,11 @@ class CellEnv:
         height: int = IMAGE_HEIGHT,
         robot: str = DEFAULT_ROBOT,
         visual_hulls: bool | None = None,
+        light_meshes: bool = True,
     ) -> None:
         self.robot: RobotDescription = load_robot(robot)
         self.visual_hulls = self.robot.spec.visual_hulls if visual_hulls is None else visual_hulls
+        self.light_meshes = light_meshes
         self.render_default = render
         self.width = width
         self.height = height
@@ -203,7 +207,13 @@ class CellEnv:
     def _rig(self, cell: CellModel) -> CameraRig:
         rig = self._rigs.get(id(cell))
         if rig is None:
-            rig = CameraRig(cell.model, width=self.width, height=self.height, hulls=self.visual_hulls)
+            rig = CameraRig(
+                cell.model,
+                width=self.width,
+                height=self.height,
+                hulls=self.visual_hulls,
+                render_model=cell.render_model() if self.light_meshes else None,
+            )
             self._rigs[id(cell)] = rig
         return rig
 

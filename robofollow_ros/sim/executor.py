@@ -34,6 +34,10 @@ class JointExecutor:
         self._pos_act = np.concatenate([cell.arms[a].pos_actuators for a in ARMS])
         self._vel_act = np.concatenate([cell.arms[a].vel_actuators for a in ARMS])
         self._finger_act = [cell.arms[a].finger_actuators for a in ARMS]
+        # Each finger actuator's column in the (left, right) grip vector and its travel: one fancy-indexed write
+        # per step instead of a Python loop over the arms.
+        self._finger_all = np.concatenate(self._finger_act)
+        self._finger_arm = np.concatenate([np.full(len(act), i) for i, act in enumerate(self._finger_act)])
         self._travel = np.array([cell.arms[a].finger_travel for a in ARMS])
         self._vmax = cell.robot.joint_velocity()
         self._lower = np.concatenate([cell.robot.arms[a].lower for a in ARMS])
@@ -90,9 +94,17 @@ class JointExecutor:
         steps = self._steps(dq, dgrip)
         qdot = dq / (steps * self._dt)
         model, data = self.cell.model, self.data
-        for k in range(1, steps + 1):
-            s = k / steps
-            self._command(start + s * dq, qdot, grip_start + s * dgrip)
+        # Every step's controls at once, with the same float operations per element as one step at a time
+        # (s = k / steps; start + s * dq; grip * travel), so that the trajectory is bit for bit the same.
+        s = (np.arange(1, steps + 1, dtype=np.float64) / steps)[:, None]
+        controls = np.repeat(data.ctrl[None, :], steps, axis=0)
+        controls[:, self._pos_act] = start + s * dq
+        controls[:, self._vel_act] = qdot
+        grips = grip_start + s * dgrip
+        controls[:, self._finger_all] = grips[:, self._finger_arm] * self._travel[self._finger_arm]
+        ctrl = data.ctrl
+        for control in controls:
+            ctrl[:] = control
             mujoco.mj_step(model, data)
         self._command(targets, np.zeros_like(qdot), grip_target)
         self.grip = grip_target

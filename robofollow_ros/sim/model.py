@@ -15,6 +15,7 @@ import numpy as np
 
 from robofollow_ros.benchmark.types import ARMS, Arm, ObjectSpec
 from robofollow_ros.errors import SimulationError
+from robofollow_ros.robot.description import RobotDescription, load_robot
 from robofollow_ros.sim.constants import (
     ARM_FRICTION,
     CAMERA_FAR,
@@ -35,7 +36,6 @@ from robofollow_ros.sim.constants import (
     TIMESTEP,
 )
 from robofollow_ros.sim.objects import add_object, free_joint_name, is_static
-from robofollow_ros.sim.robot import RobotDescription, load_robot
 from robofollow_ros.sim.rotations import quat_from_matrix
 from robofollow_ros.state_layout import CAMERAS
 
@@ -163,15 +163,17 @@ def set_clip_planes(model: mujoco.MjModel) -> None:
     model.vis.map.zfar = CAMERA_FAR / model.stat.extent
 
 
-def compose(objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None) -> mujoco.MjSpec:
-    """Compose the cell with ``objects`` (uncompiled).
+def compose(
+    objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None, light: bool = False
+) -> mujoco.MjSpec:
+    """Compose the cell with ``objects`` (uncompiled); ``light`` builds it with the robot's lighter camera meshes.
 
     Raises:
         SimulationError: the URDF cannot be loaded or an object is malformed.
     """
     robot = robot or load_robot()
     try:
-        spec = mujoco.MjSpec.from_string(robot.spec.urdf_text())
+        spec = mujoco.MjSpec.from_string(robot.spec.urdf_text(light=light))
     except SimulationError:
         raise
     except Exception as exc:  # mujoco raises plain ValueError/Exception on parse errors
@@ -249,6 +251,27 @@ class CellModel:
             self.object_index[obj.name] = ObjectIndex(spec=obj, body=body, qpos=qpos, dof=dof, geoms=geoms)
         self.cameras = {name: model.camera(name).id for name in CAMERAS}
         self.table_geom = model.geom(np.flatnonzero(model.geom_bodyid == model.body('table').id)[0]).id
+        self._render_model: mujoco.MjModel | None = None
+
+    def render_model(self) -> mujoco.MjModel:
+        """The model the cameras draw: this one with the robot's lighter meshes (compiled once, on first use), or
+        this one itself when the robot has none. Same bodies, joints and cameras; only mesh geometry (and so the
+        mesh geoms' frames) differs, so it is posed from this model's ``qpos`` (``render.CameraRig``).
+
+        Raises:
+            SimulationError: the lighter model cannot be composed or compiled.
+        """
+        if not self.robot.spec.light_mesh_packages:
+            return self.model
+        if self._render_model is None:
+            spec = compose(self.objects, robot=self.robot, light=True)
+            try:
+                model = spec.compile()
+            except Exception as exc:  # compile errors surface as ValueError with MuJoCo's message
+                raise SimulationError(f'cannot compile the cell model with light meshes: {exc}') from exc
+            set_clip_planes(model)
+            self._render_model = model
+        return self._render_model
 
     @classmethod
     def build(cls, objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None) -> CellModel:

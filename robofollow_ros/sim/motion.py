@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 
 from robofollow_ros.benchmark.types import TABLE_Z, Arm
-from robofollow_ros.sim.constants import GRIP_SPEED, ROW_SECONDS
+from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
 from robofollow_ros.sim.rotations import tcp_yaw, top_down, wrap_angle
 from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
@@ -318,7 +318,3 @@ class MotionPlanner:
     def home(self, state: np.ndarray, arm: Arm, *, grip: float | None = None) -> np.ndarray:
         """Joint-space move of ``arm`` back to its home joints (gripper kept unless ``grip`` is given)."""
         return self.joint_rows(state, arm, self.kin.home(arm), grip=grip)
-
-    def gripper_seconds(self, delta: float) -> float:
-        """How long the executor spends on a gripper change of ``delta`` (normalised units)."""
-        return max(ROW_SECONDS, abs(delta) / GRIP_SPEED)

@@ -20,21 +20,11 @@ def tcp_pose(cell: CellModel, data: mujoco.MjData, arm: Arm) -> tuple[np.ndarray
     return data.site_xpos[site].copy(), quat_from_matrix(data.site_xmat[site].reshape(3, 3))
 
 
-def tcp_matrix(cell: CellModel, data: mujoco.MjData, arm: Arm) -> np.ndarray:
-    """World rotation matrix of an arm's TCP (columns: TCP x, y, z axes)."""
-    return data.site_xmat[cell.arms[arm].tcp_site].reshape(3, 3).copy()
-
-
 def object_pose(cell: CellModel, data: mujoco.MjData, name: str) -> tuple[np.ndarray, np.ndarray]:
     """World position (3,) and orientation (w, x, y, z) of a scene item's body."""
     body = cell.object_index[name].body
     quat = data.xquat[body].copy()
     return data.xpos[body].copy(), quat if quat[0] >= 0.0 else -quat
-
-
-def object_poses(cell: CellModel, data: mujoco.MjData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Pose of every scene item, keyed by name."""
-    return {name: object_pose(cell, data, name) for name in cell.object_names}
 
 
 def arm_joints(cell: CellModel, data: mujoco.MjData, arm: Arm) -> np.ndarray:
@@ -71,14 +61,6 @@ def set_object_pose(
     data.qvel[index.dof : index.dof + 6] = 0.0
 
 
-def object_speed(cell: CellModel, data: mujoco.MjData, name: str) -> float:
-    """Linear speed (m/s) of a free object; 0 for static items."""
-    index = cell.object_index[name]
-    if index.dof < 0:
-        return 0.0
-    return float(np.linalg.norm(data.qvel[index.dof : index.dof + 3]))
-
-
 def _arm_of_geom(cell: CellModel, geom: int) -> Arm | None:
     name = mujoco.mj_id2name(cell.model, mujoco.mjtObj.mjOBJ_BODY, int(cell.model.geom_bodyid[geom])) or ''
     for arm in ARMS:
@@ -90,7 +72,7 @@ def _arm_of_geom(cell: CellModel, geom: int) -> Arm | None:
 def finger_geoms(cell: CellModel, arm: Arm) -> frozenset[int]:
     """Geom ids of an arm's two fingers."""
     model = cell.model
-    ids = []
+    ids: list[int] = []
     for finger in cell.robot.arms[arm].fingers:
         body = model.jnt_bodyid[model.joint(finger).id]
         ids.extend(int(g) for g in np.flatnonzero(model.geom_bodyid == body))
@@ -101,9 +83,9 @@ def contacts_of(cell: CellModel, data: mujoco.MjData, name: str) -> set[str]:
     """Names of what a scene item touches: other items, ``table``, ``left``/``right`` (arm links)."""
     own = set(cell.object_index[name].geoms)
     geom_owner: dict[int, str] = {}
-    for other, index in cell.object_index.items():
+    for owner, index in cell.object_index.items():
         for g in index.geoms:
-            geom_owner[g] = other
+            geom_owner[g] = owner
     touching: set[str] = set()
     for contact in data.contact[: data.ncon]:
         g1, g2 = int(contact.geom1), int(contact.geom2)

@@ -18,7 +18,11 @@ class CameraRig:
     """Renders RGB images of named cameras of one model; one ``mujoco.Renderer`` per rendering thread.
 
     With ``hulls`` mesh geoms are drawn as their convex hulls (the shapes MuJoCo collides with): far fewer
-    triangles, which is what a software rasteriser pays for.
+    triangles, which is what a software rasteriser pays for. With a ``render_model`` (the same cell with lighter
+    meshes, ``CellModel.render_model``) the cameras draw that model. Either way the scene is posed from the
+    simulated ``data``'s joint positions (and the simulated model's body placements, where static items are placed)
+    in the rendering thread's own scratch data, cameras included: the simulation is only read, and the cameras sit
+    where the last recorded frame has them (after a step MuJoCo's own camera poses lag the bodies by that step).
     """
 
     def __init__(
@@ -29,21 +33,25 @@ class CameraRig:
         height: int = IMAGE_HEIGHT,
         cameras: tuple[str, ...] = CAMERAS,
         hulls: bool = False,
+        render_model: mujoco.MjModel | None = None,
     ) -> None:
-        self.model = model
+        self.sim_model = model
+        self.model = model if render_model is None else render_model
+        if self.model is not model and (self.model.nq, self.model.nbody) != (model.nq, model.nbody):
+            raise SimulationError('the render model differs from the simulated one in more than mesh geometry')
         self.scene_option = mujoco.MjvOption()
         self.scene_option.flags[mujoco.mjtVisFlag.mjVIS_CONVEXHULL] = hulls
         self.width = width
         self.height = height
         self.cameras = cameras
         self._camera_ids = {name: model.camera(name).id for name in cameras}
-        self._renderers: dict[int, mujoco.Renderer] = {}
+        self._renderers: dict[int, tuple[mujoco.Renderer, mujoco.MjData]] = {}
         self._lock = threading.Lock()
 
-    def _renderer(self) -> mujoco.Renderer:
+    def _renderer(self) -> tuple[mujoco.Renderer, mujoco.MjData]:
         key = threading.get_ident()
-        renderer = self._renderers.get(key)
-        if renderer is None:
+        entry = self._renderers.get(key)
+        if entry is None:
             try:
                 renderer = mujoco.Renderer(self.model, height=self.height, width=self.width)
             except Exception as exc:  # backend errors come as RuntimeError/ValueError/AttributeError
@@ -51,23 +59,38 @@ class CameraRig:
                     f'cannot create an offscreen renderer ({exc}); set MUJOCO_GL=egl or MUJOCO_GL=osmesa '
                     'and install the EGL or OSMesa libraries'
                 ) from exc
+            entry = (renderer, mujoco.MjData(self.model))
             with self._lock:
-                self._renderers[key] = renderer
-        return renderer
+                self._renderers[key] = entry
+        return entry
+
+    def _posed(self, data: mujoco.MjData, scratch: mujoco.MjData) -> mujoco.MjData:
+        if self.model is not self.sim_model:
+            self.model.body_pos[:] = self.sim_model.body_pos
+            self.model.body_quat[:] = self.sim_model.body_quat
+        scratch.qpos[:] = data.qpos
+        scratch.mocap_pos[:] = data.mocap_pos
+        scratch.mocap_quat[:] = data.mocap_quat
+        scratch.time = data.time
+        mujoco.mj_kinematics(self.model, scratch)
+        mujoco.mj_camlight(self.model, scratch)
+        return scratch
 
     def render(self, data: mujoco.MjData) -> dict[str, np.ndarray]:
-        """One (height, width, 3) uint8 RGB image per camera for the state in ``data``."""
-        renderer = self._renderer()
+        """One (height, width, 3) uint8 RGB image per camera for the state in ``data`` (of the simulated model)."""
+        renderer, scratch = self._renderer()
+        posed = self._posed(data, scratch)
         images: dict[str, np.ndarray] = {}
         for name, camera in self._camera_ids.items():
-            renderer.update_scene(data, camera=camera, scene_option=self.scene_option)
-            images[name] = renderer.render().copy()
+            renderer.update_scene(posed, camera=camera, scene_option=self.scene_option)
+            # ``render()`` without ``out`` fills a new array every call: nothing to copy.
+            images[name] = renderer.render()
         return images
 
     def close(self) -> None:
         """Release every renderer (best effort for renderers owned by other threads)."""
         with self._lock:
-            renderers = list(self._renderers.values())
+            renderers = [renderer for renderer, _ in self._renderers.values()]
             self._renderers.clear()
         for renderer in renderers:
             with contextlib.suppress(Exception):

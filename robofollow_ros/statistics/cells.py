@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from robofollow_ros.referee.aggregate import LEVEL_ORDER
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
 from robofollow_ros.statistics import DEFAULT_RESAMPLES, DEFAULT_SEED, row_rng
 from robofollow_ros.statistics.intervals import (
     NO_SPREAD,

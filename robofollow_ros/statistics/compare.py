@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
 from robofollow_ros.errors import RoboFollowError
-from robofollow_ros.referee.aggregate import LEVEL_ORDER
 from robofollow_ros.statistics import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, row_rng
 from robofollow_ros.statistics.cells import MACRO, METRICS, TaskTable, row_name, task_tables
 from robofollow_ros.statistics.intervals import (
@@ -305,7 +305,7 @@ def paired_row(
     difference = value_a - value_b
     trials = sum(group.a.trials for group in groups)
     methods = [f'paired {BOOTSTRAP}'] * len(METRICS)
-    for column in np.flatnonzero(np.ptp(replicates, axis=0) == 0):
+    for column in np.flatnonzero(np.ptp(replicates, axis=0) == 0).tolist():
         # Every task differs by the same amount (e.g. 100 vs 0, or identical runs): no percentile spread.
         low[column], high[column] = no_spread_bounds(
             float(difference[column]), tasks=tasks, confidence=confidence, lowest=-1.0, highest=1.0

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robofollow_ros.referee.aggregate import LEVEL_ORDER
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
 from robofollow_ros.statistics.cells import METRICS
 from robofollow_ros.statistics.compare import ALL, CELL, LEVEL, OVERALL, Comparison, DiffRow
 from robofollow_ros.statistics.intervals import Interval
@@ -70,10 +70,10 @@ def to_markdown(comparison: Comparison, names: Mapping[str, str]) -> str:
         for scene in dict.fromkeys(row.row for row in cell_rows):
             values = []
             for level in levels:
-                row = by_cell.get((scene, level))
+                cell = by_cell.get((scene, level))
                 values.append(
-                    ' / '.join(f'{100 * row.difference[m].estimate:+.1f} {short_verdict(row, m)}' for m in METRICS)
-                    if row
+                    ' / '.join(f'{100 * cell.difference[m].estimate:+.1f} {short_verdict(cell, m)}' for m in METRICS)
+                    if cell
                     else '–'
                 )
             lines.append(f'| {scene} | ' + ' | '.join(values) + ' |')

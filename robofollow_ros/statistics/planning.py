@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from robofollow_ros.referee.aggregate import LEVEL_ORDER
+from robofollow_ros.benchmark.constants import LEVEL_ORDER
 from robofollow_ros.statistics.cells import MEAN_ROW, METRICS, TaskTable, row_name, task_tables
 from robofollow_ros.statistics.intervals import z_value
 

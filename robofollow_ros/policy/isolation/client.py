@@ -141,13 +141,13 @@ class PolicyProcess:
             self.kill()
             raise PolicyProcessError(f'the policy process broke the protocol during {op}')
         if 'error' in reply:
-            error = reply['error']
+            raised = reply['error']
             raise PolicyRaisedError(
-                str(error.get('type')),
-                str(error.get('message')),
-                own=bool(error.get('own')),
-                fatal=bool(error.get('fatal')),
-                memory=bool(error.get('memory')),
+                str(raised.get('type')),
+                str(raised.get('message')),
+                own=bool(raised.get('own')),
+                fatal=bool(raised.get('fatal')),
+                memory=bool(raised.get('memory')),
             )
         if 'invalid' in reply:
             raise PolicyChunkError(str(reply['invalid']))

@@ -28,6 +28,7 @@ from robofollow_ros.policy.openpi_messages import CAMERAS, parse_request
 from robofollow_ros.policy.server.failures import describe_failure
 from robofollow_ros.policy.server.interface import DEFAULT_IDLE_TIMEOUT
 from robofollow_ros.policy.server.served import ServedPolicy
+from robofollow_ros.state_layout import ACTION_DIM
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 CONTROL_KEY = '__ctrl__'
@@ -58,7 +59,7 @@ class OpenpiServer:
         self.metadata: dict[str, Any] = {
             'server': 'robofollow',
             'policy': served.name,
-            'action_dim': 14,
+            'action_dim': ACTION_DIM,
             'cameras': list(CAMERAS),
             'image_size': OPENPI_IMAGE_SIZE,
         }

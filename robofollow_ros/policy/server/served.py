@@ -28,8 +28,8 @@ class ServedPolicy:
             self.policy.reset()
             self._instruction = None
 
-    def set_instruction(self, text: str) -> None:
-        """Set the episode's instruction."""
+    def set_instruction(self, text: object) -> None:
+        """Set the episode's instruction (a wire's payload, refused unless it is a string)."""
         if not isinstance(text, str):
             raise PolicyError(f'the instruction must be a string, got {type(text).__name__}')
         with self._lock:

@@ -5,8 +5,6 @@ Values taken from the published expert (protocol §8.1) say so; the rest are cho
 
 from __future__ import annotations
 
-ROWS_PER_QUERY = 50
-"""The evaluator executes at most this many rows of a chunk (protocol §1.6)."""
 IDLE_ROWS = 1
 """Rows returned per query once the plan is done: short chunks end the episode quickly."""
 HOME_HOLD_ROWS = 25

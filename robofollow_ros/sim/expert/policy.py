@@ -13,9 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from robofollow_ros.benchmark.constants import ACTIONS_PER_QUERY
 from robofollow_ros.benchmark.types import Layout, Task
 from robofollow_ros.errors import PolicyError
-from robofollow_ros.sim.expert.constants import IDLE_ROWS, ROWS_PER_QUERY
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.sim.expert.constants import IDLE_ROWS
 from robofollow_ros.sim.expert.phases import Phase, PhaseContext
 from robofollow_ros.sim.expert.planners import Assignment, phases_for
 from robofollow_ros.sim.expert.routes import route_objects
@@ -23,8 +26,6 @@ from robofollow_ros.sim.expert.scene import SceneView
 from robofollow_ros.sim.kinematics import Kinematics, UnreachablePoseError
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.motion import MotionPlanner
-from robofollow_ros.sim.robot import load_robot
-from robofollow_ros.sim.robots import DEFAULT_ROBOT
 
 
 @cache
@@ -37,12 +38,12 @@ class ExpertPolicy:
     """Scripted expert: performs the bound task's ground truth from privileged poses.
 
     Args:
-        rows_per_query: maximum rows returned per ``predict`` (the evaluator executes at most 50).
+        rows_per_query: maximum rows returned per ``predict`` (the evaluator executes at most ``ACTIONS_PER_QUERY``).
     """
 
     needs_images = False
 
-    def __init__(self, *, rows_per_query: int = ROWS_PER_QUERY) -> None:
+    def __init__(self, *, rows_per_query: int = ACTIONS_PER_QUERY) -> None:
         if rows_per_query < 1:
             raise PolicyError('rows_per_query must be at least 1')
         self.rows_per_query = rows_per_query

@@ -102,10 +102,6 @@ class SceneView:
         """Height of the top of ``name`` (its centre plus its half-height)."""
         return float(self.object_pos[name][2]) + self.spec(name).half_height
 
-    def bottom_of(self, name: str) -> float:
-        """Height of the bottom of ``name``."""
-        return float(self.object_pos[name][2]) - self.spec(name).half_height
-
 
 def footprint_radius(spec: ObjectSpec, direction: np.ndarray | None = None, *, yaw: float = 0.0) -> float:
     """Extent of an upright object from its centre in the table plane.

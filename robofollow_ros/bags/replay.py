@@ -1,4 +1,4 @@
-"""``replay``: plays the joint positions of a recorded episode back as action chunks.
+"""``replay``: a policy that plays the joint positions of a recorded episode back as action chunks.
 
 Sources: an episode bag whose ``/joint_states`` carries all 14 joints (``load_episode``), or a
 ``robofollow-trajectory/1`` JSON file whose frames carry a ``joints`` list of 14 values in the state
@@ -11,15 +11,16 @@ used up the last position is held.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from robofollow_ros.bags.reader import load_episode
+from robofollow_ros.benchmark.constants import ACTIONS_PER_QUERY
 from robofollow_ros.errors import PolicyError, RoboFollowError
-from robofollow_ros.policy.base import ACTION_DIM
-
-DEFAULT_ROWS = 50
+from robofollow_ros.state_layout import ACTION_DIM
 
 
 def _json_joints(path: Path) -> np.ndarray:
@@ -39,8 +40,6 @@ def _json_joints(path: Path) -> np.ndarray:
 
 
 def _bag_joints(path: Path) -> np.ndarray:
-    from robofollow_ros.bags.reader import load_episode
-
     try:
         return load_episode(path).joint_positions
     except RoboFollowError as error:
@@ -68,6 +67,18 @@ def load_joint_rows(path: str | Path) -> np.ndarray:
     return joints[complete].astype(np.float32)
 
 
+def check_replay_options(kwargs: Mapping[str, Any]) -> None:
+    """Refuse replay options no trial could run with (``policy.preflight``): no path, or a source without joints.
+
+    Raises:
+        PolicyError: what is wrong.
+    """
+    path = kwargs.get('path')
+    if not isinstance(path, str) or not path:
+        raise PolicyError('--policy replay needs --policy-kwargs \'{"path": "<episode bag or trajectory JSON>"}\'')
+    load_joint_rows(path)
+
+
 class ReplayPolicy:
     """Replays a recording, ``rows`` joint positions per query.
 
@@ -79,7 +90,7 @@ class ReplayPolicy:
 
     needs_images = False
 
-    def __init__(self, path: str, *, rows: int = DEFAULT_ROWS, stride: int = 1) -> None:
+    def __init__(self, path: str, *, rows: int = ACTIONS_PER_QUERY, stride: int = 1) -> None:
         if rows < 1 or stride < 1:
             raise PolicyError('replay: rows and stride must be at least 1')
         self.rows = rows

@@ -1,6 +1,6 @@
 """The robot as described by its spec and URDF: joint names, limits and velocity limits per arm, the 14-D layout.
 
-Reads XML only: importable (with ``sim.robots``) where MuJoCo must not be loaded, e.g. in policies and ROS nodes.
+Reads XML only: importable (with ``robot.specs``) where MuJoCo must not be loaded, e.g. in policies and ROS nodes.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from xml.etree import ElementTree as ET
 
 import numpy as np
 
-from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import SimulationError
-from robofollow_ros.sim.robots import DEFAULT_ROBOT, ROBOTS, RobotSpec, get_robot_spec, robot_names
-from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout
+from robofollow_ros.robot.specs import DEFAULT_ROBOT, ROBOTS, RobotSpec, get_robot_spec, robot_names
+from robofollow_ros.state_layout import ARMS, GENERIC_LAYOUT, Arm, JointLayout
 
 
 @dataclass(frozen=True)
@@ -113,11 +112,26 @@ def known_joint_layouts(first: str | None = None) -> tuple[JointLayout, ...]:
     return (*(joint_layout(name) for name in names), GENERIC_LAYOUT)
 
 
-def _limit(joint: ET.Element, name: str) -> ET.Element:
-    limit = joint.find('limit')
-    if limit is None:
-        raise SimulationError(f'URDF joint {name!r} has no <limit>')
-    return limit
+class _Limit:
+    """A URDF joint's ``<limit>``, read as numbers."""
+
+    def __init__(self, joint: ET.Element, name: str) -> None:
+        limit = joint.find('limit')
+        if limit is None:
+            raise SimulationError(f'URDF joint {name!r} has no <limit>')
+        self.element, self.name = limit, name
+
+    def get(self, key: str) -> float:
+        """The limit's attribute ``key`` as a number.
+
+        Raises:
+            SimulationError: the attribute is missing or not a number.
+        """
+        text = self.element.get(key)
+        try:
+            return float(text if text is not None else '')
+        except ValueError:
+            raise SimulationError(f'URDF joint {self.name!r}: <limit {key}="{text}"> is not a number') from None
 
 
 @cache
@@ -141,18 +155,18 @@ def load_robot(name: str = DEFAULT_ROBOT) -> RobotDescription:
         missing = [n for n in (*names, *fingers) if n not in joints]
         if missing:
             raise SimulationError(f'URDF {urdf} lacks joints {missing}')
-        limits = [_limit(joints[n], n) for n in names]
-        finger_limit = _limit(joints[fingers[0]], fingers[0])
+        limits = [_Limit(joints[n], n) for n in names]
+        finger_limit = _Limit(joints[fingers[0]], fingers[0])
         arms[arm] = ArmDescription(
             arm=arm,
             joints=names,
-            lower=np.array([float(lim.get('lower')) for lim in limits]),
-            upper=np.array([float(lim.get('upper')) for lim in limits]),
-            velocity=np.array([float(lim.get('velocity')) for lim in limits]),
+            lower=np.array([lim.get('lower') for lim in limits]),
+            upper=np.array([lim.get('upper') for lim in limits]),
+            velocity=np.array([lim.get('velocity') for lim in limits]),
             fingers=fingers,
             base=f'{arm}_base_link',
-            finger_travel=float(finger_limit.get('upper')),
-            finger_velocity=float(finger_limit.get('velocity')),
+            finger_travel=finger_limit.get('upper'),
+            finger_velocity=finger_limit.get('velocity'),
             tcp=f'{arm}_tcp',
         )
     return RobotDescription(arms=arms, spec=spec)

@@ -17,21 +17,29 @@ from typing import Literal
 
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.resources import share_file_or_default
-from robofollow_ros.sim.assets import VX300S_URI, vx300s_meshes
-from robofollow_ros.sim.constants import (
-    ARM_ARMATURE,
-    ARM_KP,
-    ARM_KV,
-    CAMERA_FOVY,
-    FINGER_FORCE,
-    FINGER_KP,
-    FINGER_KV,
-    HOME_Q,
-)
-from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.robot.assets import VX300S_URI, vx300s_light_meshes, vx300s_meshes
+from robofollow_ros.state_layout import CAMERAS, HEAD_CAMERA, LEFT_WRIST_CAMERA, RIGHT_WRIST_CAMERA
 
 RobotName = Literal['aloha', 'primitive']
 DEFAULT_ROBOT: RobotName = 'aloha'
+
+ARM_KP = (900.0, 1200.0, 900.0, 250.0, 250.0, 150.0)
+"""Position gains (N m / rad) of joints 1-6 of the primitive robot (ARM_*, HOME_Q and CAMERA_FOVY are the primitive
+robot's; the finger values are every robot's)."""
+ARM_KV = (40.0, 50.0, 35.0, 8.0, 8.0, 5.0)
+"""Velocity-feedback gains (N m s / rad) of joints 1-6, driven with the commanded joint velocity as feed-forward."""
+ARM_ARMATURE = (0.05, 0.05, 0.04, 0.01, 0.01, 0.01)
+HOME_Q = (0.0, -0.5, 0.77, 0.0, math.pi / 2.0 - 0.27, 0.0)
+"""Home joints of each arm (joint1..6, rad): TCP pointing straight down (joint2 + joint3 + joint5 = pi/2) at
+(-/+0.28, -0.270, 0.949), 0.17 m in front of the base and 0.21 m above the table, behind the operation area."""
+CAMERA_FOVY = 37.0
+FINGER_KP = 400.0
+"""Finger position gain (N/m) of every robot: holding a 4 cm object with the fingers commanded shut squeezes with
+~8 N each."""
+FINGER_FORCE = 15.0
+"""Finger force limit (N)."""
+FINGER_KV = 4.0
+"""Finger damping (N s/m)."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +59,10 @@ class RobotSpec:
         finger_kp, finger_kv, finger_force: finger position servo gain (N/m), damping (N s/m), force limit (N).
         camera_fovy: vertical field of view (degrees) per camera.
         mesh_packages: URDF mesh URI prefix -> function returning the installed folder it stands for.
-        visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; ~2.5x
-            faster on llvmpipe for the ALOHA, but blockier arms and gripper, so off for every robot).
+        light_mesh_packages: the same for the lighter meshes the cameras draw instead (same file names; the
+            physics keeps the ``mesh_packages`` ones); empty when the cameras draw what the physics uses.
+        visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; blockier
+            arms and gripper, and with the light meshes no faster, so off for every robot).
         description: one line for listings.
     """
 
@@ -70,11 +80,13 @@ class RobotSpec:
     finger_force: float
     camera_fovy: dict[str, float]
     mesh_packages: tuple[tuple[str, Callable[[], Path]], ...] = field(default=())
+    light_mesh_packages: tuple[tuple[str, Callable[[], Path]], ...] = field(default=())
     visual_hulls: bool = False
     description: str = ''
 
-    def urdf_text(self) -> str:
-        """The URDF with mesh URIs resolved to the installed packages' folders.
+    def urdf_text(self, *, light: bool = False) -> str:
+        """The URDF with mesh URIs resolved to the installed packages' folders (``light``: the cameras' lighter
+        meshes, when the robot has them).
 
         Raises:
             SimulationError: the file cannot be read or a mesh package is not installed.
@@ -83,7 +95,8 @@ class RobotSpec:
             text = self.urdf.read_text()
         except OSError as exc:
             raise SimulationError(f'cannot read URDF {self.urdf}: {exc}') from exc
-        for prefix, resolve in self.mesh_packages:
+        packages = self.light_mesh_packages if light and self.light_mesh_packages else self.mesh_packages
+        for prefix, resolve in packages:
             if prefix in text:
                 text = text.replace(prefix, f'{resolve()}/')
         return text
@@ -119,8 +132,9 @@ ALOHA = RobotSpec(
     finger_kp=FINGER_KP,
     finger_kv=FINGER_KV,
     finger_force=FINGER_FORCE,
-    camera_fovy={'cam_high': 52.0, 'cam_left_wrist': 58.0, 'cam_right_wrist': 58.0},
+    camera_fovy={HEAD_CAMERA: 52.0, LEFT_WRIST_CAMERA: 58.0, RIGHT_WRIST_CAMERA: 58.0},
     mesh_packages=((VX300S_URI, vx300s_meshes),),
+    light_mesh_packages=((VX300S_URI, vx300s_light_meshes),),
     description='two ViperX 300 6DoF arms with grippers (ALOHA), meshes of gym-aloha 0.1.5 shipped with the package',
 )
 

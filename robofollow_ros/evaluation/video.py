@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import av
 import cv2
@@ -23,7 +23,7 @@ from robofollow_ros.evaluation.recording import VIDEOS_DIR
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
-CODEC = 'libx264'
+CODEC: Final = 'libx264'
 PIXEL_FORMAT = 'yuv420p'
 CAPTION_HEIGHT = 40
 END_CARD_SECONDS = 2.5
@@ -44,7 +44,7 @@ class VideoWriter:
         self.fps = fps
         self.count = 0
         gop = keyframe_every or round(2 * fps)
-        self._options = {'crf': str(crf), 'preset': 'veryfast', 'bf': '0', 'g': str(gop)}
+        self._options: dict[str, object] = {'crf': str(crf), 'preset': 'veryfast', 'bf': '0', 'g': str(gop)}
         path.parent.mkdir(parents=True, exist_ok=True)
         self._temporary = partial_path(path)
         self._container = av.open(str(self._temporary), mode='w', format='mp4')

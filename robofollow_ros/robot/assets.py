@@ -3,6 +3,8 @@
 The meshes are unchanged copies of gym-aloha 0.1.5's (Apache-2.0; ``meshes/vx300s/LICENSE``), shipped under
 ``share/robofollow/meshes/vx300s/`` beside the URDF that references them as ``package://robofollow/meshes/vx300s/``
 (a URI robot_state_publisher / RViz resolve through the ament index), so nothing beyond ``pip install`` is needed.
+Beside them, ``light/`` holds decimated copies (~10 % of the triangles, ``tools/make_light_meshes.py``) that only the
+cameras draw; the physics collides with the shipped meshes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from robofollow_ros.resources import share_file
 VX300S_URI = 'package://robofollow/meshes/vx300s/'
 """How the ALOHA URDF names the folder of its meshes."""
 VX300S_LICENSE = 'meshes/vx300s/LICENSE'
+VX300S_LIGHT = 'meshes/vx300s/light/README.md'
 
 
 def vx300s_meshes() -> Path:
@@ -27,3 +30,15 @@ def vx300s_meshes() -> Path:
         return share_file(VX300S_LICENSE).parent
     except RoboFollowError as exc:
         raise SimulationError(f'the ViperX 300 meshes are missing ({exc}); reinstall robofollow') from exc
+
+
+def vx300s_light_meshes() -> Path:
+    """The installed folder of the decimated ViperX meshes the cameras draw (``tools/make_light_meshes.py``).
+
+    Raises:
+        SimulationError: the package was installed without them.
+    """
+    try:
+        return share_file(VX300S_LIGHT).parent
+    except RoboFollowError as exc:
+        raise SimulationError(f'the light ViperX 300 meshes are missing ({exc}); reinstall robofollow') from exc
