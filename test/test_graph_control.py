@@ -17,7 +17,8 @@ from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.nodes import evaluator
+from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.nodes import evaluator, policy_bridge
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.protocol import ResetEpisode
 
@@ -128,5 +129,24 @@ def test_the_evaluator_reports_the_sims_reset_error_code_and_message(monkeypatch
         spinner.join(timeout=5)
         node.destroy_node()
         sim.destroy_node()
+    finally:
+        rclpy.shutdown()
+
+
+def test_the_bridge_describes_its_parameters_and_takes_the_suites_query_timeout(monkeypatch) -> None:
+    # `ros2 run robofollow policy_bridge` once waited 30 s for a query where `robofollow eval` waits 300 s.
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    rclpy.init(domain_id=RESET_DOMAIN)
+    try:
+        bridge = policy_bridge.PolicyBridge()
+        try:
+            assert bridge.get_parameter('timeout').value == DEFAULT_QUERY_TIMEOUT == 300.0
+            names = sorted(name for name in bridge._parameters if name != 'use_sim_time')
+            assert {'timeout', 'policy', 'max_queries', 'robot'} <= set(names)
+            for name, descriptor in zip(names, bridge.describe_parameters(names), strict=True):
+                assert descriptor.description, f'{name} has no description'
+        finally:
+            bridge.close()
+            bridge.destroy_node()
     finally:
         rclpy.shutdown()

@@ -105,10 +105,17 @@ class EvaluatorNode(Node):
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
 
     def _read_parameters(self) -> None:
-        self.options = suite_options({name: param(self, name, default) for name, default in SUITE_PARAMETERS.items()})
-        self.timeout = float(param(self, 'timeout', 600.0))
-        self.startup_timeout = float(param(self, 'startup_timeout', 60.0))
-        self.progress = bool(param(self, 'progress', True))
+        self.options = suite_options(
+            {
+                name: param(self, name, default, description=f'suite option {name} (as robofollow eval)')
+                for name, default in SUITE_PARAMETERS.items()
+            }
+        )
+        self.timeout = float(param(self, 'timeout', 600.0, description='seconds one trial may take over the graph'))
+        self.startup_timeout = float(
+            param(self, 'startup_timeout', 60.0, description='seconds to wait for every node to be there')
+        )
+        self.progress = bool(param(self, 'progress', True, description='show the progress display'))
         self.domain = base_domain()
         self.domains = graph_domains(self.domain, self.options.workers)
 

@@ -30,7 +30,7 @@ from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, PolicyFailure
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.robot.description import load_robot
@@ -70,19 +70,38 @@ class PolicyBridge(Node):
 
     def __init__(self) -> None:
         super().__init__('policy_bridge')
-        name = str(param(self, 'policy', 'expert'))
-        kwargs = parse_policy_kwargs(str(param(self, 'policy_kwargs', '{}')))
-        self.timeout = float(param(self, 'timeout', 30.0))
-        trusted = bool(param(self, 'trusted_policy', False))
-        self.memory_limit = int(param(self, 'policy_memory_limit', DEFAULT_POLICY_MEMORY_MIB))
-        self.sim_timeout = float(param(self, 'sim_timeout', 30.0))
-        self.limits = EpisodeLimits(
-            max_queries=int(param(self, 'max_queries', MAX_QUERIES)),
-            actions_per_query=int(param(self, 'actions_per_query', ACTIONS_PER_QUERY)),
+        name = str(param(self, 'policy', 'expert', description='policy name or module:factory'))
+        kwargs = parse_policy_kwargs(
+            str(param(self, 'policy_kwargs', '{}', description='JSON object of keyword arguments for the policy'))
         )
-        robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT)))
+        # The suite's default (robofollow eval --query-timeout), so that `ros2 run` and a launch agree.
+        self.timeout = float(
+            param(self, 'timeout', DEFAULT_QUERY_TIMEOUT, description='seconds one call into the policy may take')
+        )
+        trusted = bool(
+            param(self, 'trusted_policy', False, description='run a custom policy in this process (no sandbox)')
+        )
+        self.memory_limit = int(
+            param(
+                self,
+                'policy_memory_limit',
+                DEFAULT_POLICY_MEMORY_MIB,
+                description='MiB a custom policy process may use (0: no limit)',
+            )
+        )
+        self.sim_timeout = float(
+            param(self, 'sim_timeout', 30.0, description='seconds to wait for the sim to complete an observation')
+        )
+        self.limits = EpisodeLimits(
+            max_queries=int(param(self, 'max_queries', MAX_QUERIES, description='policy queries per episode')),
+            actions_per_query=int(
+                param(self, 'actions_per_query', ACTIONS_PER_QUERY, description='rows executed of each chunk')
+            ),
+        )
+        robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)')))
         self.joint_layout = robot.joint_layout
-        self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(param(self, 'max_row_step', 0.5)))
+        row_step = param(self, 'max_row_step', 0.5, description='largest joint step between two rows, rad')
+        self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(row_step))
         # At start-up rather than in the first episode: the typestore, its decoders and the task index (~80 ms).
         warm_decoders()
         warm_trajectory_codec()

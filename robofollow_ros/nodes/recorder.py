@@ -80,9 +80,14 @@ class RecorderNode(Node):
 
     def __init__(self) -> None:
         super().__init__('recorder')
-        self.out = Path(str(param(self, 'out', 'runs/graph'))) / EPISODES_DIR
-        self.storage = str(param(self, 'storage', 'mcap'))
-        self.robot = get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name
+        self.out = (
+            Path(str(param(self, 'out', 'runs/graph', description='run folder; bags go to OUT/episodes')))
+            / EPISODES_DIR
+        )
+        self.storage = str(param(self, 'storage', 'mcap', description='bag storage: mcap or sqlite3'))
+        self.robot = get_robot_spec(
+            str(param(self, 'robot', DEFAULT_ROBOT, description='robot named in each bag (robot.specs)'))
+        ).name
         self.bags: dict[str, _OpenBag] = {}
         self.finished: dict[str, bool] = {}
         self.waiting: list[tuple[str, str, bytes, int | None]] = []
@@ -96,7 +101,7 @@ class RecorderNode(Node):
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
         for topic in topics.pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
-        if bool(param(self, 'images', False)):
+        if bool(param(self, 'images', False, description='record the camera images and CameraInfo')):
             for camera in CAMERAS:
                 self._raw(Image, topics.image_topic(camera), IMAGE, qos.SENSOR)
                 self._raw(CameraInfo, topics.camera_info_topic(camera), CAMERA_INFO, qos.SENSOR)

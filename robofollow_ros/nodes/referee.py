@@ -51,8 +51,12 @@ class RefereeNode(Node):
 
     def __init__(self) -> None:
         super().__init__('referee')
-        self.end_timeout = float(param(self, 'end_timeout', 5.0))
-        self.joint_layout = joint_layout(str(param(self, 'robot', DEFAULT_ROBOT)))
+        self.end_timeout = float(
+            param(self, 'end_timeout', 5.0, description='seconds to wait for the poses up to an episode end')
+        )
+        self.joint_layout = joint_layout(
+            str(param(self, 'robot', DEFAULT_ROBOT, description='robot whose joint names /joint_states carries'))
+        )
         self.specs: dict[str, EpisodeSpec] = {}
         self.resets: dict[str, int] = {}
         self.ends: dict[str, tuple[EpisodeEnd, float]] = {}

@@ -68,11 +68,16 @@ class SimNode(Node):
         from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
         from robofollow_ros.sim.env import CellEnv
 
-        self.width = int(param(self, 'width', IMAGE_WIDTH))
-        self.height = int(param(self, 'height', IMAGE_HEIGHT))
-        self.images = str(param(self, 'images', 'auto'))
+        self.width = int(param(self, 'width', IMAGE_WIDTH, description='camera image width, pixels'))
+        self.height = int(param(self, 'height', IMAGE_HEIGHT, description='camera image height, pixels'))
+        self.images = str(
+            param(self, 'images', 'auto', description='auto (render while someone subscribes), always or never')
+        )
         self.env = CellEnv(
-            render=False, width=self.width, height=self.height, robot=str(param(self, 'robot', DEFAULT_ROBOT))
+            render=False,
+            width=self.width,
+            height=self.height,
+            robot=str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)')),
         )
         self.joint_layout = self.env.robot.joint_layout
         self.env.preload()

@@ -87,9 +87,10 @@ def spin(executor: Executor) -> None:
                 return  # shut down between the check and the wait
 
 
-def param(node: Node, name: str, default: Any) -> Any:
-    """Declare a parameter that accepts any type from the command line or a params file; its value."""
-    descriptor = ParameterDescriptor(dynamic_typing=True)
+def param(node: Node, name: str, default: Any, *, description: str) -> Any:
+    """Declare a parameter that accepts any type from the command line or a params file (the launchers pass
+    strings), with the ``description`` that ``ros2 param describe`` shows; its value."""
+    descriptor = ParameterDescriptor(dynamic_typing=True, description=description)
     return node.declare_parameter(name, default, descriptor).value
 
 
