@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from robofollow_ros.resources import share_candidates
+
 PACKAGE = 'robofollow_interfaces'
 VERSION = 1
 """The interface version this code speaks: ``VERSION`` of every message definition (a test checks they agree)."""
@@ -25,12 +27,12 @@ EPISODE_END = f'{PACKAGE}/msg/EpisodeEnd'
 
 
 def definitions_folder() -> Path | None:
-    """The folder of the ``.msg`` files: the source tree's, else an installed package's share folder (the venv's,
-    or one on ``AMENT_PREFIX_PATH``); ``None`` when neither is there (a pip install outside the checkout)."""
-    candidates = [Path(__file__).resolve().parents[1] / PACKAGE / 'msg', Path(sys.prefix) / 'share' / PACKAGE / 'msg']
-    candidates += [
-        Path(prefix) / 'share' / PACKAGE / 'msg' for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)
-    ]
+    """The folder of the ``.msg`` files: the source tree's or the copy installed with the Python package (found
+    as ``resources`` finds ``config/``), else the interface package's own share folder (the venv's, or one on
+    ``AMENT_PREFIX_PATH``); ``None`` when none is there."""
+    candidates = [folder / PACKAGE / 'msg' for folder in share_candidates()]
+    prefixes = [sys.prefix, *os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)]
+    candidates += [Path(prefix) / 'share' / PACKAGE / 'msg' for prefix in prefixes if prefix]
     return next((folder for folder in candidates if (folder / 'Result.msg').is_file()), None)
 
 

@@ -15,9 +15,9 @@ if sys.version_info < (3, 10):
 PY
 
 stamp_of() {
-    cat requirements.txt requirements-test.txt setup.py scripts/setup.sh scripts/build_interfaces.sh \
-        robofollow_interfaces/CMakeLists.txt robofollow_interfaces/package.xml robofollow_interfaces/msg/*.msg \
-        robofollow_interfaces/srv/*.srv | sha256sum | cut -d' ' -f1
+    cat requirements.txt requirements-test.txt requirements-interfaces.txt setup.py scripts/setup.sh \
+        scripts/build_interfaces.sh robofollow_interfaces/CMakeLists.txt robofollow_interfaces/package.xml \
+        robofollow_interfaces/msg/*.msg robofollow_interfaces/srv/*.srv | sha256sum | cut -d' ' -f1
 }
 
 ensure_gl_libraries() {
@@ -81,7 +81,7 @@ step 1 "creating $VENV (~1 min on an idle machine with a fast index, up to ~8 mi
 step 2 "upgrading pip, setuptools and wheel"
 pip_logged install --upgrade pip 'setuptools>=70,<80' wheel
 step 3 "installing ROS 2 Kilted wheels, MuJoCo, OpenCV, PyAV, Ray and the test tools (requirements*.txt)"
-pip_counted install -r requirements.txt -r requirements-test.txt
+pip_counted install -r requirements.txt -r requirements-test.txt -r requirements-interfaces.txt
 step 4 "installing robofollow_ros in editable mode"
 pip_logged install --no-deps --no-build-isolation -e .
 step 5 "building the robofollow_interfaces messages into $VENV with cmake (~1 min idle, up to ~4 min loaded)"

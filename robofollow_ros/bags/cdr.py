@@ -190,8 +190,10 @@ def decode_result(typestore: Typestore, data: bytes, *, topic: str) -> dict[str,
     """The result record of a ``robofollow_interfaces/msg/Result``.
 
     Raises:
-        BagError: another version, or its ``record_json`` is not a JSON object.
+        BagError: another version, its ``record_json`` is not a JSON object, or the definitions were not found.
     """
+    if RESULT not in typestore.types:
+        raise BagError(f'{topic}: {RESULT} is unknown here: the robofollow_interfaces .msg files were not found')
     message = deserialize(typestore, data, RESULT, topic=topic)
     try:
         return record_of_result(message.version, message.record_json)
