@@ -59,6 +59,7 @@ setup(
         share('launch', '*.launch.py'),
         share('config', '*.yaml'),
         share('config', '*.xml'),
+        share('config/robots', '*.yaml'),
         share('urdf', '*.urdf'),
         # The ALOHA cell's ViperX 300 meshes (gym-aloha 0.1.5, with its license); the MJCF beside them is only
         # read by tools/make_aloha_urdf.py and is not installed.
@@ -83,6 +84,7 @@ setup(
             'referee = robofollow_ros.nodes.referee:main',
             'recorder = robofollow_ros.nodes.recorder:main',
             'evaluator = robofollow_ros.nodes.evaluator:main',
+            'ee_pose = robofollow_ros.nodes.ee_pose:main',
         ],
     },
 )

@@ -59,6 +59,10 @@ class LayoutError(RoboFollowError):
     """A JointState or JointTrajectory does not carry the joints of the 14-D layout."""
 
 
+class ProfileError(RoboFollowError):
+    """A robot profile (``config/robots/<name>.yaml``) is missing, malformed or disagrees with the robot."""
+
+
 class EpisodeSpecError(RoboFollowError):
     """An episode description (``/robofollow/episode`` JSON) is malformed or names an unknown task."""
 
@@ -121,3 +125,7 @@ class PolicyRaisedError(PolicyError):
 
 class PolicyChunkError(PolicyError):
     """An isolated policy's chunk was refused by ``validate_chunk`` in its own process (the message says why)."""
+
+
+class SafetyError(RoboFollowError):
+    """Safety limits are not usable (a profile's joint, velocity or workspace limits, a row period, a deadline)."""

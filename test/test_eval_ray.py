@@ -139,7 +139,10 @@ def test_ray_without_an_address_listens_on_loopback_only_and_stops_its_own_insta
     _, err = process.communicate()
     assert process.returncode == 0, err
     names = {name for name, _, _ in sockets}
-    assert {'gcs_server', 'raylet', 'ray::Simulator'} <= names, sockets
+    assert {'gcs_server', 'raylet'} <= names, sockets
+    # An actor's process name is ``ray::Simulator`` while idle and ``ray::Simulator.<method>`` (cut to 15 characters)
+    # while it runs one: a run may be sampled only in the second.
+    assert any(name.startswith('ray::Simulator') for name in names), sockets
     assert not {entry for entry in sockets if not is_loopback(entry[1])}
     records = comparable(eval_process.result_lines(out))
     assert len(records) == 4 and records == {key: one_process[key] for key in records}

@@ -1,0 +1,91 @@
+"""The safety layer's inputs from a robot profile (``config/robots/<name>.yaml``): its limits and its TCP function.
+
+A profile states joint and velocity limits per arm in the policy's units, the workspace box and ``joint_limits``
+(``clamp`` or ``refuse``); it says nothing of the gripper's speed, the velocity mode or the state age, which are
+arguments here. The TCP function is the URDF forward kinematics of the profile's robot; a profile without a robot
+(the Piper) has none, and its workspace box cannot be checked until one is given.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from robofollow_ros.errors import SafetyError
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.kinematics import forward_kinematics
+from robofollow_ros.robot.profiles import RobotProfile
+from robofollow_ros.safety.command_filter import TcpFunction
+from robofollow_ros.safety.limits import SafetyLimits, VelocityMode, WorkspaceBox
+from robofollow_ros.state_layout import ARMS, GRIP_INDEX, Arm
+
+DEFAULT_GRIPPER_VELOCITY = 2.0
+"""Normalised gripper units per second (fully open to closed in 0.5 s) for a profile without a robot description."""
+
+
+def limits_from_profile(
+    profile: RobotProfile,
+    *,
+    velocity_mode: VelocityMode = 'refuse',
+    max_state_age_s: float = 0.2,
+    max_stretch: float = 4.0,
+    gripper_velocity: float | None = None,
+) -> SafetyLimits:
+    """The ``SafetyLimits`` a profile states: its joint and velocity limits, its workspace box, its ``joint_limits``
+    mode, and the driver's joint names (the gripper's command joint) for the interventions.
+
+    ``gripper_velocity`` (normalised units per second) defaults to the URDF finger's speed over its travel when the
+    profile names a robot, else ``DEFAULT_GRIPPER_VELOCITY``.
+
+    Raises:
+        SafetyError: a limit is not usable.
+    """
+    velocity = np.empty(len(profile.state_lower()))
+    names: list[str] = []
+    for arm in ARMS:
+        spec = profile.arms[arm]
+        grip = GRIP_INDEX[arm]
+        velocity[grip - len(spec.velocity) : grip] = spec.velocity
+        velocity[grip] = gripper_velocity if gripper_velocity is not None else _gripper_velocity(profile, arm)
+        names += [*spec.joints, spec.gripper.command.joint]
+    return SafetyLimits(
+        lower=profile.state_lower(),
+        upper=profile.state_upper(),
+        velocity=velocity,
+        workspace=WorkspaceBox(lower=_point(profile.workspace_min), upper=_point(profile.workspace_max)),
+        max_state_age_s=max_state_age_s,
+        limit_mode=profile.joint_limits,
+        velocity_mode=velocity_mode,
+        max_stretch=max_stretch,
+        names=tuple(names),
+    )
+
+
+def _point(values: np.ndarray) -> tuple[float, float, float]:
+    x, y, z = (float(v) for v in values)
+    return x, y, z
+
+
+def _gripper_velocity(profile: RobotProfile, arm: Arm) -> float:
+    if profile.robot is None:
+        return DEFAULT_GRIPPER_VELOCITY
+    description = load_robot(profile.robot).arms[arm]
+    return description.finger_velocity / description.finger_travel
+
+
+def profile_tcp(profile: RobotProfile) -> TcpFunction:
+    """The TCP positions of a 14-D state by the URDF forward kinematics of the profile's robot.
+
+    Raises:
+        SafetyError: the profile names no robot (no URDF to compute its TCPs from).
+    """
+    if profile.robot is None:
+        raise SafetyError(
+            f'robot profile {profile.name!r} names no robot: there is no forward kinematics to check its workspace box'
+        )
+    kinematics = forward_kinematics(profile.robot)
+
+    def tcp(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        poses = kinematics.tcp_poses(state)
+        return poses['left'].position, poses['right'].position
+
+    return tcp

@@ -1,0 +1,143 @@
+"""The ``ee_pose`` node over real DDS (its own process, private domain): joint states in, TCP poses out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from graph_helpers import PROFILE, ROOT, graph_env, ros_domain, wait_until
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+from robofollow_ros import topics
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.kinematics import forward_kinematics
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.messages import joint_state_message
+from robofollow_ros.state_layout import ARM_SLICE, ARMS
+
+pytestmark = pytest.mark.ros
+NOMINAL_DOMAIN = 31
+"""Not used by another graph test (they take 10-59 through graph_helpers)."""
+STAMP_NS = 1_234_567_890
+
+
+def start_node(*parameters: str) -> subprocess.Popen[str]:
+    arguments = [arg for p in parameters for arg in ('-p', p)]
+    command = [sys.executable, '-m', 'robofollow_ros.nodes.ee_pose', '--ros-args', *arguments]
+    return subprocess.Popen(
+        command, env=graph_env(NOMINAL_DOMAIN), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def stop_node(process: subprocess.Popen[str]) -> str:
+    if process.poll() is None:
+        process.terminate()
+    _, err = process.communicate(timeout=30)
+    return err
+
+
+@pytest.fixture
+def ros(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Node, SingleThreadedExecutor]]:
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    monkeypatch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', str(PROFILE))
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain(NOMINAL_DOMAIN))
+    node = rclpy.create_node('ee_pose_test', context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    yield node, executor
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.shutdown(context=context)
+
+
+def exchange(
+    ros: tuple[Node, SingleThreadedExecutor], messages: dict[str, JointState], *, arms: tuple[str, ...] = ARMS
+) -> dict[str, PoseStamped]:
+    """Publish each topic's joint state until a pose of every arm in ``arms`` came back; the poses."""
+    node, executor = ros
+    poses: dict[str, PoseStamped] = {}
+    for arm in ARMS:
+        node.create_subscription(
+            PoseStamped, topics.ee_pose_topic(arm), lambda m, arm=arm: poses.setdefault(arm, m), qos.STATE
+        )
+    pubs = {topic: node.create_publisher(JointState, topic, qos.STATE) for topic in messages}
+
+    def answered() -> bool:
+        for topic, message in messages.items():
+            pubs[topic].publish(message)
+        executor.spin_once(timeout_sec=0.2)
+        return all(arm in poses for arm in arms)
+
+    wait_until(answered, timeout=120, what='TCP poses from the ee_pose node')
+    return poses
+
+
+def assert_pose(message: PoseStamped, position: np.ndarray, quaternion: np.ndarray) -> None:
+    p, o = message.pose.position, message.pose.orientation
+    np.testing.assert_allclose([p.x, p.y, p.z], position, atol=1e-9)
+    np.testing.assert_allclose([o.w, o.x, o.y, o.z], quaternion, atol=1e-9)
+    assert message.header.frame_id == 'world'
+    assert message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec == STAMP_NS
+
+
+def test_ee_pose_publishes_each_tcp_from_urdf_named_joint_states(ros) -> None:
+    robot = load_robot('aloha')
+    state = robot.home_state() + np.linspace(-0.3, 0.3, 14)
+    layout = robot.joint_layout
+    names = [*layout.arm_joints['left'], *layout.arm_joints['right']]
+    positions = [*state[ARM_SLICE['left']], *state[ARM_SLICE['right']]]
+    process = start_node('robot:=aloha')
+    node = ros[0]
+    try:
+        # Bad input first: a non-finite joint and names without positions are logged and skipped, not fatal.
+        bad = node.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
+        wait_until(lambda: bad.get_subscription_count() > 0, timeout=60, what='the ee_pose node to subscribe')
+        bad.publish(joint_state_message(names, [float('nan')] * len(names), stamp_ns=1))
+        bad.publish(JointState(name=names, position=[]))
+        poses = exchange(ros, {topics.JOINT_STATES: joint_state_message(names, positions, stamp_ns=STAMP_NS)})
+        assert process.poll() is None
+    finally:
+        err = stop_node(process)
+    assert 'joint state ignored' in err
+    expected = forward_kinematics('aloha').tcp_poses(state)
+    for arm in ARMS:
+        assert_pose(poses[arm], expected[arm].position, expected[arm].quaternion)
+
+
+def test_ee_pose_reads_each_arm_through_the_interbotix_profile(ros) -> None:
+    """xs_sdk publishes each follower's joints without the arm prefix, in its own namespace."""
+    state = load_robot('aloha').home_state() + 0.2
+    names = ['waist', 'shoulder', 'elbow', 'forearm_roll', 'wrist_angle', 'wrist_rotate', 'gripper', 'left_finger']
+    messages = {
+        f'/follower_{arm}/joint_states': joint_state_message(
+            names, [*state[ARM_SLICE[arm]], 1.0, 0.05], stamp_ns=STAMP_NS
+        )
+        for arm in ARMS
+    }
+    process = start_node('robot_profile:=aloha_interbotix')
+    try:
+        poses = exchange(ros, messages)
+    finally:
+        stop_node(process)
+    expected = forward_kinematics('aloha').tcp_poses(state)
+    for arm in ARMS:
+        assert_pose(poses[arm], expected[arm].position, expected[arm].quaternion)
+
+
+def test_ee_pose_refuses_a_profile_without_kinematics() -> None:
+    process = start_node('robot_profile:=piper')
+    try:
+        code = process.wait(timeout=120)
+    finally:
+        err = stop_node(process)
+    assert code == 2
+    assert "error: robot profile 'piper' names no robot description, so ee_pose has no kinematics" in err

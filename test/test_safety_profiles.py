@@ -1,0 +1,83 @@
+"""The safety layer fed from the shipped robot profiles (``safety.profile_limits``): the limits, mode and workspace
+are the profile's, a small chunk from the profile's home goes out untouched (the box holds home), a chunk lowering
+the left TCP through the table is cut by the URDF forward kinematics, and a profile without a robot has no TCP
+function (its box cannot be checked yet)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from safety_support import ROW
+
+from robofollow_ros.errors import SafetyError
+from robofollow_ros.robot.profiles import load_profile, profile_names
+from robofollow_ros.safety.command_filter import MeasuredState, filter_chunk
+from robofollow_ros.safety.limits import SafetyLimits
+from robofollow_ros.safety.profile_limits import DEFAULT_GRIPPER_VELOCITY, limits_from_profile, profile_tcp
+
+WITH_ROBOT = ['aloha_ros2_control', 'aloha_interbotix']
+
+
+def test_the_shipped_profiles_are_the_ones_tested():
+    assert set(profile_names()) >= {*WITH_ROBOT, 'piper'}
+
+
+@pytest.mark.parametrize('name', [*WITH_ROBOT, 'piper'])
+def test_limits_are_the_profiles(name: str):
+    profile = load_profile(name)
+    limits = limits_from_profile(profile)
+    np.testing.assert_array_equal(limits.lower, profile.state_lower())
+    np.testing.assert_array_equal(limits.upper, profile.state_upper())
+    np.testing.assert_array_equal(limits.velocity[0:6], profile.arms['left'].velocity)
+    np.testing.assert_array_equal(limits.velocity[7:13], profile.arms['right'].velocity)
+    assert limits.limit_mode == profile.joint_limits
+    assert limits.workspace is not None
+    np.testing.assert_array_equal(limits.workspace.lower, profile.workspace_min)
+    np.testing.assert_array_equal(limits.workspace.upper, profile.workspace_max)
+    assert limits.names[0:6] == profile.arms['left'].joints
+    assert limits.names[6] == profile.arms['left'].gripper.command.joint
+    if profile.robot is None:
+        assert limits.velocity[6] == limits.velocity[13] == DEFAULT_GRIPPER_VELOCITY
+    else:
+        urdf = SafetyLimits.for_robot(profile.robot, workspace=None)
+        assert limits.velocity[6] == urdf.velocity[6]
+
+
+@pytest.mark.parametrize('name', WITH_ROBOT)
+def test_a_small_chunk_from_home_goes_out_untouched(name: str):
+    profile = load_profile(name)
+    home = profile.home_state()
+    chunk = np.tile(home, (10, 1))
+    chunk[:, [0, 7]] += 0.01 * np.arange(1, 11)[:, None]
+    chunk[:, [6, 13]] -= 0.02 * np.arange(1, 11)[:, None]  # grippers closing from fully open
+    decision = filter_chunk(
+        chunk,
+        state=MeasuredState(home, 0.0),
+        limits=limits_from_profile(profile),
+        row_period_s=profile.row_period,
+        tcp=profile_tcp(profile),
+    )
+    assert decision.untouched, decision.summary()
+
+
+@pytest.mark.parametrize('name', WITH_ROBOT)
+def test_the_urdf_tcp_cuts_a_chunk_through_the_table(name: str):
+    profile = load_profile(name)
+    limits, tcp = limits_from_profile(profile), profile_tcp(profile)
+    home = profile.home_state()
+    lowered = home.copy()
+    lowered[1], lowered[2] = 0.7, 0.2  # left shoulder forward: the TCP goes below the table top (z 0.716)
+    chunk = home + np.linspace(0.0, 1.0, 31)[1:, None] * (lowered - home)
+    heights = np.array([tcp(row)[0][2] for row in chunk])
+    floor = float(profile.workspace_min[2])
+    first_below = int(np.argmax(heights < floor))
+    assert first_below > 0 and heights[-1] < 0.74, heights
+    decision = filter_chunk(chunk, state=MeasuredState(home, 0.0), limits=limits, row_period_s=ROW, tcp=tcp)
+    assert decision.rows_sent == first_below
+    outside = [item for item in decision.interventions if item.kind == 'outside_workspace']
+    assert [(item.row, item.joint, item.limit) for item in outside] == [(first_below, 'left_tcp_z', floor)]
+
+
+def test_a_profile_without_a_robot_has_no_tcp_function():
+    with pytest.raises(SafetyError, match=r'piper.*names no robot'):
+        profile_tcp(load_profile('piper'))
