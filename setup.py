@@ -66,6 +66,9 @@ setup(
         share('meshes/vx300s', '*.stl', 'LICENSE', 'README.md'),
         # Their decimated copies, which only the cameras draw (tools/make_light_meshes.py).
         share('meshes/vx300s/light', '*.stl', 'README.md'),
+        # The graph's message definitions, for the bag writer's typestore where the interface package is not
+        # installed (a plain pip install; robofollow_ros/interfaces.py).
+        share('robofollow_interfaces/msg', '*.msg'),
     ],
     # Everything `robofollow eval` needs, the ROS 2 Kilted wheels included (the default eval runs the node graph,
     # and in-process bags need the message packages); a colcon build uses package.xml's dependencies instead.

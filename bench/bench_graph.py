@@ -130,8 +130,8 @@ class Listener:
         import rclpy
         from rclpy.context import Context
         from sensor_msgs.msg import Image
-        from std_msgs.msg import String
 
+        from robofollow_interfaces.msg import EpisodeEnd, SimStatus
         from robofollow_ros import topics
         from robofollow_ros.bags.cdr import header_stamp_ns
         from robofollow_ros.ros import qos
@@ -160,8 +160,8 @@ class Listener:
                     raw=True,
                 )
             )
-        self.node.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
-        self.node.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        self.node.create_subscription(SimStatus, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.node.create_subscription(EpisodeEnd, topics.EPISODE_END, self.on_end, qos.EVENTS)
         from rclpy.experimental import EventsExecutor
 
         self.executor = EventsExecutor(context=self.context)
@@ -180,13 +180,13 @@ class Listener:
         # Best-effort images published before this reader matched the sim's writers never were addressed to it:
         # observations up to the first status seen with all three matched are left out and counted apart.
         if self.matched:
-            self.observations.add(int(json.loads(message.data)['stamp_ns']))
+            self.observations.add(int(message.stamp_ns))
         else:
             self.unmatched += 1
             self.matched = all(subscription.get_publisher_count() > 0 for subscription in self.image_subscriptions)
 
     def on_end(self, message: Any) -> None:
-        self.overheads.extend(json.loads(message.data).get('bridge_overhead_ms', []))
+        self.overheads.extend(float(value) for value in message.bridge_overhead_ms)
 
     def close(self) -> None:
         self.rclpy.shutdown(context=self.context)

@@ -49,9 +49,9 @@ def arm_trajectory_topic(arm: Arm) -> str:
 
 
 SIM_STATUS = '/robofollow/sim/status'
-"""std_msgs/String JSON ``SimStatus`` (graph/protocol.py): an observation is complete."""
+"""robofollow_interfaces/msg/SimStatus (ros/protocol.py): an observation is complete."""
 EPISODE_END = '/robofollow/episode_end'
-"""std_msgs/String JSON ``EpisodeEnd`` (graph/protocol.py): the bridge's episode loop is over."""
+"""robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
 ROBOT_DESCRIPTION = '/robot_description'
 SCENE_MARKERS = '/robofollow/scene_markers'
 

@@ -14,7 +14,11 @@ if sys.version_info < (3, 10):
     sys.exit(f'robofollow_ros needs Python >= 3.10, found {sys.version.split()[0]}')
 PY
 
-stamp_of() { cat requirements.txt requirements-test.txt setup.py scripts/setup.sh | sha256sum | cut -d' ' -f1; }
+stamp_of() {
+    cat requirements.txt requirements-test.txt requirements-interfaces.txt setup.py scripts/setup.sh \
+        scripts/build_interfaces.sh robofollow_interfaces/CMakeLists.txt robofollow_interfaces/package.xml \
+        robofollow_interfaces/msg/*.msg robofollow_interfaces/srv/*.srv | sha256sum | cut -d' ' -f1
+}
 
 ensure_gl_libraries() {
     # MuJoCo renders headless through EGL (Mesa llvmpipe); OSMesa is the fallback.
@@ -57,7 +61,7 @@ if [ -f "$VENV/.robofollow-stamp" ] && [ "$(cat "$VENV/.robofollow-stamp")" = "$
 fi
 
 started=$SECONDS
-step() { echo "setup: [$1/5] $2 ($((SECONDS - started)) s so far)"; }
+step() { echo "setup: [$1/6] $2 ($((SECONDS - started)) s so far)"; }
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 # pip runs with its normal output going to a log (shown only on failure); these lines say where it is.
@@ -77,10 +81,12 @@ step 1 "creating $VENV (~1 min on an idle machine with a fast index, up to ~8 mi
 step 2 "upgrading pip, setuptools and wheel"
 pip_logged install --upgrade pip 'setuptools>=70,<80' wheel
 step 3 "installing ROS 2 Kilted wheels, MuJoCo, OpenCV, PyAV, Ray and the test tools (requirements*.txt)"
-pip_counted install -r requirements.txt -r requirements-test.txt
+pip_counted install -r requirements.txt -r requirements-test.txt -r requirements-interfaces.txt
 step 4 "installing robofollow_ros in editable mode"
 pip_logged install --no-deps --no-build-isolation -e .
-step 5 "checking that everything imports"
-"$VENV/bin/python" -c 'import rclpy, mujoco, rosbags, cv2, transforms3d, h5py, pyarrow, av, gymnasium, robofollow_ros'
+step 5 "building the robofollow_interfaces messages into $VENV with cmake (~1 min idle, up to ~4 min loaded)"
+bash scripts/build_interfaces.sh "$VENV"
+step 6 "checking that everything imports"
+"$VENV/bin/python" -c 'import rclpy, mujoco, rosbags, cv2, transforms3d, h5py, pyarrow, av, gymnasium, robofollow_interfaces.msg, robofollow_ros'
 stamp_of > "$VENV/.robofollow-stamp"
 echo "setup: ready ($VENV) in $((SECONDS - started)) s"

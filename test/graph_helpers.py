@@ -172,32 +172,47 @@ def comparable(record: dict[str, Any]) -> dict[str, Any]:
 LISTEN_JOINT_NAMES = """
 import json, sys, time
 import rclpy
+from robofollow_interfaces.msg import Result
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from robofollow_ros.ros import qos
 rclpy.init()
 node = rclpy.create_node('joint_names_listener')
 seen = {}
+results = []
 node.create_subscription(JointState, '/joint_states', lambda m: seen.setdefault('names', list(m.name)), qos.STATE)
 node.create_subscription(String, '/robot_description', lambda m: seen.setdefault('urdf', m.data), qos.LATCHED)
+
+
+def on_result(m):
+    stages = [{'name': s.name, 'intent': s.intent, 'exec': s.exec, 'max': s.max} for s in m.stages]
+    fields = ('task_id', 'intent_score', 'exec_score', 'completion_ok', 'scored', 'seed', 'round')
+    results.append({**{name: getattr(m, name) for name in fields}, 'stages': stages})
+
+
+node.create_subscription(Result, '/robofollow/result', on_result, qos.EVENTS)
 print('ready', flush=True)
 deadline = time.monotonic() + float(sys.argv[2])
+expected = int(sys.argv[3])
 try:
-    while len(seen) < 2 and time.monotonic() < deadline:
+    while (len(seen) < 2 or len(results) < expected) and time.monotonic() < deadline:
         rclpy.spin_once(node, timeout_sec=0.1)
 except KeyboardInterrupt:
     pass
 with open(sys.argv[1], 'w', encoding='utf-8') as out:
-    json.dump(seen, out)
+    json.dump({**seen, 'results': results}, out)
 """
 
 
-def start_joint_names_listener(domain: int, path: Path, *, timeout: float = 300.0) -> subprocess.Popen[str]:
-    """A process in ``domain`` that writes to ``path`` the names of the first /joint_states message and the
-    /robot_description text as JSON (``names``, ``urdf``), once it has both or on SIGINT with what it has;
-    returns once it is subscribed."""
+def start_joint_names_listener(
+    domain: int, path: Path, *, timeout: float = 300.0, results: int = 0
+) -> subprocess.Popen[str]:
+    """A process in ``domain`` that writes to ``path`` the names of the first /joint_states message, the
+    /robot_description text and the typed fields of the ``/robofollow/result`` messages (read through rclpy's
+    ``robofollow_interfaces/msg/Result``) as JSON (``names``, ``urdf``, ``results``), once it has the first two and
+    ``results`` results, or on SIGINT with what it has; returns once it is subscribed."""
     process = subprocess.Popen(
-        [sys.executable, '-c', LISTEN_JOINT_NAMES, str(path), str(timeout)],
+        [sys.executable, '-c', LISTEN_JOINT_NAMES, str(path), str(timeout), str(results)],
         env=graph_env(domain),
         cwd=ROOT,
         stdout=subprocess.PIPE,

@@ -16,6 +16,7 @@ import std_msgs.msg as std_msgs
 from rosbags.rosbag2 import Reader
 from test_bags_support import META, POSE, synthetic_trajectory, write_raw_bag
 
+from robofollow_interfaces.msg import Result
 from robofollow_ros.bags import read_episode_bag, write_episode_bag
 
 
@@ -46,7 +47,8 @@ def test_rclpy_deserializes_every_message_we_write(tmp_path, storage):
     (episode,) = raw_messages(bag, '/robofollow/episode')
     assert json.loads(deserialize(episode, std_msgs.String).data) == META
     (result,) = raw_messages(bag, '/robofollow/result')
-    assert json.loads(deserialize(result, std_msgs.String).data) == {'ok': 1}
+    typed = deserialize(result, Result)  # written by rosbags from the .msg files, read by rclpy's generated type
+    assert typed.version == Result.VERSION and json.loads(typed.record_json) == {'ok': 1}
 
     for i, data in enumerate(raw_messages(bag, '/robofollow/ee/right/pose')):
         msg = deserialize(data, geometry_msgs.PoseStamped)

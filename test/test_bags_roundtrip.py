@@ -8,6 +8,7 @@ from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
+from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores
 from test_bags_support import META, OBJECTS, TS, synthetic_trajectory
@@ -166,6 +167,29 @@ def test_episode_meta_is_plain_json_on_a_string_topic(tmp_path):
         connection = next(c for c in reader.connections if c.topic == '/robofollow/episode')
         (_, _, raw), *_ = list(reader.messages(connections=[connection]))
     assert json.loads(TS.deserialize_cdr(raw, 'std_msgs/msg/String').data) == META
+
+
+@pytest.mark.parametrize('storage', STORAGES)
+def test_the_result_is_the_typed_message_and_reads_back_as_the_record(tmp_path, storage):
+    record = {
+        'task_id': 't',
+        'intent_score': 0.5,
+        'stages': [
+            {'name': 'reach', 'intent': 0.5, 'exec': 0.25, 'max': 0.5, 'intent_reason': 'a', 'exec_reason': 'b'}
+        ],
+        'events': {'grasp': 1.0},
+    }
+    bag = write_episode_bag(
+        tmp_path / 'bag', meta=META, trajectory=synthetic_trajectory(5), result=record, storage=storage
+    )
+    # A fresh AnyReader knows nothing of robofollow_interfaces: it decodes from the definition the bag embeds.
+    with AnyReader([bag]) as reader:
+        connection = next(c for c in reader.connections if c.topic == '/robofollow/result')
+        (_, _, raw), *_ = list(reader.messages(connections=[connection]))
+        message = reader.deserialize(raw, connection.msgtype)
+    assert connection.msgtype == 'robofollow_interfaces/msg/Result'
+    assert message.stages[0].name == 'reach' and message.stages[0].exec == 0.25 and message.intent_score == 0.5
+    assert read_episode_result(bag) == record
 
 
 def test_jazzy_typestore_bag_reads_back(tmp_path):

@@ -1,9 +1,10 @@
 """The package builds with colcon into a ROS install tree (ament_python layout), as on a ROS machine.
 
-Runs the venv's ``colcon build`` on the repository (isolated install, no symlinks) into a temporary
-directory, then checks the ament index entry, the shared files, the console script in lib/robofollow
-(where ``ros2 run`` looks) and that the installed Python package is the one imported after sourcing the
-install's setup.sh.
+Runs the venv's ``colcon build`` on the repository and on the nested interface package (isolated install, no
+symlinks; the venv is the underlay, as /opt/ros/<distro> is on a ROS machine) into a temporary directory, then
+checks the interface package's messages import from the install, the ament index entry, the shared files, the
+console script in lib/robofollow (where ``ros2 run`` looks) and that the installed Python package is the one
+imported after sourcing the install's setup.sh.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = 'robofollow'
+INTERFACES = 'robofollow_interfaces'
 SHARED_FOLDERS = ('config', 'launch', 'urdf')
 SOURCE_ARTIFACTS = ('build', 'install', 'log', f'{PACKAGE}.egg-info')
 
@@ -39,6 +41,8 @@ def clean_environment(tmp_path: Path) -> dict[str, str]:
         if key not in ('PYTHONPATH', 'AMENT_PREFIX_PATH', 'CMAKE_PREFIX_PATH') and not key.startswith('COLCON')
     }
     env['COLCON_HOME'] = str(tmp_path / 'colcon_home')
+    # The venv holds the ROS wheels: it is the underlay a ROS user would have sourced.
+    env['AMENT_PREFIX_PATH'] = env['CMAKE_PREFIX_PATH'] = sys.prefix
     return env
 
 
@@ -64,14 +68,22 @@ def install(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
         'build',
         '--base-paths',
         str(ROOT),
+        # colcon does not look for a package inside another package's folder: name the nested one too.
+        str(ROOT / INTERFACES),
         '--build-base',
         str(tmp_path / 'build'),
         '--install-base',
         str(tmp_path / 'install'),
+        '--cmake-args',
+        '-DBUILD_TESTING=OFF',
+        f'-DPython3_EXECUTABLE={sys.executable}',
     ]
-    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    # The interface package's C and Python code generation and compilation takes ~1 min idle, minutes when loaded.
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    assert result.stdout.count('Starting >>> ') == 1 and f'Finished <<< {PACKAGE}' in result.stdout
+    started = [line.split()[-1] for line in result.stdout.splitlines() if line.startswith('Starting >>> ')]
+    assert started == [INTERFACES, PACKAGE], started  # the interfaces first: robofollow depends on them
+    assert f'Finished <<< {PACKAGE}' in result.stdout and f'Finished <<< {INTERFACES}' in result.stdout
     assert {name for name in SOURCE_ARTIFACTS if (ROOT / name).exists()} == artifacts_before
     return tmp_path / 'install', tmp_path / 'install' / PACKAGE, env
 
@@ -92,6 +104,25 @@ def test_ament_index_and_package_manifest(install):
     _, prefix, _ = install
     assert (prefix / 'share/ament_index/resource_index/packages' / PACKAGE).is_file()
     assert (prefix / 'share' / PACKAGE / 'package.xml').read_bytes() == (ROOT / 'package.xml').read_bytes()
+
+
+def test_interface_package_is_installed_and_its_messages_import_after_sourcing(install, tmp_path):
+    install_base, _, env = install
+    prefix = install_base / INTERFACES
+    assert (prefix / 'share/ament_index/resource_index/packages' / INTERFACES).is_file()
+    for name in ('EpisodeSpec', 'SimStatus', 'EpisodeEnd', 'Stage', 'Adjustment', 'Result'):
+        installed = prefix / 'share' / INTERFACES / 'msg' / f'{name}.msg'
+        assert installed.read_bytes() == (ROOT / INTERFACES / 'msg' / f'{name}.msg').read_bytes()
+    probe = (
+        'import robofollow_interfaces.msg as m, robofollow_interfaces.srv as s; '
+        'r = m.Result(stages=[m.Stage(name=chr(120), intent=0.5)]); '
+        'print(m.__file__); print(r.stages[0].name, r.stages[0].intent, s.ResetEpisode.Response.RESET_FAILED)'
+    )
+    result = sourced(install_base, f'"{sys.executable}" -c "{probe}"', env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    module, typed = result.stdout.splitlines()
+    assert Path(module).is_relative_to(prefix)  # the install's build, not the venv's
+    assert typed == 'x 0.5 2'
 
 
 def test_config_launch_and_urdf_files_are_installed(install):

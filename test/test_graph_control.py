@@ -12,13 +12,15 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
+from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.nodes import evaluator
+from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.nodes import evaluator, policy_bridge
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.protocol import ResetEpisode
 
 pytestmark = pytest.mark.ros
 DOMAIN = ros_domain(37)
@@ -71,14 +73,14 @@ def test_the_evaluator_calls_reset_again_when_a_call_stays_unanswered(monkeypatc
         sim = rclpy.create_node('sim')
         calls: list[float] = []
 
-        def on_reset(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        def on_reset(request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
             calls.append(time.monotonic())
             if len(calls) == 1:
                 time.sleep(2.0)
-            response.success, response.message = True, spec.episode_id
+            response.code, response.episode_id = ResetEpisode.Response.OK, request.episode.episode_id
             return response
 
-        sim.create_service(Trigger, topics.SIM_RESET, on_reset, callback_group=ReentrantCallbackGroup())
+        sim.create_service(ResetEpisode, topics.SIM_RESET, on_reset, callback_group=ReentrantCallbackGroup())
         node = evaluator.EvaluatorNode()
         executor = MultiThreadedExecutor(num_threads=3)
         executor.add_node(sim)
@@ -93,5 +95,58 @@ def test_the_evaluator_calls_reset_again_when_a_call_stays_unanswered(monkeypatc
         spinner.join(timeout=5)
         node.destroy_node()
         sim.destroy_node()
+    finally:
+        rclpy.shutdown()
+
+
+def test_the_evaluator_reports_the_sims_reset_error_code_and_message(monkeypatch) -> None:
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    task = registry.eval_tasks(scene=1, level=0)[0]
+    spec = EpisodeSpec.for_trial(task, seed=1, round=1, variant='published', layout=registry.layout_of(task).name)
+    requested: list[str] = []
+    rclpy.init(domain_id=RESET_DOMAIN)
+    try:
+        sim = rclpy.create_node('sim')
+
+        def on_reset(request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+            requested.append(request.episode.task_id)
+            response.episode_id = request.episode.episode_id
+            response.code, response.message = ResetEpisode.Response.RESET_FAILED, 'the scene would not build'
+            return response
+
+        sim.create_service(ResetEpisode, topics.SIM_RESET, on_reset)
+        node = evaluator.EvaluatorNode()
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(sim)
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        wait_until(node.reset_client.service_is_ready, timeout=20, what='the reset service')
+        with pytest.raises(GraphError, match=r'could not reset to .* \(RESET_FAILED\): the scene would not build'):
+            node.reset(spec, deadline=time.monotonic() + 20)
+        assert requested == [spec.task_id]  # the request carries the episode; an error is not retried
+        executor.shutdown(timeout_sec=5)
+        spinner.join(timeout=5)
+        node.destroy_node()
+        sim.destroy_node()
+    finally:
+        rclpy.shutdown()
+
+
+def test_the_bridge_describes_its_parameters_and_takes_the_suites_query_timeout(monkeypatch) -> None:
+    # `ros2 run robofollow policy_bridge` once waited 30 s for a query where `robofollow eval` waits 300 s.
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    rclpy.init(domain_id=RESET_DOMAIN)
+    try:
+        bridge = policy_bridge.PolicyBridge()
+        try:
+            assert bridge.get_parameter('timeout').value == DEFAULT_QUERY_TIMEOUT == 300.0
+            names = sorted(name for name in bridge._parameters if name != 'use_sim_time')
+            assert {'timeout', 'policy', 'max_queries', 'robot'} <= set(names)
+            for name, descriptor in zip(names, bridge.describe_parameters(names), strict=True):
+                assert descriptor.description, f'{name} has no description'
+        finally:
+            bridge.close()
+            bridge.destroy_node()
     finally:
         rclpy.shutdown()

@@ -88,7 +88,7 @@ def graph_runs(tmp_path_factory):
         if robot not in made:
             live = tmp_path_factory.mktemp(f'live_{robot}')
             names = live.parent / f'{live.name}_joint_names.json'
-            listener = start_joint_names_listener(DOMAINS[robot], names)
+            listener = start_joint_names_listener(DOMAINS[robot], names, results=len(TASKS[robot]))
             try:
                 _run_graph(robot, live)
             finally:
@@ -125,12 +125,26 @@ def test_live_records_equal_in_process_records(expert_runs: Runs) -> None:
 
 def test_joint_states_carry_the_joint_names_of_the_robot_description(expert_runs: Runs) -> None:
     listened = expert_runs.listened
-    assert set(listened) == {'names', 'urdf'}, listened.keys()
+    assert set(listened) == {'names', 'urdf', 'results'}, listened.keys()
     root = ET.fromstring(listened['urdf'])
     movable = [joint.get('name') for joint in root.iter('joint') if joint.get('type') != 'fixed']
     assert root.get('name') == ET.parse(load_robot(expert_runs.robot).spec.urdf).getroot().get('name')
     assert sorted(listened['names']) == sorted(movable) and len(listened['names']) == 16
     assert not set(GENERIC_LAYOUT.grippers.values()) & set(listened['names'])
+
+
+def test_the_result_topic_carries_typed_fields_equal_to_the_records(expert_runs: Runs) -> None:
+    # What `ros2 topic echo /robofollow/result` shows: a subscriber through rclpy reads result.stages[i].intent.
+    typed = {result['task_id']: result for result in expert_runs.listened['results']}
+    records = {record['task_id']: record for record in read_records(expert_runs.live / 'results.jsonl')}
+    assert set(typed) == set(records) == set(expert_runs.tasks)
+    for task_id, result in typed.items():
+        record = records[task_id]
+        assert result['stages'] and result['stages'] == [
+            {key: stage[key] for key in ('name', 'intent', 'exec', 'max')} for stage in record['stages']
+        ]
+        for key in ('intent_score', 'exec_score', 'completion_ok', 'scored', 'seed', 'round'):
+            assert result[key] == record[key], (task_id, key)
 
 
 def test_recorded_bags_hold_the_in_process_frames_and_rescore_to_the_live_record(expert_runs: Runs) -> None:

@@ -99,23 +99,25 @@ PUBLISH_GARBAGE = """
 import sys
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
-from std_msgs.msg import String
+from robofollow_interfaces.msg import EpisodeSpec, Result
 from robofollow_ros.ros import qos
 rclpy.init()
 node = rclpy.create_node('garbage')
-publisher = node.create_publisher(String, '/robofollow/episode', qos.LATCHED)
+publisher = node.create_publisher(EpisodeSpec, '/robofollow/episode', qos.LATCHED)
 results = []
-node.create_subscription(String, '/robofollow/result', results.append, qos.EVENTS)
+node.create_subscription(Result, '/robofollow/result', results.append, qos.EVENTS)
 executor = SingleThreadedExecutor()
 executor.add_node(node)
 for _ in range(900):
     executor.spin_once(timeout_sec=0.1)
-    if results and publisher.get_subscription_count() >= 3:
+    if results and publisher.get_subscription_count() >= 2:
         break
 else:
-    sys.exit('no result on /robofollow/result, or not the sim, bridge and referee on /robofollow/episode, in 90 s')
-for text in ('{not json', '{"task_id": "no_such_task"}', '[1, 2]'):
-    publisher.publish(String(data=text))
+    sys.exit('no result on /robofollow/result, or not the bridge and referee on /robofollow/episode, in 90 s')
+valid = dict(episode_id='garbage', task_id='no_such_task', variant='published', layout='default', seed=0, round=1,
+             arm='left', level='L0', instruction='x')
+for message in (EpisodeSpec(**valid, version=7), EpisodeSpec(**valid, version=1), EpisodeSpec(version=1)):
+    publisher.publish(message)
     for _ in range(2):
         executor.spin_once(timeout_sec=0.1)
 """
@@ -129,7 +131,7 @@ def test_a_malformed_episode_message_is_logged_and_the_nodes_stay_up(tmp_path) -
     subprocess.run([sys.executable, '-c', PUBLISH_GARBAGE], env=graph_env(36), cwd=ROOT, check=True, timeout=120)
     output = finish(launcher, timeout=180)
     assert launcher.returncode == 0, output[-4000:]
-    assert 'ignored /robofollow/episode: episode spec is not valid JSON' in output
-    assert 'ignored /robofollow/episode: episode spec lacks' in output
-    assert 'ignored /robofollow/episode: episode spec must be a JSON object' in output
+    assert 'ignored /robofollow/episode: EpisodeSpec version 7 is not 1' in output
+    assert "ignored /robofollow/episode: episode spec: unknown task 'no_such_task'" in output
+    assert "ignored /robofollow/episode: episode spec 'task_id' must be a non-empty string" in output
     assert len(_results(tmp_path)) == 8

@@ -23,11 +23,26 @@ from robofollow_ros.graph.clock import SimClock
 from robofollow_ros.graph.declaration import graph_environment, graph_instances, load_graph
 from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
-from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
 from robofollow_ros.graph.supervisor import Supervisor, node_command
+from robofollow_ros.interfaces import VERSION
 from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.robot.description import home_state, joint_layout, known_joint_layouts, load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
+from robofollow_ros.ros.protocol import (
+    EpisodeEnd,
+    EpisodeEndMessage,
+    EpisodeSpecMessage,
+    ResetCode,
+    ResetEpisode,
+    ResultMessage,
+    SimStatus,
+    SimStatusMessage,
+    StatusEvent,
+    record_from_result,
+    result_message,
+    spec_from_message,
+    spec_message,
+)
 from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, find_layout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,18 +180,78 @@ def test_sim_clock_never_goes_backwards_across_episodes() -> None:
     assert stamps == sorted(stamps) and stamps[0] == first
 
 
-def test_handshake_messages_round_trip_and_reject_garbage() -> None:
-    status = SimStatus(event='executed', episode_id='e', stamp_ns=5, for_stamp_ns=3, rows=50)
-    assert SimStatus.from_json(status.to_json()) == status
+def test_handshake_messages_round_trip_through_the_typed_messages_and_reject_garbage() -> None:
+    status = SimStatus(event=StatusEvent.EXECUTED, episode_id='e', stamp_ns=5, for_stamp_ns=3, rows=50)
+    message = status.to_message()
+    assert isinstance(message, SimStatusMessage) and message.event == SimStatusMessage.EVENT_EXECUTED
+    assert SimStatus.from_message(message) == status
     end = EpisodeEnd(
-        episode_id='e', end_stamp_ns=9, queries=2, executed_rows=60, policy_error='x', error_kind='timeout'
+        episode_id='e',
+        end_stamp_ns=9,
+        queries=2,
+        executed_rows=60,
+        policy_error='x',
+        error_kind='timeout',
+        bridge_overhead_ms=(1.5, 2.0),
     )
-    assert EpisodeEnd.from_json(end.to_json()) == end
+    assert EpisodeEnd.from_message(end.to_message()) == end
     assert end.bookkeeping()['error_kind'] == 'timeout'
-    with pytest.raises(GraphError, match='SimStatus lacks'):
-        SimStatus.from_json('{"event": "reset"}')
-    with pytest.raises(GraphError, match='not valid JSON'):
-        EpisodeEnd.from_json('nope')
+    clean = EpisodeEnd(episode_id='e', end_stamp_ns=9, queries=2, executed_rows=60)
+    assert EpisodeEnd.from_message(clean.to_message()) == clean  # None survives the message's empty strings
+    # The example: an unknown event (and a stamp that is no number) was accepted from JSON.
+    with pytest.raises(GraphError, match='SimStatus event 7 is not one of'):
+        SimStatus.from_message(SimStatusMessage(version=VERSION, event=7, episode_id='e', stamp_ns=1))
+    with pytest.raises(GraphError, match='version 2 is not 1'):
+        SimStatus.from_message(SimStatusMessage(version=2, event=SimStatusMessage.EVENT_RESET, episode_id='e'))
+    with pytest.raises(GraphError, match='without for_stamp_ns'):
+        SimStatus.from_message(
+            SimStatusMessage(version=VERSION, event=SimStatusMessage.EVENT_EXECUTED, episode_id='e', stamp_ns=1)
+        )
+    with pytest.raises(GraphError, match='no episode_id'):
+        EpisodeEnd.from_message(EpisodeEndMessage(version=VERSION))
+
+
+def test_episode_spec_and_result_round_trip_through_their_messages() -> None:
+    task = registry.eval_tasks(scene=1, level=1)[0]
+    spec = EpisodeSpec.for_trial(task, seed=3, round=2, variant='corrected', layout=registry.layout_of(task).name)
+    message = spec_message(spec)
+    assert message.version == EpisodeSpecMessage.VERSION == VERSION
+    assert spec_from_message(message) == spec
+    message.arm = 'middle'
+    with pytest.raises(EpisodeSpecError, match='arm'):
+        spec_from_message(message)
+    record = {
+        'episode_id': spec.episode_id,
+        'task_id': spec.task_id,
+        'scored': True,
+        'intent_score': 0.75,
+        'exec_score': 0.5,
+        'completion_ok': True,
+        'stages': [
+            {'name': 'reach', 'intent': 0.5, 'exec': 0.25, 'max': 0.5, 'intent_reason': 'ok', 'exec_reason': 'slow'}
+        ],
+        'adjustments': [{'name': 'bonus', 'score': 'intent', 'amount': 0.1, 'reason': 'retry'}],
+        'events': {'grasp': 1.5},
+    }
+    result = result_message(record)
+    assert result.stages[0].name == 'reach' and result.stages[0].exec == 0.25 and result.stages[0].max == 0.5
+    assert result.adjustments[0].amount == 0.1 and result.intent_score == 0.75 and result.completion_ok
+    assert record_from_result(result) == record
+    result.episode_id = 'other'
+    with pytest.raises(GraphError, match='not the record of its episode_id'):
+        record_from_result(result)
+    with pytest.raises(GraphError, match='cannot be sent'):
+        result_message({**record, 'intent_score': float('nan')})
+
+
+def test_every_interface_definition_carries_the_version_the_code_speaks() -> None:
+    for kind in (SimStatusMessage, EpisodeEndMessage, EpisodeSpecMessage, ResultMessage):
+        assert kind.VERSION == VERSION, kind
+    assert {int(code) for code in ResetCode} == {
+        ResetEpisode.Response.OK,
+        ResetEpisode.Response.INVALID_EPISODE,
+        ResetEpisode.Response.RESET_FAILED,
+    }
 
 
 def test_camera_intrinsics_match_the_vertical_field_of_view() -> None:
@@ -344,3 +419,18 @@ def test_temporary_folders_of_dead_launchers_are_removed_and_live_ones_kept(tmp_
     finally:
         running.kill()
         running.wait()
+
+
+def test_the_installed_interfaces_are_the_repository_definitions_ros2_interface_show_prints() -> None:
+    # `ros2 interface show robofollow_interfaces/msg/X` prints the .msg text from the package's share folder
+    # (no ros2 CLI here): the build imported must be of the current definitions, with the stages a typed array.
+    import robofollow_interfaces
+
+    prefix = Path(robofollow_interfaces.__file__).parents[4]  # <prefix>/lib/pythonX.Y/site-packages/<package>/
+    share = prefix / 'share' / 'robofollow_interfaces'
+    for source in sorted((ROOT / 'robofollow_interfaces').glob('*/*.*')):
+        if source.suffix in ('.msg', '.srv'):
+            installed = share / source.parent.name / source.name
+            assert installed.read_text() == source.read_text(), f'{installed} is stale: run scripts/build_interfaces.sh'
+    assert ResultMessage.get_fields_and_field_types()['stages'] == 'sequence<robofollow_interfaces/Stage>'
+    assert ResetEpisode.Request.get_fields_and_field_types() == {'episode': 'robofollow_interfaces/EpisodeSpec'}

@@ -17,13 +17,13 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
 from robofollow_ros.errors import GraphError
-from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.robot.description import joint_layout
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.cdr_template import CdrTemplate, FrameMessages
 from robofollow_ros.ros.messages import joint_state_message, pose_message, to_time
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
+from robofollow_ros.ros.protocol import SimStatus, StatusEvent
 
 DOMAIN = ros_domain(57)
 JOINT_NAMES = joint_layout().published_names
@@ -104,7 +104,7 @@ def test_on_demand_readers_get_a_name_of_their_own_and_follow_the_nodes_remappin
 
 
 def _status(stamp_ns: int) -> SimStatus:
-    return SimStatus(event='executed', episode_id='e', stamp_ns=stamp_ns, for_stamp_ns=stamp_ns - 1)
+    return SimStatus(event=StatusEvent.EXECUTED, episode_id='e', stamp_ns=stamp_ns, for_stamp_ns=stamp_ns - 1)
 
 
 def test_a_sample_of_an_announced_observation_wakes_the_waiter() -> None:

@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 from rosbags.serde import SerdeError
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
 from robofollow_ros.bags.conventions import IMAGE, IMAGE_ENCODING, JOINT_STATE, NS_PER_S, POSE_STAMPED, STRING
 from robofollow_ros.errors import BagError
+from robofollow_ros.interfaces import RESULT, message_definitions, record_of_result, result_fields
 from robofollow_ros.state_layout import Numbers
 
 ENCAPSULATION_SIZE = 4
@@ -41,8 +42,14 @@ QUAT_WXYZ_COLUMNS = [6, 3, 4, 5]
 
 @functools.cache
 def typestore_for(store: Stores) -> Typestore:
-    """The rosbags typestore of a ROS distribution (cached)."""
-    return get_typestore(store)
+    """The rosbags typestore of a ROS distribution with the ``robofollow_interfaces`` messages registered from
+    their ``.msg`` files when these are found (``interfaces.definitions_folder``; cached)."""
+    typestore = get_typestore(store)
+    types: dict[str, Any] = {}
+    for name, text in message_definitions().items():
+        types.update(get_types_from_msg(text, name))
+    typestore.register(types)
+    return typestore
 
 
 def default_typestore() -> Typestore:
@@ -159,6 +166,39 @@ def deserialize(typestore: Typestore, data: bytes, msgtype: str, *, topic: str) 
 def decode_string(typestore: Typestore, data: bytes, *, topic: str) -> str:
     """Text of a std_msgs/String."""
     return str(deserialize(typestore, data, STRING, topic=topic).data)
+
+
+def encode_result(typestore: Typestore, record: dict[str, Any]) -> memoryview:
+    """CDR of the ``robofollow_interfaces/msg/Result`` of a result record.
+
+    Raises:
+        BagError: the record cannot be stored as JSON, or the typestore lacks the message (definitions not found).
+    """
+    if RESULT not in typestore.types:
+        raise BagError(f'{RESULT} is unknown here: the robofollow_interfaces .msg files were not found')
+    try:
+        fields = result_fields(record)
+    except ValueError as err:
+        raise BagError(f'result cannot be stored as JSON: {err}') from None
+    types = typestore.types
+    fields['stages'] = [types['robofollow_interfaces/msg/Stage'](**stage) for stage in fields['stages']]
+    fields['adjustments'] = [types['robofollow_interfaces/msg/Adjustment'](**item) for item in fields['adjustments']]
+    return typestore.serialize_cdr(types[RESULT](**fields), RESULT)
+
+
+def decode_result(typestore: Typestore, data: bytes, *, topic: str) -> dict[str, Any]:
+    """The result record of a ``robofollow_interfaces/msg/Result``.
+
+    Raises:
+        BagError: another version, its ``record_json`` is not a JSON object, or the definitions were not found.
+    """
+    if RESULT not in typestore.types:
+        raise BagError(f'{topic}: {RESULT} is unknown here: the robofollow_interfaces .msg files were not found')
+    message = deserialize(typestore, data, RESULT, topic=topic)
+    try:
+        return record_of_result(message.version, message.record_json)
+    except ValueError as err:
+        raise BagError(f'{topic}: {err}') from None
 
 
 def decode_json_object(typestore: Typestore, data: bytes, *, topic: str) -> dict[str, Any]:

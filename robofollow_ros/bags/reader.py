@@ -23,6 +23,7 @@ from robofollow_ros.bags.cdr import (
     decode_joint_state,
     decode_json_object,
     decode_poses,
+    decode_result,
     default_typestore,
 )
 from robofollow_ros.bags.conventions import (
@@ -36,6 +37,7 @@ from robofollow_ros.bags.conventions import (
 from robofollow_ros.bags.raw import RawBag, RawTopic
 from robofollow_ros.bags.storage import read_raw
 from robofollow_ros.errors import BagError, TrajectoryError
+from robofollow_ros.interfaces import RESULT
 from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import known_joint_layouts
@@ -138,10 +140,15 @@ def _typed(raw: RawBag, topic: str, msgtype: str, path: Path) -> RawTopic | None
 
 
 def _result(typestore: Typestore, raw: RawBag, path: Path) -> dict[str, Any] | None:
-    entry = _typed(raw, topics.RESULT, STRING, path)
-    if entry is None:
+    # A typed Result since robofollow_interfaces; JSON in a std_msgs/String in bags written before.
+    entry = raw.topics.get(topics.RESULT)
+    if not entry:
         return None
+    if entry.msgtype not in (RESULT, STRING):
+        raise BagError(f'{path}: {topics.RESULT} has type {entry.msgtype}, expected {RESULT} or {STRING}')
     last = max(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
+    if entry.msgtype == RESULT:
+        return decode_result(typestore, entry.data[last], topic=topics.RESULT)
     return decode_json_object(typestore, entry.data[last], topic=topics.RESULT)
 
 

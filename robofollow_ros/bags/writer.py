@@ -24,7 +24,14 @@ from rosbags.typesys import Stores
 from rosbags.typesys.store import Typestore
 
 from robofollow_ros import topics
-from robofollow_ros.bags.cdr import encode_image, encode_joint_state, encode_pose, encode_string, typestore_for
+from robofollow_ros.bags.cdr import (
+    encode_image,
+    encode_joint_state,
+    encode_pose,
+    encode_result,
+    encode_string,
+    typestore_for,
+)
 from robofollow_ros.bags.conventions import (
     IMAGE,
     JOINT_STATE,
@@ -40,6 +47,7 @@ from robofollow_ros.bags.conventions import (
 from robofollow_ros.bags.markers import encode_scene_markers
 from robofollow_ros.benchmark.types import ARMS, Arm, Layout
 from robofollow_ros.errors import BagError, TrajectoryError
+from robofollow_ros.interfaces import RESULT
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import joint_layout, load_robot
 from robofollow_ros.state_layout import ACTION_DIM, GENERIC_LAYOUT, GRIP_INDEX, JointLayout
@@ -93,7 +101,8 @@ def write_episode_bag(
             scores but cannot be replayed joint by joint.
         images: camera name -> n entries, each an (h, w, 3) uint8 RGB array or ``None`` where that frame has
             no image; written as /<camera>/image_raw (rgb8).
-        result: the result record, stored as JSON on /robofollow/result at the last frame time.
+        result: the result record, stored as a ``robofollow_interfaces/msg/Result`` (its typed fields and the record
+            as ``record_json``) on /robofollow/result at the last frame time.
         storage: ``mcap`` or ``sqlite3``.
         typestore: ROS distribution (or typestore) whose message definitions are embedded.
         joints: names and gripper scale of /joint_states (default: the layout of the robot ``meta['robot']``
@@ -125,7 +134,8 @@ def write_episode_bag(
     cameras = _camera_images(images, len(frames_ns))
     rows = {'frames_are_rows': True} if trajectory.frames_are_rows else {}
     meta_text = _json({**meta, **rows}, what='meta')
-    result_text = None if result is None else _json(result, what='result')
+    if result is not None:
+        _json(result, what='result')  # refused before anything is written
     store = typestore_for(typestore) if isinstance(typestore, Stores) else typestore
     n = len(frames_ns)
     ee_quat = {arm: _quats(trajectory.ee_quat.get(arm), n, f'trajectory.ee_quat[{arm!r}]') for arm in ARMS}
@@ -159,8 +169,8 @@ def write_episode_bag(
                     objects=objects,
                     ee={arm: (trajectory.ee[arm][i], ee_quat[arm][i]) for arm in ARMS},
                 )
-            if result_text is not None:
-                out.write_result_json(result_text, stamp_ns=int(frames_ns[-1]))
+            if result is not None:
+                out.write_result(result, stamp_ns=int(frames_ns[-1]))
         os.replace(inner, bag)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -252,16 +262,13 @@ class EpisodeBagWriter:
             self._writer.write(self._connection(topics.ee_pose_topic(arm), POSE_STAMPED), stamp_ns, message)
 
     def write_result(self, record: Mapping[str, Any], *, stamp_ns: int) -> None:
-        """Write the result record as JSON on /robofollow/result.
+        """Write the result record on /robofollow/result as the graph's typed ``robofollow_interfaces/msg/Result``.
 
         Raises:
-            BagError: the record cannot be stored as JSON.
+            BagError: the record cannot be stored as JSON, or the interface definitions are not found.
         """
-        self.write_result_json(_json(record, what='result'), stamp_ns=stamp_ns)
-
-    def write_result_json(self, text: str, *, stamp_ns: int) -> None:
-        """Write an already serialised result record on /robofollow/result."""
-        self._writer.write(self._connection(topics.RESULT, STRING), int(stamp_ns), encode_string(self.typestore, text))
+        message = encode_result(self.typestore, dict(record))
+        self._writer.write(self._connection(topics.RESULT, RESULT), int(stamp_ns), message)
 
     def close(self) -> None:
         """Finish the bag (storage index and metadata.yaml)."""

@@ -39,10 +39,12 @@ class EePoseNode(Node):
 
     def __init__(self) -> None:
         super().__init__('ee_pose')
-        profile_name = str(param(self, 'robot_profile', ''))
-        self.frame_id = str(param(self, 'frame_id', topics.WORLD_FRAME))
+        profile_name = str(
+            param(self, 'robot_profile', '', description="real-cell robot profile whose arms' joint topics to read")
+        )
+        self.frame_id = str(param(self, 'frame_id', topics.WORLD_FRAME, description='frame of the published poses'))
         self.profile: RobotProfile | None = load_profile(profile_name) if profile_name else None
-        robot = str(param(self, 'robot', DEFAULT_ROBOT))
+        robot = str(param(self, 'robot', DEFAULT_ROBOT, description='robot whose URDF gives the kinematics'))
         if self.profile is not None:
             if self.profile.robot is None:
                 raise ProfileError(
@@ -53,7 +55,9 @@ class EePoseNode(Node):
         self.kinematics: ForwardKinematics = forward_kinematics(robot)
         self.pubs = {arm: self.create_publisher(PoseStamped, topics.ee_pose_topic(arm), qos.STATE) for arm in ARMS}
         if self.profile is None:
-            joint_topic = str(param(self, 'joint_states', topics.JOINT_STATES))
+            joint_topic = str(
+                param(self, 'joint_states', topics.JOINT_STATES, description='joint states with the URDF names')
+            )
             self.create_subscription(JointState, joint_topic, self.on_joint_state, JOINT_READER)
         else:
             for arm in ARMS:

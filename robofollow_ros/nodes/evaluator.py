@@ -1,7 +1,7 @@
 """``evaluator`` node: runs an evaluation suite over the graph and writes ``results.jsonl`` and ``run.json``.
 
 For each trial not yet in the results file: publish the ``EpisodeSpec``, reset the sim, send the instruction,
-wait for the bridge's end of the episode, collect the referee's result (handshake: ``graph/protocol.py``); the
+wait for the bridge's end of the episode, collect the referee's result (handshake: ``ros/protocol.py``); the
 next trial starts as soon as the bridge is done, while the referee scores the last one (``GraphTrials``).
 Planning, resuming, the results file, progress and ``run.json`` are the in-process suite's own (``run_suite``
 with ``GraphTrials``). Exits when the suite is done, so the launcher shuts the graph down.
@@ -13,7 +13,6 @@ whose policy bridge, referee or sim leaves mid-run is dropped and its trial in f
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -29,7 +28,6 @@ from rclpy.context import Context
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
@@ -39,12 +37,21 @@ from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.status import amend_status
 from robofollow_ros.evaluation.suite import RunInterrupted, plan_trials, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains
-from robofollow_ros.graph.protocol import EpisodeEnd
 from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, suite_options
 from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
+from robofollow_ros.ros.protocol import (
+    EpisodeEnd,
+    EpisodeEndMessage,
+    EpisodeSpecMessage,
+    ResetCode,
+    ResetEpisode,
+    ResultMessage,
+    record_from_result,
+    spec_message,
+)
 from robofollow_ros.ros.runtime import param, read_report, remember, spin, wait_for
 from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops
 from robofollow_ros.state_layout import CAMERAS
@@ -89,33 +96,39 @@ class EvaluatorNode(Node):
         else:
             self._read_parameters()
         self.where = f' in ROS domain {self.domain}' if len(self.domains) > 1 else ''
-        self.episode_pub = self.create_publisher(String, topics.EPISODE, qos.LATCHED)
+        self.episode_pub = self.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED)
         self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
-        self.reset_client: Client[Trigger.Request, Trigger.Response] = self.create_client(Trigger, topics.SIM_RESET)
-        self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
-        self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        self.reset_client: Client[ResetEpisode.Request, ResetEpisode.Response] = self.create_client(
+            ResetEpisode, topics.SIM_RESET
+        )
+        self.create_subscription(ResultMessage, topics.RESULT, self.on_result, qos.EVENTS)
+        self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
 
     def _read_parameters(self) -> None:
-        self.options = suite_options({name: param(self, name, default) for name, default in SUITE_PARAMETERS.items()})
-        self.timeout = float(param(self, 'timeout', 600.0))
-        self.startup_timeout = float(param(self, 'startup_timeout', 60.0))
-        self.progress = bool(param(self, 'progress', True))
+        self.options = suite_options(
+            {
+                name: param(self, name, default, description=f'suite option {name} (as robofollow eval)')
+                for name, default in SUITE_PARAMETERS.items()
+            }
+        )
+        self.timeout = float(param(self, 'timeout', 600.0, description='seconds one trial may take over the graph'))
+        self.startup_timeout = float(
+            param(self, 'startup_timeout', 60.0, description='seconds to wait for every node to be there')
+        )
+        self.progress = bool(param(self, 'progress', True, description='show the progress display'))
         self.domain = base_domain()
         self.domains = graph_domains(self.domain, self.options.workers)
 
-    def on_result(self, message: String) -> None:
-        try:
-            record = json.loads(message.data)
-            episode_id = str(record['episode_id'])
-        except (ValueError, KeyError, TypeError) as error:
-            self.get_logger().error(f'ignored {topics.RESULT}: {error}')
+    def on_result(self, message: ResultMessage) -> None:
+        record = read_report(self, record_from_result, message, topic=topics.RESULT)
+        if record is None:
             return
         with self.condition:
-            self.results[episode_id] = (record, time.perf_counter())
+            self.results[message.episode_id] = (record, time.perf_counter())
             self.condition.notify_all()
 
-    def on_end(self, message: String) -> None:
-        end = read_report(self, EpisodeEnd.from_json, message.data, topic=topics.EPISODE_END)
+    def on_end(self, message: EpisodeEndMessage) -> None:
+        end = read_report(self, EpisodeEnd.from_message, message, topic=topics.EPISODE_END)
         if end is None:
             return
         with self.condition:
@@ -174,11 +187,11 @@ class EvaluatorNode(Node):
             what=f'a policy bridge on {topics.INSTRUCTION}',
         )
         self._wait(lambda: self.count_publishers(topics.RESULT) > 0, timeout=self.startup_timeout, what='a referee')
-        listeners = 3 + (self.options.record == 'bag')
+        listeners = 2 + (self.options.record == 'bag')  # the sim has the episode in the reset request
         self._wait(
             lambda: self.episode_pub.get_subscription_count() >= listeners,
             timeout=self.startup_timeout,
-            what=f'the sim, bridge, referee{" and recorder" if listeners > 3 else ""} on {topics.EPISODE}',
+            what=f'the bridge, referee{" and recorder" if listeners > 2 else ""} on {topics.EPISODE}',
         )
         recording = int(self.options.record == 'bag')
         factory = resolve_policy(self.options.policy, trusted=self.options.trusted_policy)
@@ -205,7 +218,7 @@ class EvaluatorNode(Node):
         same episode is harmless (every node follows the latest reset of an episode).
         """
         while True:
-            future = self.reset_client.call_async(Trigger.Request())
+            future = self.reset_client.call_async(ResetEpisode.Request(episode=spec_message(spec)))
             future.add_done_callback(lambda _: self._notify())
             attempt_end = min(deadline, time.monotonic() + RESET_ATTEMPT_SECONDS)
             try:
@@ -227,21 +240,18 @@ class EvaluatorNode(Node):
                 )
                 continue
             response = future.result()
-            if response is not None and response.success and response.message == spec.episode_id:
+            if response is None or response.episode_id != spec.episode_id:
+                if time.monotonic() > deadline:
+                    raise GraphError(f'the sim{self.where} did not reset to {spec.task_id} in time')
+                continue  # the answer to an abandoned call
+            if response.code == ResetCode.OK:
                 return
-            if (
-                response is not None
-                and not response.success
-                and response.message != f'no {topics.EPISODE} received yet'
-            ):
-                raise GraphError(f'the sim{self.where} could not reset to {spec.task_id}: {response.message}')
-            if time.monotonic() > deadline:
-                raise GraphError(f'the sim{self.where} did not reset to {spec.task_id} in time')
-            time.sleep(0.02)
+            code = {int(c): c.name for c in ResetCode}.get(response.code, str(response.code))
+            raise GraphError(f'the sim{self.where} could not reset to {spec.task_id} ({code}): {response.message}')
 
     def start_episode(self, spec: EpisodeSpec, *, deadline: float) -> None:
         """Publish ``spec``, reset the sim to it and send the instruction: the bridge starts the episode."""
-        self.episode_pub.publish(String(data=spec.to_json()))
+        self.episode_pub.publish(spec_message(spec))
         self.reset(spec, deadline=deadline)
         self.instruction_pub.publish(String(data=spec.instruction))
 

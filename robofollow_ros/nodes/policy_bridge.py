@@ -10,7 +10,6 @@ empty JointTrajectory) and the episode ends with the reason in ``/robofollow/epi
 from __future__ import annotations
 
 import dataclasses
-import json
 import queue
 import threading
 
@@ -31,9 +30,8 @@ from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, PolicyFailure
+from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
-from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
 from robofollow_ros.graph.suite_parameters import flag
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.robot.description import load_robot
@@ -44,6 +42,14 @@ from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
+from robofollow_ros.ros.protocol import (
+    EpisodeEnd,
+    EpisodeEndMessage,
+    EpisodeSpecMessage,
+    SimStatus,
+    SimStatusMessage,
+    StatusEvent,
+)
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node, wait_for
 from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.ros.trajectory_cdr import encode_trajectory, warm_trajectory_codec
@@ -65,19 +71,39 @@ class PolicyBridge(Node):
 
     def __init__(self) -> None:
         super().__init__('policy_bridge')
-        name = str(param(self, 'policy', 'expert'))
-        kwargs = parse_policy_kwargs(str(param(self, 'policy_kwargs', '{}')))
-        self.timeout = float(param(self, 'timeout', 30.0))
-        trusted = flag('trusted_policy', param(self, 'trusted_policy', False))
-        self.memory_limit = int(param(self, 'policy_memory_limit', DEFAULT_POLICY_MEMORY_MIB))
-        self.sim_timeout = float(param(self, 'sim_timeout', 30.0))
-        self.limits = EpisodeLimits(
-            max_queries=int(param(self, 'max_queries', MAX_QUERIES)),
-            actions_per_query=int(param(self, 'actions_per_query', ACTIONS_PER_QUERY)),
+        name = str(param(self, 'policy', 'expert', description='policy name or module:factory'))
+        kwargs = parse_policy_kwargs(
+            str(param(self, 'policy_kwargs', '{}', description='JSON object of keyword arguments for the policy'))
         )
-        robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT)))
+        # The suite's default (robofollow eval --query-timeout), so that `ros2 run` and a launch agree.
+        self.timeout = float(
+            param(self, 'timeout', DEFAULT_QUERY_TIMEOUT, description='seconds one call into the policy may take')
+        )
+        trusted = flag(
+            'trusted_policy',
+            param(self, 'trusted_policy', False, description='run a custom policy in this process (no sandbox)'),
+        )
+        self.memory_limit = int(
+            param(
+                self,
+                'policy_memory_limit',
+                DEFAULT_POLICY_MEMORY_MIB,
+                description='MiB a custom policy process may use (0: no limit)',
+            )
+        )
+        self.sim_timeout = float(
+            param(self, 'sim_timeout', 30.0, description='seconds to wait for the sim to complete an observation')
+        )
+        self.limits = EpisodeLimits(
+            max_queries=int(param(self, 'max_queries', MAX_QUERIES, description='policy queries per episode')),
+            actions_per_query=int(
+                param(self, 'actions_per_query', ACTIONS_PER_QUERY, description='rows executed of each chunk')
+            ),
+        )
+        robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)')))
         self.joint_layout = robot.joint_layout
-        self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(param(self, 'max_row_step', 0.5)))
+        row_step = param(self, 'max_row_step', 0.5, description='largest joint step between two rows, rad')
+        self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(row_step))
         # At start-up rather than in the first episode: the typestore, its decoders and the task index (~80 ms).
         warm_decoders()
         warm_trajectory_codec()
@@ -97,10 +123,10 @@ class PolicyBridge(Node):
         self.ran: set[str] = set()
 
         self.trajectory_pubs = trajectory_publishers(self)
-        self.end_pub = self.create_publisher(String, topics.EPISODE_END, qos.EVENTS)
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
+        self.end_pub = self.create_publisher(EpisodeEndMessage, topics.EPISODE_END, qos.EVENTS)
+        self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
-        self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         per_row: dict[str, type] = {topics.JOINT_STATES: JointState}
         if self.privileged:
             per_row.update(dict.fromkeys(topics.pose_topics(), PoseStamped))
@@ -124,8 +150,8 @@ class PolicyBridge(Node):
             self.factory, limits=self.chunk_limits, timeout=self.timeout, memory_limit_mib=self.memory_limit
         )
 
-    def on_episode(self, message: String) -> None:
-        spec = read_episode(self, message.data)
+    def on_episode(self, message: EpisodeSpecMessage) -> None:
+        spec = read_episode(self, message)
         if spec is None:
             return
         with self.cache.condition:
@@ -135,8 +161,8 @@ class PolicyBridge(Node):
     def on_instruction(self, message: String) -> None:
         self.requests.put(message.data)
 
-    def on_status(self, message: String) -> None:
-        status = read_report(self, SimStatus.from_json, message.data, topic=topics.SIM_STATUS)
+    def on_status(self, message: SimStatusMessage) -> None:
+        status = read_report(self, SimStatus.from_message, message, topic=topics.SIM_STATUS)
         if status is not None:
             self.cache.add_status(status)
 
@@ -207,7 +233,7 @@ class PolicyBridge(Node):
         """The episode the sim last reset to, once both its spec and its reset status are here, if not run yet."""
 
         def latest_reset() -> EpisodeSpec | None:
-            found = self.cache.find_status(lambda s: s.event == 'reset')
+            found = self.cache.find_status(lambda s: s.event is StatusEvent.RESET)
             if found is None:
                 return None
             episode_id = found[1].episode_id
@@ -260,10 +286,9 @@ class PolicyBridge(Node):
             executed_rows=env.executed_rows,
             policy_error=error,
             error_kind=kind,
+            bridge_overhead_ms=tuple(overheads),
         )
-        payload = json.loads(end.to_json())
-        payload['bridge_overhead_ms'] = overheads
-        self.end_pub.publish(String(data=json.dumps(payload)))
+        self.end_pub.publish(end.to_message())
 
     def close(self) -> None:
         """Stop the episode thread (its waits end on ``STOP``) before the node's publishers go away."""

@@ -36,10 +36,17 @@ from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
-from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.robot.specs import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import from_time
+from robofollow_ros.ros.protocol import (
+    EpisodeSpecMessage,
+    ResultMessage,
+    SimStatus,
+    SimStatusMessage,
+    StatusEvent,
+    record_from_result,
+)
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
@@ -73,23 +80,28 @@ class RecorderNode(Node):
 
     def __init__(self) -> None:
         super().__init__('recorder')
-        self.out = Path(str(param(self, 'out', 'runs/graph'))) / EPISODES_DIR
-        self.storage = str(param(self, 'storage', 'mcap'))
-        self.robot = get_robot_spec(str(param(self, 'robot', DEFAULT_ROBOT))).name
+        self.out = (
+            Path(str(param(self, 'out', 'runs/graph', description='run folder; bags go to OUT/episodes')))
+            / EPISODES_DIR
+        )
+        self.storage = str(param(self, 'storage', 'mcap', description='bag storage: mcap or sqlite3'))
+        self.robot = get_robot_spec(
+            str(param(self, 'robot', DEFAULT_ROBOT, description='robot named in each bag (robot.specs)'))
+        ).name
         self.bags: dict[str, _OpenBag] = {}
         self.finished: dict[str, bool] = {}
         self.waiting: list[tuple[str, str, bytes, int | None]] = []
         self.resets: dict[str, int] = {}
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
-        self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
-        self.create_subscription(String, topics.RESULT, self.on_result, qos.EVENTS)
+        self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
+        self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.create_subscription(ResultMessage, topics.RESULT, self.on_result, qos.EVENTS)
         self.description: str | None = None
         self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
         self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.MARKERS_READER)
         self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
         for topic in topics.pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
-        if bool(param(self, 'images', False)):
+        if bool(param(self, 'images', False, description='record the camera images and CameraInfo')):
             for camera in CAMERAS:
                 self._raw(Image, topics.image_topic(camera), IMAGE, qos.SENSOR)
                 self._raw(CameraInfo, topics.camera_info_topic(camera), CAMERA_INFO, qos.SENSOR)
@@ -98,8 +110,8 @@ class RecorderNode(Node):
     def _raw(self, kind: type, topic: str, msgtype: str, profile: QoSProfile) -> None:
         self.create_subscription(kind, topic, lambda data: self.on_message(topic, msgtype, data), profile, raw=True)
 
-    def on_episode(self, message: String) -> None:
-        spec = read_episode(self, message.data)
+    def on_episode(self, message: EpisodeSpecMessage) -> None:
+        spec = read_episode(self, message)
         if spec is None:
             return
         if spec.episode_id in self.bags or spec.episode_id in self.finished:
@@ -137,9 +149,9 @@ class RecorderNode(Node):
             data = serialize_message(message)
             self.on_message(topics.SCENE_MARKERS, MARKER_ARRAY, data, stamp=from_time(message.markers[0].header.stamp))
 
-    def on_status(self, message: String) -> None:
-        status = read_report(self, SimStatus.from_json, message.data, topic=topics.SIM_STATUS)
-        if status is None or status.event != 'reset':
+    def on_status(self, message: SimStatusMessage) -> None:
+        status = read_report(self, SimStatus.from_message, message, topic=topics.SIM_STATUS)
+        if status is None or status.event is not StatusEvent.RESET:
             return
         remember(self.resets, status.episode_id, status.stamp_ns)
         if status.episode_id in self.bags:
@@ -166,10 +178,9 @@ class RecorderNode(Node):
             if topic.startswith(topics.EE_POSE_PREFIX):
                 target.ee_ns[topic] = max(stamp, target.ee_ns.get(topic, stamp))
 
-    def on_result(self, message: String) -> None:
-        try:
-            record = json.loads(message.data)
-        except ValueError:
+    def on_result(self, message: ResultMessage) -> None:
+        record = read_report(self, record_from_result, message, topic=topics.RESULT)
+        if record is None:
             return
         bag = self.bags.get(record.pop('episode_id', None))
         if bag is not None:

@@ -3,19 +3,18 @@
 Samples are kept by header stamp; joint states are read with the joint names of the ``robot`` parameter. On
 ``/robofollow/episode_end`` the trajectory from the episode's reset stamp to its end stamp is built with the same
 ``TrajectoryBuilder`` as the bag reader, scored with the same code as the in-process suite (``score_record``), and
-published as JSON on ``/robofollow/result``.
+published on ``/robofollow/result`` as a ``robofollow_interfaces/msg/Result`` (typed scores and stages, and the
+record as ``record_json``).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
 
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_typestore, warm_decoders
@@ -23,12 +22,21 @@ from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.records import Trial, score_record
-from robofollow_ros.graph.protocol import EpisodeEnd, SimStatus
 from robofollow_ros.referee.builder import TrajectoryBuilder, empty_trajectory
 from robofollow_ros.robot.description import joint_layout
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.on_demand_readers import OnDemandReaders
+from robofollow_ros.ros.protocol import (
+    EpisodeEnd,
+    EpisodeEndMessage,
+    EpisodeSpecMessage,
+    ResultMessage,
+    SimStatus,
+    SimStatusMessage,
+    StatusEvent,
+    result_message,
+)
 from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
 
 STALE_END_SECONDS = 60.0
@@ -43,8 +51,12 @@ class RefereeNode(Node):
 
     def __init__(self) -> None:
         super().__init__('referee')
-        self.end_timeout = float(param(self, 'end_timeout', 5.0))
-        self.joint_layout = joint_layout(str(param(self, 'robot', DEFAULT_ROBOT)))
+        self.end_timeout = float(
+            param(self, 'end_timeout', 5.0, description='seconds to wait for the poses up to an episode end')
+        )
+        self.joint_layout = joint_layout(
+            str(param(self, 'robot', DEFAULT_ROBOT, description='robot whose joint names /joint_states carries'))
+        )
         self.specs: dict[str, EpisodeSpec] = {}
         self.resets: dict[str, int] = {}
         self.ends: dict[str, tuple[EpisodeEnd, float]] = {}
@@ -52,30 +64,30 @@ class RefereeNode(Node):
         self.joints: list[tuple[int, bytes]] = []
         self.typestore = default_typestore()
         warm_decoders()
-        self.result_pub = self.create_publisher(String, topics.RESULT, qos.EVENTS)
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
-        self.create_subscription(String, topics.SIM_STATUS, self.on_status, qos.EVENTS)
-        self.create_subscription(String, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        self.result_pub = self.create_publisher(ResultMessage, topics.RESULT, qos.EVENTS)
+        self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
+        self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
+        self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
         per_row = {topics.JOINT_STATES: JointState, **dict.fromkeys(topics.pose_topics(), PoseStamped)}
         self.samples = OnDemandReaders(self, per_row, store=self.on_sample, profile=qos.STATE)
         self.create_timer(0.05, self.try_score)
 
-    def on_episode(self, message: String) -> None:
-        spec = read_episode(self, message.data)
+    def on_episode(self, message: EpisodeSpecMessage) -> None:
+        spec = read_episode(self, message)
         if spec is None:
             return
         remember(self.specs, spec.episode_id, spec)
 
-    def on_status(self, message: String) -> None:
-        status = read_report(self, SimStatus.from_json, message.data, topic=topics.SIM_STATUS)
+    def on_status(self, message: SimStatusMessage) -> None:
+        status = read_report(self, SimStatus.from_message, message, topic=topics.SIM_STATUS)
         if status is None:
             return
         self.samples.drain()
-        if status.event == 'reset':
+        if status.event is StatusEvent.RESET:
             remember(self.resets, status.episode_id, status.stamp_ns)
 
-    def on_end(self, message: String) -> None:
-        end = read_report(self, EpisodeEnd.from_json, message.data, topic=topics.EPISODE_END)
+    def on_end(self, message: EpisodeEndMessage) -> None:
+        end = read_report(self, EpisodeEnd.from_message, message, topic=topics.EPISODE_END)
         if end is None:
             return
         self.ends[end.episode_id] = (end, time.monotonic())
@@ -135,7 +147,12 @@ class RefereeNode(Node):
         record.update(end.bookkeeping())
         record['episode_id'] = spec.episode_id
         record['end_stamp_ns'] = end_ns
-        self.result_pub.publish(String(data=json.dumps(record, allow_nan=False)))
+        try:
+            message = result_message(record)
+        except RoboFollowError as error:
+            self.get_logger().error(f'{spec.task_id}: result not sent: {error}')
+            return
+        self.result_pub.publish(message)
         self.get_logger().info(
             f'{spec.task_id} r{spec.round}: IS {record["intent_score"]:.2f} ES {record["exec_score"]:.2f} '
             f'complete {record["completion_ok"]}'

@@ -1,10 +1,10 @@
-"""``sim`` node: the MuJoCo cell on ROS, in synchronous mode (handshake: ``robofollow_ros/graph/protocol.py``).
+"""``sim`` node: the MuJoCo cell on ROS, in synchronous mode (handshake: ``robofollow_ros/ros/protocol.py``).
 
 Parameter ``robot`` picks the cell's robot (``robot.specs``); ``/joint_states`` and the trajectories carry its URDF's
 joint names (``JointLayout``). Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row;
 camera images and CameraInfo after each reset and chunk (rendered only while someone subscribes, or always with
-``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics,
-``/robofollow/episode`` and the ``/robofollow/sim/reset`` service.
+``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics
+and serves ``/robofollow/sim/reset`` (``robofollow_interfaces/srv/ResetEpisode``: the request carries the episode).
 
 The node's writers publish asynchronously (``RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS`` unless the environment
 says otherwise): a publish only queues the message and Fast DDS delivers it from its own thread, on the other core,
@@ -23,24 +23,23 @@ from rclpy.publisher import Publisher
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from robofollow_ros import topics
 from robofollow_ros.bags.conventions import camera_frame
 from robofollow_ros.benchmark.types import ARMS, Arm
-from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.errors import EpisodeSpecError, GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.graph.clock import SimClock
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
-from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.cdr_template import FrameMessages
 from robofollow_ros.ros.markers import scene_markers
 from robofollow_ros.ros.messages import camera_info_message, image_message
-from robofollow_ros.ros.runtime import param, read_episode, run_node
+from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, SimStatus, SimStatusMessage, StatusEvent, read_spec
+from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.ros.trajectory_cdr import decode_trajectory, warm_trajectory_codec
 from robofollow_ros.state_layout import CAMERAS
 
@@ -69,17 +68,21 @@ class SimNode(Node):
         from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
         from robofollow_ros.sim.env import CellEnv
 
-        self.width = int(param(self, 'width', IMAGE_WIDTH))
-        self.height = int(param(self, 'height', IMAGE_HEIGHT))
-        self.images = str(param(self, 'images', 'auto'))
+        self.width = int(param(self, 'width', IMAGE_WIDTH, description='camera image width, pixels'))
+        self.height = int(param(self, 'height', IMAGE_HEIGHT, description='camera image height, pixels'))
+        self.images = str(
+            param(self, 'images', 'auto', description='auto (render while someone subscribes), always or never')
+        )
         self.env = CellEnv(
-            render=False, width=self.width, height=self.height, robot=str(param(self, 'robot', DEFAULT_ROBOT))
+            render=False,
+            width=self.width,
+            height=self.height,
+            robot=str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)')),
         )
         self.joint_layout = self.env.robot.joint_layout
         self.env.preload()
         warm_trajectory_codec()
         self.clock = SimClock()
-        self.spec: EpisodeSpec | None = None
         self.current: EpisodeSpec | None = None
         self.observation_ns = -1
         self.pending: dict[Arm, tuple[list[str], object]] = {}
@@ -102,32 +105,28 @@ class SimNode(Node):
             camera: self.create_publisher(CameraInfo, topics.camera_info_topic(camera), qos.SENSOR)
             for camera in CAMERAS
         }
-        self.status_pub = self.create_publisher(String, topics.SIM_STATUS, qos.EVENTS)
+        self.status_pub = self.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS)
         self.markers_pub = self.create_publisher(MarkerArray, topics.SCENE_MARKERS, qos.LATCHED)
         description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 
-        self.create_subscription(String, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         subscribe_trajectories(self, self.on_trajectory)
-        self.create_service(Trigger, topics.SIM_RESET, self.on_reset)
+        self.create_service(ResetEpisode, topics.SIM_RESET, self.on_reset)
 
-    def on_episode(self, message: String) -> None:
-        spec = read_episode(self, message.data)
-        if spec is None:
-            return
-        self.spec = spec
-
-    def on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        spec = self.spec
-        if spec is None:
-            response.success, response.message = False, f'no {topics.EPISODE} received yet'
+    def on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+        response.episode_id = request.episode.episode_id
+        try:
+            spec = read_spec(request.episode)
+        except (EpisodeSpecError, GraphError) as error:
+            self.get_logger().error(f'reset refused: {error}')
+            response.code, response.message = int(ResetCode.INVALID_EPISODE), str(error)
             return response
         try:
             task, layout = spec.resolve()
             self.env.reset(task, seed=spec.seed, layout=layout, images=False)
         except RoboFollowError as error:
             self.get_logger().error(f'reset to {spec.task_id} failed: {error}')
-            response.success, response.message = False, str(error)
+            response.code, response.message = int(ResetCode.RESET_FAILED), str(error)
             return response
         self.current = spec
         self.pending.clear()
@@ -136,9 +135,9 @@ class SimNode(Node):
         self.publish_frame()
         self.publish_observation(reset=True)
         self.status_pub.publish(
-            String(data=SimStatus(event='reset', episode_id=spec.episode_id, stamp_ns=self.observation_ns).to_json())
+            SimStatus(event=StatusEvent.RESET, episode_id=spec.episode_id, stamp_ns=self.observation_ns).to_message()
         )
-        response.success, response.message = True, spec.episode_id
+        response.code = int(ResetCode.OK)
         self.get_logger().debug(f'reset to {spec.task_id} r{spec.round} ({spec.episode_id})')
         return response
 
@@ -198,13 +197,13 @@ class SimNode(Node):
         self.publish_observation()
         assert self.current is not None
         status = SimStatus(
-            event='executed',
+            event=StatusEvent.EXECUTED,
             episode_id=self.current.episode_id,
             stamp_ns=self.observation_ns,
             for_stamp_ns=for_stamp_ns,
             rows=int(chunk.shape[0]),
         )
-        self.status_pub.publish(String(data=status.to_json()))
+        self.status_pub.publish(status.to_message())
 
     def publish_frame(self) -> None:
         """Publish the current frame (``frame_messages``)."""

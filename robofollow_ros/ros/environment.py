@@ -1,7 +1,7 @@
 """``RosEnvironment``: the sim node seen through topics, driven by the same ``run_episode`` loop as ``CellEnv``.
 
 ``reset`` waits for the observation the sim published after the evaluator's reset; ``execute`` publishes a chunk
-as one JointTrajectory per arm and waits for the next complete observation (handshake: ``graph/protocol.py``).
+as one JointTrajectory per arm and waits for the next complete observation (handshake: ``ros/protocol.py``).
 Privileged poses (objects, TCPs) are attached only when the policy is a built-in reference policy, as a
 mocap-equipped real cell would provide them.
 """
@@ -19,10 +19,10 @@ from robofollow_ros.bags.cdr import decode_joint_state, decode_poses, default_ty
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import GraphError
-from robofollow_ros.graph.protocol import SimStatus
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.protocol import SimStatus, StatusEvent
 from robofollow_ros.state_layout import CAMERAS, JointLayout
 
 NS_PER_S = 1_000_000_000
@@ -79,7 +79,9 @@ class RosEnvironment:
     def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> CellObservation:
         """The initial observation of the episode the sim was reset to (with the camera images if ``images``)."""
         self.layout, self.images = layout, images
-        status = self._status(lambda s: s.event == 'reset' and s.episode_id == self.episode_id, 'the sim reset')
+        status = self._status(
+            lambda s: s.event is StatusEvent.RESET and s.episode_id == self.episode_id, 'the sim reset'
+        )
         self.origin_ns = status.stamp_ns
         return self._observation(status.stamp_ns)
 
@@ -91,7 +93,9 @@ class RosEnvironment:
         self.publish_chunk(chunk, answered)
         self.queries += 1
         status = self._status(
-            lambda s: s.event == 'executed' and s.episode_id == self.episode_id and s.for_stamp_ns == answered,
+            lambda s: (
+                s.event is StatusEvent.EXECUTED and s.episode_id == self.episode_id and s.for_stamp_ns == answered
+            ),
             f'the sim to execute the chunk for stamp {answered}',
         )
         self.executed_rows += status.rows

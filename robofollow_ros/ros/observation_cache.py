@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from robofollow_ros.errors import GraphError
-from robofollow_ros.graph.protocol import SimStatus
+from robofollow_ros.ros.protocol import SimStatus
 from robofollow_ros.ros.shutdown import STOP
 
 _V = TypeVar('_V')

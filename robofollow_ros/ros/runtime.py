@@ -20,6 +20,7 @@ from rclpy.node import Node
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.ros.protocol import read_spec
 from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops, install_stop_handlers
 
 SPIN_PERIOD = 0.1
@@ -86,9 +87,10 @@ def spin(executor: Executor) -> None:
                 return  # shut down between the check and the wait
 
 
-def param(node: Node, name: str, default: Any) -> Any:
-    """Declare a parameter that accepts any type from the command line or a params file; its value."""
-    descriptor = ParameterDescriptor(dynamic_typing=True)
+def param(node: Node, name: str, default: Any, *, description: str) -> Any:
+    """Declare a parameter that accepts any type from the command line or a params file (the launchers pass
+    strings), with the ``description`` that ``ros2 param describe`` shows; its value."""
+    descriptor = ParameterDescriptor(dynamic_typing=True, description=description)
     return node.declare_parameter(name, default, descriptor).value
 
 
@@ -129,22 +131,16 @@ def remember(mapping: MutableMapping[_K, _V], key: _K, value: _V, *, keep: int =
         del mapping[next(iter(mapping))]
 
 
-def read_report(node: Node, parse: Callable[[str], _R], text: str, *, topic: str) -> _R | None:
-    """``parse(text)`` (``SimStatus.from_json``, ``EpisodeEnd.from_json``), or ``None`` after logging why the message on
-    ``topic`` is ignored."""
+def read_report(node: Node, parse: Callable[[Any], _R], message: Any, *, topic: str) -> _R | None:
+    """``parse(message)`` (``SimStatus.from_message``, ``EpisodeEnd.from_message``...), or ``None`` after logging why
+    the message on ``topic`` is ignored."""
     try:
-        return parse(text)
+        return parse(message)
     except RoboFollowError as error:
         node.get_logger().error(f'ignored {topic}: {error}')
         return None
 
 
-def read_episode(node: Node, text: str) -> EpisodeSpec | None:
+def read_episode(node: Node, message: Any) -> EpisodeSpec | None:
     """The ``EpisodeSpec`` of a ``/robofollow/episode`` message, or ``None`` after logging why it is ignored."""
-    return read_report(node, _resolvable_spec, text, topic=topics.EPISODE)
-
-
-def _resolvable_spec(text: str) -> EpisodeSpec:
-    spec = EpisodeSpec.from_json(text)
-    spec.resolve()
-    return spec
+    return read_report(node, read_spec, message, topic=topics.EPISODE)

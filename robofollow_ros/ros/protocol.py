@@ -1,0 +1,222 @@
+"""The synchronous-mode handshake between the evaluator, the sim, the policy bridge and the referee, and its messages.
+
+Every message of the handshake is a typed message of the ``robofollow_interfaces`` package (built by
+``scripts/build_interfaces.sh``; definitions in ``robofollow_interfaces/msg`` and ``srv``). This module is the one
+place that converts between them and the core's types, and checks what arrives: a message of another ``version``,
+an unknown event or an inconsistent field is refused with a ``GraphError`` naming it.
+
+1. The evaluator publishes the ``EpisodeSpec`` on ``/robofollow/episode`` (transient local, so that a node started
+   late still gets it) and calls ``/robofollow/sim/reset`` (``ResetEpisode``) with the same spec. The sim resets,
+   publishes frame 0, the initial observation and ``SimStatus(event=EVENT_RESET)`` on ``/robofollow/sim/status``, and
+   answers ``code=OK`` with the ``episode_id`` it reset to. ``INVALID_EPISODE`` (unknown task or layout, another
+   version) and ``RESET_FAILED`` (the scene could not be built) end the trial with the answer's ``message``; an
+   unanswered call is made again (resetting twice to the same episode is harmless).
+2. The evaluator publishes the instruction (``std_msgs/String``) on ``/robofollow/instruction``; the bridge starts
+   the episode.
+3. For each chunk the bridge publishes one ``JointTrajectory`` per arm whose ``header.stamp`` is the stamp of the
+   observation the chunk answers. The sim executes the rows once it holds both arms' trajectories with that stamp
+   (simulated time advances only here), publishing ``/clock``, ``/joint_states`` and the poses for every row,
+   then the images of the final state, then ``SimStatus(event=EVENT_EXECUTED, for_stamp_ns=<that stamp>)``. The
+   next observation is complete when the bridge holds the joint state (and, if its policy wants them, the images)
+   stamped ``stamp_ns`` of that status.
+4. When the budget is spent or the policy failed, the bridge publishes ``EpisodeEnd`` on ``/robofollow/episode_end``;
+   the referee scores every frame stamped from the reset up to ``end_stamp_ns`` and publishes ``Result`` on
+   ``/robofollow/result``: the scores as typed fields (stages as a ``Stage[]``) and the whole record as
+   ``record_json``, which is what the evaluator writes to ``results.jsonl``.
+
+Versioning: each message carries ``version``, the ``VERSION`` constant of the sender's definition; ``VERSION`` here
+must equal every definition's (a test checks it) and a receiver refuses any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from robofollow_interfaces.msg import Adjustment as AdjustmentMessage
+from robofollow_interfaces.msg import EpisodeEnd as EpisodeEndMessage
+from robofollow_interfaces.msg import EpisodeSpec as EpisodeSpecMessage
+from robofollow_interfaces.msg import Result as ResultMessage
+from robofollow_interfaces.msg import SimStatus as SimStatusMessage
+from robofollow_interfaces.msg import Stage as StageMessage
+from robofollow_interfaces.srv import ResetEpisode
+from robofollow_ros.errors import GraphError
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.interfaces import VERSION, record_of_result, result_fields
+
+__all__ = [
+    'VERSION',
+    'EpisodeEnd',
+    'EpisodeEndMessage',
+    'EpisodeSpecMessage',
+    'ResetCode',
+    'ResetEpisode',
+    'ResultMessage',
+    'SimStatus',
+    'SimStatusMessage',
+    'StatusEvent',
+    'read_spec',
+    'record_from_result',
+    'result_message',
+    'spec_from_message',
+    'spec_message',
+]
+
+
+class StatusEvent(IntEnum):
+    """``SimStatus.event``: what made the observation complete."""
+
+    RESET = SimStatusMessage.EVENT_RESET
+    EXECUTED = SimStatusMessage.EVENT_EXECUTED
+
+
+class ResetCode(IntEnum):
+    """``ResetEpisode.Response.code``: the sim's answer to a reset."""
+
+    OK = ResetEpisode.Response.OK
+    INVALID_EPISODE = ResetEpisode.Response.INVALID_EPISODE
+    RESET_FAILED = ResetEpisode.Response.RESET_FAILED
+
+
+def _check_version(message: Any, what: str) -> None:
+    if message.version != VERSION:
+        raise GraphError(f"{what} version {message.version} is not {VERSION}, this node's (rebuild the interfaces)")
+
+
+@dataclass(frozen=True)
+class SimStatus:
+    """The sim's report that an observation is complete (after a reset, or after executing a chunk)."""
+
+    event: StatusEvent
+    episode_id: str
+    stamp_ns: int
+    for_stamp_ns: int = -1
+    rows: int = 0
+
+    def to_message(self) -> SimStatusMessage:
+        """The ``SimStatus`` message for ``/robofollow/sim/status``."""
+        return SimStatusMessage(
+            version=VERSION,
+            event=int(self.event),
+            episode_id=self.episode_id,
+            stamp_ns=self.stamp_ns,
+            for_stamp_ns=self.for_stamp_ns,
+            rows=self.rows,
+        )
+
+    @classmethod
+    def from_message(cls, message: Any) -> SimStatus:
+        """Check and convert; raises ``GraphError`` on another version, an unknown event or a missing episode id."""
+        _check_version(message, 'SimStatus')
+        try:
+            event = StatusEvent(message.event)
+        except ValueError:
+            raise GraphError(f'SimStatus event {message.event} is not one of {[int(e) for e in StatusEvent]}') from None
+        if not message.episode_id:
+            raise GraphError('SimStatus has no episode_id')
+        if event is StatusEvent.EXECUTED and message.for_stamp_ns < 0:
+            raise GraphError('SimStatus EVENT_EXECUTED without for_stamp_ns')
+        return cls(event, message.episode_id, message.stamp_ns, message.for_stamp_ns, message.rows)
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """The bridge's report that an episode is over: the episode loop's bookkeeping for the result record."""
+
+    episode_id: str
+    end_stamp_ns: int
+    queries: int
+    executed_rows: int
+    policy_error: str | None = None
+    error_kind: str | None = None
+    bridge_overhead_ms: tuple[float, ...] = ()
+
+    def to_message(self) -> EpisodeEndMessage:
+        """The ``EpisodeEnd`` message for ``/robofollow/episode_end``."""
+        return EpisodeEndMessage(
+            version=VERSION,
+            episode_id=self.episode_id,
+            end_stamp_ns=self.end_stamp_ns,
+            queries=self.queries,
+            executed_rows=self.executed_rows,
+            policy_failed=self.policy_error is not None,
+            policy_error=self.policy_error or '',
+            error_kind=self.error_kind or '',
+            bridge_overhead_ms=[float(value) for value in self.bridge_overhead_ms],
+        )
+
+    @classmethod
+    def from_message(cls, message: Any) -> EpisodeEnd:
+        """Check and convert; raises ``GraphError`` on another version, a missing episode id or negative counts."""
+        _check_version(message, 'EpisodeEnd')
+        if not message.episode_id:
+            raise GraphError('EpisodeEnd has no episode_id')
+        if message.queries < 0 or message.executed_rows < 0:
+            raise GraphError(f'EpisodeEnd counts are negative ({message.queries}, {message.executed_rows})')
+        failed = bool(message.policy_failed)
+        return cls(
+            episode_id=message.episode_id,
+            end_stamp_ns=message.end_stamp_ns,
+            queries=message.queries,
+            executed_rows=message.executed_rows,
+            policy_error=message.policy_error if failed else None,
+            error_kind=(message.error_kind or None) if failed else None,
+            bridge_overhead_ms=tuple(float(value) for value in message.bridge_overhead_ms),
+        )
+
+    def bookkeeping(self) -> dict[str, Any]:
+        """The fields a result record takes from the episode loop."""
+        return {
+            'policy_error': self.policy_error,
+            'error_kind': self.error_kind,
+            'queries': self.queries,
+            'executed_rows': self.executed_rows,
+        }
+
+
+def spec_message(spec: EpisodeSpec) -> EpisodeSpecMessage:
+    """The ``EpisodeSpec`` message of ``spec`` (for ``/robofollow/episode`` and the reset request)."""
+    return EpisodeSpecMessage(version=VERSION, **spec.to_dict())
+
+
+def spec_from_message(message: Any) -> EpisodeSpec:
+    """The spec a message carries, checked like a spec from JSON; raises ``GraphError`` (another version) or
+    ``EpisodeSpecError`` (a field's value)."""
+    _check_version(message, 'EpisodeSpec')
+    fields = ('episode_id', 'task_id', 'variant', 'layout', 'seed', 'round', 'arm', 'level', 'instruction')
+    return EpisodeSpec.from_mapping({name: getattr(message, name) for name in fields})
+
+
+def result_message(record: Mapping[str, Any]) -> ResultMessage:
+    """The ``Result`` message of a result record (its typed fields, and the record itself as ``record_json``).
+
+    Raises:
+        GraphError: the record cannot be written as JSON (a NaN score, a value JSON has no form for).
+    """
+    try:
+        fields = result_fields(record)
+    except ValueError as error:
+        raise GraphError(f'result record cannot be sent: {error}') from None
+    fields['stages'] = [StageMessage(**stage) for stage in fields['stages']]
+    fields['adjustments'] = [AdjustmentMessage(**item) for item in fields['adjustments']]
+    return ResultMessage(**fields)
+
+
+def record_from_result(message: Any) -> dict[str, Any]:
+    """The result record a ``Result`` message carries; raises ``GraphError`` on another version or a broken record."""
+    try:
+        record = record_of_result(message.version, message.record_json)
+    except ValueError as error:
+        raise GraphError(str(error)) from None
+    if record.get('episode_id') != message.episode_id:
+        raise GraphError('Result record_json is not the record of its episode_id')
+    return record
+
+
+def read_spec(message: Any) -> EpisodeSpec:
+    """``spec_from_message`` then ``resolve``: a spec the sim can build (a ``RoboFollowError`` otherwise)."""
+    spec = spec_from_message(message)
+    spec.resolve()
+    return spec
