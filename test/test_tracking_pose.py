@@ -74,14 +74,14 @@ def test_a_corrupted_corner_is_refused_by_the_reprojection_gate() -> None:
     corners[2] += 0.2 * (corners[3] - corners[2])
     bad = estimate_pose(Detection(0, corners), BLOCK, intrinsics, camera, plane_z=PLANE)
     assert isinstance(bad, Refusal)
-    assert bad.reason.startswith('reprojection error')
+    assert bad.gate == 'reprojection' and bad.reason.startswith('reprojection error')
 
 
 def test_a_tag_of_the_wrong_size_is_refused_by_the_edge_gate() -> None:
     intrinsics, camera, detection = _one_tag(size=0.04)
     result = estimate_pose(detection, BLOCK, intrinsics, camera, plane_z=PLANE)
     assert isinstance(result, Refusal)
-    assert 'off the tag size 0.03 m' in result.reason
+    assert result.gate == 'edge' and 'of the tag size 0.03 m' in result.reason
     right = estimate_pose(detection, ObjectMarker(1, 'big', 0, 0.04, 'top', 0.04), intrinsics, camera, plane_z=PLANE)
     assert isinstance(right, ObjectPose)
     assert math.hypot(right.x - 0.05, right.y - 0.1) < 0.002
@@ -111,13 +111,13 @@ def test_every_configured_object_gets_a_pose_or_a_reason() -> None:
         plane_z={'yellow_block_1': PLANE, 'red_sphere': TABLE_Z + 0.043},
     )
     assert isinstance(results['yellow_block_1'], ObjectPose)
-    assert results['red_sphere'] == Refusal('red_sphere', 4, 'not detected')
+    assert results['red_sphere'] == Refusal('red_sphere', 4, 'not_detected', 'not detected')
 
 
 def test_a_plane_behind_the_camera_gives_no_pose() -> None:
     intrinsics, camera, detection = _one_tag()
     result = estimate_pose(detection, BLOCK, intrinsics, camera, plane_z=2.0)
-    assert result == Refusal('yellow_block_1', 0, 'the corner rays do not meet the tag plane')
+    assert result == Refusal('yellow_block_1', 0, 'off_plane', 'the corner rays do not meet the tag plane')
 
 
 def test_without_a_plane_pnp_is_used_and_flagged() -> None:

@@ -20,20 +20,22 @@ from robofollow_ros.tracking.camera import CameraPose, Intrinsics, intersect_pla
 from robofollow_ros.tracking.markers import ObjectMarker, corners_local
 
 Method = Literal['plane', 'pnp']
+Gate = Literal['not_detected', 'off_plane', 'pnp', 'reprojection', 'edge', 'jump']
 
 
 @dataclass(frozen=True)
 class Gates:
     """Limits a pose must meet to be published.
 
-    ``max_reprojection_px``: RMS distance between the detected corners and the fitted tag's reprojected corners.
-    ``edge_tolerance``: each measured edge within this fraction of the configured size (sub-pixel corners measure
-    1.5-5 % short; a tag of the wrong size, or a finger over a corner, is far outside). ``max_jump``: metres from
-    the last accepted pose of the same object (None: no limit).
+    ``max_reprojection_px``: RMS distance between the detected corners and the reprojected square fitted to them
+    (scaled to the measured edge): the shape check, which a corner moved by a finger fails. ``edge_tolerance``:
+    the mean measured edge within this fraction of the configured size: a tag of another size fails it (sub-pixel
+    corners sit inward, so edges measure 2-15 % short on small, far or low-resolution tags; the centre and yaw are
+    not biased by that). ``max_jump``: metres from the last accepted pose of the same object (None: no limit).
     """
 
     max_reprojection_px: float = 1.2
-    edge_tolerance: float = 0.10
+    edge_tolerance: float = 0.15
     max_jump: float | None = 0.05
 
 
@@ -67,10 +69,11 @@ class ObjectPose:
 
 @dataclass(frozen=True)
 class Refusal:
-    """No pose for ``name``: ``reason`` says why (not detected, off the plane, a gate failed)."""
+    """No pose for ``name``: ``gate`` is what refused it, ``reason`` says why in one line."""
 
     name: str
     marker_id: int
+    gate: Gate
     reason: str
 
 
@@ -130,9 +133,8 @@ def fit_rigid_2d(local: np.ndarray, world: np.ndarray) -> tuple[np.ndarray, floa
     return world_mean - rotation @ local_mean, angle
 
 
-def _edge_ratio(points: np.ndarray, size: float) -> tuple[float, float]:
-    edges = np.linalg.norm(points - np.roll(points, -1, axis=0), axis=1) / size
-    return float(edges.mean()), float(np.max(np.abs(edges - 1.0)))
+def _edge_ratio(points: np.ndarray, size: float) -> float:
+    return float(np.mean(np.linalg.norm(points - np.roll(points, -1, axis=0), axis=1)) / size)
 
 
 def _wrap(angle: float) -> float:
@@ -166,14 +168,14 @@ def estimate_pose(
     else:
         hits = intersect_plane(intrinsics, camera, corners, z=plane_z)
         if hits is None:
-            return Refusal(marker.name, marker.id, 'the corner rays do not meet the tag plane')
+            return Refusal(marker.name, marker.id, 'off_plane', 'the corner rays do not meet the tag plane')
         tag_points = hits[:, :2]
         centre, yaw = fit_rigid_2d(local, tag_points)
         z = plane_z
         method = 'plane'
     c, s = math.cos(yaw), math.sin(yaw)
     rotation = np.array([[c, -s], [s, c]])
-    ratio, worst = _edge_ratio(tag_points, marker.size)
+    ratio = _edge_ratio(tag_points, marker.size)
     # The shape check: the fitted square, scaled to the measured edge (the size is the edge gate's), reprojected
     # onto the detected corners. A corner moved by a finger or a bad refinement leaves a residual here.
     fitted = (local * ratio) @ rotation.T + centre
@@ -181,13 +183,17 @@ def estimate_pose(
     reprojection = float(np.sqrt(np.mean(np.sum((reprojected - corners) ** 2, axis=1))))
     if reprojection > gates.max_reprojection_px:
         return Refusal(
-            marker.name, marker.id, f'reprojection error {reprojection:.2f} px > {gates.max_reprojection_px} px'
+            marker.name,
+            marker.id,
+            'reprojection',
+            f'reprojection error {reprojection:.2f} px > {gates.max_reprojection_px} px',
         )
-    if worst > gates.edge_tolerance:
+    if abs(ratio - 1.0) > gates.edge_tolerance:
         return Refusal(
             marker.name,
             marker.id,
-            f'an edge measures {worst:.0%} off the tag size {marker.size} m (tolerance {gates.edge_tolerance:.0%})',
+            'edge',
+            f'edges measure {ratio:.0%} of the tag size {marker.size} m (tolerance {gates.edge_tolerance:.0%})',
         )
     # The object's centre: the tag sits at ``offset`` in the object's frame, which turns with the object.
     object_xy = centre - rotation @ np.asarray(marker.offset)
@@ -205,7 +211,7 @@ def estimate_pose(
     if previous is not None and gates.max_jump is not None:
         jump = math.hypot(pose.x - previous.x, pose.y - previous.y)
         if jump > gates.max_jump:
-            return Refusal(marker.name, marker.id, f'jumped {jump * 1000:.0f} mm from the last accepted pose')
+            return Refusal(marker.name, marker.id, 'jump', f'jumped {jump * 1000:.0f} mm from the last accepted pose')
     return pose
 
 
@@ -223,7 +229,7 @@ def _pnp(
         flags=cv2.SOLVEPNP_IPPE_SQUARE,
     )
     if not ok:
-        return Refusal(marker.name, marker.id, 'PnP found no pose')
+        return Refusal(marker.name, marker.id, 'pnp', 'PnP found no pose')
     r_tag, _ = cv2.Rodrigues(rvec)
     world_rotation = camera.rotation @ r_tag
     corners_world = (object_points @ r_tag.T + tvec.reshape(3)) @ camera.rotation.T + camera.position
@@ -231,7 +237,7 @@ def _pnp(
     if normal[2] < math.cos(math.radians(30.0)):
         # Not lying flat (or a flipped solution): no yaw about the world's vertical can be read from it.
         tilt = math.degrees(math.acos(max(-1.0, min(1.0, float(normal[2])))))
-        return Refusal(marker.name, marker.id, f'PnP tag is tilted {tilt:.0f} degrees from horizontal')
+        return Refusal(marker.name, marker.id, 'pnp', f'PnP tag is tilted {tilt:.0f} degrees from horizontal')
     centre = corners_world[:, :2].mean(axis=0)
     yaw = math.atan2(float(world_rotation[1, 0]), float(world_rotation[0, 0]))
     return centre, yaw, float(corners_world[:, 2].mean()), corners_world[:, :2]
@@ -253,7 +259,7 @@ def estimate_scene(
     for name, marker in markers.items():
         detection = detections.get(marker.id)
         if detection is None:
-            results[name] = Refusal(name, marker.id, 'not detected')
+            results[name] = Refusal(name, marker.id, 'not_detected', 'not detected')
             continue
         results[name] = estimate_pose(
             detection,
