@@ -16,6 +16,7 @@ from robofollow_ros.tracking.pose import (
     Detection,
     Gates,
     ObjectPose,
+    PoseTracker,
     Refusal,
     detect,
     estimate_pose,
@@ -158,3 +159,25 @@ def test_pixel_centre_conventions_and_ray_plane_intersection() -> None:
     back = intersect_plane(intrinsics, camera, project(intrinsics, camera, points), z=0.8)
     assert back is not None
     np.testing.assert_allclose(back, points, atol=1e-9)
+
+
+def _projected(x: float, y: float, yaw: float = 0.3) -> dict[int, Detection]:
+    intrinsics, camera = cam_high(640, 480)
+    tag = flat_tag(0, size=0.03, x=x, y=y, z=PLANE, yaw=yaw)
+    return {0: Detection(0, project(intrinsics, camera, tag.corners))}
+
+
+def test_the_tracker_follows_a_confirmed_move_and_never_a_one_frame_outlier() -> None:
+    intrinsics, camera = cam_high(640, 480)
+    tracker = PoseTracker({'yellow_block_1': BLOCK}, intrinsics, camera, confirm_frames=3)
+    planes = {'yellow_block_1': PLANE}
+    first = tracker.update(_projected(0.0, 0.1), planes)['yellow_block_1']
+    assert isinstance(first, ObjectPose)
+    outlier = tracker.update(_projected(0.2, 0.1), planes)['yellow_block_1']
+    assert isinstance(outlier, Refusal) and outlier.gate == 'jump'
+    assert isinstance(tracker.update(_projected(0.001, 0.1), planes)['yellow_block_1'], ObjectPose)
+    # Moved 10 cm while unseen: refused twice, believed on the third frame that agrees.
+    gates = [tracker.update(_projected(0.1, 0.1 + 0.002 * i), planes)['yellow_block_1'] for i in range(3)]
+    assert [isinstance(g, Refusal) and g.gate == 'jump' for g in gates] == [True, True, False]
+    last = tracker.last('yellow_block_1')
+    assert last is not None and abs(last.x - 0.1) < 1e-6 and abs(last.y - 0.104) < 1e-6

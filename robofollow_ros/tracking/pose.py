@@ -271,3 +271,78 @@ def estimate_scene(
             previous=(previous or {}).get(name),
         )
     return results
+
+
+class PoseTracker:
+    """Each object's last accepted pose, for the jump gate over a stream of frames.
+
+    A pose far from the last accepted one is refused (``jump``) until ``confirm_frames`` consecutive frames show
+    the object at the new place (each within the jump limit of the one before): then it is accepted, so a real
+    move the camera missed (the object carried while occluded) is followed after a few frames, and a one-frame
+    outlier never is.
+    """
+
+    def __init__(
+        self,
+        markers: Mapping[str, ObjectMarker],
+        intrinsics: Intrinsics,
+        camera: CameraPose,
+        *,
+        gates: Gates = Gates(),
+        confirm_frames: int = 3,
+    ) -> None:
+        self._markers = dict(markers)
+        self._intrinsics = intrinsics
+        self._camera = camera
+        self._gates = gates
+        self._confirm = confirm_frames
+        self._accepted: dict[str, ObjectPose] = {}
+        self._pending: dict[str, list[ObjectPose]] = {}
+
+    def last(self, name: str) -> ObjectPose | None:
+        """The last accepted pose of ``name``, or None."""
+        return self._accepted.get(name)
+
+    def update(self, detections: Mapping[int, Detection], plane_z: Mapping[str, float | None]) -> dict[str, PoseResult]:
+        """This frame's result for every object (see ``estimate_scene``), jump-gated against the accepted poses."""
+        results = estimate_scene(
+            detections,
+            self._markers,
+            self._intrinsics,
+            self._camera,
+            plane_z=plane_z,
+            gates=self._gates,
+            previous=self._accepted,
+        )
+        for name, result in results.items():
+            if isinstance(result, ObjectPose):
+                self._accepted[name] = result
+                self._pending.pop(name, None)
+            elif result.gate == 'jump':
+                results[name] = self._confirm_jump(name, detections, plane_z, result)
+        return results
+
+    def _confirm_jump(
+        self, name: str, detections: Mapping[int, Detection], plane_z: Mapping[str, float | None], refusal: Refusal
+    ) -> PoseResult:
+        marker = self._markers[name]
+        unlimited = Gates(
+            max_reprojection_px=self._gates.max_reprojection_px,
+            edge_tolerance=self._gates.edge_tolerance,
+            max_jump=None,
+        )
+        candidate = estimate_pose(
+            detections[marker.id], marker, self._intrinsics, self._camera, plane_z=plane_z.get(name), gates=unlimited
+        )
+        if not isinstance(candidate, ObjectPose):
+            return candidate
+        pending = self._pending.setdefault(name, [])
+        limit = self._gates.max_jump if self._gates.max_jump is not None else math.inf
+        if pending and math.hypot(candidate.x - pending[-1].x, candidate.y - pending[-1].y) > limit:
+            pending.clear()
+        pending.append(candidate)
+        if len(pending) < self._confirm:
+            return refusal
+        self._accepted[name] = candidate
+        del self._pending[name]
+        return candidate
