@@ -74,6 +74,7 @@ def run_scene(scene: int, width: int, height: int, frames: int, rng: np.random.G
     pnp_xy: list[float] = []
     pnp_refused = 0
     reasons: dict[str, int] = {}
+    missed: dict[str, int] = dict.fromkeys(markers, 0)
     detect_s: list[float] = []
     estimate_s: list[float] = []
     for _ in range(frames):
@@ -99,7 +100,9 @@ def run_scene(scene: int, width: int, height: int, frames: int, rng: np.random.G
                 yaw.append(
                     abs(math.degrees(math.atan2(math.sin(result.yaw - true_yaw), math.cos(result.yaw - true_yaw))))
                 )
-            elif result.gate != 'not_detected':
+            elif result.gate == 'not_detected':
+                missed[name] += 1
+            else:
                 seen += 1
                 refused += 1
                 key = f'{name}: {result.gate}'
@@ -110,9 +113,10 @@ def run_scene(scene: int, width: int, height: int, frames: int, rng: np.random.G
             elif other.gate != 'not_detected':
                 pnp_refused += 1
     total = frames * len(markers)
+    worst = ', '.join(f'{n} {1 - k / frames:.1%}' for n, k in sorted(missed.items(), key=lambda item: -item[1])[:2])
     print(
         f'scene {scene} {width}x{height}: detected {seen / total:6.1%} of {total} tags, '
-        f'refused {refused} {reasons or ""}\n'
+        f'refused {refused} {reasons or ""}; least detected: {worst}\n'
         f'    plane xy mm med/p95/max {percentiles(xy)}   yaw deg {percentiles(yaw)}\n'
         f'    PnP   xy mm med/p95/max {percentiles(pnp_xy)}   (refused {pnp_refused})\n'
         f'    per frame: detection {1000 * np.median(detect_s):6.1f} ms, estimation of {len(markers)} objects '
