@@ -195,6 +195,36 @@ def test_a_node_exits_when_its_parent_process_dies() -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+WRITES_AFTER_ITS_READER_LEFT = """
+import sys
+from robofollow_ros.ros import shutdown
+if sys.argv[1] == 'protected':
+    shutdown.survive_a_lost_reader()
+sys.stdin.readline()
+for _ in range(100):
+    print('progress line' * 100, flush=True)
+print('still running', file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parametrize('mode', ['protected', 'plain'])
+def test_a_node_whose_output_reader_is_gone_goes_on_without_an_error(mode) -> None:
+    # A killed launcher leaves its nodes writing into pipes nobody reads; the write must not end the node's work.
+    child = subprocess.Popen(
+        [sys.executable, '-c', WRITES_AFTER_ITS_READER_LEFT, mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    child.stdout.close()
+    child.stdin.write('go\n')
+    child.stdin.close()
+    error = child.stderr.read()
+    assert child.wait(timeout=30) == (0 if mode == 'protected' else 1), error
+    assert ('BrokenPipeError' in error) == (mode == 'plain'), error
+
+
 def test_without_prctl_a_thread_watching_the_parent_stops_the_process() -> None:
     pid = _orphan([sys.executable, '-c', WATCHED], domain=41, ready='watch')
     try:

@@ -121,7 +121,7 @@ def flag(name: str, value: object) -> bool:
     return FLAG_WORDS[word]
 
 
-def number(name: str, value: object, kind: type[int] | type[float]) -> Any:
+def number(name: str, value: Any, kind: type[int] | type[float]) -> Any:
     """A numeric parameter of ``kind``; a boolean or unreadable value is refused naming the parameter.
 
     Raises:

@@ -87,6 +87,7 @@ def die_with_parent(*, poll: float = PARENT_POLL_SECONDS) -> str:
     the interpreter (the PID stays the same). A parent that died before the setting took effect is caught by
     comparing ``getppid`` with the parent seen at import.
     """
+    survive_a_lost_reader()
     if sys.platform.startswith('linux') and _set_death_signal(signal.SIGTERM):
         how = 'prctl'
         if os.getppid() != _PARENT_AT_START:
@@ -95,6 +96,45 @@ def die_with_parent(*, poll: float = PARENT_POLL_SECONDS) -> str:
     watcher = threading.Thread(target=_watch_parent, args=(_PARENT_AT_START, poll), name='parent-watch', daemon=True)
     watcher.start()
     return 'watch'
+
+
+class _OutputWithoutReader:
+    """A text stream that drops what it cannot write once its reader is gone (``BrokenPipeError``).
+
+    A launcher reads its nodes' output through pipes. When it is killed, a node's next ``print`` would raise
+    ``BrokenPipeError`` in whatever code printed, racing the death signal that is on its way, and the run would
+    end ``failed`` for a message nobody could read any more.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self.reader_gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self.reader_gone = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def survive_a_lost_reader() -> None:
+    """Make ``sys.stdout`` and ``sys.stderr`` drop output, instead of raising, once their reader is gone."""
+    for name in ('stdout', 'stderr'):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, _OutputWithoutReader):
+            setattr(sys, name, _OutputWithoutReader(stream))
 
 
 def _set_death_signal(number: int) -> bool:
