@@ -129,3 +129,11 @@ class PolicyChunkError(PolicyError):
 
 class SafetyError(RoboFollowError):
     """Safety limits are not usable (a profile's joint, velocity or workspace limits, a row period, a deadline)."""
+
+
+class MarkerConfigError(RoboFollowError):
+    """A marker configuration (``config/markers/<name>.yaml``) is missing, unreadable or wrong (the field is named)."""
+
+
+class CalibrationError(RoboFollowError):
+    """A camera extrinsic could not be trusted (too few board tags seen, or the fit's error is too large)."""
