@@ -60,6 +60,7 @@ setup(
         share('config', '*.yaml'),
         share('config', '*.xml'),
         share('config/robots', '*.yaml'),
+        share('config/markers', '*.yaml'),
         share('urdf', '*.urdf'),
         # The ALOHA cell's ViperX 300 meshes (gym-aloha 0.1.5, with its license); the MJCF beside them is only
         # read by tools/make_aloha_urdf.py and is not installed.
