@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -152,10 +152,12 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
     unknown = sorted(set(given) - set(declared))
     if unknown:
         raise GraphError(f'unknown launch argument(s) {", ".join(unknown)} (declared: {", ".join(declared)})')
-    values = {key: str(given.get(key, spec.get('default', ''))) for key, spec in declared.items()}
+    defaults = {key: str(spec.get('default', '')) for key, spec in declared.items()}
+    values = {key: str(given.get(key, defaults[key])) for key, spec in declared.items()}
     _check_arguments(values)
     strings = set(document.get('strings') or [])
     nodes = []
+    typed_defaults: list[dict[str, Any]] = []
     for entry in document.get('nodes') or []:
         when = entry.get('when') or {}
         if any(values.get(key) != str(expected) for key, expected in when.items()):
@@ -164,6 +166,12 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
             key: _substitute(value, values, as_string=key in strings)
             for key, value in (entry.get('parameters') or {}).items()
         }
+        typed_defaults.append(
+            {
+                key: _substitute(value, defaults, as_string=key in strings)
+                for key, value in (entry.get('parameters') or {}).items()
+            }
+        )
         nodes.append(
             NodeDeclaration(
                 name=str(entry['name']),
@@ -180,8 +188,31 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
             from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, check_suite_parameters
 
             check_suite_parameters({key: value for key, value in node.parameters.items() if key in SUITE_PARAMETERS})
+    nodes = [
+        replace(
+            node,
+            parameters={
+                key: _typed(f'{node.name}.{key}', value, default[key]) for key, value in node.parameters.items()
+            },
+        )
+        for node, default in zip(nodes, typed_defaults, strict=True)
+    ]
     descriptions = {key: str(spec.get('description', '')) for key, spec in declared.items()}
     return GraphDeclaration(name=name, nodes=tuple(nodes), arguments=values, descriptions=descriptions)
+
+
+def _typed(name: str, value: Any, default: Any) -> Any:
+    """``value`` with the type of the parameter's default, since the nodes declare typed parameters: a whole number
+    given for a float parameter (``policy_timeout:=300``) becomes a float; any other mismatch is refused here, before
+    a node starts, rather than by the node."""
+    if type(value) is type(default) or not isinstance(default, (bool, int, float)):
+        return value
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    kind = (
+        'true or false' if isinstance(default, bool) else 'a whole number' if isinstance(default, int) else 'a number'
+    )
+    raise GraphError(f'parameter {name} must be {kind} (got {value!r})')
 
 
 def _check_arguments(values: Mapping[str, str]) -> None:

@@ -44,6 +44,15 @@ SUITE_PARAMETERS: dict[str, Any] = {
     'retry_errors': False,
 }
 """The evaluator's suite parameters and their defaults."""
+SUITE_MINIMUMS: dict[str, float] = {
+    'workers': 1,
+    'rounds': 1,
+    'first_round': 1,
+    'max_queries': 1,
+    'query_timeout': 0.001,
+    'policy_memory_limit': 0,
+}
+"""The smallest value of each numeric suite parameter (the evaluator declares them as ranges)."""
 RECORD_MODES = ('none', 'bag')
 
 

@@ -37,7 +37,7 @@ from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.status import amend_status
 from robofollow_ros.evaluation.suite import RunInterrupted, plan_trials, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains
-from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, suite_options
+from robofollow_ros.graph.suite_parameters import SUITE_MINIMUMS, SUITE_PARAMETERS, suite_options
 from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
@@ -52,7 +52,7 @@ from robofollow_ros.ros.protocol import (
     record_from_result,
     spec_message,
 )
-from robofollow_ros.ros.runtime import param, read_report, remember, spin, wait_for
+from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_report, remember, spin, wait_for
 from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops
 from robofollow_ros.state_layout import CAMERAS
 
@@ -107,13 +107,27 @@ class EvaluatorNode(Node):
     def _read_parameters(self) -> None:
         self.options = suite_options(
             {
-                name: param(self, name, default, description=f'suite option {name} (as robofollow eval)')
+                name: param(
+                    self,
+                    name,
+                    default,
+                    description=f'suite option {name} (as robofollow eval)',
+                    minimum=SUITE_MINIMUMS.get(name),
+                )
                 for name, default in SUITE_PARAMETERS.items()
             }
         )
-        self.timeout = float(param(self, 'timeout', 600.0, description='seconds one trial may take over the graph'))
+        self.timeout = float(
+            param(self, 'timeout', 600.0, description='seconds one trial may take over the graph', minimum=MIN_TIMEOUT)
+        )
         self.startup_timeout = float(
-            param(self, 'startup_timeout', 60.0, description='seconds to wait for every node to be there')
+            param(
+                self,
+                'startup_timeout',
+                60.0,
+                description='seconds to wait for every node to be there',
+                minimum=MIN_TIMEOUT,
+            )
         )
         self.progress = bool(param(self, 'progress', True, description='show the progress display'))
         self.domain = base_domain()

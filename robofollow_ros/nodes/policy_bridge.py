@@ -50,7 +50,7 @@ from robofollow_ros.ros.protocol import (
     SimStatusMessage,
     StatusEvent,
 )
-from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node, wait_for
+from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_episode, read_report, remember, run_node, wait_for
 from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.ros.trajectory_cdr import encode_trajectory, warm_trajectory_codec
 from robofollow_ros.sim.constants import ROW_SECONDS
@@ -77,7 +77,13 @@ class PolicyBridge(Node):
         )
         # The suite's default (robofollow eval --query-timeout), so that `ros2 run` and a launch agree.
         self.timeout = float(
-            param(self, 'timeout', DEFAULT_QUERY_TIMEOUT, description='seconds one call into the policy may take')
+            param(
+                self,
+                'timeout',
+                DEFAULT_QUERY_TIMEOUT,
+                description='seconds one call into the policy may take',
+                minimum=MIN_TIMEOUT,
+            )
         )
         trusted = flag(
             'trusted_policy',
@@ -89,20 +95,38 @@ class PolicyBridge(Node):
                 'policy_memory_limit',
                 DEFAULT_POLICY_MEMORY_MIB,
                 description='MiB a custom policy process may use (0: no limit)',
+                minimum=0,
             )
         )
         self.sim_timeout = float(
-            param(self, 'sim_timeout', 30.0, description='seconds to wait for the sim to complete an observation')
+            param(
+                self,
+                'sim_timeout',
+                30.0,
+                description='seconds to wait for the sim to complete an observation',
+                minimum=MIN_TIMEOUT,
+            )
         )
         self.limits = EpisodeLimits(
-            max_queries=int(param(self, 'max_queries', MAX_QUERIES, description='policy queries per episode')),
+            max_queries=int(
+                param(self, 'max_queries', MAX_QUERIES, description='policy queries per episode', minimum=1)
+            ),
             actions_per_query=int(
-                param(self, 'actions_per_query', ACTIONS_PER_QUERY, description='rows executed of each chunk')
+                param(
+                    self, 'actions_per_query', ACTIONS_PER_QUERY, description='rows executed of each chunk', minimum=1
+                )
             ),
         )
         robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)')))
         self.joint_layout = robot.joint_layout
-        row_step = param(self, 'max_row_step', 0.5, description='largest joint step between two rows, rad')
+        row_step = param(
+            self,
+            'max_row_step',
+            0.5,
+            description='largest joint step between two rows, rad',
+            minimum=0.001,
+            maximum=6.3,
+        )
         self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(row_step))
         # At start-up rather than in the first episode: the typestore, its decoders and the task index (~80 ms).
         warm_decoders()

@@ -37,7 +37,7 @@ from robofollow_ros.ros.protocol import (
     StatusEvent,
     result_message,
 )
-from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
+from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_episode, read_report, remember, run_node
 
 STALE_END_SECONDS = 60.0
 
@@ -52,7 +52,13 @@ class RefereeNode(Node):
     def __init__(self) -> None:
         super().__init__('referee')
         self.end_timeout = float(
-            param(self, 'end_timeout', 5.0, description='seconds to wait for the poses up to an episode end')
+            param(
+                self,
+                'end_timeout',
+                5.0,
+                description='seconds to wait for the poses up to an episode end',
+                minimum=MIN_TIMEOUT,
+            )
         )
         self.joint_layout = joint_layout(
             str(param(self, 'robot', DEFAULT_ROBOT, description='robot whose joint names /joint_states carries'))

@@ -68,8 +68,12 @@ class SimNode(Node):
         from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
         from robofollow_ros.sim.env import CellEnv
 
-        self.width = int(param(self, 'width', IMAGE_WIDTH, description='camera image width, pixels'))
-        self.height = int(param(self, 'height', IMAGE_HEIGHT, description='camera image height, pixels'))
+        self.width = int(
+            param(self, 'width', IMAGE_WIDTH, description='camera image width, pixels', minimum=1, maximum=4096)
+        )
+        self.height = int(
+            param(self, 'height', IMAGE_HEIGHT, description='camera image height, pixels', minimum=1, maximum=4096)
+        )
         self.images = str(
             param(self, 'images', 'auto', description='auto (render while someone subscribes), always or never')
         )

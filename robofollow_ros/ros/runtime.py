@@ -10,9 +10,10 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any, TypeVar
 
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
 from rclpy.context import Context
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
@@ -26,6 +27,8 @@ from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_st
 SPIN_PERIOD = 0.1
 KEEP_EPISODES = 16
 """Episodes a node remembers by id (specs, resets): their messages may arrive in any order across topics."""
+MIN_TIMEOUT = 0.001
+"""The smallest timeout parameter a node accepts, seconds (zero or less would give up before starting)."""
 _K = TypeVar('_K')
 _V = TypeVar('_V')
 _R = TypeVar('_R')
@@ -87,11 +90,71 @@ def spin(executor: Executor) -> None:
                 return  # shut down between the check and the wait
 
 
-def param(node: Node, name: str, default: Any, *, description: str) -> Any:
-    """Declare a parameter that accepts any type from the command line or a params file (the launchers pass
-    strings), with the ``description`` that ``ros2 param describe`` shows; its value."""
-    descriptor = ParameterDescriptor(dynamic_typing=True, description=description)
-    return node.declare_parameter(name, default, descriptor).value
+PARAMETER_TYPES: dict[type, int] = {
+    bool: ParameterType.PARAMETER_BOOL,
+    int: ParameterType.PARAMETER_INTEGER,
+    float: ParameterType.PARAMETER_DOUBLE,
+    str: ParameterType.PARAMETER_STRING,
+}
+"""The ROS parameter type a node declares for a default of each Python type."""
+
+
+def param(
+    node: Node,
+    name: str,
+    default: bool | int | float | str,
+    *,
+    description: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> Any:
+    """Declare a read-only parameter typed after ``default`` (bool, int, float or str), with the ``description`` that
+    ``ros2 param describe`` shows and, for numbers, the range ``minimum``..``maximum`` (either end may be open); its
+    value. Read-only because the nodes read their parameters once, when they start.
+
+    Raises:
+        GraphError: the value given on the command line or in a params file has another type or is out of range
+            (one line naming the parameter, instead of rclpy's traceback).
+    """
+    kind = PARAMETER_TYPES[type(default)]
+    descriptor = ParameterDescriptor(type=kind, description=description, read_only=True)
+    if minimum is not None or maximum is not None:
+        if kind == ParameterType.PARAMETER_INTEGER:
+            low, high = (
+                int(minimum if minimum is not None else -(2**63)),
+                int(maximum if maximum is not None else 2**63 - 1),
+            )
+            descriptor.integer_range = [IntegerRange(from_value=low, to_value=high, step=1)]
+            descriptor.additional_constraints = _bounds(name, minimum, maximum)
+        elif kind == ParameterType.PARAMETER_DOUBLE:
+            low_f = float(minimum if minimum is not None else -sys.float_info.max)
+            high_f = float(maximum if maximum is not None else sys.float_info.max)
+            descriptor.floating_point_range = [FloatingPointRange(from_value=low_f, to_value=high_f, step=0.0)]
+            descriptor.additional_constraints = _bounds(name, minimum, maximum)
+        else:
+            raise TypeError(f'parameter {name}: a range needs a number default, not {default!r}')
+    try:
+        return node.declare_parameter(name, default, descriptor).value
+    except (InvalidParameterTypeException, InvalidParameterValueException) as error:
+        if isinstance(error, InvalidParameterTypeException):
+            reason = f'expected {PARAMETER_TYPES_NAMES[kind]}'
+        else:
+            reason = f'must satisfy {descriptor.additional_constraints}'
+        raise GraphError(f'parameter {name} of node {node.get_name()}: {reason}') from None
+
+
+PARAMETER_TYPES_NAMES = {
+    ParameterType.PARAMETER_BOOL: 'true or false',
+    ParameterType.PARAMETER_INTEGER: 'an integer',
+    ParameterType.PARAMETER_DOUBLE: 'a number',
+    ParameterType.PARAMETER_STRING: 'a string',
+}
+
+
+def _bounds(name: str, minimum: float | None, maximum: float | None) -> str:
+    low = '' if minimum is None else f'{minimum:g} <= '
+    high = '' if maximum is None else f' <= {maximum:g}'
+    return f'{low}{name}{high}'
 
 
 def wait_for(
