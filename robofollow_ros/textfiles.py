@@ -14,6 +14,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
 from robofollow_ros.errors import RoboFollowError
 
 PARTIAL_MARK = '.partial-'
@@ -43,6 +45,27 @@ def read_utf8(path: str | Path, *, what: str, error: type[RoboFollowError] = Rob
         return data.decode('utf-8')
     except UnicodeDecodeError as failure:
         raise error(f'{what} {path} is not UTF-8 text (byte {failure.start} is 0x{data[failure.start]:02x})') from None
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """One line for a YAML error (PyYAML's own text spans several lines): the problem and where it is."""
+    problem = getattr(error, 'problem', None) or getattr(error, 'context', None) or str(error).splitlines()[0]
+    mark = getattr(error, 'problem_mark', None)
+    where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+    return f'{problem}{where}'
+
+
+def read_yaml(path: str | Path, *, what: str, error: type[RoboFollowError] = RoboFollowError) -> object:
+    """The parsed YAML document of ``path`` (``read_utf8``'s checks first).
+
+    Raises:
+        RoboFollowError: (``error``) as ``read_utf8``, or the text is not valid YAML (one line saying where).
+    """
+    text = read_utf8(path, what=what, error=error)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as failure:
+        raise error(f'{what} {path}: not valid YAML ({yaml_problem(failure)})') from None
 
 
 def partial_path(path: str | Path) -> Path:

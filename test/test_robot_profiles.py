@@ -267,7 +267,7 @@ def test_unknown_unreadable_and_invalid_files_are_refused(tmp_path: Path) -> Non
         load_profile(str(tmp_path / 'missing.yaml'))
     broken = tmp_path / 'broken.yaml'
     broken.write_text('driver: [unclosed\n')
-    with pytest.raises(ProfileError, match=r'broken.yaml: not valid YAML \(line 2\)'):
+    with pytest.raises(ProfileError, match=r'broken.yaml: not valid YAML \(.* at line 2, column 1\)'):
         load_profile(str(broken))
     empty = tmp_path / 'empty.yaml'
     empty.write_text('')

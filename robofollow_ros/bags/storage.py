@@ -20,6 +20,7 @@ from robofollow_ros.bags.mcap_recovery import scan_mcap
 from robofollow_ros.bags.raw import RawBag, RawTopic, TopicFilter, topic_entry
 from robofollow_ros.bags.sqlite_recovery import has_wal, scan_sqlite
 from robofollow_ros.errors import BagError
+from robofollow_ros.textfiles import yaml_problem
 
 try:
     from compression import zstd
@@ -109,14 +110,6 @@ def _refuse_special(bag: Path, files: tuple[Path, ...]) -> None:
             raise BagError(f'{bag}: {file.name} is not a regular file (a FIFO, socket, device or folder); not opened')
 
 
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    """One line for a YAML error (PyYAML's own text spans several lines)."""
-    problem = getattr(err, 'problem', None) or getattr(err, 'context', None) or str(err).splitlines()[0]
-    mark = getattr(err, 'problem_mark', None)
-    where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
-    return f'{problem}{where}'
-
-
 def _metadata(bag: Path) -> tuple[_Metadata | None, str]:
     source = bag / METADATA_FILE
     if not source.exists():
@@ -129,7 +122,7 @@ def _metadata(bag: Path) -> tuple[_Metadata | None, str]:
     except UnicodeDecodeError as err:
         return None, f'{METADATA_FILE} is not UTF-8 text (byte {err.start})'
     except yaml.YAMLError as err:
-        return None, f'{METADATA_FILE} is not valid YAML ({_yaml_problem(err)})'
+        return None, f'{METADATA_FILE} is not valid YAML ({yaml_problem(err)})'
     info = document.get('rosbag2_bagfile_information') if isinstance(document, dict) else None
     if not isinstance(info, dict):
         return None, f'{METADATA_FILE} is not rosbag2 metadata (no rosbag2_bagfile_information mapping)'

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn, cast
 
 import numpy as np
-import yaml
 
 from robofollow_ros.errors import ProfileError, RoboFollowError, SimulationError
 from robofollow_ros.resources import share_candidates, share_file
 from robofollow_ros.robot.description import RobotDescription, load_robot
 from robofollow_ros.state_layout import ARM_COLUMNS, ARM_DOF, ARMS, STATE_DIM, Arm, Numbers
+from robofollow_ros.textfiles import read_yaml
 
 DriverKind = Literal['ros2_control', 'interbotix_xs', 'piper']
 DRIVER_KINDS: tuple[DriverKind, ...] = ('ros2_control', 'interbotix_xs', 'piper')
@@ -284,14 +284,7 @@ def load_profile(name: str) -> RobotProfile:
             and the field.
     """
     path = profile_path(name)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ProfileError(f'cannot read robot profile {path}: {exc.strerror or exc}') from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, 'problem_mark', None)
-        where = f' (line {mark.line + 1})' if mark is not None else ''
-        raise ProfileError(f'{path}: not valid YAML{where}') from None
+    data = read_yaml(path, what='robot profile', error=ProfileError)
     return parse_profile(data, path=path)
 
 

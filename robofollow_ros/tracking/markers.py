@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import yaml
 
 from robofollow_ros.benchmark.types import TABLE_Z, ObjectSpec
 from robofollow_ros.errors import MarkerConfigError, RoboFollowError
 from robofollow_ros.resources import share_candidates, share_file
+from robofollow_ros.textfiles import read_yaml
 
 MARKER_FOLDER = 'config/markers'
 DICTIONARY = 'DICT_4X4_50'
@@ -118,14 +118,7 @@ def load_markers(name: str = 'default') -> MarkerConfig:
             a tag id used twice; one line naming the file and the field.
     """
     path = marker_path(name)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise MarkerConfigError(f'cannot read marker configuration {path}: {exc.strerror or exc}') from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, 'problem_mark', None)
-        where = f' (line {mark.line + 1})' if mark is not None else ''
-        raise MarkerConfigError(f'{path}: not valid YAML{where}') from None
+    data = read_yaml(path, what='marker configuration', error=MarkerConfigError)
     return parse_markers(data, path=path)
 
 
