@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 import rclpy
@@ -63,74 +65,70 @@ def test_an_episode_spec_survives_messages_of_another_writer_queued_before_the_c
         node.destroy_node()
 
 
-def test_the_evaluator_calls_reset_again_when_a_call_stays_unanswered(monkeypatch) -> None:
-    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    monkeypatch.setattr(evaluator, 'RESET_ATTEMPT_SECONDS', 0.5)
+def _first_spec() -> EpisodeSpec:
     task = registry.eval_tasks(scene=1, level=0)[0]
-    spec = EpisodeSpec.for_trial(task, seed=1, round=1, variant='published', layout=registry.layout_of(task).name)
+    return EpisodeSpec.for_trial(task, seed=1, round=1, variant='published', layout=registry.layout_of(task).name)
+
+
+@contextmanager
+def _evaluator_beside_a_sim(
+    on_reset: Callable[[ResetEpisode.Request, ResetEpisode.Response], ResetEpisode.Response], *, threads: int
+) -> Iterator[evaluator.EvaluatorNode]:
+    """An evaluator node and a stand-in sim whose reset service answers with ``on_reset``, spun together."""
     rclpy.init(domain_id=RESET_DOMAIN)
     try:
         sim = rclpy.create_node('sim')
-        calls: list[float] = []
-
-        def on_reset(request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
-            calls.append(time.monotonic())
-            if len(calls) == 1:
-                time.sleep(2.0)
-            response.code, response.episode_id = ResetEpisode.Response.OK, request.episode.episode_id
-            return response
-
         sim.create_service(ResetEpisode, topics.SIM_RESET, on_reset, callback_group=ReentrantCallbackGroup())
         node = evaluator.EvaluatorNode()
-        executor = MultiThreadedExecutor(num_threads=3)
+        executor = MultiThreadedExecutor(num_threads=threads)
         executor.add_node(sim)
         executor.add_node(node)
         spinner = threading.Thread(target=executor.spin, daemon=True)
         spinner.start()
         wait_until(node.reset_client.service_is_ready, timeout=20, what='the reset service')
-        started = time.monotonic()
-        node.reset(spec, deadline=started + 20)
-        assert len(calls) == 2 and calls[1] - started < 2.0
+        yield node
         executor.shutdown(timeout_sec=5)
         spinner.join(timeout=5)
         node.destroy_node()
         sim.destroy_node()
     finally:
         rclpy.shutdown()
+
+
+def test_the_evaluator_calls_reset_again_when_a_call_stays_unanswered(monkeypatch) -> None:
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    monkeypatch.setattr(evaluator, 'RESET_ATTEMPT_SECONDS', 0.5)
+    spec = _first_spec()
+    calls: list[float] = []
+
+    def on_reset(request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            time.sleep(2.0)
+        response.code, response.episode_id = ResetEpisode.Response.OK, request.episode.episode_id
+        return response
+
+    with _evaluator_beside_a_sim(on_reset, threads=3) as node:
+        started = time.monotonic()
+        node.reset(spec, deadline=started + 20)
+        assert len(calls) == 2 and calls[1] - started < 2.0
 
 
 def test_the_evaluator_reports_the_sims_reset_error_code_and_message(monkeypatch) -> None:
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    task = registry.eval_tasks(scene=1, level=0)[0]
-    spec = EpisodeSpec.for_trial(task, seed=1, round=1, variant='published', layout=registry.layout_of(task).name)
+    spec = _first_spec()
     requested: list[str] = []
-    rclpy.init(domain_id=RESET_DOMAIN)
-    try:
-        sim = rclpy.create_node('sim')
 
-        def on_reset(request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
-            requested.append(request.episode.task_id)
-            response.episode_id = request.episode.episode_id
-            response.code, response.message = ResetEpisode.Response.RESET_FAILED, 'the scene would not build'
-            return response
+    def on_reset(request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+        requested.append(request.episode.task_id)
+        response.episode_id = request.episode.episode_id
+        response.code, response.message = ResetEpisode.Response.RESET_FAILED, 'the scene would not build'
+        return response
 
-        sim.create_service(ResetEpisode, topics.SIM_RESET, on_reset)
-        node = evaluator.EvaluatorNode()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(sim)
-        executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
-        spinner.start()
-        wait_until(node.reset_client.service_is_ready, timeout=20, what='the reset service')
+    with _evaluator_beside_a_sim(on_reset, threads=2) as node:
         with pytest.raises(GraphError, match=r'could not reset to .* \(RESET_FAILED\): the scene would not build'):
             node.reset(spec, deadline=time.monotonic() + 20)
         assert requested == [spec.task_id]  # the request carries the episode; an error is not retried
-        executor.shutdown(timeout_sec=5)
-        spinner.join(timeout=5)
-        node.destroy_node()
-        sim.destroy_node()
-    finally:
-        rclpy.shutdown()
 
 
 def test_the_bridge_describes_its_parameters_and_takes_the_suites_query_timeout(monkeypatch) -> None:
