@@ -7,6 +7,8 @@ then scores under the variant of the current parameter.
 
 from __future__ import annotations
 
+import subprocess
+
 import graph_helpers
 import pytest
 from golden import episodes
@@ -35,3 +37,12 @@ def no_graph_outlives_its_test():
     """Stop any launcher a failed test left running, so its nodes cannot disturb later tests in that domain."""
     yield
     graph_helpers.stop_leftovers()
+
+
+@pytest.fixture
+def live_pid():
+    """The id of a running process that is not this one."""
+    process = subprocess.Popen(['sleep', '600'])
+    yield process.pid
+    process.kill()
+    process.wait()

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import eval_process
 import numpy as np
 import pytest
 
@@ -401,24 +402,17 @@ def test_every_argument_description_survives_yaml_parsing_whole() -> None:
     assert descriptions['task_ids'] == 'exact task ids, comma-separated (instead of the filters)'
 
 
-def test_temporary_folders_of_dead_launchers_are_removed_and_live_ones_kept(tmp_path) -> None:
+def test_temporary_folders_of_dead_launchers_are_removed_and_live_ones_kept(tmp_path, live_pid) -> None:
     from robofollow_ros.graph.supervisor import FOLDER_PREFIX, remove_stale_folders
 
-    dead = subprocess.Popen([sys.executable, '-c', 'pass'])
-    dead.wait()
-    running = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
-    stale = tmp_path / f'{FOLDER_PREFIX}{dead.pid}_abc'
-    live = tmp_path / f'{FOLDER_PREFIX}{running.pid}_def'
+    stale = tmp_path / f'{FOLDER_PREFIX}{eval_process.dead_pid()}_abc'
+    live = tmp_path / f'{FOLDER_PREFIX}{live_pid}_def'
     unnamed = tmp_path / f'{FOLDER_PREFIX}xyz'
-    try:
-        for folder in (stale, live, unnamed):
-            folder.mkdir()
-            (folder / 'sim.yaml').write_text('x')
-        assert remove_stale_folders(tmp_path) == [stale]
-        assert not stale.exists() and live.exists() and unnamed.exists()
-    finally:
-        running.kill()
-        running.wait()
+    for folder in (stale, live, unnamed):
+        folder.mkdir()
+        (folder / 'sim.yaml').write_text('x')
+    assert remove_stale_folders(tmp_path) == [stale]
+    assert not stale.exists() and live.exists() and unnamed.exists()
 
 
 def test_the_installed_interfaces_are_the_repository_definitions_ros2_interface_show_prints() -> None:

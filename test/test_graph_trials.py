@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import eval_process
 import pytest
 
 from robofollow_ros.errors import GraphLostError
@@ -106,24 +107,15 @@ def test_short_runs_collect_every_result(tmp_path, count: int) -> None:
     assert {task for _, what, task in calls if what == 'result'} == set(order)
 
 
-def test_hidden_bags_of_recorders_that_are_gone_are_removed_and_live_ones_kept(tmp_path) -> None:
-    import subprocess
-    import sys
-
+def test_hidden_bags_of_recorders_that_are_gone_are_removed_and_live_ones_kept(tmp_path, live_pid) -> None:
     from robofollow_ros.ros.graph_trials import remove_orphaned_partials
 
-    gone = subprocess.Popen([sys.executable, '-c', 'pass'])
-    gone.wait()
-    live_writer = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
-    orphan = tmp_path / f'.task__r01.partial-{gone.pid}'
-    live = tmp_path / f'.task__r02.partial-{live_writer.pid}'
-    foreign = tmp_path / f'.my_notes.partial-{gone.pid}'
+    gone = eval_process.dead_pid()
+    orphan = tmp_path / f'.task__r01.partial-{gone}'
+    live = tmp_path / f'.task__r02.partial-{live_pid}'
+    foreign = tmp_path / f'.my_notes.partial-{gone}'
     final = tmp_path / 'task__r01'
-    try:
-        for folder in (orphan, live, foreign, final):
-            (folder / folder.name).mkdir(parents=True)
-        assert remove_orphaned_partials(tmp_path, stems={'task__r01', 'task__r02'}) == [orphan]
-        assert sorted(path.name for path in tmp_path.iterdir()) == sorted([live.name, foreign.name, final.name])
-    finally:
-        live_writer.kill()
-        live_writer.wait()
+    for folder in (orphan, live, foreign, final):
+        (folder / folder.name).mkdir(parents=True)
+    assert remove_orphaned_partials(tmp_path, stems={'task__r01', 'task__r02'}) == [orphan]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([live.name, foreign.name, final.name])

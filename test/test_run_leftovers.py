@@ -4,7 +4,6 @@ paths inside the folder that a record names."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import eval_process
 import pytest
@@ -23,15 +22,6 @@ STEM = f'{TASK}__r01'
 def eval_args(out, *extra):
     return ['eval', '--in-process', '--policy', 'hold', '--tasks', TASK, '--max-queries', '2', '--out', str(out),
             '--quiet', *extra]  # fmt: skip
-
-
-@pytest.fixture
-def live_pid():
-    """The id of a running process that is not this one."""
-    process = subprocess.Popen(['sleep', '600'])
-    yield process.pid
-    process.kill()
-    process.wait()
 
 
 def test_partial_names_round_trip_to_their_owner(tmp_path):
