@@ -9,14 +9,32 @@ run is reported as interrupted, not failed.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+PR_SET_PDEATHSIG = 1
+
+
+def set_death_signal(number: int) -> bool:
+    """Ask Linux to send this process ``number`` when its parent thread exits (``PR_SET_PDEATHSIG``).
+
+    Returns whether the kernel took it (False elsewhere than on Linux, or without a C library to call).
+    """
+    if not sys.platform.startswith('linux'):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library('c') or None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, int(number), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def interrupt_behind(error: BaseException | None) -> KeyboardInterrupt | None:

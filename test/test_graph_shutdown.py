@@ -150,7 +150,7 @@ child.wait()
 """
 WATCHED = """
 from robofollow_ros.ros import shutdown
-shutdown._set_death_signal = lambda number: False  # as where prctl is not available
+shutdown.set_death_signal = lambda number: False  # as where prctl is not available
 shutdown.install_stop_handlers()
 print(shutdown.die_with_parent(poll=0.1), flush=True)
 shutdown.STOP.wait(60)

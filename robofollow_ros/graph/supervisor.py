@@ -18,7 +18,6 @@ node is stopped and the exit code is non-zero, as with one graph.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -41,8 +40,8 @@ from robofollow_ros.graph.declaration import (
     graph_instances,
 )
 from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
+from robofollow_ros.interrupts import set_death_signal
 
-PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
 FOLDER_PREFIX = 'robofollow_launch_'
@@ -53,8 +52,7 @@ STOP_REASON_VARIABLE = 'ROBOFOLLOW_STOP_REASON_FILE'
 
 
 def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    set_death_signal(signal.SIGKILL)
 
 
 def node_command(node: NodeDeclaration, params_file: Path, *, python: str = sys.executable) -> list[str]:

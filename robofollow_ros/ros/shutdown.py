@@ -12,8 +12,6 @@ launch`` exits at once on SIGTERM and leaves its children running.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -21,7 +19,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-PR_SET_PDEATHSIG = 1
+from robofollow_ros.interrupts import set_death_signal
+
 PARENT_POLL_SECONDS = 0.5
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _PARENT_AT_START = os.getppid()
@@ -88,7 +87,7 @@ def die_with_parent(*, poll: float = PARENT_POLL_SECONDS) -> str:
     comparing ``getppid`` with the parent seen at import.
     """
     survive_a_lost_reader()
-    if sys.platform.startswith('linux') and _set_death_signal(signal.SIGTERM):
+    if set_death_signal(signal.SIGTERM):
         how = 'prctl'
         if os.getppid() != _PARENT_AT_START:
             os.kill(os.getpid(), signal.SIGTERM)
@@ -135,14 +134,6 @@ def survive_a_lost_reader() -> None:
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, _OutputWithoutReader):
             setattr(sys, name, _OutputWithoutReader(stream))
-
-
-def _set_death_signal(number: int) -> bool:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library('c') or None, use_errno=True)
-        return int(libc.prctl(PR_SET_PDEATHSIG, int(number), 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def _watch_parent(parent: int, poll: float) -> None:
