@@ -32,7 +32,6 @@ from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
-from robofollow_ros.graph.suite_parameters import flag
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
@@ -85,9 +84,8 @@ class PolicyBridge(Node):
                 minimum=MIN_TIMEOUT,
             )
         )
-        trusted = flag(
-            'trusted_policy',
-            param(self, 'trusted_policy', False, description='run a custom policy in this process (no sandbox)'),
+        trusted = bool(
+            param(self, 'trusted_policy', False, description='run a custom policy in this process (no sandbox)')
         )
         self.memory_limit = int(
             param(
