@@ -185,22 +185,22 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
                 once=bool(entry.get('once', False)),
             )
         )
-    for node, source in zip(nodes, sources, strict=True):
+    for node, origin in zip(nodes, sources, strict=True):
         if node.executable == 'evaluator':
             from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, check_suite_parameters
 
             check_suite_parameters(
-                {key: value for key, value in node.parameters.items() if key in SUITE_PARAMETERS}, labels=source
+                {key: value for key, value in node.parameters.items() if key in SUITE_PARAMETERS}, labels=origin
             )
     nodes = [
         replace(
             node,
             parameters={
-                key: _typed(_parameter_label(node.name, key, source), value, default[key])
+                key: _typed(_parameter_label(node.name, key, origin), value, default[key])
                 for key, value in node.parameters.items()
             },
         )
-        for node, default, source in zip(nodes, typed_defaults, sources, strict=True)
+        for node, default, origin in zip(nodes, typed_defaults, sources, strict=True)
     ]
     descriptions = {key: str(spec.get('description', '')) for key, spec in declared.items()}
     return GraphDeclaration(name=name, nodes=tuple(nodes), arguments=values, descriptions=descriptions)
