@@ -22,6 +22,7 @@ from robofollow_ros.tracking.layout_check import (
     check_layout,
     target_places,
 )
+from robofollow_ros.tracking.markers import BoardTag
 
 WORLD_ROBOT = 'aloha'
 """The cell whose arm bases are drawn (both registered robots share the table and the bases' places)."""
@@ -120,6 +121,7 @@ def write_layout_picture(
     positions: Mapping[str, tuple[float, float]] | None = None,
     measured: Mapping[str, Sequence[float]] | None = None,
     tolerances: Tolerances = DEFAULT_TOLERANCES,
+    board: Sequence[BoardTag] = (),
     title: str = '',
 ) -> Path:
     """Write a top-down PNG of ``layout`` to ``path`` and return the path.
@@ -127,6 +129,7 @@ def write_layout_picture(
     ``positions``: the trial's perturbed xy (``benchmark.perturbed_positions``), else the nominal places.
     ``measured``: tracked poses, name -> (x, y, yaw) in metres and radians: drawn dashed over the places, each with
     its displacement and rotation, red where ``tracking.layout_check.check_layout`` fails it with ``tolerances``.
+    ``board``: the calibration board's tags (``tracking.markers.load_markers().board``) to draw, grey with their ids.
     """
     import matplotlib
 
@@ -141,6 +144,7 @@ def write_layout_picture(
         check = check_layout(layout, measured, positions=positions, tolerances=tolerances)
     extent = list(bases.values()) + [(p[0], p[1]) for p in places.values()]
     extent += [(float(m[0]), float(m[1])) for m in (measured or {}).values()]
+    extent += [(tag.x, tag.y) for tag in board]
     x0, x1, y0, y1 = _bounds(extent)
     scale = 9.0 / max(x1 - x0, y1 - y0)
     width, height = scale * (x1 - x0), max(5.0, scale * (y1 - y0))
@@ -152,6 +156,10 @@ def write_layout_picture(
         axis.add_patch(plt.Circle((bx, by), 0.045, facecolor='0.35', edgecolor='black', zorder=1))
         axis.text(bx, by, f'{arm}\narm\nbase', ha='center', va='center', fontsize=8, color='white', zorder=2)
         axis.annotate('', (bx, by + 0.1), xytext=(bx, by + 0.05), arrowprops={'arrowstyle': '->', 'color': '0.35'})
+    for tag in board:
+        corners = tag.corners_world()[:, :2]
+        axis.add_patch(plt.Polygon(corners, closed=True, facecolor='0.82', edgecolor='0.4', zorder=1))
+        axis.text(tag.x, tag.y, f'tag {tag.id}', ha='center', va='center', fontsize=7, color='0.2', zorder=2)
     # Supports first, so what stands on or in them is drawn on top.
     ordered = sorted(layout.placements, key=lambda p: p.on is not None or p.inside is not None)
     numbers = {p.name: index for index, p in enumerate(layout.placements, start=1)}
