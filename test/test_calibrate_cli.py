@@ -198,3 +198,20 @@ def test_camera_info_files_are_read_and_checked(tmp_path: Path):
         path.write_text(yaml.safe_dump({**data, **change}))
         with pytest.raises(CalibrationError, match=match):
             load_camera_info(path)
+
+
+def test_images_from_a_moved_camera_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    intrinsics, camera = cam_high(640, 480)
+    moved = CameraPose(rotation=camera.rotation, position=camera.position + np.array([0.02, 0.0, 0.0]))
+    (tmp_path / 'a').mkdir()
+    (tmp_path / 'b').mkdir()
+    images = _write_board_images(tmp_path / 'a', intrinsics, camera, count=1)
+    images += _write_board_images(tmp_path / 'b', intrinsics, moved, count=1)
+    info = tmp_path / 'info.yaml'
+    info.write_text(camera_info_text(intrinsics, name='cam_high'))
+    out = tmp_path / 'cal.yaml'
+    line = _refused(['calibrate', *images, '--camera-info', str(info), '--out', str(out)], capsys)
+    assert 'the images disagree' in line and 'did the camera or the board move' in line
+    spread = float(line.split('lie ')[1].split(' mm')[0])
+    assert 15.0 < spread < 25.0
+    assert not out.exists()
