@@ -131,10 +131,10 @@ def write_layout_picture(
     its displacement and rotation, red where ``tracking.layout_check.check_layout`` fails it with ``tolerances``.
     ``board``: the calibration board's tags (``tracking.markers.load_markers().board``) to draw, grey with their ids.
     """
-    import matplotlib
-
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
+    # A Figure without pyplot: no global figure registry or backend switch, so an evaluator node may draw from any
+    # thread of its executor.
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Circle, Polygon, Rectangle
 
     out = Path(path)
     places = target_places(layout, positions)
@@ -148,17 +148,16 @@ def write_layout_picture(
     x0, x1, y0, y1 = _bounds(extent)
     scale = 9.0 / max(x1 - x0, y1 - y0)
     width, height = scale * (x1 - x0), max(5.0, scale * (y1 - y0))
-    figure, (axis, legend) = plt.subplots(
-        1, 2, figsize=(width + 5.2, height + 0.8), gridspec_kw={'width_ratios': [width, 5.2]}
-    )
-    axis.add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=(0.93, 0.89, 0.83), edgecolor='none', zorder=0))
+    figure = Figure(figsize=(width + 5.2, height + 0.8))
+    axis, legend = figure.subplots(1, 2, gridspec_kw={'width_ratios': [width, 5.2]})
+    axis.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=(0.93, 0.89, 0.83), edgecolor='none', zorder=0))
     for arm, (bx, by) in bases.items():
-        axis.add_patch(plt.Circle((bx, by), 0.045, facecolor='0.35', edgecolor='black', zorder=1))
+        axis.add_patch(Circle((bx, by), 0.045, facecolor='0.35', edgecolor='black', zorder=1))
         axis.text(bx, by, f'{arm}\narm\nbase', ha='center', va='center', fontsize=8, color='white', zorder=2)
         axis.annotate('', (bx, by + 0.1), xytext=(bx, by + 0.05), arrowprops={'arrowstyle': '->', 'color': '0.35'})
     for tag in board:
         corners = tag.corners_world()[:, :2]
-        axis.add_patch(plt.Polygon(corners, closed=True, facecolor='0.82', edgecolor='0.4', zorder=1))
+        axis.add_patch(Polygon(corners, closed=True, facecolor='0.82', edgecolor='0.4', zorder=1))
         axis.text(tag.x, tag.y, f'tag {tag.id}', ha='center', va='center', fontsize=7, color='0.2', zorder=2)
     # Supports first, so what stands on or in them is drawn on top.
     ordered = sorted(layout.placements, key=lambda p: p.on is not None or p.inside is not None)
@@ -202,7 +201,6 @@ def write_layout_picture(
     figure.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=100)
-    plt.close(figure)
     return out
 
 
