@@ -42,12 +42,17 @@ def load_camera_info(path: str | Path, *, convention: Convention = 'centre') -> 
         CalibrationError: the file is missing, unreadable or not YAML, a field is missing or wrong, or the
             distortion model is not one OpenCV's pinhole model takes; one line naming the file and the field.
     """
+    data = read_yaml(path, what='camera info', error=CalibrationError)
+    return parse_camera_info(data, source=str(path), convention=convention)
+
+
+def parse_camera_info(data: object, *, source: str, convention: Convention = 'centre') -> CameraInfoFile:
+    """Check an already parsed CameraInfo document (see ``load_camera_info``); ``source`` names it in errors."""
     if convention not in CONVENTIONS:
         raise CalibrationError(f'pixel convention must be one of {", ".join(CONVENTIONS)}, got {convention!r}')
-    data = read_yaml(path, what='camera info', error=CalibrationError)
 
     def fail(field: str, message: str) -> CalibrationError:
-        return CalibrationError(f'camera info {path}: {field}: {message}')
+        return CalibrationError(f'camera info {source}: {field}: {message}')
 
     if not isinstance(data, dict):
         raise fail('(top)', 'must be a mapping (camera_info_manager YAML)')
