@@ -21,7 +21,7 @@ from graph_helpers import PROFILE, ROOT, graph_env, ros_domain, wait_until
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import CameraInfo, Image, JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robofollow_ros import topics
@@ -33,6 +33,7 @@ from robofollow_ros.ros import qos
 from robofollow_ros.ros.fake_driver import COMMANDS, DRIVER_STATE
 from robofollow_ros.ros.messages import from_time, to_time
 from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, spec_message
+from robofollow_ros.safety.jtc import check_command_qos
 from robofollow_ros.sim.controllers import Setpoints, TrajectoryFollower, TrajectoryGoal
 
 pytestmark = pytest.mark.ros
@@ -41,15 +42,9 @@ NS = 1_000_000_000
 ROS2_CONTROL = load_profile('aloha_ros2_control')
 
 
-def start_node(profile: str) -> subprocess.Popen[str]:
-    command = [
-        sys.executable,
-        '-m',
-        'robofollow_ros.nodes.fake_hardware',
-        '--ros-args',
-        '-p',
-        f'robot_profile:={profile}',
-    ]
+def start_node(profile: str, *parameters: str) -> subprocess.Popen[str]:
+    arguments = [arg for p in (f'robot_profile:={profile}', *parameters) for arg in ('-p', p)]
+    command = [sys.executable, '-m', 'robofollow_ros.nodes.fake_hardware', '--ros-args', *arguments]
     return subprocess.Popen(
         command, env=graph_env(NOMINAL_DOMAIN), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -200,11 +195,16 @@ def test_ros2_control_trajectories_move_the_arm_and_gripper_in_time(client: Clie
 
 
 def test_empty_and_partial_trajectories_are_refused_and_the_arm_holds(client: Client) -> None:
+    """The JTC's refusals (an empty trajectory no longer stops an arm: ros2_controllers#902); its readers' QoS."""
     left = ROS2_CONTROL.arms['left']
     client.listen('/joint_states')
     process = start_node('aloha_ros2_control')
     try:
         arm = client.publisher(JointTrajectory, left.command.topic)
+        for topic in (left.command.topic, left.gripper.interface.topic):
+            (reader,) = client.node.get_subscriptions_info_by_topic(topic)
+            qos_of = reader.qos_profile
+            assert not check_command_qos(durability=int(qos_of.durability), reliability=int(qos_of.reliability))
         client.spin_until(lambda: client.states['/joint_states'], what='joint states from the fake hardware')
         before = client.latest('/joint_states')
         moved = [before[j] + 0.3 for j in left.joints]
@@ -234,8 +234,12 @@ def test_reset_places_the_layout_and_homes_the_arms(client: Client) -> None:
         )
     left = ROS2_CONTROL.arms['left']
     client.listen('/joint_states')
+    images: list[Image] = []
+    infos: list[CameraInfo] = []
+    client.node.create_subscription(Image, topics.image_topic('cam_high'), images.append, qos.SENSOR)
+    client.node.create_subscription(CameraInfo, topics.camera_info_topic('cam_high'), infos.append, qos.SENSOR)
     reset = client.node.create_client(ResetEpisode, topics.CELL_RESET)
-    process = start_node('aloha_ros2_control')
+    process = start_node('aloha_ros2_control', 'width:=160', 'height:=120')
     try:
         arm = client.publisher(JointTrajectory, left.command.topic)
         client.spin_until(lambda: client.states['/joint_states'], what='joint states from the fake hardware')
@@ -248,9 +252,10 @@ def test_reset_places_the_layout_and_homes_the_arms(client: Client) -> None:
         assert future.result().code == int(ResetCode.OK), future.result().message
         reset_ns = client.now_ns()
         poses.clear()
+        images.clear()
         client.spin_until(
-            lambda: client.heard_after('/joint_states', reset_ns + NS // 5) and len(poses) == len(expected),
-            what='joint states and object poses after the reset',
+            lambda: client.heard_after('/joint_states', reset_ns + NS // 5) and len(poses) == len(expected) and images,
+            what='joint states, object poses and a camera image after the reset',
         )
     finally:
         stop_node(process)
@@ -261,6 +266,12 @@ def test_reset_places_the_layout_and_homes_the_arms(client: Client) -> None:
         assert (p.x, p.y) == pytest.approx(xy, abs=0.01), name
         assert p.z > 0.74  # on the table
         assert poses[name].header.frame_id == 'world'
+        assert from_time(poses[name].header.stamp) > reset_ns - NS  # the node's wall clock, no simulated clock
+    image, info = images[-1], infos[-1]
+    assert (image.width, image.height, image.encoding) == (160, 120, 'rgb8')
+    assert (info.width, info.height) == (160, 120) and info.k[0] > 0.0
+    pixels = np.frombuffer(bytes(image.data), dtype=np.uint8)
+    assert pixels.size == 160 * 120 * 3 and pixels.std() > 5.0  # a rendered scene, not a blank frame
 
 
 def test_piper_joint_ctrl_single_in_radians_and_metres(client: Client) -> None:
