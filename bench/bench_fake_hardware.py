@@ -69,7 +69,7 @@ def node(profile_name: str, seconds: float, cameras: bool) -> str:
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from robofollow_ros.ros import qos
-    from robofollow_ros.ros.fake_driver import COMMANDS, DRIVER_STATE
+    from robofollow_ros.ros.fake_driver import DRIVER_STATE
     from robofollow_ros.state_layout import CAMERAS
 
     profile = load_profile(profile_name)
@@ -102,7 +102,7 @@ def node(profile_name: str, seconds: float, cameras: bool) -> str:
                 Image, f'/{camera}/image_raw', lambda _: images.append(time.monotonic()), qos.SENSOR
             )
     pubs = {
-        arm: client.create_publisher(JointTrajectory, profile.arms[arm].command.topic, COMMANDS)
+        arm: client.create_publisher(JointTrajectory, profile.arms[arm].command.topic, qos.ARM_COMMANDS)
         for arm in ('left', 'right')
     }
     while not states:

@@ -30,7 +30,7 @@ from robofollow_ros.errors import DriverCommandError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.fake_driver import COMMANDS, DRIVER_STATE
+from robofollow_ros.ros.fake_driver import DRIVER_STATE
 from robofollow_ros.ros.messages import from_time, to_time
 from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, spec_message
 from robofollow_ros.safety.jtc import check_command_qos
@@ -84,7 +84,7 @@ class Client:
         return int(self.node.get_clock().now().nanoseconds)
 
     def publisher(self, message_type: type, topic: str):
-        publisher = self.node.create_publisher(message_type, topic, COMMANDS)
+        publisher = self.node.create_publisher(message_type, topic, qos.ARM_COMMANDS)
         self.spin_until(lambda: publisher.get_subscription_count() > 0, what=f'the fake hardware to read {topic}')
         return publisher
 

@@ -28,11 +28,11 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from robofollow_ros import topics
 from robofollow_ros.bags.conventions import camera_frame
-from robofollow_ros.errors import DriverCommandError, EpisodeSpecError, GraphError, RoboFollowError
+from robofollow_ros.errors import EpisodeSpecError, GraphError, RoboFollowError
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.fake_driver import COMMANDS, DRIVER_STATE, CommandTopic, FakeDriver
+from robofollow_ros.ros.fake_driver import DRIVER_STATE, CommandTopic, FakeDriver
 from robofollow_ros.ros.messages import camera_info_message, image_message, joint_state_message, pose_message
 from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, read_spec
 from robofollow_ros.ros.runtime import param, run_node
@@ -96,7 +96,7 @@ class FakeHardwareNode(Node):
                 command.message_type,
                 command.topic,
                 lambda message, command=command: self.on_command(command, message),
-                COMMANDS,
+                qos.ARM_COMMANDS,  # reliable and volatile: a command is never replayed to a late reader
             )
         self.create_service(ResetEpisode, topics.CELL_RESET, self.on_reset)
 
@@ -116,7 +116,7 @@ class FakeHardwareNode(Node):
         with self.lock:
             try:
                 command.handle(message, self.now_ns(), self.cell.measured())
-            except (DriverCommandError, RoboFollowError) as error:
+            except RoboFollowError as error:  # DriverCommandError, or ProfileError from a conversion
                 self.get_logger().error(f'{command.topic}: command refused: {error}')
 
     def on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:

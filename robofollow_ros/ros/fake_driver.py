@@ -43,13 +43,6 @@ DRIVER_STATE = QoSProfile(
     durability=DurabilityPolicy.VOLATILE,
 )
 """Joint states as drivers publish them (rclcpp's default QoS): reliable and volatile."""
-COMMANDS = QoSProfile(
-    depth=10,
-    history=HistoryPolicy.KEEP_LAST,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
-"""The command readers (REALMODE contract, ``safety.jtc.check_command_qos``): reliable, volatile, depth 10."""
 INTERBOTIX_ARM_GROUP = 'arm'
 """The joint group of an ALOHA follower's six arm joints in xs_sdk's motor configuration."""
 PIPER_GRIPPER_MAX_M = 0.08
