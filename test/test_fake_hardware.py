@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -30,7 +30,7 @@ from robofollow_ros.errors import DriverCommandError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.fake_driver import DRIVER_STATE
+from robofollow_ros.ros.fake_driver import DRIVER_STATE, FakeDriver
 from robofollow_ros.ros.messages import from_time, to_time
 from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, spec_message
 from robofollow_ros.safety.jtc import check_command_qos
@@ -153,6 +153,25 @@ def test_trajectory_follower_semantics_without_ros() -> None:
     jtc.accept(TrajectoryGoal(0, np.array([NS]), np.array([[-1.0]])), now_ns=4 * NS, measured=np.array([0.9]))
     position, velocity = setpoints.advance(4 * NS, 0.5)
     assert position[0] == pytest.approx(-0.05) and velocity[0] == pytest.approx(-1.9)  # the new goal replaced it
+
+
+def test_driver_units_go_through_the_profile_signs_offsets_and_gripper_scale() -> None:
+    """Commands in, joint states out, with a profile whose signs and offsets are not the identity."""
+    piper = load_profile('piper')
+    signs, offsets = np.array([1, -1, 1, -1, 1, -1.0]), np.array([0.1, -0.2, 0.0, 0.3, 0.0, 0.05])
+    arms = {arm: replace(spec, signs=signs, offsets=offsets) for arm, spec in piper.arms.items()}
+    profile = replace(piper, arms=arms)
+    driver = FakeDriver(profile, initial=profile.home_state())
+    (command,) = [c for c in driver.topics if c.topic == '/left_piper/joint_ctrl_single']
+    sent = [0.4, 0.5, -0.3, 0.2, -0.3, 0.5]
+    command.handle(JointState(position=[*sent, 0.035]), 0, profile.home_state())
+    (stream,) = [c for c in driver.setpoints.controllers if c.columns[0] == 0]
+    np.testing.assert_allclose(stream.target, [*((np.array(sent) - offsets) * signs), 0.5])  # 35 of 70 mm: half
+    measured = profile.home_state()
+    measured[:7] = stream.target
+    names, positions = driver.joint_states(measured)['/left_piper/joint_states_single']
+    assert names == ['joint1', 'joint2', 'joint3', 'joint4', 'joint5', 'joint6', 'joint7']
+    np.testing.assert_allclose(positions, [*sent, 0.035])  # back in the driver's units
 
 
 def test_ros2_control_trajectories_move_the_arm_and_gripper_in_time(client: Client) -> None:

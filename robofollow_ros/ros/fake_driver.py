@@ -31,10 +31,10 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros.errors import DriverCommandError, ProfileError
-from robofollow_ros.robot.profiles import ArmProfile, RobotProfile
+from robofollow_ros.robot.profiles import RobotProfile, arm_from_driver, arm_to_driver
 from robofollow_ros.sim.constants import GRIP_SPEED
 from robofollow_ros.sim.controllers import Controller, Setpoints, StreamedTarget, TrajectoryFollower, TrajectoryGoal
-from robofollow_ros.state_layout import ARM_DOF, ARM_SLICE, ARMS, GRIP_INDEX, Arm
+from robofollow_ros.state_layout import ARM_DOF, ARM_SLICE, ARMS, GRIP_INDEX, Arm, Numbers
 
 DRIVER_STATE = QoSProfile(
     depth=10,
@@ -72,9 +72,13 @@ def _interbotix_types() -> tuple[type, type]:
     return JointGroupCommand, JointSingleCommand
 
 
-def _arm_to_policy(spec: ArmProfile, values: np.ndarray) -> np.ndarray:
-    """Six driver joint positions in policy radians (signs are +-1: their own inverse)."""
-    return (np.asarray(values, dtype=np.float64) - spec.offsets) * spec.signs
+def _joints_from_driver(profile: RobotProfile, arm: Arm, positions: Numbers) -> np.ndarray:
+    """Six driver joint positions in policy radians (``arm_from_driver``, the gripper left out).
+
+    Raises:
+        ProfileError: not six finite numbers.
+    """
+    return arm_from_driver(profile, arm, positions, profile.arms[arm].gripper.command.closed)[:ARM_DOF]
 
 
 class FakeDriver:
@@ -103,7 +107,7 @@ class FakeDriver:
         scale = spec.gripper.command
 
         def arm_points(positions: np.ndarray) -> np.ndarray:
-            return _arm_to_policy(spec, positions)
+            return np.array([_joints_from_driver(self.profile, arm, point) for point in positions])
 
         def grip_points(positions: np.ndarray) -> np.ndarray:
             return np.array([[scale.from_driver(float(v))] for v in positions[:, 0]])
@@ -149,7 +153,7 @@ class FakeDriver:
                     f'group {INTERBOTIX_ARM_GROUP!r} takes {ARM_DOF} commands, got {len(message.cmd)}'
                 )
             target = self._stream_base(stream)
-            target[:ARM_DOF] = _arm_to_policy(spec, np.asarray(message.cmd, dtype=np.float64))
+            target[:ARM_DOF] = _joints_from_driver(self.profile, arm, list(message.cmd))
             stream.command(target)
 
         def on_single(message: Any, now_ns: int, measured: np.ndarray) -> None:
@@ -157,8 +161,9 @@ class FakeDriver:
             if message.name == spec.gripper.command.joint:
                 target[ARM_DOF] = spec.gripper.command.from_driver(float(message.cmd))
             elif message.name in spec.joints:
-                i = spec.joints.index(message.name)
-                target[i] = (float(message.cmd) - spec.offsets[i]) * spec.signs[i]
+                driver = arm_to_driver(self.profile, arm, target).positions
+                driver[spec.joints.index(message.name)] = float(message.cmd)
+                target[:ARM_DOF] = _joints_from_driver(self.profile, arm, driver)
             else:
                 raise DriverCommandError(f'joint {message.name!r} does not exist on the {arm} arm')
             stream.command(target)
@@ -186,10 +191,11 @@ class FakeDriver:
             if positions.size < ARM_DOF:
                 raise DriverCommandError(f'joint_ctrl_single needs {ARM_DOF} joint positions, got {positions.size}')
             target = self._stream_base(stream)
-            target[:ARM_DOF] = _arm_to_policy(spec, positions[:ARM_DOF])
             if positions.size > ARM_DOF:
                 opening = float(np.clip(positions[ARM_DOF], 0.0, PIPER_GRIPPER_MAX_M))
-                target[ARM_DOF] = spec.gripper.command.from_driver(opening)
+                target = arm_from_driver(self.profile, arm, positions[:ARM_DOF], opening)
+            else:
+                target[:ARM_DOF] = _joints_from_driver(self.profile, arm, positions)
             percent = float(message.velocity[ARM_DOF]) if len(message.velocity) > ARM_DOF else default_percent
             stream.command(target, scale=float(np.clip(percent, 1.0, 100.0)) / 100.0)
 
@@ -205,8 +211,8 @@ class FakeDriver:
         for arm in ARMS:
             spec = self.profile.arms[arm]
             names, positions = states.setdefault(spec.joint_states, ([], []))
-            joints = spec.signs * measured[ARM_SLICE[arm]] + spec.offsets
             opening = float(measured[GRIP_INDEX[arm]])
+            joints = arm_to_driver(self.profile, arm, np.append(measured[ARM_SLICE[arm]], opening)).positions
             names.extend(spec.joints)
             positions.extend(float(v) for v in joints)
             names.append(spec.gripper.feedback.joint)
@@ -235,6 +241,8 @@ def trajectory_goal(message: JointTrajectory, joints: Sequence[str]) -> Trajecto
         if len(point.positions) != len(names):
             raise DriverCommandError(f'point {i} has {len(point.positions)} positions for {len(names)} joints')
         positions[i] = np.asarray(point.positions, dtype=np.float64)[order]
+        if not np.all(np.isfinite(positions[i])):
+            raise DriverCommandError('trajectory positions must be finite')
         times[i] = int(point.time_from_start.sec) * 1_000_000_000 + int(point.time_from_start.nanosec)
     stamp = message.header.stamp
     return TrajectoryGoal(
