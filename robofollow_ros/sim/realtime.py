@@ -167,15 +167,16 @@ class LoopStats:
     dropped: int = 0
     wall_start: float = 0.0
     wall_end: float = 0.0
+    """When the first and the latest tick started (``time.monotonic``)."""
 
     def __post_init__(self) -> None:
         self.lateness = deque(maxlen=self.keep)
 
     @property
     def real_time_factor(self) -> float:
-        """Simulated seconds (ticks times the period) per wall-clock second."""
+        """Simulated seconds per wall-clock second between the first tick's start and the latest's."""
         wall = self.wall_end - self.wall_start
-        return self.ticks * self.period / wall if wall > 0.0 else float('nan')
+        return (self.ticks - 1) * self.period / wall if wall > 0.0 else float('nan')
 
     def summary(self) -> str:
         """One line: ticks, real-time factor, lateness p50 / p95 / max (ms) of the kept ticks, ticks dropped."""
@@ -225,7 +226,6 @@ class ControlLoop:
     def _run(self) -> None:
         stats = self.stats
         start = time.monotonic()
-        stats.wall_start = start
         k = 0
         try:
             while not self._stop.is_set():
@@ -242,10 +242,12 @@ class ControlLoop:
                     k += missed
                     lag -= missed * self.period
                 stats.lateness.append(lag)
+                if stats.ticks == 0:
+                    stats.wall_start = now
+                stats.wall_end = now
                 self.tick()
                 stats.ticks += 1
                 k += 1
-                stats.wall_end = time.monotonic()
         except Exception as error:  # the owner reports it and decides how to stop
             self.error = error
             if self.on_error is not None:
