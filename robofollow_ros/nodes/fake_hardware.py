@@ -181,12 +181,15 @@ class FakeHardwareNode(Node):
             with self.lock:
                 cell = self.cell.cell
                 if cell is not rendered_cell:
-                    if rig is not None:
-                        rig.close()
-                    rig, scratch, rendered_cell = self.cell.camera_rig(), mujoco.MjData(cell.model), cell
+                    scratch = mujoco.MjData(cell.model)
                 assert scratch is not None
                 self.cell.snapshot(scratch)
                 stamp = self.now_ns()
+            if cell is not rendered_cell:
+                # Outside the lock: building the render model takes long enough to hold up the control loop.
+                if rig is not None:
+                    rig.close()
+                rig, rendered_cell = self.cell.camera_rig(cell), cell
             assert rig is not None
             images = rig.render(scratch)
             for camera, pixels in images.items():

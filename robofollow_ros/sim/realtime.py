@@ -139,10 +139,10 @@ class RealTimeCell:
         into.mocap_quat[:] = data.mocap_quat
         into.time = data.time
 
-    def camera_rig(self) -> CameraRig:
-        """A camera rig for the current model, drawn as the synchronous cell draws it (create and use it in the
-        rendering thread)."""
-        cell, env = self.cell, self.env
+    def camera_rig(self, cell: CellModel) -> CameraRig:
+        """A camera rig for ``cell`` (the current model when it was taken), drawn as the synchronous cell draws it
+        (create and use it in the rendering thread)."""
+        env = self.env
         return CameraRig(
             cell.model,
             width=env.width,
