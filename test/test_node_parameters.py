@@ -139,5 +139,8 @@ def test_a_node_refuses_a_parameter_of_the_wrong_type_or_out_of_range(module, pa
 def test_a_launch_argument_of_the_wrong_type_is_refused_before_any_node_starts() -> None:
     from robofollow_ros.errors import GraphError
 
-    with pytest.raises(GraphError, match=r"parameter recorder\.images must be true or false \(got 'maybe'\)"):
+    with pytest.raises(
+        GraphError,
+        match=r"launch argument record_images \(parameter recorder\.images\) must be true or false \(got 'maybe'\)",
+    ):
         load_graph('sim', {'record': 'bag', 'record_images': 'maybe'})
