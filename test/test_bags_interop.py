@@ -16,7 +16,7 @@ import std_msgs.msg as std_msgs
 from rosbags.rosbag2 import Reader
 from test_bags_support import META, POSE, synthetic_trajectory, write_raw_bag
 
-from robofollow_interfaces.msg import Result
+from robofollow_interfaces.msg import EpisodeSpec, Result
 from robofollow_ros.bags import read_episode_bag, write_episode_bag
 
 
@@ -45,7 +45,10 @@ def test_rclpy_deserializes_every_message_we_write(tmp_path, storage):
     deserialize = serialization.deserialize_message
 
     (episode,) = raw_messages(bag, '/robofollow/episode')
-    assert json.loads(deserialize(episode, std_msgs.String).data) == META
+    spec = deserialize(episode, EpisodeSpec)
+    assert spec.version == EpisodeSpec.VERSION and {name: getattr(spec, name) for name in META} == META
+    (companion,) = raw_messages(bag, '/robofollow/episode_meta')
+    assert json.loads(deserialize(companion, std_msgs.String).data) == {'extra': {}, 'absent': ['episode_id']}
     (result,) = raw_messages(bag, '/robofollow/result')
     typed = deserialize(result, Result)  # written by rosbags from the .msg files, read by rclpy's generated type
     assert typed.version == Result.VERSION and json.loads(typed.record_json) == {'ok': 1}

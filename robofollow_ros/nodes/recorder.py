@@ -12,7 +12,6 @@ and moved to ``OUT/episodes/<stem>`` when complete, so its files carry the same 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -122,11 +121,11 @@ class RecorderNode(Node):
         staging = partial_path(path)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        meta = json.dumps({**spec.to_dict(), 'robot': self.robot, 'frames_are_rows': True})
+        meta = {**spec.to_dict(), 'robot': self.robot, 'frames_are_rows': True}
         try:
             writer = EpisodeBagWriter(
                 staging / path.name,
-                meta_json=meta,
+                meta=meta,
                 stamp_ns=time.time_ns(),
                 storage=self.storage,  # type: ignore[arg-type]
             )
