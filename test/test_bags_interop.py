@@ -18,6 +18,7 @@ from test_bags_support import META, POSE, synthetic_trajectory, write_raw_bag
 
 from robofollow_interfaces.msg import EpisodeSpec, Result
 from robofollow_ros.bags import read_episode_bag, write_episode_bag
+from robofollow_ros.interfaces import EPISODE_SPEC_FIELDS
 
 
 def raw_messages(bag, topic):
@@ -121,3 +122,10 @@ def test_bag_of_rclpy_serialized_messages_reads_back(tmp_path):
     for name in trajectory.obj_pos:
         np.testing.assert_array_equal(back.obj_pos[name], trajectory.obj_pos[name])
         np.testing.assert_array_equal(back.obj_quat[name], trajectory.obj_quat[name])
+
+
+def test_the_spec_fields_a_bag_stores_are_the_fields_of_the_built_message():
+    """The writer fills every field of rclpy's EpisodeSpec (``interfaces.EPISODE_SPEC_FIELDS``), with its type."""
+    declared = dict(EpisodeSpec.get_fields_and_field_types())
+    assert declared.pop('version') == 'uint16'
+    assert {name: {'string': str, 'int64': int}[kind] for name, kind in declared.items()} == EPISODE_SPEC_FIELDS
