@@ -1,7 +1,7 @@
 """``recorder`` node: one rosbag2 per episode (``out/episodes/<task>__rNN``), written through rosbags.
 
 Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``: joint states (the robot's joint
-names; the episode message names the ``robot``), object and TCP poses, the scene markers, the result, and with
+names; /robofollow/episode_meta names the ``robot``), object and TCP poses, the scene markers, the result, and with
 ``images: true`` the camera images and CameraInfo; the latest ``/robot_description`` opens every bag, so RViz and
 Foxglove show the cell from the bag alone. Only messages stamped from the episode's reset on go into its bag; the
 bag is closed when the episode's result arrives. A bag is written as ``OUT/episodes/.<stem>.partial-<pid>/<stem>``
