@@ -9,6 +9,8 @@ CLOCK = '/clock'
 JOINT_STATES = '/joint_states'
 INSTRUCTION = '/robofollow/instruction'
 EPISODE = '/robofollow/episode'
+EPISODE_META = '/robofollow/episode_meta'
+"""Bags only: the episode's meta data the EpisodeSpec does not hold, JSON in std_msgs/String (bags/episode_meta.py)."""
 RESULT = '/robofollow/result'
 SIM_RESET = '/robofollow/sim/reset'
 CELL_RESET = '/robofollow/cell/reset'
