@@ -53,6 +53,14 @@ SIM_STATUS = '/robofollow/sim/status'
 EPISODE_END = '/robofollow/episode_end'
 """robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
 ROBOT_DESCRIPTION = '/robot_description'
+CELL_JOINT_STATES = '/robofollow/joint_states'
+"""sensor_msgs/JointState (real mode, the ee_pose node): the cell's 14 joints in the URDF's names and policy units."""
+STOP_SERVICE = '/robofollow/stop'
+"""std_srvs/Trigger (real mode, the bridge): both arms hold; the episode ends ``stopped``; motion refused until the
+next episode starts."""
+HOME_SERVICE = '/robofollow/home'
+"""std_srvs/Trigger (real mode, the bridge): a slow move of both arms to the profile's home pose, through the safety
+filter."""
 SCENE_MARKERS = '/robofollow/scene_markers'
 
 
