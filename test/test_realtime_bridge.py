@@ -62,7 +62,7 @@ PARAMETERS = {
     'max_state_age': '0.2',
     'max_observation_age': '1.0',
     'settle_tolerance': '0.001',  # the stand-in reaches each row exactly
-    'sim_timeout': '30.0',
+    'sim_timeout': '3.0',  # also how long a fresh observation is waited for
 }
 
 
@@ -243,6 +243,23 @@ def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: 
     assert end.error_kind is None and end.queries == 5 and end.executed_rows == 0
     assert_safe(received)
     assert received and all(is_hold(item) for item in received if item.topic in topics_of_arms())
+
+    # Joint states 1.5 s old, beyond the observation limit (1 s): refused, never shown to the policy; after 3 s of
+    # waiting for a fresher one the episode ends with a graph error naming what is old.
+    cell.driver.lag = 1.5
+    time.sleep(0.3)
+    try:
+        end, received = run_episode(cell, 'move')
+    finally:
+        cell.driver.lag = 0.0
+    assert end.error_kind == 'graph' and end.queries == 0 and end.executed_rows == 0
+    assert 'timed out after 3 s waiting for a fresh observation: older than 1 s: joint state 1.5' in (
+        end.policy_error or ''
+    )
+    assert_safe(received)
+    for arm in ARMS:
+        (only,) = arm_commands(received, arm)
+        assert is_hold(only)  # the hold that ends every failed episode
 
     # A policy that answers after 4 s: the dead-man holds after 1 s, the 2.5 s query timeout ends the episode.
     end, received = run_episode(cell, 'silent')

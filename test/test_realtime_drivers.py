@@ -112,7 +112,7 @@ def test_piper_driver_streams_interpolated_rows_at_the_control_rate(ros: Node) -
 
 
 def test_a_driver_message_type_that_is_not_installed_is_refused_in_one_line() -> None:
-    """interbotix_xs_msgs has no wheel (platform-notes §11): the bridge names the type instead of a traceback."""
+    """A driver message package may be missing (interbotix_xs_msgs has no wheel): named in one line, no traceback."""
     assert message_class('sensor_msgs/msg/JointState') is JointState
     with pytest.raises(GraphError, match='message type robofollow_absent_msgs/msg/Command is not installed'):
         message_class('robofollow_absent_msgs/msg/Command')
