@@ -116,3 +116,26 @@ def test_a_driver_message_type_that_is_not_installed_is_refused_in_one_line() ->
     assert message_class('sensor_msgs/msg/JointState') is JointState
     with pytest.raises(GraphError, match='message type robofollow_absent_msgs/msg/Command is not installed'):
         message_class('robofollow_absent_msgs/msg/Command')
+
+
+def test_interbotix_driver_streams_the_arm_group_and_the_gripper_motor_angle(ros: Node) -> None:
+    messages = pytest.importorskip('interbotix_xs_msgs.msg', reason='built by scripts/build_interfaces.sh')
+    profile = load_profile('aloha_interbotix')
+    driver = make_driver(ros, profile)
+    assert isinstance(driver, StreamedDriver)
+    arm: list[object] = []
+    gripper: list[object] = []
+    ros.create_subscription(messages.JointGroupCommand, '/follower_right/commands/joint_group', arm.append, 10)
+    ros.create_subscription(messages.JointSingleCommand, '/follower_right/commands/joint_single', gripper.append, 10)
+    ros.create_subscription(messages.JointGroupCommand, '/follower_left/commands/joint_group', lambda _: None, 10)
+    ros.create_subscription(messages.JointSingleCommand, '/follower_left/commands/joint_single', lambda _: None, 10)
+    wait_until(driver.connected, timeout=60, what='the readers')
+    start = profile.home_state()
+    rows = np.tile(start, (3, 1))
+    rows[:, 7] += [0.05, 0.1, 0.15]  # right waist
+    rows[:, 13] = 0.0  # right gripper closed
+    driver.send(Command(positions=rows, times=np.arange(1, 4) * 0.06, hold=False), start=start)
+    wait_until(lambda: arm and arm[-1].cmd[0] == pytest.approx(0.15), timeout=30, what='the last row')
+    wait_until(lambda: gripper and gripper[-1].cmd == pytest.approx(0.6197), timeout=30, what='the closed gripper')
+    assert arm[-1].name == 'arm' and len(arm[-1].cmd) == 6
+    assert gripper[0].name == 'gripper' and 0.6197 <= gripper[0].cmd <= 1.6214  # motor angle, rad

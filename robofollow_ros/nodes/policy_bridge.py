@@ -141,7 +141,11 @@ class PolicyBridge(Node):
             minimum=0.001,
             maximum=6.3,
         )
-        self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(row_step))
+        self.chunk_limits = (
+            ChunkLimits.for_robot(robot.name, max_row_step=float(row_step))
+            if self.real is None
+            else self.real.chunk_limits(robot.name, max_row_step=float(row_step))
+        )
         # At start-up rather than in the first episode: the typestore, its decoders and the task index (~80 ms).
         warm_decoders()
         warm_trajectory_codec()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
@@ -18,6 +19,7 @@ from robofollow_ros.errors import MotionStoppedError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import PolicyFailure
+from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import EpisodeEnd
@@ -25,6 +27,7 @@ from robofollow_ros.ros.realtime_environment import RealTimeEnvironment, Watched
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
 from robofollow_ros.ros.safe_motion import MotionSettings, SafeMotion
 from robofollow_ros.ros.shutdown import STOP
+from robofollow_ros.state_layout import GRIP_INDEX
 
 RUNTIMES = ('sim', 'real')
 STOPPED_KIND = 'stopped'
@@ -87,6 +90,20 @@ class RealCell:
     def from_name(cls, node: Node, name: str) -> RealCell:
         """``RealCell`` of the profile ``name`` (a shipped name or a path); ``ProfileError`` if it is wrong."""
         return cls(node, load_profile(name))
+
+    def chunk_limits(self, robot: str, *, max_row_step: float) -> ChunkLimits:
+        """The bridge's chunk checks before the safety filter: the URDF's (``robot``, the profile's robot), or the
+        profile's own joint limits when it names no robot (the Piper: the default robot's URDF is not its arms')."""
+        if self.profile.robot is not None:
+            return ChunkLimits.for_robot(robot, max_row_step=max_row_step)
+        step = np.full(len(self.profile.state_lower()), float(max_row_step))
+        step[list(GRIP_INDEX.values())] = 1.0
+        return ChunkLimits(
+            lower=self.profile.state_lower(),
+            upper=self.profile.state_upper(),
+            max_row_step=step,
+            names=self.motion.limits.names,
+        )
 
     def on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """Both arms hold now; the running episode ends ``stopped``; motion is refused until the next episode."""
