@@ -64,6 +64,15 @@ def motion_settings(node: Node) -> tuple[MotionSettings, float]:
                 maximum=1.0,
             )
         ),
+        gripper_velocity=float(
+            param(
+                node,
+                'gripper_velocity',
+                defaults.gripper_velocity,
+                description='gripper velocity limit, normalised strokes per second',
+                minimum=0.01,
+            )
+        ),
     )
     max_age = seconds('max_observation_age', 0.5, 'seconds an observation (images, joints, poses) may be old')
     return settings, max_age

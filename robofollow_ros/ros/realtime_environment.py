@@ -134,7 +134,7 @@ class RealTimeEnvironment:
             sent_at = time.monotonic()
             decision = self.motion.send_chunk(chunk, what=what)
             try:
-                self.motion.wait_executed(decision, sent_at=sent_at)
+                reached = self.motion.wait_executed(decision, sent_at=sent_at)
             except MotionStoppedError:
                 # The rows already due ran; the episode ends here.
                 if decision.command is not None and not decision.held:
@@ -143,6 +143,9 @@ class RealTimeEnvironment:
                 self.stamp_ns = self.clock_ns()
                 raise
             self.executed_rows += decision.rows_sent
+            if not reached and decision.command is not None:
+                late, error = self.motion.settings.settle_timeout, self.motion.settle_error
+                self.log(f'{what}: {late:g} s after its last row, an arm joint was {error:.3g} rad off')
         self.stamp_ns = self.clock_ns()
         return self._observation()
 

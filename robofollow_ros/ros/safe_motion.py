@@ -32,7 +32,10 @@ from robofollow_ros.safety.command_filter import MeasuredState, SafetyDecision, 
 from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.limits import Intervention
 from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
-from robofollow_ros.state_layout import ACTION_DIM
+from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
+
+ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column not in GRIP_INDEX.values()])
+"""The 12 arm joints of the 14-D layout (the settle check leaves the grippers out)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,9 @@ class MotionSettings:
         settle_timeout: after a chunk's last row is due, how long (s) to wait for the measured state to reach it.
         settle_tolerance: how close (rad; normalised for grippers) the measured state must come to the last row.
         home_speed: the home move's speed as a fraction of the profile's velocity limits.
+        gripper_velocity: the grippers' velocity limit (normalised units per second). The gripper command is a
+            position target its own controller moves to at the gripper's speed, and policies open or close it in one
+            row (as the simulated cell executes it): the default lets a full stroke through in one 0.06 s row.
     """
 
     max_state_age: float = 0.2
@@ -52,6 +58,7 @@ class MotionSettings:
     settle_timeout: float = 0.5
     settle_tolerance: float = 0.02
     home_speed: float = 0.2
+    gripper_velocity: float = 20.0
 
 
 class SafeMotion:
@@ -72,7 +79,9 @@ class SafeMotion:
         self.lock = threading.Lock()
         self.feedback = DriverFeedback(node, profile, condition=self.condition)
         self.driver = make_driver(node, profile)
-        limits = limits_from_profile(profile, max_state_age_s=settings.max_state_age)
+        limits = limits_from_profile(
+            profile, max_state_age_s=settings.max_state_age, gripper_velocity=settings.gripper_velocity
+        )
         if profile.robot is None:
             node.get_logger().warning(
                 f'robot profile {profile.name!r} names no robot: its workspace box is not checked (no kinematics)'
@@ -86,6 +95,7 @@ class SafeMotion:
         self.stop_event = threading.Event()
         self.deadman = DeadMan(deadline_s=settings.policy_deadline, clock=time.monotonic)
         self.late_answer = False
+        self.settle_error = math.inf
         self.interventions: Counter[str] = Counter()
         self.closed = False
         self.watcher = threading.Thread(target=self.watch, name='dead-man', daemon=True)
@@ -187,7 +197,8 @@ class SafeMotion:
 
     def wait_executed(self, decision: SafetyDecision, *, sent_at: float) -> bool:
         """Wait until the decision's rows are due (wall time from ``sent_at``, monotonic), then until a state measured
-        since then is within ``settle_tolerance`` of the last row or ``settle_timeout`` passed; whether it got there.
+        since then has every arm joint within ``settle_tolerance`` of the last row or ``settle_timeout`` passed;
+        whether it got there (``settle_error``: the largest arm joint error seen last, rad).
 
         Raises:
             MotionStoppedError: ``stop`` was called meanwhile.
@@ -198,14 +209,18 @@ class SafeMotion:
         if self.stop_event.wait(max(0.0, due - time.monotonic())):
             raise MotionStoppedError('stopped by /robofollow/stop')
         target = decision.command.positions[-1]
+        self.settle_error = math.inf
         deadline = time.monotonic() + self.settings.settle_timeout
         with self.condition:
             while True:
                 if self.stopped:
                     raise MotionStoppedError('stopped by /robofollow/stop')
                 state = self.feedback.state(since=due)  # measured after the last row was due
-                if state is not None and float(np.abs(state - target).max()) <= self.settings.settle_tolerance:
-                    return True
+                if state is not None:
+                    # Arm joints only: a gripper closed on an object never reaches its (closed) target.
+                    self.settle_error = float(np.abs(state - target)[ARM_JOINT_COLUMNS].max())
+                    if self.settle_error <= self.settings.settle_tolerance:
+                        return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
