@@ -11,6 +11,8 @@ INSTRUCTION = '/robofollow/instruction'
 EPISODE = '/robofollow/episode'
 RESULT = '/robofollow/result'
 SIM_RESET = '/robofollow/sim/reset'
+CELL_RESET = '/robofollow/cell/reset'
+"""robofollow_interfaces/srv/ResetEpisode in real mode: served by the fake hardware (objects laid out, arms home)."""
 OBJECT_POSE_PREFIX = '/robofollow/objects/'
 EE_POSE_PREFIX = '/robofollow/ee/'
 WORLD_FRAME = 'world'
