@@ -213,11 +213,24 @@ def arm_commands(received: list[Received], arm: str) -> list[Received]:
     return [item for item in received if item.topic == topic]
 
 
-def is_hold(item: Received, *, atol: float = 1e-9) -> bool:
-    """One point at the measured position (``atol``: the bridge's latest measurement may be a row behind)."""
+def is_hold(item: Received) -> bool:
+    """One point at the position the arm stands at (when it stands still)."""
     arm = 'left' if item.topic.startswith('/left') else 'right'
     columns = slice(0, 6) if arm == 'left' else slice(7, 13)
-    return item.points == 1 and np.allclose(item.message.points[0].positions, item.state[columns], rtol=0.0, atol=atol)
+    return item.points == 1 and np.allclose(item.message.points[0].positions, item.state[columns], rtol=0.0, atol=1e-9)
+
+
+def held_where_the_arm_was(item: Received, chunk: Received) -> bool:
+    """``item`` is one point at a position the arm measured during ``chunk``: its start or a row already due when
+    ``item`` arrived (the bridge's latest measurement may be rows behind the moving stand-in, never ahead of it)."""
+    columns = slice(0, 6) if item.topic.startswith('/left') else slice(7, 13)
+    passed = [chunk.state[columns]] + [
+        np.array(point.positions)
+        for point in chunk.message.points
+        if chunk.arrived + point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S <= item.arrived
+    ]
+    held = np.array(item.message.points[0].positions)
+    return item.points == 1 and any(np.allclose(held, row, rtol=0.0, atol=1e-9) for row in passed)
 
 
 def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: Cell) -> None:
@@ -301,8 +314,8 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
     delays = {}
     for arm in ARMS:
         commands = [item for item in after if item.topic == topics.arm_trajectory_topic(arm)]  # type: ignore[arg-type]
-        # Held where the arm was last measured: at most one row (0.003 rad) behind the moving stand-in.
-        assert commands and all(is_hold(item, atol=0.0031) for item in commands)
+        (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
+        assert commands and all(held_where_the_arm_was(item, chunk) for item in commands)
         delays[arm] = commands[0].arrived - called
     control_period = 1.0 / load_profile(str(TEST_PROFILE)).control_rate
     print(
