@@ -62,6 +62,7 @@ PARAMETERS = {
     'max_state_age': '0.2',
     'max_observation_age': '1.0',
     'settle_tolerance': '0.001',  # the stand-in reaches each row exactly
+    'settle_timeout': '5.0',  # however loaded the machine, the next observation is taken at the last row
     'sim_timeout': '3.0',  # also how long a fresh observation is waited for
 }
 
