@@ -30,7 +30,7 @@ from robofollow_ros.ros.driver_feedback import DriverFeedback, MeasuredCell
 from robofollow_ros.ros.drivers import make_driver
 from robofollow_ros.safety.command_filter import MeasuredState, SafetyDecision, filter_chunk, hold_command
 from robofollow_ros.safety.deadman import DeadMan
-from robofollow_ros.safety.limits import Intervention
+from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
 from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
 from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 
@@ -59,6 +59,11 @@ class MotionSettings:
     settle_tolerance: float = 0.02
     home_speed: float = 0.2
     gripper_velocity: float = 20.0
+
+
+def rounding(item: Intervention) -> bool:
+    """Whether ``item`` only clamped a target that was within ``POSITION_TOLERANCE`` of its limit."""
+    return item.kind == 'position_clamped' and abs(item.value - item.limit) <= POSITION_TOLERANCE
 
 
 class SafeMotion:
@@ -113,11 +118,16 @@ class SafeMotion:
     # --- commands ---------------------------------------------------------------------------------------------
 
     def record(self, decision: SafetyDecision, what: str) -> None:
-        """Count and log the decision's interventions (one line)."""
-        if not decision.interventions and decision.command is not None and not decision.held:
+        """Count and log the decision's interventions (one line), leaving out the clamps of targets that were within
+        ``POSITION_TOLERANCE`` of their limit (rounding: a policy holding a joint measured a hair beyond its end stop
+        would otherwise log a clamp per joint and row)."""
+        material = [item for item in decision.interventions if not rounding(item)]
+        if not material and decision.command is not None and not decision.held:
             return
-        self.interventions.update(item.kind for item in decision.interventions)
-        self.node.get_logger().warning(f'safety: {what}: {decision.summary()}')
+        self.interventions.update(item.kind for item in material)
+        self.node.get_logger().warning(
+            f'safety: {what}: {dataclasses.replace(decision, interventions=tuple(material)).summary()}'
+        )
 
     def write(self, decision: SafetyDecision, state: MeasuredState, *, moving: bool) -> None:
         """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``)."""
