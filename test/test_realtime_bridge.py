@@ -132,8 +132,11 @@ def cell() -> Iterator[Cell]:
         spinner.join(timeout=5)
 
 
-def run_episode(cell: Cell, instruction: str, *, timeout: float = 60.0) -> tuple[EpisodeEnd, list[Received]]:
-    """Announce an episode as the evaluator does in real mode; its end and the commands that arrived meanwhile."""
+def run_episode(
+    cell: Cell, instruction: str, *, timeout: float = 60.0, reset_ns: int | None = None
+) -> tuple[EpisodeEnd, list[Received]]:
+    """Announce an episode as the evaluator does in real mode (its reset stamped now, or ``reset_ns``); its end and
+    the commands that arrived meanwhile."""
     wait_until(
         lambda: (
             cell.instruction_pub.get_subscription_count() > 0  # type: ignore[attr-defined]
@@ -146,7 +149,7 @@ def run_episode(cell: Cell, instruction: str, *, timeout: float = 60.0) -> tuple
     spec = EpisodeSpec.for_trial(task, seed=1, round=1, variant='corrected', layout=registry.layout_of(task).name)
     first = len(cell.driver.received)
     cell.spec_pub.publish(spec_message(spec))  # type: ignore[attr-defined]
-    now_ns = cell.node.get_clock().now().nanoseconds
+    now_ns = cell.node.get_clock().now().nanoseconds if reset_ns is None else reset_ns
     status = SimStatus(event=StatusEvent.RESET, episode_id=spec.episode_id, stamp_ns=now_ns)
     cell.status_pub.publish(status.to_message())  # type: ignore[attr-defined]
     cell.instruction_pub.publish(String(data=instruction))  # type: ignore[attr-defined]
@@ -324,9 +327,14 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
         f'(control period {control_period * 1e3:.0f} ms)'
     )
 
-    # Stopped: home is refused too, until the next episode starts; then motion is allowed again.
+    # Stopped: home is refused too, and an episode announced before the stop stays stopped (its reset was stamped
+    # before it); an episode announced after it moves again.
     refused, _ = call(cell, topics.HOME_SERVICE)
     assert not refused.success and 'stopped' in refused.message
+    before_stop_ns = end.end_stamp_ns - 1_000_000_000
+    end, received = run_episode(cell, 'move', reset_ns=before_stop_ns)
+    assert end.error_kind == 'stopped' and end.executed_rows == 0
+    assert all(is_hold(item) for item in received if item.topic in topics_of_arms())
     end, received = run_episode(cell, 'move')
     assert end.error_kind is None and end.executed_rows == 5 * 3
     assert_safe(received)

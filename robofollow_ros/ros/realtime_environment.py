@@ -111,7 +111,7 @@ class RealTimeEnvironment:
 
         self.cache.wait(announced, timeout=self.timeout, what='the reset of the cell')
         self.origin_ns = found[-1]
-        self.motion.release()
+        self.motion.release(started_ns=self.origin_ns)
         self.cache.wait(
             self.motion.connected,
             timeout=self.timeout,

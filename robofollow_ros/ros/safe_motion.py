@@ -97,6 +97,7 @@ class SafeMotion:
             self.tcp = profile_tcp(profile)
         self.limits = limits
         self.stopped = False
+        self.stopped_at_ns = -1
         self.stop_event = threading.Event()
         self.deadman = DeadMan(deadline_s=settings.policy_deadline, clock=time.monotonic)
         self.late_answer = False
@@ -161,6 +162,7 @@ class SafeMotion:
         decision = hold_command(state, self.limits, row_period_s=self.row_period)
         with self.lock:
             self.stopped = True
+            self.stopped_at_ns = self.node.get_clock().now().nanoseconds
             self.stop_event.set()
             if decision.command is not None:
                 self.driver.send(decision.command, start=state.positions)
@@ -168,12 +170,15 @@ class SafeMotion:
             self.condition.notify_all()
         return decision
 
-    def release(self) -> None:
-        """A new episode starts: motion is allowed again."""
+    def release(self, *, started_ns: int) -> None:
+        """The episode announced at ``started_ns`` (ROS time) starts: motion is allowed again, unless the stop came
+        after that announcement (it stops this episode too)."""
+        self.interventions.clear()
         with self.lock:
+            if self.stopped and self.stopped_at_ns >= started_ns:
+                return
             self.stopped = False
             self.stop_event.clear()
-        self.interventions.clear()
 
     def home(self) -> tuple[bool, str]:
         """A slow move from the measured state to the profile's home pose, through the safety filter; whether all
