@@ -55,15 +55,15 @@ SIM_STATUS = '/robofollow/sim/status'
 EPISODE_END = '/robofollow/episode_end'
 """robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
 ROBOT_DESCRIPTION = '/robot_description'
-CELL_JOINT_STATES = '/robofollow/joint_states'
-"""sensor_msgs/JointState (real mode, the ee_pose node): the cell's 14 joints in the URDF's names and policy units."""
-STOP_SERVICE = '/robofollow/stop'
-"""std_srvs/Trigger (real mode, the bridge): both arms hold; the episode ends ``stopped``; motion refused until the
-next episode starts."""
-HOME_SERVICE = '/robofollow/home'
-"""std_srvs/Trigger (real mode, the bridge): a slow move of both arms to the profile's home pose, through the safety
-filter."""
 SCENE_MARKERS = '/robofollow/scene_markers'
+HOME = '/robofollow/home'
+"""std_srvs/Trigger, real-time graph: the bridge moves both arms to the profile's home pose."""
+STOP = '/robofollow/stop'
+"""std_srvs/Trigger, real-time graph: the bridge holds both arms, ends the episode ``stopped`` and refuses motion
+until the next episode starts."""
+CELL_JOINT_STATES = '/robofollow/joint_states'
+"""sensor_msgs/JointState, real-time graph (the ee_pose node): the cell's 14 joints in the URDF's names and the
+policy's units."""
 
 
 def all_object_names() -> list[str]:

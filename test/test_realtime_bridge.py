@@ -302,7 +302,7 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
             poll=0.005,
         )
         time.sleep(0.5)
-        result['answer'], result['called'] = call(cell, topics.STOP_SERVICE)
+        result['answer'], result['called'] = call(cell, topics.STOP)
 
     first = len(cell.driver.received)
     stopper = threading.Thread(target=stop_during_the_first_chunk)
@@ -329,7 +329,7 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
 
     # Stopped: home is refused too, and an episode announced before the stop stays stopped (its reset was stamped
     # before it); an episode announced after it moves again.
-    refused, _ = call(cell, topics.HOME_SERVICE)
+    refused, _ = call(cell, topics.HOME)
     assert not refused.success and 'stopped' in refused.message
     before_stop_ns = end.end_stamp_ns - 1_000_000_000
     end, received = run_episode(cell, 'move', reset_ns=before_stop_ns)
@@ -341,7 +341,7 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
 
     # Home: one slow trajectory per controller through the safety filter, ending at the profile's home pose.
     before = len(cell.driver.received)
-    answer, _ = call(cell, topics.HOME_SERVICE)
+    answer, _ = call(cell, topics.HOME)
     assert answer.success, answer.message
     wait_until(lambda: len(cell.driver.received) >= before + 4, timeout=30, what='the home trajectories')
     home = cell.driver.received[before:]

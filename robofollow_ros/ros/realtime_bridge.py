@@ -92,8 +92,8 @@ class RealCell:
         settings, self.max_age = motion_settings(node)
         self.motion = SafeMotion(node, profile, settings=settings)
         self.running = False
-        node.create_service(Trigger, topics.STOP_SERVICE, self.on_stop)
-        node.create_service(Trigger, topics.HOME_SERVICE, self.on_home)
+        node.create_service(Trigger, topics.STOP, self.on_stop)
+        node.create_service(Trigger, topics.HOME, self.on_home)
 
     @classmethod
     def from_name(cls, node: Node, name: str) -> RealCell:
@@ -123,7 +123,7 @@ class RealCell:
             if response.success
             else 'no measured joint state to hold at: stop the arms at the driver'
         )
-        self.node.get_logger().warning(f'{topics.STOP_SERVICE}: {response.message}')
+        self.node.get_logger().warning(f'{topics.STOP}: {response.message}')
         return response
 
     def on_home(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -132,7 +132,7 @@ class RealCell:
             response.success, response.message = False, 'an episode is running: home refused'
         else:
             response.success, response.message = self.motion.home()
-        self.node.get_logger().info(f'{topics.HOME_SERVICE}: {response.message}')
+        self.node.get_logger().info(f'{topics.HOME}: {response.message}')
         return response
 
     def run(
