@@ -75,6 +75,10 @@ class GraphError(RoboFollowError):
     """The ROS node graph cannot start, lost a required node, or timed out waiting for one."""
 
 
+class MotionStoppedError(RoboFollowError):
+    """``/robofollow/stop`` was called: the arms hold and no motion is sent until the next episode starts."""
+
+
 class GraphLostError(GraphError):
     """One of several graphs lost a node mid-run (or the run stopped); its trial in flight runs on another graph."""
 

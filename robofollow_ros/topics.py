@@ -58,6 +58,14 @@ EPISODE_END = '/robofollow/episode_end'
 """robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
 ROBOT_DESCRIPTION = '/robot_description'
 SCENE_MARKERS = '/robofollow/scene_markers'
+HOME = '/robofollow/home'
+"""std_srvs/Trigger, real-time graph: the bridge moves both arms to the profile's home pose."""
+STOP = '/robofollow/stop'
+"""std_srvs/Trigger, real-time graph: the bridge holds both arms, ends the episode ``stopped`` and refuses motion
+until the next episode starts."""
+CELL_JOINT_STATES = '/robofollow/joint_states'
+"""sensor_msgs/JointState, real-time graph (the ee_pose node): the cell's 14 joints in the URDF's names and the
+policy's units."""
 
 
 def all_object_names() -> list[str]:
