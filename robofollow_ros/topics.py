@@ -54,6 +54,14 @@ EPISODE_END = '/robofollow/episode_end'
 """robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
 ROBOT_DESCRIPTION = '/robot_description'
 SCENE_MARKERS = '/robofollow/scene_markers'
+CELL_RESET = '/robofollow/cell/reset'
+"""robofollow_interfaces/srv/ResetEpisode, real-time graph: fake hardware places the episode's objects and homes."""
+HOME = '/robofollow/home'
+"""std_srvs/Trigger, real-time graph: the bridge moves both arms to the profile's home pose."""
+READY = '/robofollow/ready'
+"""std_srvs/Trigger, real-time graph: the operator has placed the objects (served by the evaluator)."""
+VOID = '/robofollow/void'
+"""std_srvs/Trigger, real-time graph: the operator voids the current trial, which is played again (evaluator)."""
 
 
 def all_object_names() -> list[str]:
