@@ -466,3 +466,74 @@ def test_a_simulated_evaluator_refuses_a_wrong_runtime_and_a_real_one_needs_one_
                 evaluator.EvaluatorNode(context=context)
         finally:
             rclpy.shutdown(context=context)
+
+
+def _cell_record(task_id: str, *, completed: bool, void: bool = False) -> dict[str, object]:
+    trial = Trial(registry.get_task(task_id), round=1, seed=registry.trial_seed(task_id, 1))
+    record = unscored_record(trial, reason='test', variant='published')
+    record.update(
+        completion_ok=completed, round=1, seed=trial.seed, policy='expert', run_id='abc', isolation='built-in'
+    )
+    record.update(runtime='real', robot_profile='aloha_ros2_control', pose_source='tracker', privileged=True)
+    if void:
+        record.update(void=True, void_reason='voided by the operator')
+    return record
+
+
+def test_void_records_stay_in_the_file_but_no_resume_summary_or_report_counts_them(tmp_path, capsys) -> None:
+    path = tmp_path / RESULTS_NAME
+    void = _cell_record(TASKS[0], completed=True, void=True)
+    kept = [_cell_record(TASKS[0], completed=False), _cell_record(TASKS[1], completed=False)]
+    path.write_text(''.join(json.dumps(record) + '\n' for record in [void, *kept]), encoding='utf-8')
+    results = ResultsFile(path)
+    assert results.records == kept and results.void == [void]
+    assert results.done() == {(TASKS[0], 1), (TASKS[1], 1)}
+    results.keep_only(kept[:1])
+    assert read_result_records(path, void=True) == [void, kept[0]], 'rewriting the file keeps the void record'
+    results.append(kept[1])
+    assert read_result_records(path) == kept
+    from robofollow_ros.cli import main
+
+    assert main(['report', str(path), '--baseline', 'none', '--out', str(tmp_path / 'report')]) == 0
+    output = capsys.readouterr()
+    assert 'real cell aloha_ros2_control, object poses from tracker' in output.out
+    assert '2 episodes in 2 groups' in output.err
+    summary = json.loads((tmp_path / 'report' / 'summary.json').read_text(encoding='utf-8'))
+    assert summary['run']['robot_profile'] == 'aloha_ros2_control'
+    assert all(group['completion_rate'] == 0.0 for group in summary['groups']), 'the void success is not counted'
+
+
+def test_a_void_trials_bag_is_set_aside_and_its_replay_records_under_the_trials_name(tmp_path) -> None:
+    from test_graph_trials import FakeGraph
+
+    class Recording(FakeGraph):
+        """A cell whose operator voids the first play of the first trial; the recorder writes one bag per play."""
+
+        def __init__(self) -> None:
+            super().__init__(0, [])
+            self.plays: list[str] = []
+
+        def wait_for_result(self, spec, *, deadline):
+            self.plays.append(spec.episode_id)
+            bag = tmp_path / 'episodes' / episode_stem(spec.task_id, spec.round)
+            bag.mkdir(parents=True, exist_ok=True)
+            (bag / 'play.txt').write_text(spec.episode_id, encoding='utf-8')
+            live = _cell_record(spec.task_id, completed=True)
+            live.update(episode_id=spec.episode_id, policy_error=None, error_kind=None, queries=1, executed_rows=50)
+            return live, 0.0
+
+        def void_reason(self, spec):
+            return 'voided by the operator' if self.plays == [spec.episode_id] else None
+
+    options = SuiteOptions(out=tmp_path, policy='expert', task_ids=list(TASKS), record='bag')
+    graph = Recording()
+    cell = {'robot_profile': 'piper', 'pose_source': 'mocap'}
+    records = run_suite(options, progress=False, executor=GraphTrials([graph], cell=cell))  # type: ignore[list-item]
+    assert [record['task_id'] for record in records] == [TASKS[1], TASKS[0]] and len(graph.plays) == 3
+    void = read_result_records(tmp_path / RESULTS_NAME, void=True)[0]
+    stem = episode_stem(TASKS[0], 1)
+    assert void['void'] and void['episode_file'] == f'episodes/{stem}.void-1'
+    assert (tmp_path / void['episode_file'] / 'play.txt').read_text(encoding='utf-8') == graph.plays[0]
+    assert (tmp_path / 'episodes' / stem / 'play.txt').read_text(encoding='utf-8') == graph.plays[2]
+    assert records[1]['episode_file'] == f'episodes/{stem}', 'the replay, played after the next trial'
+    assert read_identity(tmp_path).pose_source == 'mocap' and records[1]['robot_profile'] == 'piper'

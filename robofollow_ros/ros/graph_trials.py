@@ -133,6 +133,8 @@ class GraphTrials:
         if options.record == 'bag':
             record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
             _wait_for_bag(link, options.out / record['episode_file'], since=flight.started_wall)
+            if is_void(record):
+                record['episode_file'] = _set_void_bag_aside(options.out, record['episode_file'])
         return TrialResult(key=trial.key, record=record)
 
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
@@ -279,6 +281,20 @@ def _wait_for_bag(link: GraphLink, path: Path, *, since: float) -> None:
             link.get_logger().warning(f'the recorder has not published {path} yet')
             return
         time.sleep(0.01)
+
+
+def _set_void_bag_aside(out: Path, episode_file: str) -> str:
+    """Rename the bag of a voided trial to ``<stem>.void-<n>`` (the first free ``n``), so that the trial played
+    again records under the trial's own name; returns its new ``episode_file``."""
+    bag = out / episode_file
+    if not bag.exists():
+        return episode_file
+    number = 1
+    while bag.with_name(f'{bag.name}.void-{number}').exists():
+        number += 1
+    target = bag.with_name(f'{bag.name}.void-{number}')
+    bag.rename(target)
+    return str(Path(episode_file).with_name(target.name))
 
 
 def remove_orphaned_partials(folder: Path, *, stems: Collection[str]) -> list[Path]:
