@@ -377,6 +377,7 @@ def test_the_operator_readies_each_trial_and_voided_or_stopped_trials_are_record
     terminal.press()  # the second again
     runner.join(timeout=60)
     assert not runner.is_alive() and 'error' not in done, done.get('error')
+    assert _call(operator, topics.VOID).success is False, 'the last trial is recorded: too late to void it'
     assert bridge.calls == [
         'home', TASKS[0], 'home', f'{TASKS[1]} stopped', 'home', TASKS[0], 'home', TASKS[1]
     ]  # fmt: skip

@@ -5,8 +5,8 @@ then fake hardware resets the cell (``/robofollow/cell/reset``, called by the ev
 shown the task, the instruction and where each object goes (text here, a top-down picture in ``OUT/layouts``) and
 says ready (``/robofollow/ready``, or Enter on the evaluator's terminal). The episode then starts from a
 ``SimStatus`` RESET stamped with this node's wall clock, which the bridge, referee and recorder follow as they
-follow the sim's. ``/robofollow/void`` marks the current trial void (from its start until the next one starts):
-its record is written marked void and it is played again.
+follow the sim's. ``/robofollow/void`` marks the current trial void (from its start until the next one starts, or
+its record is written if it is the last): its record is written marked void and it is played again.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class RealCell:
         with self.condition:
             current = self.current
             if current is None:
-                response.success, response.message = False, 'no trial has started yet'
+                response.success, response.message = False, 'no trial to void (none has started since the last record)'
                 return response
             self.voided[current.episode_id] = 'voided by the operator'
         self.node.get_logger().warning(f'{current.task_id} round {current.round} voided: it is played again')
@@ -210,8 +210,11 @@ class RealCell:
         self.status_pub.publish(SimStatus(StatusEvent.RESET, spec.episode_id, stamp).to_message())
 
     def void_reason(self, spec: EpisodeSpec) -> str | None:
-        """Why the trial of ``spec`` is void (the operator voided it), or None."""
+        """Why the trial of ``spec`` is void (the operator voided it), or None; asked when its record is written,
+        after which it can no longer be voided."""
         with self.condition:
+            if self.current is not None and self.current.episode_id == spec.episode_id:
+                self.current = None
             return self.voided.get(spec.episode_id)
 
     def _notify(self) -> None:
