@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import queue
 import re
+import signal
 import sys
 import threading
 import time
@@ -538,3 +540,56 @@ def test_a_void_trials_bag_is_set_aside_and_its_replay_records_under_the_trials_
     assert (tmp_path / 'episodes' / stem / 'play.txt').read_text(encoding='utf-8') == graph.plays[2]
     assert records[1]['episode_file'] == f'episodes/{stem}', 'the replay, played after the next trial'
     assert read_identity(tmp_path).pose_source == 'mocap' and records[1]['robot_profile'] == 'piper'
+
+
+def test_aborting_while_the_operator_places_objects_leaves_the_run_resumable(cell_graph, tmp_path) -> None:
+    from robofollow_ros.evaluation.suite import RunInterrupted
+
+    node, bridge, _referee, _operator, terminal = cell_graph
+    bridge.stopped.clear()
+    cell, out = node.cell, tmp_path / 'run'
+    node.wait_for_graph()
+    prompts: list[str] = []
+
+    def operator_then_ctrl_c() -> None:
+        try:
+            for count in (1, 2):
+                wait_until(
+                    lambda: cell.awaiting is not None and cell.awaiting not in prompts, timeout=60, what='a prompt'
+                )
+                prompts.append(cell.awaiting)
+                if count == 1:
+                    terminal.press()
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the operator places the second trial's objects
+
+    helper = threading.Thread(target=operator_then_ctrl_c, daemon=True)
+    helper.start()
+    cell_fields = node.cell_settings.identity_fields()
+    with pytest.raises(RunInterrupted):
+        run_suite(node.options, progress=False, executor=GraphTrials([node], cell=cell_fields))
+    helper.join(timeout=10)
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert len(prompts) == 2 and run['status'] == 'interrupted' and bridge.calls == ['home', TASKS[0], 'home']
+    assert cell.awaiting is None, 'the operator wait ended with the run'
+    node.stopping = False
+    resumed: list[str] = []
+
+    def operator_again() -> None:
+        try:
+            while len(resumed) < 2:
+                wait_until(
+                    lambda: cell.awaiting is not None and cell.awaiting not in resumed, timeout=60, what='a prompt'
+                )
+                resumed.append(cell.awaiting)
+                terminal.press()
+        except AssertionError:
+            os.kill(os.getpid(), signal.SIGINT)  # (fails the test instead of waiting for ever)
+
+    threading.Thread(target=operator_again, daemon=True).start()
+    records = run_suite(node.options, progress=False, executor=GraphTrials([node], cell=cell_fields))
+    assert sorted(record['task_id'] for record in records) == sorted(TASKS) and len(resumed) == 2
+    # The first trial's result is collected once the second has started (it could still be voided until then), so
+    # the run stopped at the second's prompt plays the first again.
+    assert bridge.calls == ['home', TASKS[0], 'home', 'home', TASKS[0], 'home', TASKS[1]]
+    assert json.loads((out / 'run.json').read_text(encoding='utf-8'))['status'] == 'complete'
