@@ -51,6 +51,10 @@ class SimulationError(RoboFollowError):
     """The simulator cannot build or run a scene."""
 
 
+class DriverCommandError(SimulationError):
+    """The fake hardware refused a driver command as the real driver would (the message says why); nothing changed."""
+
+
 class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
 

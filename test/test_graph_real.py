@@ -74,8 +74,8 @@ def test_the_real_graph_starts_the_nodes_its_arguments_ask_for_with_the_cells_pa
     nodes = {node.name: node for node in graph.nodes}
     assert nodes['fake_hardware'].parameters == {
         'robot_profile': 'aloha_ros2_control',
-        'pose_source': 'sim',
         'markers': False,
+        'publish_object_poses': True,
     }
     assert nodes['policy_bridge'].parameters['runtime'] == 'real' == nodes['evaluator'].parameters['runtime']
     assert nodes['ee_pose'].parameters['robot_profile'] == 'aloha_ros2_control'
@@ -83,6 +83,11 @@ def test_the_real_graph_starts_the_nodes_its_arguments_ask_for_with_the_cells_pa
     assert nodes['evaluator'].parameters['fake_hardware'] is True and nodes['evaluator'].main
     assert 'workers' not in graph.arguments and graph.workers == 1
     assert [instance.domain for instance in graph_instances(graph, base=5)] == [None] * 5
+    tracked = load_graph('real', {'pose_source': 'tracker', 'markers': 'true'}).nodes[0]
+    assert tracked.name == 'fake_hardware' and tracked.parameters['publish_object_poses'] is False
+    assert tracked.parameters['markers'] is True
+    mocap_fake = load_graph('real', {'pose_source': 'mocap'}).nodes[0]
+    assert mocap_fake.parameters['publish_object_poses'] is False and mocap_fake.remappings == ()
     assert _names(fake_hardware='True', pose_source='tracker', markers='true', record='bag') == [
         'fake_hardware',
         'ee_pose',

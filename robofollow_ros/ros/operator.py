@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -25,7 +25,6 @@ from std_srvs.srv import Trigger
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.seeds import perturbed_positions
-from robofollow_ros.benchmark.types import Layout
 from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.layout_picture import layout_text, write_layout_picture
@@ -53,13 +52,6 @@ class CellSettings:
     def identity_fields(self) -> dict[str, str]:
         """What the run identity, run.json and every record name besides ``runtime: real``."""
         return {'robot_profile': self.robot_profile, 'pose_source': self.pose_source}
-
-
-def trial_layout(spec: EpisodeSpec) -> Layout:
-    """The layout of ``spec`` with every object where this trial's seed puts it (as the sim and fake hardware do)."""
-    layout = registry.layout_of(registry.get_task(spec.task_id, variant=spec.variant))
-    positions = perturbed_positions(layout, seed=spec.seed)
-    return replace(layout, placements=tuple(replace(p, xy=positions.get(p.name, p.xy)) for p in layout.placements))
 
 
 class RealCell:
@@ -171,10 +163,11 @@ class RealCell:
         Raises:
             GraphError: the node shut down while waiting.
         """
-        layout = trial_layout(spec)
+        layout = registry.layout_of(registry.get_task(spec.task_id, variant=spec.variant))
+        positions = perturbed_positions(layout, seed=spec.seed)  # where this trial's seed puts them, as in the sim
         stem = episode_stem(spec.task_id, spec.round)
         title = f'{spec.task_id} round {spec.round}: {spec.instruction}'
-        picture = write_layout_picture(layout, self.out / LAYOUTS_DIR / f'{stem}.png', title=title)
+        picture = write_layout_picture(layout, self.out / LAYOUTS_DIR / f'{stem}.png', positions=positions, title=title)
         with self.condition:
             self.awaiting, self.ready = spec.episode_id, None
         self.say(
@@ -183,7 +176,7 @@ class RealCell:
                     f'next trial: {spec.task_id} round {spec.round} (level {spec.level}, {spec.arm} arm)',
                     f'instruction: {spec.instruction}',
                     f'place the objects (top-down picture: {picture}):',
-                    layout_text(layout),
+                    layout_text(layout, positions=positions),
                     f'then press Enter here or call {topics.READY} '
                     f'(ros2 service call {topics.READY} std_srvs/srv/Trigger)',
                 ]
