@@ -14,6 +14,7 @@ import os
 import queue
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -22,7 +23,7 @@ from collections.abc import Iterator
 import pytest
 import rclpy
 import yaml
-from graph_helpers import ROOT, ros_domain, wait_until
+from graph_helpers import ROOT, graph_env, ros_domain, wait_until
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -598,3 +599,43 @@ def test_aborting_while_the_operator_places_objects_leaves_the_run_resumable(cel
     # the run stopped at the second's prompt plays the first again.
     assert bridge.calls == ['home', TASKS[0], 'home', 'home', TASKS[0], 'home', TASKS[1]]
     assert json.loads((out / 'run.json').read_text(encoding='utf-8'))['status'] == 'complete'
+
+
+def test_the_evaluator_resets_the_fake_hardware_node_and_starts_the_episode_on_its_wall_clock(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    command = [sys.executable, '-m', 'robofollow_ros.nodes.fake_hardware', '--ros-args', '-p', 'camera_rate:=1.0']
+    hardware = subprocess.Popen(command, env=graph_env(39), cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    context = Context()
+    parameters = ['runtime:=real', 'robot_profile:=aloha_ros2_control', f'out:={tmp_path}', 'fake_hardware:=true']
+    rclpy.init(context=context, domain_id=DOMAIN, args=['--ros-args', *(a for p in parameters for a in ('-p', p))])
+    node = evaluator.EvaluatorNode(context=context)
+    listener = rclpy.create_node('listener', context=context)
+    statuses: list[SimStatus] = []
+    listener.create_subscription(
+        SimStatusMessage, topics.SIM_STATUS, lambda m: statuses.append(SimStatus.from_message(m)), qos.EVENTS
+    )
+    executor = MultiThreadedExecutor(num_threads=3, context=context)
+    executor.add_node(node)
+    executor.add_node(listener)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        wait_until(node.cell.reset_client.service_is_ready, timeout=120, what='the fake hardware node')
+        wait_until(lambda: node.cell.status_pub.get_subscription_count() > 0, timeout=20, what='the listener')
+        spec = EpisodeSpec.for_trial(registry.get_task(TASKS[1]), seed=5, round=1, variant='published')
+        node.prepare_episode(spec)  # raises unless the fake hardware answered OK for this episode
+        before = node.get_clock().now().nanoseconds
+        node.start_episode(spec, deadline=time.monotonic() + 60)
+        wait_until(lambda: statuses, timeout=20, what='the RESET status')
+        assert statuses[0].event is StatusEvent.RESET and statuses[0].episode_id == spec.episode_id
+        assert statuses[0].stamp_ns >= before > 10**18, 'stamped with the wall clock, not a simulated time'
+    finally:
+        executor.shutdown(timeout_sec=5)
+        spinner.join(timeout=5)
+        node.destroy_node()
+        listener.destroy_node()
+        rclpy.shutdown(context=context)
+        hardware.terminate()
+        hardware.communicate(timeout=30)
