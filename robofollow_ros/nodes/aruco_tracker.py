@@ -1,0 +1,185 @@
+"""``aruco_tracker`` node: objects' poses from a camera's ArUco tags (issue 21; ``pose_source:=tracker``).
+
+Subscribes ``/<camera>/image_raw`` (rgb8) and ``/<camera>/camera_info``, the TCP poses ``/robofollow/ee/<arm>/pose``
+and the joint states (``joint_states``: ``/robofollow/joint_states`` in real mode, ``/joint_states`` in the sim) for
+the grippers. Publishes, for each image, ``/robofollow/objects/<name>/pose`` (PoseStamped, world frame, the image's
+stamp) of every object whose pose passed the gates (``tracking.cell_tracker``: plane-constrained tag poses, poses
+following the TCP while grasped, flagged PnP only with ``pnp_fallback``), never an invented one; and
+``/robofollow/tracker/status`` (std_msgs/String, JSON): each object's source or refusal this frame.
+
+The camera's pose in the world comes from ``extrinsic`` (a frozen YAML file, ``tracking.extrinsic``;
+docs/real-cell.md) or, when it is empty, from the board tags seen in the images (at least three; solved again on
+every image that shows them, the last good solution kept). Thin: the work is ``tracking/``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+
+from robofollow_ros import topics
+from robofollow_ros.benchmark import registry
+from robofollow_ros.errors import CalibrationError, RoboFollowError
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.messages import from_time, image_array, pose_message
+from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
+from robofollow_ros.tracking.calibration import calibrate_extrinsic
+from robofollow_ros.tracking.camera import CameraPose, Intrinsics
+from robofollow_ros.tracking.cell_tracker import CellTracker
+from robofollow_ros.tracking.extrinsic import (
+    PIXEL_CENTRES,
+    FrozenExtrinsic,
+    intrinsics_from_camera_info,
+    read_extrinsic,
+)
+from robofollow_ros.tracking.grasp import RigidPose
+from robofollow_ros.tracking.markers import SCENES, load_markers
+from robofollow_ros.tracking.pose import Gates, ObjectPose, detect, make_detector
+
+
+class ArucoTrackerNode(Node):
+    """Images in, gated object poses out."""
+
+    def __init__(self) -> None:
+        super().__init__('aruco_tracker')
+        self.camera = str(param(self, 'camera', HEAD_CAMERA, description='camera whose images to track'))
+        markers = str(param(self, 'markers', 'default', description='marker configuration (name or .yaml path)'))
+        extrinsic = str(
+            param(self, 'extrinsic', '', description="frozen camera extrinsic YAML; '' = solve from the board")
+        )
+        pixel_centre = str(
+            param(
+                self,
+                'pixel_centre',
+                'corner',
+                description="CameraInfo's pixel convention without an extrinsic file: corner (cx = W/2) or centre",
+            )
+        )
+        if pixel_centre not in PIXEL_CENTRES:
+            raise CalibrationError(f'pixel_centre must be one of {", ".join(PIXEL_CENTRES)}, got {pixel_centre!r}')
+        joint_topic = str(
+            param(self, 'joint_states', topics.JOINT_STATES, description='joint states with the URDF finger joints')
+        )
+        self.closed_below = float(
+            param(
+                self,
+                'closed_below',
+                0.9,
+                description='a gripper is closed below this fraction of its finger travel',
+                minimum=0.0,
+                maximum=1.0,
+            )
+        )
+        pnp_fallback = bool(param(self, 'pnp_fallback', False, description='publish flagged PnP poses off-plane'))
+        robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT, description='robot (finger joints)')))
+        self.fingers = {arm: (robot.arms[arm].fingers[0], robot.arms[arm].finger_travel) for arm in ARMS}
+
+        self.config = load_markers(markers)
+        self.frozen: FrozenExtrinsic | None = read_extrinsic(extrinsic) if extrinsic else None
+        if self.frozen is not None and self.frozen.camera != self.camera:
+            raise CalibrationError(f'extrinsic {extrinsic} is for camera {self.frozen.camera!r}, not {self.camera!r}')
+        self.pixel_centre = self.frozen.pixel_centre if self.frozen is not None else pixel_centre
+        self.live_pose: CameraPose | None = None
+        self.intrinsics: Intrinsics | None = None
+        self.tracker = CellTracker(
+            self.config,
+            {scene: registry.scene_objects(scene) for scene in SCENES},
+            gates=Gates(),
+            pnp_fallback=pnp_fallback,
+        )
+        self.detector = make_detector()
+        self.tcps: dict[str, RigidPose] = {}
+        self.closed: dict[str, bool] = {}
+
+        names = sorted({name for scene in SCENES for name in self.config.scene(scene)})
+        self.pose_pubs = {
+            name: self.create_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE) for name in names
+        }
+        self.status_pub = self.create_publisher(String, topics.TRACKER_STATUS, qos.STATE)
+        self.create_subscription(CameraInfo, topics.camera_info_topic(self.camera), self.on_camera_info, qos.SENSOR)
+        self.create_subscription(Image, topics.image_topic(self.camera), self.on_image, qos.SENSOR)
+        self.create_subscription(JointState, joint_topic, self.on_joint_state, qos.STATE)
+        for arm in ARMS:
+            self.create_subscription(
+                PoseStamped, topics.ee_pose_topic(arm), lambda m, arm=arm: self.on_tcp(arm, m), qos.STATE
+            )
+
+    def on_camera_info(self, message: CameraInfo) -> None:
+        self.intrinsics = intrinsics_from_camera_info(
+            list(message.k),
+            width=int(message.width),
+            height=int(message.height),
+            distortion=tuple(float(v) for v in message.d),
+            pixel_centre=self.pixel_centre,
+        )
+
+    def on_tcp(self, arm: str, message: PoseStamped) -> None:
+        p, o = message.pose.position, message.pose.orientation
+        self.tcps[arm] = RigidPose.from_quaternion([p.x, p.y, p.z], [o.w, o.x, o.y, o.z])  # type: ignore[arg-type]
+
+    def on_joint_state(self, message: JointState) -> None:
+        positions = dict(zip(message.name, message.position, strict=False))
+        for arm, (finger, travel) in self.fingers.items():
+            if finger in positions:
+                self.closed[arm] = positions[finger] / travel < self.closed_below
+
+    def camera_pose(self, detections: dict) -> CameraPose | None:
+        if self.frozen is not None:
+            return self.frozen.pose
+        assert self.intrinsics is not None
+        try:
+            self.live_pose = calibrate_extrinsic(detections, self.config.board, self.intrinsics).camera
+        except CalibrationError as error:
+            if self.live_pose is None:
+                self.get_logger().warning(f'no camera pose yet: {error}', throttle_duration_sec=5.0)
+        return self.live_pose
+
+    def on_image(self, message: Image) -> None:
+        if self.intrinsics is None:
+            self.get_logger().warning('image before any camera_info: skipped', throttle_duration_sec=5.0)
+            return
+        if self.frozen is not None and (self.frozen.width, self.frozen.height) != (message.width, message.height):
+            self.get_logger().error(
+                f'image is {message.width}x{message.height}, the extrinsic was frozen at '
+                f'{self.frozen.width}x{self.frozen.height}: skipped',
+                throttle_duration_sec=5.0,
+            )
+            return
+        try:
+            pixels = image_array(message)
+        except RoboFollowError as error:
+            self.get_logger().error(f'image skipped: {error}', throttle_duration_sec=5.0)
+            return
+        detections = detect(self.detector, pixels[:, :, ::-1] if pixels.ndim == 3 else pixels)
+        camera = self.camera_pose(detections)
+        if camera is None:
+            return
+        stamp = from_time(message.header.stamp)
+        published = self.tracker.update(detections, self.intrinsics, camera, tcps=self.tcps, closed=self.closed)
+        for item in published:
+            self.pose_pubs[item.name].publish(
+                pose_message(item.position, item.quat, stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
+            )
+        status: dict[str, str] = {}
+        for key, result in self.tracker.last_results.items():
+            if result.gate != 'not_detected' if not isinstance(result, ObjectPose) else True:
+                status[key] = result.method if isinstance(result, ObjectPose) else f'refused: {result.reason}'
+        for item in published:
+            status[f'scene{item.scene}/{item.name}'] = item.source
+        self.status_pub.publish(String(data=json.dumps({'stamp_ns': stamp, 'objects': status}, sort_keys=True)))
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the aruco_tracker node until shutdown."""
+    return run_node(ArucoTrackerNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
