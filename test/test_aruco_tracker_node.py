@@ -125,12 +125,14 @@ def test_tracker_node_publishes_gated_poses_near_truth(
             def answered(info: CameraInfo = info, image: Image = image, stamp: int = stamp) -> bool:
                 info_pub.publish(info)
                 image_pub.publish(image)
-                executor.spin_once(timeout_sec=0.3)
+                # One callback per spin: drain what the node sent (a status and a pose per object per image).
+                for _ in range(40):
+                    executor.spin_once(timeout_sec=0.01)
                 return any(s['stamp_ns'] == stamp for s in statuses)
 
             wait_until(answered, timeout=120, what=f'scene {scene} poses from the aruco_tracker node')
-            for _ in range(5):
-                executor.spin_once(timeout_sec=0.2)
+            for _ in range(40):
+                executor.spin_once(timeout_sec=0.01)
             mine = {n: m for n, m in received.items() if from_time(m.header.stamp) == stamp and n in truth}
             # Most of the scene's objects are seen (a stacked object's own tag may be covered by what is on it).
             assert len(mine) >= len(truth) - 3, (scene, sorted(mine), statuses[-1])

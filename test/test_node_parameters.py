@@ -23,6 +23,7 @@ DESCRIBE = r"""
 import json, sys
 import rclpy
 from rcl_interfaces.msg import ParameterType
+from robofollow_ros.nodes.aruco_tracker import ArucoTrackerNode
 from robofollow_ros.nodes.ee_pose import EePoseNode
 from robofollow_ros.nodes.evaluator import EvaluatorNode
 from robofollow_ros.nodes.policy_bridge import PolicyBridge
@@ -34,7 +35,7 @@ NAMES = {value: name.removeprefix('PARAMETER_').lower() for name, value in vars(
          if name.startswith('PARAMETER_')}
 rclpy.init(args=['--ros-args', '-p', 'policy:=hold', '-p', 'out:=' + sys.argv[1]])
 described = {}
-for factory in (SimNode, PolicyBridge, RefereeNode, RecorderNode, EePoseNode, EvaluatorNode):
+for factory in (SimNode, PolicyBridge, RefereeNode, RecorderNode, EePoseNode, EvaluatorNode, ArucoTrackerNode):
     node = factory()
     names = sorted(node._parameters)
     described[node.get_name()] = {
@@ -74,7 +75,7 @@ def declared(tmp_path_factory) -> dict[str, dict[str, dict]]:
 
 
 def test_every_node_parameter_is_typed_read_only_and_described(declared) -> None:
-    assert set(declared) == {'sim', 'policy_bridge', 'referee', 'recorder', 'ee_pose', 'evaluator'}
+    assert set(declared) == {'sim', 'policy_bridge', 'referee', 'recorder', 'ee_pose', 'evaluator', 'aruco_tracker'}
     for node, parameters in declared.items():
         assert parameters, node
         for name, described in parameters.items():
