@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from robofollow_ros.benchmark import registry
-from robofollow_ros.benchmark.types import TABLE_Z
+from robofollow_ros.benchmark.types import TABLE_Z, Task
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
 from robofollow_ros.tracking.calibration import calibrate_extrinsic, pose_difference
@@ -17,7 +17,7 @@ from robofollow_ros.tracking.markers import load_markers
 from robofollow_ros.tracking.pose import ObjectPose, detect, estimate_pose, make_detector
 
 
-def first_task(scene: int):  # noqa: ANN201 - a registry Task
+def first_task(scene: int) -> Task:
     return next(t for t in registry.eval_tasks() if t.scene == scene)
 
 
@@ -71,5 +71,5 @@ def test_tags_change_no_physics_and_only_their_own_pixels() -> None:
         assert np.array_equal(after.images[camera], hidden.images[camera]), camera
 
 
-def task_objects(task) -> list[str]:  # noqa: ANN001 - a registry Task
+def task_objects(task: Task) -> list[str]:
     return [p.name for p in registry.layout_of(task).placements]
