@@ -3,11 +3,12 @@ grasped objects. Pure (OpenCV and numpy); the ``aruco_tracker`` node and ``bench
 
 Which plane: a resting object's tag lies at ``height`` above what it stands on: the table, or the top face of
 another object of its scene whose own tag is not seen in this frame (a stacked object covers the tag of the one
-below it; an object whose tag is seen supports nothing). Each candidate plane gives a pose; the one whose measured
-edge is nearest the tag's true size wins (a tag 5 cm higher than assumed measures ~7 % long or short at
-cam_high's distance; sub-pixel corners sit ~1.5 % inward, hence ``EXPECTED_EDGE``). Candidates closer than
-``PLANE_MERGE`` are one plane. Not handled: an object resting inside a bowl (its tag is the bowl's floor, ~6 mm,
-above the table plane: ~6 mm of xy error; docs/real-cell.md).
+below it; an object whose tag is seen supports nothing; a support whose place is known must be under the object,
+``Plane``). Each candidate plane gives a pose; a higher one wins only when its measured edge is clearly nearer the
+tag's true size (a tag 5 cm higher than assumed measures ~7 % long or short at cam_high's distance; sub-pixel
+corners sit ~1.5 % inward, hence ``EXPECTED_EDGE``). Candidates closer than ``PLANE_MERGE`` are one plane.
+Not handled: an object resting inside a bowl (its tag is the bowl's floor, ~6 mm, above the table plane: ~6 mm of
+xy error; docs/real-cell.md).
 
 Every tracked object (all scenes' objects: tag ids are unique across scenes) gets a published pose only when its
 tag passed the gates on a chosen plane (``marker``), or while a gripper holds it (``gripper``, ``tracking.grasp``),
@@ -30,6 +31,9 @@ from robofollow_ros.tracking.pose import Detection, Gates, ObjectPose, PoseResul
 
 EXPECTED_EDGE = 0.985
 PLANE_MERGE = 0.01
+EDGE_EVIDENCE = 0.02
+"""How much nearer ``EXPECTED_EDGE`` a higher plane's edge must measure to be chosen over a lower one (a true
+stack of 2.6-5 cm differs by 4-7 %)."""
 CONFIRM_FRAMES = 3
 
 
@@ -45,26 +49,65 @@ class Published:
     source: str
 
 
+@dataclass(frozen=True)
+class Plane:
+    """A candidate plane of a tag: world height ``z``; ``footprints`` (x, y, radius) where the object's centre must
+    lie to stand on it (a support whose place is known), or None (the table, or a support never seen)."""
+
+    z: float
+    footprints: tuple[tuple[float, float, float], ...] | None = None
+
+    def holds(self, x: float, y: float) -> bool:
+        """Whether an object centred at (x, y) can stand on this plane."""
+        return self.footprints is None or any(math.hypot(x - fx, y - fy) <= r for fx, fy, r in self.footprints)
+
+
 def support_tops(
     scene_objects: Mapping[str, ObjectSpec], name: str, *, covered: Collection[str] | None = None
-) -> tuple[float, ...]:
-    """Heights above the table an object of a scene can stand on: the table (0) and the flat tops of the scene's
-    other boxes and cylinders (stacks); with ``covered``, only of those among them (an object with something on
-    its top has its own tag covered, so an object whose tag is seen supports nothing)."""
-    tops = [0.0]
+) -> tuple[tuple[float, str | None], ...]:
+    """What an object of a scene can stand on, as (height of the top above the table, support name): the table
+    (0, None) and the flat tops of the scene's other boxes and cylinders (stacks); with ``covered``, only of those
+    among them (an object with something on its top has its own tag covered, so one whose tag is seen supports
+    nothing)."""
+    tops: list[tuple[float, str | None]] = [(0.0, None)]
     for other, spec in scene_objects.items():
         if other != name and spec.shape in ('box', 'cylinder') and (covered is None or other in covered):
-            tops.append(top_height(spec))
-    return tuple(sorted(tops))
+            tops.append((top_height(spec), other))
+    return tuple(sorted(tops, key=lambda item: item[0]))
 
 
-def tag_planes(marker: ObjectMarker, tops: tuple[float, ...]) -> tuple[float, ...]:
-    """World heights of the candidate planes of ``marker``'s tag, one per distinct support (``PLANE_MERGE``)."""
-    planes: list[float] = []
-    for top in tops:
+def footprint_radius(spec: ObjectSpec) -> float:
+    """How far from a support's centre an object standing on it can be centred (its top's half-diagonal + 1 cm)."""
+    reach = spec.size[0] if spec.shape == 'cylinder' else math.hypot(spec.size[0], spec.size[1])
+    return reach + 0.01
+
+
+def tag_planes(
+    marker: ObjectMarker,
+    tops: tuple[tuple[float, str | None], ...],
+    *,
+    footprints: Mapping[str, tuple[float, float, float] | None] | None = None,
+) -> tuple[Plane, ...]:
+    """The candidate planes of ``marker``'s tag, one per distinct height (``PLANE_MERGE``). ``footprints`` gives a
+    support's known place (x, y, radius), None for a support it must not be (held), and nothing for one never
+    seen (no constraint)."""
+    planes: list[Plane] = []
+    for top, support in tops:
         z = TABLE_Z + top + marker.height
-        if all(abs(z - p) >= PLANE_MERGE for p in planes):
-            planes.append(z)
+        if support is not None and footprints is not None and support in footprints:
+            place = footprints[support]
+            if place is None:
+                continue
+            area: tuple[tuple[float, float, float], ...] | None = (place,)
+        else:
+            area = None
+        for index, plane in enumerate(planes):
+            if abs(z - plane.z) < PLANE_MERGE:
+                merged = None if plane.footprints is None or area is None else plane.footprints + area
+                planes[index] = Plane(plane.z, merged)
+                break
+        else:
+            planes.append(Plane(z, area))
     return tuple(planes)
 
 
@@ -74,24 +117,30 @@ def estimate_on_planes(
     intrinsics: Intrinsics,
     camera: CameraPose,
     *,
-    planes: tuple[float, ...],
+    planes: tuple[Plane, ...],
     gates: Gates,
     previous: ObjectPose | None = None,
 ) -> PoseResult:
-    """The pose on the candidate plane whose measured edge is nearest ``EXPECTED_EDGE`` among those passing the
-    gates, or the lowest plane's refusal when none passes."""
+    """The pose on the lowest candidate plane passing the gates and holding the pose (``Plane.holds``), unless a
+    higher one's measured edge is nearer ``EXPECTED_EDGE`` by more than ``EDGE_EVIDENCE`` (objects rest on the
+    table far more often than on each other; a close tag measured 1.3 % long on its right plane); the lowest
+    plane's refusal when none passes."""
     best: ObjectPose | None = None
     first: Refusal | None = None
-    for z in sorted(planes):
-        result = estimate_pose(detection, marker, intrinsics, camera, plane_z=z, gates=gates, previous=previous)
+    for plane in sorted(planes, key=lambda p: p.z):
+        result = estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
         if isinstance(result, Refusal):
             first = first or result
             continue
-        if best is None or abs(result.edge_ratio - EXPECTED_EDGE) < abs(best.edge_ratio - EXPECTED_EDGE):
+        if not plane.holds(result.x, result.y):
+            continue
+        margin = abs(best.edge_ratio - EXPECTED_EDGE) - abs(result.edge_ratio - EXPECTED_EDGE) if best else math.inf
+        if margin > EDGE_EVIDENCE:
             best = result
     if best is not None:
         return best
-    assert first is not None
+    if first is None:
+        return Refusal(marker.name, marker.id, 'off_plane', 'on no plane it can stand on')
     return first
 
 
@@ -132,7 +181,7 @@ class CellTracker:
         self.last_results: dict[str, PoseResult] = {}
 
     def _gated(
-        self, key: str, detection: Detection, marker: ObjectMarker, planes: tuple[float, ...], view: tuple
+        self, key: str, detection: Detection, marker: ObjectMarker, planes: tuple[Plane, ...], view: tuple
     ) -> PoseResult:
         intrinsics, camera = view
         unlimited = Gates(self.gates.max_reprojection_px, self.gates.edge_tolerance, None)
@@ -157,6 +206,24 @@ class CellTracker:
         del self._pending[key]
         return result
 
+    def _footprints(
+        self, scene: int, tops: tuple[tuple[float, str | None], ...]
+    ) -> dict[str, tuple[float, float, float] | None]:
+        """Known places of the supports (an object held by a gripper supports nothing; one never seen: no entry)."""
+        places: dict[str, tuple[float, float, float] | None] = {}
+        for _, support in tops:
+            if support is None:
+                continue
+            key = f'scene{scene}/{support}'
+            if self.follower.held_by(key) is not None:
+                places[support] = None
+                continue
+            last = self.follower.last(key)
+            if last is not None:
+                radius = footprint_radius(self._scene_objects[scene][support])
+                places[support] = (float(last.position[0]), float(last.position[1]), radius)
+        return places
+
     def update(
         self,
         detections: Mapping[int, Detection],
@@ -175,7 +242,8 @@ class CellTracker:
             scene: {n for n, m in markers.items() if m.id not in detections} for scene, markers in self._markers.items()
         }
         for key, marker, spec, scene in self._entries:
-            planes = tag_planes(marker, support_tops(self._scene_objects[scene], marker.name, covered=covered[scene]))
+            tops = support_tops(self._scene_objects[scene], marker.name, covered=covered[scene])
+            planes = tag_planes(marker, tops, footprints=self._footprints(scene, tops))
             # The centre is half the object's height above what it stands on; the tag ``height`` above it.
             centre_offset[key] = spec.half_height - marker.height
             detection = detections.get(marker.id)
