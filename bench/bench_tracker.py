@@ -154,12 +154,15 @@ def main() -> None:
     parser.add_argument('--layouts', type=int, default=200, help='--rendered: random layouts per scene')
     parser.add_argument('--sweep', type=int, default=50, help='--rendered: occlusion sweep layouts per scene')
     parser.add_argument('--scenes', default='1,2,3,4', help='--rendered: comma-separated scenes')
+    parser.add_argument('--corner-window', type=float, default=0.7, help='--rendered: corner refinement window')
     args = parser.parse_args()
     if args.rendered:
         import bench_tracker_rendered
 
         scenes = tuple(int(s) for s in args.scenes.split(','))
-        bench_tracker_rendered.main(layouts=args.layouts, sweep=args.sweep, seed=args.seed, scenes=scenes)
+        bench_tracker_rendered.main(
+            layouts=args.layouts, sweep=args.sweep, seed=args.seed, scenes=scenes, corner_window=args.corner_window
+        )
         return
     rng = np.random.default_rng(args.seed)
     for width, height in ((640, 480), (320, 240)):

@@ -42,6 +42,8 @@ CLOSED_BELOW = 0.9
 HOVERS = (0.15, 0.08, 0.04, 0.015)
 STAGES = ('rest', *(f'hover {100 * h:g} cm' for h in HOVERS), 'grasped', 'lifted 10 cm')
 OFF = 0.010
+CORNER_WINDOW = [0.7]
+"""The detector's corner refinement window in modules (``--corner-window``)."""
 
 
 def percentiles(values: list[float]) -> str:
@@ -122,7 +124,7 @@ def _frame(
 def run_layouts(scene: int, layouts: int, rng: np.random.Generator, env: CellEnv) -> SceneStats:
     config = load_markers('default')
     scene_objects = {s: registry.scene_objects(s) for s in SCENES}
-    detector = make_detector()
+    detector = make_detector(corner_window=CORNER_WINDOW[0])
     tasks = [t for t in registry.eval_tasks() if t.scene == scene]
     stats = SceneStats()
     for _ in range(layouts):
@@ -188,7 +190,7 @@ def report_layouts(scene: int, stats: SceneStats) -> None:
 def run_sweep(scene: int, layouts: int, rng: np.random.Generator, env: CellEnv, *, debug: bool = False) -> dict:
     config = load_markers('default')
     scene_objects = {s: registry.scene_objects(s) for s in SCENES}
-    detector = make_detector()
+    detector = make_detector(corner_window=CORNER_WINDOW[0])
     tasks = [t for t in registry.eval_tasks() if t.scene == scene]
     published: dict[str, Counter] = defaultdict(Counter)
     off_target: Counter = Counter()
@@ -308,7 +310,9 @@ def report_sweep(scene: int, result: dict) -> None:
         )
 
 
-def main(*, layouts: int, sweep: int, seed: int, scenes: tuple[int, ...] = SCENES) -> None:
+def main(*, layouts: int, sweep: int, seed: int, scenes: tuple[int, ...] = SCENES, corner_window: float = 0.7) -> None:
+    CORNER_WINDOW[0] = corner_window
+    print(f'detector corner window {corner_window} module')
     rng = np.random.default_rng(seed)
     with CellEnv(markers='default', width=WIDTH, height=HEIGHT) as env:
         for scene in scenes:

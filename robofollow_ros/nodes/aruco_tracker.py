@@ -94,7 +94,18 @@ class ArucoTrackerNode(Node):
             gates=Gates(),
             pnp_fallback=pnp_fallback,
         )
-        self.detector = make_detector()
+        self.detector = make_detector(
+            corner_window=float(
+                param(
+                    self,
+                    'corner_window',
+                    0.7,
+                    description='corner refinement window, in tag modules (tracking.pose.make_detector)',
+                    minimum=0.1,
+                    maximum=2.0,
+                )
+            )
+        )
         self.tcps: dict[str, RigidPose] = {}
         self.closed: dict[str, bool] = {}
 
