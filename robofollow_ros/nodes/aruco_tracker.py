@@ -44,6 +44,12 @@ from robofollow_ros.tracking.markers import SCENES, load_markers
 from robofollow_ros.tracking.pose import Gates, ObjectPose, detect, make_detector
 
 
+RENDERED_CORNER_WINDOW = 0.5
+"""The corner refinement window for camera images (modules): on the simulator's renders 0.7 (the synthetic
+images' best) pulled corners of 2.5-3 cm tags ~1.3 px inward and the reprojection gate refused them (Scene 3 94.3 %
+published against 100 % at 0.5; docs/real-cell.md)."""
+
+
 class ArucoTrackerNode(Node):
     """Images in, gated object poses out."""
 
@@ -99,7 +105,7 @@ class ArucoTrackerNode(Node):
                 param(
                     self,
                     'corner_window',
-                    0.7,
+                    RENDERED_CORNER_WINDOW,
                     description='corner refinement window, in tag modules (tracking.pose.make_detector)',
                     minimum=0.1,
                     maximum=2.0,

@@ -7,8 +7,9 @@ below it; an object whose tag is seen supports nothing; a support whose place is
 ``Plane``). Each candidate plane gives a pose; a higher one wins only when its measured edge is clearly nearer the
 tag's true size (a tag 5 cm higher than assumed measures ~7 % long or short at cam_high's distance; sub-pixel
 corners sit ~1.5 % inward, hence ``EXPECTED_EDGE``). Candidates closer than ``PLANE_MERGE`` are one plane.
-Not handled: an object resting inside a bowl (its tag is the bowl's floor, ~6 mm, above the table plane: ~6 mm of
-xy error; docs/real-cell.md).
+Inside a bowl: an object whose pose on a bowl's floor (``BOWL_FLOOR`` above the table) lies within the floor of a
+bowl whose place is known stands on that floor (6 mm cannot be told from the table by the tag's edge; a bowl never
+seen offers no floor, and the object is then tracked on the table plane, ~6 mm off).
 
 Every tracked object (all scenes' objects: tag ids are unique across scenes) gets a published pose only when its
 tag passed the gates on a chosen plane (``marker``), or while a gripper holds it (``gripper``, ``tracking.grasp``),
@@ -52,10 +53,12 @@ class Published:
 @dataclass(frozen=True)
 class Plane:
     """A candidate plane of a tag: world height ``z``; ``footprints`` (x, y, radius) where the object's centre must
-    lie to stand on it (a support whose place is known), or None (the table, or a support never seen)."""
+    lie to stand on it (a support whose place is known), or None (the table, or a support never seen);
+    ``inside_bowl``: a bowl's floor (a pose within a known bowl's floor stands on it, not on the table)."""
 
     z: float
     footprints: tuple[tuple[float, float, float], ...] | None = None
+    inside_bowl: bool = False
 
     def holds(self, x: float, y: float) -> bool:
         """Whether an object centred at (x, y) can stand on this plane."""
@@ -74,6 +77,21 @@ def support_tops(
         if other != name and spec.shape in ('box', 'cylinder') and (covered is None or other in covered):
             tops.append((top_height(spec), other))
     return tuple(sorted(tops, key=lambda item: item[0]))
+
+
+def bowl_floors(scene_objects: Mapping[str, ObjectSpec], name: str) -> tuple[str, ...]:
+    """The scene's bowls an object of it (not a bowl or label itself) can rest inside."""
+    spec = scene_objects.get(name)
+    if spec is None or spec.shape in ('bowl', 'label'):
+        return ()
+    return tuple(other for other, s in scene_objects.items() if s.shape == 'bowl' and other != name)
+
+
+BOWL_FLOOR = 0.006
+"""The benchmark bowls' floor above the table (m): ``sim.constants.BOWL_BASE_THICKNESS``, which
+``test/test_tracking_cell.py`` checks it equals (a real bowl: measure it)."""
+BOWL_FLOOR_FRACTION = 0.6
+"""The bowls' flat floor radius as a fraction of the outer radius (``sim.constants.BOWL_BASE_FRACTION``)."""
 
 
 def footprint_radius(spec: ObjectSpec) -> float:
@@ -121,13 +139,23 @@ def estimate_on_planes(
     gates: Gates,
     previous: ObjectPose | None = None,
 ) -> PoseResult:
-    """The pose on the lowest candidate plane passing the gates and holding the pose (``Plane.holds``), unless a
+    """The pose on a known bowl's floor when it lies within the floor; else the pose on the lowest candidate plane
+    passing the gates and holding the pose (``Plane.holds``), unless a
     higher one's measured edge is nearer ``EXPECTED_EDGE`` by more than ``EDGE_EVIDENCE`` (objects rest on the
     table far more often than on each other; a close tag measured 1.3 % long on its right plane); the lowest
     plane's refusal when none passes."""
     best: ObjectPose | None = None
     first: Refusal | None = None
+    for plane in sorted(planes, key=lambda p: not p.inside_bowl):
+        if not plane.inside_bowl:
+            continue
+        result = estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
+        if isinstance(result, ObjectPose) and plane.holds(result.x, result.y):
+            # Within a known bowl's floor an object cannot stand on the table.
+            return result
     for plane in sorted(planes, key=lambda p: p.z):
+        if plane.inside_bowl:
+            continue
         result = estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
         if isinstance(result, Refusal):
             first = first or result
@@ -175,6 +203,8 @@ class CellTracker:
                 if spec is None:
                     continue
                 self._entries.append((f'scene{scene}/{name}', marker, spec, scene))
+        # Bowls first: an object inside one is placed on its floor from the bowl's pose of the same frame.
+        self._entries.sort(key=lambda entry: entry[2].shape != 'bowl')
         self._accepted: dict[str, ObjectPose] = {}
         self._pending: dict[str, list[ObjectPose]] = {}
         self.follower = GraspFollower(grasp_radius=grasp_radius)
@@ -224,6 +254,25 @@ class CellTracker:
                 places[support] = (float(last.position[0]), float(last.position[1]), radius)
         return places
 
+    def _bowl_planes(self, scene: int, marker: ObjectMarker) -> tuple[Plane, ...]:
+        """The floors of the scene's bowls whose place is known (a bowl never seen offers no floor: 6 mm above the
+        table cannot be told from the table by the tag alone)."""
+        planes = []
+        objects = self._scene_objects[scene]
+        for bowl in bowl_floors(objects, marker.name):
+            key = f'scene{scene}/{bowl}'
+            now = self.last_results.get(key)
+            last = self.follower.last(key)
+            if isinstance(now, ObjectPose):
+                place = (now.x, now.y)
+            elif last is not None and self.follower.held_by(key) is None:
+                place = (float(last.position[0]), float(last.position[1]))
+            else:
+                continue
+            footprint = ((place[0], place[1], BOWL_FLOOR_FRACTION * objects[bowl].size[0]),)
+            planes.append(Plane(TABLE_Z + BOWL_FLOOR + marker.height, footprint, inside_bowl=True))
+        return tuple(planes)
+
     def update(
         self,
         detections: Mapping[int, Detection],
@@ -243,7 +292,9 @@ class CellTracker:
         }
         for key, marker, spec, scene in self._entries:
             tops = support_tops(self._scene_objects[scene], marker.name, covered=covered[scene])
-            planes = tag_planes(marker, tops, footprints=self._footprints(scene, tops))
+            planes = tag_planes(marker, tops, footprints=self._footprints(scene, tops)) + self._bowl_planes(
+                scene, marker
+            )
             # The centre is half the object's height above what it stands on; the tag ``height`` above it.
             centre_offset[key] = spec.half_height - marker.height
             detection = detections.get(marker.id)
