@@ -43,7 +43,6 @@ from robofollow_ros.tracking.grasp import RigidPose
 from robofollow_ros.tracking.markers import SCENES, load_markers
 from robofollow_ros.tracking.pose import Gates, ObjectPose, detect, make_detector
 
-
 RENDERED_CORNER_WINDOW = 0.5
 """The corner refinement window for camera images (modules): on the simulator's renders 0.7 (the synthetic
 images' best) pulled corners of 2.5-3 cm tags ~1.3 px inward and the reprojection gate refused them (Scene 3 94.3 %
