@@ -32,6 +32,7 @@ from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
 from robofollow_ros.sim.physics import set_arm_joints, set_object_pose, tcp_pose
 from robofollow_ros.tracking.calibration import calibrate_extrinsic, pose_difference
+from robofollow_ros.tracking.camera import project
 from robofollow_ros.tracking.cell_tracker import CellTracker, Published, yaw_of
 from robofollow_ros.tracking.grasp import RigidPose
 from robofollow_ros.tracking.markers import SCENES, load_markers
@@ -90,6 +91,55 @@ def _covered(env: CellEnv, truth: dict[str, tuple[np.ndarray, float]]) -> set[st
     return covered
 
 
+class TagVisibility:
+    """Which objects' tags cam_high sees unoccluded: MuJoCo's segmentation render of the same state, the tag geom
+    found at its centre and at its four corners (pulled 10 % toward the centre)."""
+
+    def __init__(self, env: CellEnv) -> None:
+        self.env = env
+        self._renderers: dict[int, tuple[mujoco.Renderer, mujoco.MjData]] = {}
+
+    def __call__(self) -> set[str]:
+        env = self.env
+        assert env.cell is not None and env.data is not None
+        model = env.cell.render_model()
+        entry = self._renderers.get(id(model))
+        if entry is None:
+            renderer = mujoco.Renderer(model, height=HEIGHT, width=WIDTH)
+            renderer.enable_segmentation_rendering()
+            entry = self._renderers[id(model)] = (renderer, mujoco.MjData(model))
+        renderer, scratch = entry
+        model.body_pos[:] = env.cell.model.body_pos
+        model.body_quat[:] = env.cell.model.body_quat
+        scratch.qpos[:] = env.data.qpos
+        mujoco.mj_kinematics(model, scratch)
+        mujoco.mj_camlight(model, scratch)
+        renderer.update_scene(scratch, camera='cam_high')
+        segmentation = renderer.render()
+        intrinsics, camera = camera_view(env.cell.model, env.data, 'cam_high', width=WIDTH, height=HEIGHT)
+        visible = set()
+        for name in env.cell.object_names:
+            geom = model.geom(f'{name}_marker').id
+            centre = scratch.geom_xpos[geom]
+            rotation = scratch.geom_xmat[geom].reshape(3, 3)
+            half = model.geom_size[geom]
+            points = [centre + rotation @ np.array([0.0, 0.0, half[2]])]
+            for sx, sy in ((-1, 1), (1, 1), (1, -1), (-1, -1)):
+                points.append(centre + rotation @ np.array([0.9 * sx * half[0], 0.9 * sy * half[1], half[2]]))
+            pixels = np.rint(project(intrinsics, camera, np.array(points))).astype(int)
+            inside = (pixels[:, 0] >= 0) & (pixels[:, 0] < WIDTH) & (pixels[:, 1] >= 0) & (pixels[:, 1] < HEIGHT)
+            if inside.all() and all(
+                segmentation[v, u, 0] == geom and segmentation[v, u, 1] == int(mujoco.mjtObj.mjOBJ_GEOM)
+                for u, v in pixels
+            ):
+                visible.add(name)
+        return visible
+
+    def close(self) -> None:
+        for renderer, _ in self._renderers.values():
+            renderer.close()
+
+
 @dataclass
 class SceneStats:
     frames: int = 0
@@ -97,6 +147,9 @@ class SceneStats:
     published: int = 0
     uncovered: int = 0
     uncovered_published: int = 0
+    visible: int = 0
+    visible_published: int = 0
+    missed_visible: Counter = field(default_factory=Counter)
     xy: list[float] = field(default_factory=list)
     yaw: list[float] = field(default_factory=list)
     missed: Counter = field(default_factory=Counter)
@@ -121,7 +174,9 @@ def _frame(
     return published, middle - start, end - middle, {'detections': detections, 'view': (intrinsics, camera)}
 
 
-def run_layouts(scene: int, layouts: int, rng: np.random.Generator, env: CellEnv) -> SceneStats:
+def run_layouts(
+    scene: int, layouts: int, rng: np.random.Generator, env: CellEnv, visibility: TagVisibility
+) -> SceneStats:
     config = load_markers('default')
     scene_objects = {s: registry.scene_objects(s) for s in SCENES}
     detector = make_detector(corner_window=CORNER_WINDOW[0])
@@ -133,6 +188,7 @@ def run_layouts(scene: int, layouts: int, rng: np.random.Generator, env: CellEnv
         _turn(env, rng)
         truth = _truth(env)
         covered = _covered(env, truth)
+        visible = visibility()
         tracker = CellTracker(config, scene_objects)
         published, detect_s, track_s, extra = _frame(env, tracker, detector)
         stats.frames += 1
@@ -150,13 +206,19 @@ def run_layouts(scene: int, layouts: int, rng: np.random.Generator, env: CellEnv
             stats.appearances[name] += 1
             if name not in covered:
                 stats.uncovered += 1
+            if name in visible:
+                stats.visible += 1
             pose = mine.get(name)
             if pose is None:
                 stats.missed[name] += 1
+                if name in visible:
+                    stats.missed_visible[name] += 1
                 continue
             stats.published += 1
             if name not in covered:
                 stats.uncovered_published += 1
+            if name in visible:
+                stats.visible_published += 1
             error = 1000.0 * math.hypot(pose.position[0] - position[0], pose.position[1] - position[1])
             stats.xy.append(error)
             stats.yaw.append(abs(math.degrees(math.remainder(yaw_of(pose.quat) - yaw, 2 * math.pi))))
@@ -175,7 +237,8 @@ def report_layouts(scene: int, stats: SceneStats) -> None:
         f'scene {scene} rendered {WIDTH}x{HEIGHT}, {stats.frames} layouts: '
         f'published {stats.published / stats.objects:6.1%} '
         f'of {stats.objects} objects; of those with nothing on top {stats.uncovered_published / stats.uncovered:6.1%} '
-        f'of {stats.uncovered}\n'
+        f'of {stats.uncovered}; of those whose tag is in full view {stats.visible_published / stats.visible:6.1%} '
+        f'of {stats.visible} (missed in view: {dict(stats.missed_visible.most_common(3)) or "none"})\n'
         f'    xy mm med/p95/max {percentiles(stats.xy)}   yaw deg {percentiles(stats.yaw)}\n'
         f'    least seen: {", ".join(f"{n} {r:.1%}" for r, n in least)}; largest xy: '
         f'{", ".join(f"{n} {e:.1f}" for e, n in worst)}\n'
@@ -315,8 +378,9 @@ def main(*, layouts: int, sweep: int, seed: int, scenes: tuple[int, ...] = SCENE
     print(f'detector corner window {corner_window} module')
     rng = np.random.default_rng(seed)
     with CellEnv(markers='default', width=WIDTH, height=HEIGHT) as env:
+        visibility = TagVisibility(env)
         for scene in scenes:
             if layouts:
-                report_layouts(scene, run_layouts(scene, layouts, rng, env))
+                report_layouts(scene, run_layouts(scene, layouts, rng, env, visibility))
             if sweep:
                 report_sweep(scene, run_sweep(scene, sweep, rng, env))
