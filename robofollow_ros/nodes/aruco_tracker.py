@@ -45,8 +45,8 @@ from robofollow_ros.tracking.pose import Gates, ObjectPose, detect, make_detecto
 
 RENDERED_CORNER_WINDOW = 0.5
 """The corner refinement window for camera images (modules): on the simulator's renders 0.7 (the synthetic
-images' best) pulled corners of 2.5-3 cm tags ~1.3 px inward and the reprojection gate refused them (Scene 3 94.3 %
-published against 100 % at 0.5; docs/real-cell.md)."""
+images' best) pulled corners of 2.5-3 cm tags ~1.3 px inward and the reprojection gate refused them (Scene 3's tags in
+full view: 94.0 % published against 100 % at 0.5; docs/real-cell.md)."""
 
 
 class ArucoTrackerNode(Node):
@@ -185,8 +185,10 @@ class ArucoTrackerNode(Node):
             )
         status: dict[str, str] = {}
         for key, result in self.tracker.last_results.items():
-            if result.gate != 'not_detected' if not isinstance(result, ObjectPose) else True:
-                status[key] = result.method if isinstance(result, ObjectPose) else f'refused: {result.reason}'
+            if isinstance(result, ObjectPose):
+                status[key] = result.method
+            elif result.gate != 'not_detected':
+                status[key] = f'refused: {result.reason}'
         for item in published:
             status[f'scene{item.scene}/{item.name}'] = item.source
         self.status_pub.publish(String(data=json.dumps({'stamp_ns': stamp, 'objects': status}, sort_keys=True)))
