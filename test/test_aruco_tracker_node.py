@@ -28,6 +28,7 @@ from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import camera_info_message, from_time, image_message
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
+from robofollow_ros.tracking.camera import CameraPose
 from robofollow_ros.tracking.cell_tracker import yaw_of
 from robofollow_ros.tracking.extrinsic import FrozenExtrinsic, extrinsic_text
 
@@ -56,6 +57,11 @@ def ros(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Node, SingleThreadedE
     rclpy.shutdown(context=context)
 
 
+@pytest.fixture(scope='module')
+def frames() -> list:
+    return scene_frames()
+
+
 def scene_frames() -> list[tuple[int, object, dict[str, tuple[float, float, float]], FrozenExtrinsic]]:
     """One rendered cam_high frame per scene (its first evaluation task's layout, seed 0) with the truth."""
     frames = []
@@ -75,25 +81,20 @@ def scene_frames() -> list[tuple[int, object, dict[str, tuple[float, float, floa
     return frames
 
 
-def test_tracker_node_publishes_gated_poses_near_truth(
-    ros: tuple[Node, SingleThreadedExecutor], tmp_path: Path
-) -> None:
-    frames = scene_frames()
-    path = tmp_path / 'cam_high_extrinsic.yaml'
-    # The simulated camera does not move: one extrinsic holds for every scene.
-    path.write_text(extrinsic_text(frames[0][3], source='simulation truth'), encoding='utf-8')
-    command = [
-        sys.executable,
-        '-m',
-        'robofollow_ros.nodes.aruco_tracker',
-        '--ros-args',
-        '-p',
-        f'extrinsic:={path}',
-    ]
-    process = subprocess.Popen(
+def start_tracker(*parameters: str) -> subprocess.Popen[str]:
+    arguments = [arg for p in parameters for arg in ('-p', p)]
+    command = [sys.executable, '-m', 'robofollow_ros.nodes.aruco_tracker', '--ros-args', *arguments]
+    return subprocess.Popen(
         command, env=graph_env(NOMINAL_DOMAIN), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+def check_tracker(
+    ros: tuple[Node, SingleThreadedExecutor], process: subprocess.Popen[str], frames: list
+) -> dict[int, list[str]]:
+    """Feed each frame to the running node until it answers; assert its poses; each scene's published objects."""
     node, executor = ros
+    published: dict[int, list[str]] = {}
     try:
         received: dict[str, PoseStamped] = {}
         statuses: list[dict] = []
@@ -130,8 +131,8 @@ def test_tracker_node_publishes_gated_poses_near_truth(
             for _ in range(40):
                 executor.spin_once(timeout_sec=0.01)
             mine = {n: m for n, m in received.items() if from_time(m.header.stamp) == stamp and n in truth}
-            # Most of the scene's objects are seen (a stacked object's own tag may be covered by what is on it).
-            assert len(mine) >= len(truth) - 3, (scene, sorted(mine), statuses[-1])
+            status = next(s for s in statuses if s['stamp_ns'] == stamp)['objects']
+            published[scene] = sorted(mine)
             for name, message in mine.items():
                 x, y, yaw = truth[name]
                 p = message.pose.position
@@ -140,7 +141,43 @@ def test_tracker_node_publishes_gated_poses_near_truth(
                 error_deg = abs(math.degrees(math.remainder(yaw_of((o.w, o.x, o.y, o.z)) - yaw, 2 * math.pi)))
                 assert message.header.frame_id == topics.WORLD_FRAME
                 assert error_mm <= MAX_XY_MM and error_deg <= MAX_YAW_DEG, (scene, name, error_mm, error_deg)
+                assert status[f'scene{scene}/{name}'] == 'marker', status
     finally:
         process.terminate()
         _, err = process.communicate(timeout=30)
     assert 'Traceback' not in err, err
+    return published
+
+
+def test_tracker_node_publishes_gated_poses_near_truth(
+    ros: tuple[Node, SingleThreadedExecutor], tmp_path: Path, frames: list
+) -> None:
+    path = tmp_path / 'cam_high_extrinsic.yaml'
+    # The simulated camera does not move: one extrinsic holds for every scene.
+    path.write_text(extrinsic_text(frames[0][3], source='simulation truth'), encoding='utf-8')
+    published = check_tracker(ros, start_tracker(f'extrinsic:={path}'), frames)
+    # Every object whose tag is not covered: Scene 4's blue cube under the green cylinder is the one that is.
+    for scene, _, truth, _ in frames:
+        missing = set(truth) - set(published[scene])
+        assert missing == ({'blue_cube_right'} if scene == 4 else set()), (scene, missing)
+
+
+def test_tracker_node_without_an_extrinsic_solves_the_camera_from_the_board(
+    ros: tuple[Node, SingleThreadedExecutor], frames: list
+) -> None:
+    some = [frame for frame in frames if frame[0] in (1, 3)]
+    published = check_tracker(ros, start_tracker('pixel_centre:=corner'), some)
+    assert published[1] and published[3]
+
+
+def test_an_extrinsic_of_another_camera_is_refused_in_one_line(tmp_path: Path) -> None:
+    pose = CameraPose.look_at(position=(0.0, -0.36, 1.32), target=(0.0, 0.0, 0.74))
+    path = tmp_path / 'wrist.yaml'
+    path.write_text(extrinsic_text(FrozenExtrinsic('cam_left_wrist', WIDTH, HEIGHT, 'corner', pose)), 'utf-8')
+    process = start_tracker(f'extrinsic:={path}')
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 2, err
+    assert (
+        err.strip().splitlines()[-1] == (f"error: extrinsic {path} is for camera 'cam_left_wrist', not 'cam_high'")
+        and 'Traceback' not in err
+    ), err
