@@ -28,9 +28,11 @@ from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import camera_info_message, from_time, image_message
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
-from robofollow_ros.tracking.camera import CameraPose
+from robofollow_ros.tracking.calibration import calibrate_extrinsic, pose_difference
 from robofollow_ros.tracking.cell_tracker import yaw_of
-from robofollow_ros.tracking.extrinsic import FrozenExtrinsic, extrinsic_text
+from robofollow_ros.tracking.extrinsic_file import CalibrationQuality, CameraCalibration, save_calibration
+from robofollow_ros.tracking.markers import load_markers
+from robofollow_ros.tracking.pose import detect, make_detector
 
 pytestmark = pytest.mark.ros
 NOMINAL_DOMAIN = 33
@@ -62,7 +64,7 @@ def frames() -> list:
     return scene_frames()
 
 
-def scene_frames() -> list[tuple[int, object, dict[str, tuple[float, float, float]], FrozenExtrinsic]]:
+def scene_frames() -> list[tuple[int, object, dict[str, tuple[float, float, float]], CameraCalibration]]:
     """One rendered cam_high frame per scene (its first evaluation task's layout, seed 0) with the truth."""
     frames = []
     with CellEnv(markers='default', width=WIDTH, height=HEIGHT) as env:
@@ -70,14 +72,19 @@ def scene_frames() -> list[tuple[int, object, dict[str, tuple[float, float, floa
             task = next(t for t in registry.eval_tasks() if t.scene == scene)
             observation = env.reset(task, seed=0, images=True)
             assert env.cell is not None and env.data is not None
-            _, pose = camera_view(env.cell.model, env.data, 'cam_high', width=WIDTH, height=HEIGHT)
+            intrinsics, pose = camera_view(env.cell.model, env.data, 'cam_high', width=WIDTH, height=HEIGHT)
             assert float(env.cell.model.camera('cam_high').fovy[0]) == FOVY
             truth = {
                 name: (float(p[0]), float(p[1]), yaw_of(observation.object_quat[name]))
                 for name, p in observation.object_pos.items()
             }
-            extrinsic = FrozenExtrinsic('cam_high', WIDTH, HEIGHT, 'corner', pose)
-            frames.append((scene, observation.images['cam_high'], truth, extrinsic))
+            # As `robofollow calibrate` freezes it: the board solved on this image (the camera never moves).
+            board = load_markers('default').board
+            solved = calibrate_extrinsic(detect(make_detector(), observation.images['cam_high']), board, intrinsics)
+            assert pose_difference(solved.camera, pose)[0] < 0.002
+            quality = CalibrationQuality(solved.rms_px, solved.max_px, solved.tag_ids, images=1)
+            calibration = CameraCalibration('cam_high', intrinsics, solved.camera, quality)
+            frames.append((scene, observation.images['cam_high'], truth, calibration))
     return frames
 
 
@@ -152,17 +159,17 @@ def check_tracker(
 def test_tracker_node_publishes_gated_poses_near_truth(
     ros: tuple[Node, SingleThreadedExecutor], tmp_path: Path, frames: list
 ) -> None:
-    path = tmp_path / 'cam_high_extrinsic.yaml'
-    # The simulated camera does not move: one extrinsic holds for every scene.
-    path.write_text(extrinsic_text(frames[0][3], source='simulation truth'), encoding='utf-8')
-    published = check_tracker(ros, start_tracker(f'extrinsic:={path}'), frames)
+    path = tmp_path / 'cam_high_calibration.yaml'
+    # The simulated camera does not move: one calibration holds for every scene.
+    save_calibration(frames[0][3], path)
+    published = check_tracker(ros, start_tracker(f'calibration:={path}'), frames)
     # Every object whose tag is not covered: Scene 4's blue cube under the green cylinder is the one that is.
     for scene, _, truth, _ in frames:
         missing = set(truth) - set(published[scene])
         assert missing == ({'blue_cube_right'} if scene == 4 else set()), (scene, missing)
 
 
-def test_tracker_node_without_an_extrinsic_solves_the_camera_from_the_board(
+def test_tracker_node_without_a_calibration_solves_the_camera_from_the_board(
     ros: tuple[Node, SingleThreadedExecutor], frames: list
 ) -> None:
     some = [frame for frame in frames if frame[0] in (1, 3)]
@@ -170,14 +177,13 @@ def test_tracker_node_without_an_extrinsic_solves_the_camera_from_the_board(
     assert published[1] and published[3]
 
 
-def test_an_extrinsic_of_another_camera_is_refused_in_one_line(tmp_path: Path) -> None:
-    pose = CameraPose.look_at(position=(0.0, -0.36, 1.32), target=(0.0, 0.0, 0.74))
+def test_a_calibration_of_another_camera_is_refused_in_one_line(tmp_path: Path, frames: list) -> None:
     path = tmp_path / 'wrist.yaml'
-    path.write_text(extrinsic_text(FrozenExtrinsic('cam_left_wrist', WIDTH, HEIGHT, 'corner', pose)), 'utf-8')
-    process = start_tracker(f'extrinsic:={path}')
+    high = frames[0][3]
+    save_calibration(CameraCalibration('cam_left_wrist', high.intrinsics, high.pose, high.quality), path)
+    process = start_tracker(f'calibration:={path}')
     _, err = process.communicate(timeout=120)
     assert process.returncode == 2, err
-    assert (
-        err.strip().splitlines()[-1] == (f"error: extrinsic {path} is for camera 'cam_left_wrist', not 'cam_high'")
-        and 'Traceback' not in err
-    ), err
+    last = err.strip().splitlines()[-1]
+    assert last == f"error: calibration {path} is for camera 'cam_left_wrist', not 'cam_high'", err
+    assert 'Traceback' not in err, err

@@ -158,10 +158,12 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
     strings = set(document.get('strings') or [])
     nodes = []
     typed_defaults: list[dict[str, Any]] = []
+    sources: list[dict[str, str]] = []
     for entry in document.get('nodes') or []:
         when = entry.get('when') or {}
         if any(values.get(key) != str(expected) for key, expected in when.items()):
             continue
+        sources.append(_argument_sources(entry.get('parameters') or {}))
         parameters = {
             key: _substitute(value, values, as_string=key in strings)
             for key, value in (entry.get('parameters') or {}).items()
@@ -183,22 +185,41 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
                 once=bool(entry.get('once', False)),
             )
         )
-    for node in nodes:
+    for node, origin in zip(nodes, sources, strict=True):
         if node.executable == 'evaluator':
             from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, check_suite_parameters
 
-            check_suite_parameters({key: value for key, value in node.parameters.items() if key in SUITE_PARAMETERS})
+            check_suite_parameters(
+                {key: value for key, value in node.parameters.items() if key in SUITE_PARAMETERS}, labels=origin
+            )
     nodes = [
         replace(
             node,
             parameters={
-                key: _typed(f'{node.name}.{key}', value, default[key]) for key, value in node.parameters.items()
+                key: _typed(_parameter_label(node.name, key, origin), value, default[key])
+                for key, value in node.parameters.items()
             },
         )
-        for node, default in zip(nodes, typed_defaults, strict=True)
+        for node, default, origin in zip(nodes, typed_defaults, sources, strict=True)
     ]
     descriptions = {key: str(spec.get('description', '')) for key, spec in declared.items()}
     return GraphDeclaration(name=name, nodes=tuple(nodes), arguments=values, descriptions=descriptions)
+
+
+def _argument_sources(parameters: Mapping[str, Any]) -> dict[str, str]:
+    """Parameter -> the launch argument it is set from, for the parameters given as exactly ``$(argument)``: errors
+    name what the user typed."""
+    found = {}
+    for key, value in parameters.items():
+        match = SUBSTITUTION.fullmatch(value) if isinstance(value, str) else None
+        if match:
+            found[key] = match.group(1)
+    return found
+
+
+def _parameter_label(node: str, key: str, sources: Mapping[str, str]) -> str:
+    parameter = f'parameter {node}.{key}'
+    return f'launch argument {sources[key]} ({parameter})' if key in sources else parameter
 
 
 def _typed(name: str, value: Any, default: Any) -> Any:
@@ -212,7 +233,7 @@ def _typed(name: str, value: Any, default: Any) -> Any:
     kind = (
         'true or false' if isinstance(default, bool) else 'a whole number' if isinstance(default, int) else 'a number'
     )
-    raise GraphError(f'parameter {name} must be {kind} (got {value!r})')
+    raise GraphError(f'{name} must be {kind} (got {value!r})')
 
 
 def _check_arguments(values: Mapping[str, str]) -> None:

@@ -7,9 +7,10 @@ stamp) of every object whose pose passed the gates (``tracking.cell_tracker``: p
 following the TCP while grasped, flagged PnP only with ``pnp_fallback``), never an invented one; and
 ``/robofollow/tracker/status`` (std_msgs/String, JSON): each object's source or refusal this frame.
 
-The camera's pose in the world comes from ``extrinsic`` (a frozen YAML file, ``tracking.extrinsic``;
-docs/real-cell.md) or, when it is empty, from the board tags seen in the images (at least three; solved again on
-every image that shows them, the last good solution kept). Thin: the work is ``tracking/``.
+The camera comes from ``calibration`` (the file ``robofollow calibrate`` freezes, ``tracking.extrinsic_file``: its
+intrinsics and pose in the world; docs/real-cell.md) or, when that is empty, from the CameraInfo (``pixel_centre``:
+its convention) and the board tags seen in the images (at least three; solved again on every image that shows them,
+the last good solution kept). Thin: the work is ``tracking/``.
 """
 
 from __future__ import annotations
@@ -27,18 +28,15 @@ from robofollow_ros.errors import CalibrationError, RoboFollowError
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.camera_info_once import camera_info_document
 from robofollow_ros.ros.messages import from_time, image_array, pose_message
 from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
 from robofollow_ros.tracking.calibration import calibrate_extrinsic
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
+from robofollow_ros.tracking.camera_info import CONVENTIONS, Convention, parse_camera_info
 from robofollow_ros.tracking.cell_tracker import CellTracker
-from robofollow_ros.tracking.extrinsic import (
-    PIXEL_CENTRES,
-    FrozenExtrinsic,
-    intrinsics_from_camera_info,
-    read_extrinsic,
-)
+from robofollow_ros.tracking.extrinsic_file import CameraCalibration, load_calibration
 from robofollow_ros.tracking.grasp import RigidPose
 from robofollow_ros.tracking.markers import SCENES, load_markers
 from robofollow_ros.tracking.pose import Gates, ObjectPose, detect, make_detector
@@ -56,19 +54,25 @@ class ArucoTrackerNode(Node):
         super().__init__('aruco_tracker')
         self.camera = str(param(self, 'camera', HEAD_CAMERA, description='camera whose images to track'))
         markers = str(param(self, 'markers', 'default', description='marker configuration (name or .yaml path)'))
-        extrinsic = str(
-            param(self, 'extrinsic', '', description="frozen camera extrinsic YAML; '' = solve from the board")
+        calibration = str(
+            param(
+                self,
+                'calibration',
+                '',
+                description="the camera calibration file of robofollow calibrate; '' = CameraInfo and the board",
+            )
         )
         pixel_centre = str(
             param(
                 self,
                 'pixel_centre',
                 'corner',
-                description="CameraInfo's pixel convention without an extrinsic file: corner (cx = W/2) or centre",
+                description="CameraInfo's pixel convention without a calibration file: corner (cx = W/2) or centre",
             )
         )
-        if pixel_centre not in PIXEL_CENTRES:
-            raise CalibrationError(f'pixel_centre must be one of {", ".join(PIXEL_CENTRES)}, got {pixel_centre!r}')
+        if pixel_centre not in CONVENTIONS:
+            raise CalibrationError(f'pixel_centre must be one of {", ".join(CONVENTIONS)}, got {pixel_centre!r}')
+        self.pixel_centre: Convention = 'corner' if pixel_centre == 'corner' else 'centre'
         joint_topic = str(
             param(self, 'joint_states', topics.JOINT_STATES, description='joint states with the URDF finger joints')
         )
@@ -87,12 +91,13 @@ class ArucoTrackerNode(Node):
         self.fingers = {arm: (robot.arms[arm].fingers[0], robot.arms[arm].finger_travel) for arm in ARMS}
 
         self.config = load_markers(markers)
-        self.frozen: FrozenExtrinsic | None = read_extrinsic(extrinsic) if extrinsic else None
+        self.frozen: CameraCalibration | None = load_calibration(calibration) if calibration else None
         if self.frozen is not None and self.frozen.camera != self.camera:
-            raise CalibrationError(f'extrinsic {extrinsic} is for camera {self.frozen.camera!r}, not {self.camera!r}')
-        self.pixel_centre = self.frozen.pixel_centre if self.frozen is not None else pixel_centre
+            raise CalibrationError(
+                f'calibration {calibration} is for camera {self.frozen.camera!r}, not {self.camera!r}'
+            )
         self.live_pose: CameraPose | None = None
-        self.intrinsics: Intrinsics | None = None
+        self.intrinsics: Intrinsics | None = self.frozen.intrinsics if self.frozen is not None else None
         self.tracker = CellTracker(
             self.config,
             {scene: registry.scene_objects(scene) for scene in SCENES},
@@ -119,7 +124,8 @@ class ArucoTrackerNode(Node):
             name: self.create_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE) for name in names
         }
         self.status_pub = self.create_publisher(String, topics.TRACKER_STATUS, qos.STATE)
-        self.create_subscription(CameraInfo, topics.camera_info_topic(self.camera), self.on_camera_info, qos.SENSOR)
+        self.info_topic = topics.camera_info_topic(self.camera)
+        self.create_subscription(CameraInfo, self.info_topic, self.on_camera_info, qos.SENSOR)
         self.create_subscription(Image, topics.image_topic(self.camera), self.on_image, qos.SENSOR)
         self.create_subscription(JointState, joint_topic, self.on_joint_state, qos.STATE)
         for arm in ARMS:
@@ -128,13 +134,15 @@ class ArucoTrackerNode(Node):
             )
 
     def on_camera_info(self, message: CameraInfo) -> None:
-        self.intrinsics = intrinsics_from_camera_info(
-            list(message.k),
-            width=int(message.width),
-            height=int(message.height),
-            distortion=tuple(float(v) for v in message.d),
-            pixel_centre=self.pixel_centre,
-        )
+        if self.frozen is not None:
+            return
+        try:
+            document = camera_info_document(message)
+            self.intrinsics = parse_camera_info(
+                document, source=self.info_topic, convention=self.pixel_centre
+            ).intrinsics
+        except CalibrationError as error:
+            self.get_logger().error(f'camera info ignored: {error}', throttle_duration_sec=5.0)
 
     def on_tcp(self, arm: str, message: PoseStamped) -> None:
         p, o = message.pose.position, message.pose.orientation
@@ -161,10 +169,10 @@ class ArucoTrackerNode(Node):
         if self.intrinsics is None:
             self.get_logger().warning('image before any camera_info: skipped', throttle_duration_sec=5.0)
             return
-        if self.frozen is not None and (self.frozen.width, self.frozen.height) != (message.width, message.height):
+        if (self.intrinsics.width, self.intrinsics.height) != (message.width, message.height):
             self.get_logger().error(
-                f'image is {message.width}x{message.height}, the extrinsic was frozen at '
-                f'{self.frozen.width}x{self.frozen.height}: skipped',
+                f'image is {message.width}x{message.height}, the intrinsics hold for '
+                f'{self.intrinsics.width}x{self.intrinsics.height}: skipped',
                 throttle_duration_sec=5.0,
             )
             return
