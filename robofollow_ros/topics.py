@@ -68,6 +68,10 @@ until the next episode starts."""
 CELL_JOINT_STATES = '/robofollow/joint_states'
 """sensor_msgs/JointState, real-time graph (the ee_pose node): the cell's 14 joints in the URDF's names and the
 policy's units."""
+READY = '/robofollow/ready'
+"""std_srvs/Trigger, real-time graph: the operator has placed the objects (served by the evaluator)."""
+VOID = '/robofollow/void'
+"""std_srvs/Trigger, real-time graph: the operator voids the current trial, which is played again (evaluator)."""
 
 
 def all_object_names() -> list[str]:

@@ -22,6 +22,11 @@ from robofollow_ros.resources import share_file
 SUBSTITUTION = re.compile(r'\$\((\w+)\)')
 PROFILE = 'config/fastdds_shm.xml'
 LEGACY_PROFILE_DISTROS = ('humble', 'jazzy')
+POSE_SOURCES = ('sim', 'tracker', 'mocap')
+"""Where the real-time graph's object poses come from (``pose_source``)."""
+CELL_FLAGS = ('fake_hardware', 'markers')
+OBJECT_PLACEHOLDER = '{object}'
+FLAG_WORDS = ('true', 'false')
 
 
 @dataclass(frozen=True)
@@ -160,8 +165,7 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
     typed_defaults: list[dict[str, Any]] = []
     sources: list[dict[str, str]] = []
     for entry in document.get('nodes') or []:
-        when = entry.get('when') or {}
-        if any(values.get(key) != str(expected) for key, expected in when.items()):
+        if not _applies(entry.get('when'), values):
             continue
         sources.append(_argument_sources(entry.get('parameters') or {}))
         parameters = {
@@ -179,7 +183,7 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
                 name=str(entry['name']),
                 executable=str(entry['executable']),
                 parameters=parameters,
-                remappings=tuple((str(a), str(b)) for a, b in (entry.get('remappings') or [])),
+                remappings=_remappings(entry.get('remappings') or [], values),
                 required=bool(entry.get('required', False)),
                 main=bool(entry.get('main', False)),
                 once=bool(entry.get('once', False)),
@@ -236,8 +240,43 @@ def _typed(name: str, value: Any, default: Any) -> Any:
     raise GraphError(f'{name} must be {kind} (got {value!r})')
 
 
+def _applies(when: Mapping[str, Any] | None, values: Mapping[str, str]) -> bool:
+    """Whether every ``argument: value`` of a ``when`` holds; ``true``/``false`` match in any case (``True``)."""
+
+    def same(given: str | None, expected: Any) -> bool:
+        expected_text = str(expected).lower() if isinstance(expected, bool) else str(expected)
+        if given is not None and expected_text.lower() in FLAG_WORDS:
+            return given.strip().lower() == expected_text.lower()
+        return given == expected_text
+
+    return all(same(values.get(key), expected) for key, expected in (when or {}).items())
+
+
+def _remappings(entries: list[Any], values: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """A node's remappings: ``[from, to]`` pairs, or ``{from, to, when}`` mappings that apply only ``when`` the
+    arguments say so; ``{object}`` in a mapping's topics stands for every scene item (its pose topic, say)."""
+    from robofollow_ros.topics import all_object_names
+
+    pairs: list[tuple[str, str]] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            source, target = entry
+            pairs.append((str(source), str(target)))
+            continue
+        if not _applies(entry.get('when'), values):
+            continue
+        source, target = str(entry['from']), str(entry['to'])
+        names = all_object_names() if OBJECT_PLACEHOLDER in source + target else ['']
+        pairs += [
+            (source.replace(OBJECT_PLACEHOLDER, name), target.replace(OBJECT_PLACEHOLDER, name)) for name in names
+        ]
+    return tuple(pairs)
+
+
 def _check_arguments(values: Mapping[str, str]) -> None:
     """Refuse values that would only fail once the nodes run (so the error comes before any node starts)."""
+    from robofollow_ros.graph.suite_parameters import flag
+    from robofollow_ros.robot.profiles import load_profile
     from robofollow_ros.robot.specs import get_robot_spec
 
     if 'robot' in values:
@@ -245,6 +284,28 @@ def _check_arguments(values: Mapping[str, str]) -> None:
             get_robot_spec(values['robot'])
         except RoboFollowError as error:
             raise GraphError(f'launch argument robot: {error}') from None
+    for name in CELL_FLAGS:
+        if name in values:
+            flag(f'launch argument {name}', values[name])
+    if 'pose_source' in values and values['pose_source'] not in POSE_SOURCES:
+        raise GraphError(
+            f'launch argument pose_source must be one of {", ".join(POSE_SOURCES)} (got {values["pose_source"]!r})'
+        )
+    if values.get('pose_source') == 'sim' and not flag('fake_hardware', values.get('fake_hardware', 'false')):
+        raise GraphError(
+            "launch argument pose_source: sim (the simulation's truth) needs fake_hardware:=true; "
+            'a real cell takes pose_source:=tracker or mocap'
+        )
+    if 'robot_profile' in values:
+        try:
+            profile = load_profile(values['robot_profile'])
+        except RoboFollowError as error:
+            raise GraphError(f'launch argument robot_profile: {error}') from None
+        if profile.robot is not None and 'robot' in values and profile.robot != values['robot']:
+            raise GraphError(
+                f'launch argument robot: {values["robot"]!r} but robot profile {profile.name!r} drives the '
+                f'{profile.robot!r} robot'
+            )
 
 
 def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:

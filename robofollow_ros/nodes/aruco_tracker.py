@@ -1,11 +1,12 @@
 """``aruco_tracker`` node: objects' poses from a camera's ArUco tags (issue 21; ``pose_source:=tracker``).
 
 Subscribes ``/<camera>/image_raw`` (rgb8) and ``/<camera>/camera_info``, the TCP poses ``/robofollow/ee/<arm>/pose``
-and the joint states (``joint_states``: ``/robofollow/joint_states`` in real mode, ``/joint_states`` in the sim) for
-the grippers. Publishes, for each image, ``/robofollow/objects/<name>/pose`` (PoseStamped, world frame, the image's
-stamp) of every object whose pose passed the gates (``tracking.cell_tracker``: plane-constrained tag poses, poses
-following the TCP while grasped, flagged PnP only with ``pnp_fallback``), never an invented one; and
-``/robofollow/tracker/status`` (std_msgs/String, JSON): each object's source or refusal this frame.
+and the joint states (``joint_states``: ``/robofollow/joint_states`` as in the real-time graph, or the sim's
+``/joint_states``) for the grippers. Publishes, for each image, ``/robofollow/objects/<name>/pose`` (PoseStamped,
+world frame, the image's stamp) of every object whose pose passed the gates (``tracking.cell_tracker``:
+plane-constrained tag poses, poses following the TCP while grasped, flagged PnP only with ``pnp_fallback``), never
+an invented one; and ``/robofollow/tracker/status`` (std_msgs/String, JSON): each object's source or refusal this
+frame.
 
 The camera comes from ``calibration`` (the file ``robofollow calibrate`` freezes, ``tracking.extrinsic_file``: its
 intrinsics and pose in the world; docs/real-cell.md) or, when that is empty, from the CameraInfo (``pixel_centre``:
@@ -74,7 +75,12 @@ class ArucoTrackerNode(Node):
             raise CalibrationError(f'pixel_centre must be one of {", ".join(CONVENTIONS)}, got {pixel_centre!r}')
         self.pixel_centre: Convention = 'corner' if pixel_centre == 'corner' else 'centre'
         joint_topic = str(
-            param(self, 'joint_states', topics.JOINT_STATES, description='joint states with the URDF finger joints')
+            param(
+                self,
+                'joint_states',
+                topics.CELL_JOINT_STATES,
+                description='joint states with the URDF finger joints (the real graph: /robofollow/joint_states)',
+            )
         )
         self.closed_below = float(
             param(
