@@ -98,3 +98,77 @@ def test_every_arm_command_and_the_hold_after_a_failure_are_what_a_jtc_accepts(t
             positions = np.array([point.positions for point in view.points])
             times = np.array([point.time_from_start_ns for point in view.points])
             assert trajectory_digest(list(view.joint_names), positions, times) == digest
+
+
+class _Log:
+    """Stands in for a node's logger: keeps what it was told, by level."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def __getattr__(self, level: str):
+        return lambda text, **_: self.lines.append((level, text))
+
+
+def test_the_sim_runs_a_chunk_once_both_commands_match_the_ticket_of_its_latest_observation(monkeypatch) -> None:
+    # Topics are not ordered with each other: the ticket may come first, and an older command may still be held.
+    from robofollow_ros.benchmark import registry
+    from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+    from robofollow_ros.nodes.sim import SimNode
+    from robofollow_ros.ros.protocol import ChunkTicket, ResetEpisode, spec_message
+    from robofollow_ros.ros.trajectory_cdr import decode_trajectory, encode_trajectory
+
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    task = registry.eval_tasks(scene=1, level=0)[0]
+    spec = EpisodeSpec.for_trial(task, seed=1, round=1, variant='published', layout=registry.layout_of(task).name)
+    rclpy.init(domain_id=ros_domain(DOMAIN - 1))
+    try:
+        sim = SimNode()
+        log = _Log()
+        monkeypatch.setattr(sim, 'get_logger', lambda: log)
+        response = sim.on_reset(ResetEpisode.Request(episode=spec_message(spec)), ResetEpisode.Response())
+        assert response.code == ResetEpisode.Response.OK
+        layout, start = sim.joint_layout, sim.observation_ns
+
+        def commands(rows: int, shift: float = 0.0) -> dict[str, bytes]:
+            chunk = np.tile(sim.env.state(), (rows, 1))
+            chunk[:, 1] += shift
+            return {
+                arm: encode_trajectory(
+                    layout.command_joints(arm), layout.arm_command(chunk, arm), row_seconds=ROW_SECONDS
+                )
+                for arm in ARMS
+            }
+
+        def ticket(sent: dict[str, bytes], for_stamp_ns: int, *, hold: bool = False, episode: str = spec.episode_id):
+            digests = {arm: decode_trajectory(data).digest() for arm, data in sent.items()}
+            rows = len(decode_trajectory(sent['left']).positions)
+            return ChunkTicket(episode, for_stamp_ns, rows, digests, hold).to_message()
+
+        chunk, older = commands(3), commands(2, shift=0.01)
+        sim.on_trajectory('right', older['right'])
+        sim.on_ticket(ticket(chunk, start))
+        sim.on_trajectory('left', chunk['left'])
+        assert sim.observation_ns == start  # the right arm's command is not the ticket's yet
+        sim.on_trajectory('right', chunk['right'])
+        after = sim.observation_ns
+        assert after == start + round(3 * ROW_SECONDS * NS_PER_S) and not sim.commands
+
+        for stale in (ticket(chunk, start), ticket(chunk, after, episode='another')):
+            sim.on_trajectory('left', chunk['left'])
+            sim.on_trajectory('right', chunk['right'])
+            sim.on_ticket(stale)
+        warnings = [text for level, text in log.lines if level == 'warning']
+        assert len(warnings) == 2 and all('not the latest observation: ignored' in text for text in warnings)
+        assert sim.observation_ns == after
+
+        hold = commands(1)
+        sim.on_ticket(ticket(hold, -1, hold=True))
+        for arm in ARMS:
+            sim.on_trajectory(arm, hold[arm])
+        assert sim.observation_ns == after and not sim.commands and sim.ticket is None  # held still, consumed
+        assert [level for level, _ in log.lines if level in ('warning', 'error')] == ['warning', 'warning']
+        sim.close()
+        sim.destroy_node()
+    finally:
+        rclpy.shutdown()
