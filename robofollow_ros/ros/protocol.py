@@ -17,7 +17,7 @@ an unknown event or an inconsistent field is refused with a ``GraphError`` namin
    takes it (``header.stamp`` zero: start now; point i due ``(i + 1)`` row periods later; every joint of the arm),
    then a ``ChunkTicket`` on ``/robofollow/sim/chunk``: the episode, the stamp of the observation the chunk
    answers, the rows, and a digest of each arm's trajectory (topics are not ordered with each other, so the sim
-   matches the commands to the ticket by their bytes, not by arrival). The sim executes the rows once it holds
+   matches the commands to the ticket by their content, not by arrival). The sim executes the rows once it holds
    both arms' trajectories and the ticket for its latest observation (simulated time advances only here; a ticket
    for another observation or episode is ignored with a warning), publishing ``/clock``, ``/joint_states`` and the
    poses for every row, then the images of the final state, then ``SimStatus(event=EVENT_EXECUTED,
@@ -140,7 +140,7 @@ class ChunkTicket:
         episode_id: the episode.
         for_stamp_ns: the stamp of the observation the chunk answers (a hold: the latest the bridge had, or -1).
         rows: points of each arm's trajectory.
-        digests: ``trajectory_digest`` of each arm's serialised JointTrajectory, by arm.
+        digests: by arm, ``trajectory_digest`` of its JointTrajectory (joint names, positions, point times).
         hold: a hold after a failure, not a policy chunk.
     """
 
