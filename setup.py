@@ -86,6 +86,7 @@ setup(
             'recorder = robofollow_ros.nodes.recorder:main',
             'evaluator = robofollow_ros.nodes.evaluator:main',
             'ee_pose = robofollow_ros.nodes.ee_pose:main',
+            'fake_hardware = robofollow_ros.nodes.fake_hardware:main',
         ],
     },
 )

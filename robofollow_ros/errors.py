@@ -51,6 +51,10 @@ class SimulationError(RoboFollowError):
     """The simulator cannot build or run a scene."""
 
 
+class DriverCommandError(SimulationError):
+    """The fake hardware refused a driver command as the real driver would (the message says why); nothing changed."""
+
+
 class PolicyError(RoboFollowError):
     """A policy failed, timed out or returned an invalid action chunk."""
 
@@ -69,6 +73,10 @@ class EpisodeSpecError(RoboFollowError):
 
 class GraphError(RoboFollowError):
     """The ROS node graph cannot start, lost a required node, or timed out waiting for one."""
+
+
+class MotionStoppedError(RoboFollowError):
+    """``/robofollow/stop`` was called: the arms hold and no motion is sent until the next episode starts."""
 
 
 class GraphLostError(GraphError):

@@ -25,6 +25,18 @@ EPISODE_SPEC = f'{PACKAGE}/msg/EpisodeSpec'
 SIM_STATUS = f'{PACKAGE}/msg/SimStatus'
 EPISODE_END = f'{PACKAGE}/msg/EpisodeEnd'
 CHUNK_TICKET = f'{PACKAGE}/msg/ChunkTicket'
+EPISODE_SPEC_FIELDS: dict[str, type] = {
+    'episode_id': str,
+    'task_id': str,
+    'variant': str,
+    'layout': str,
+    'seed': int,
+    'round': int,
+    'arm': str,
+    'level': str,
+    'instruction': str,
+}
+"""The fields of ``EpisodeSpec`` besides ``version``, with their Python types (``string`` and ``int64``)."""
 
 
 def definitions_folder() -> Path | None:

@@ -9,8 +9,12 @@ CLOCK = '/clock'
 JOINT_STATES = '/joint_states'
 INSTRUCTION = '/robofollow/instruction'
 EPISODE = '/robofollow/episode'
+EPISODE_META = '/robofollow/episode_meta'
+"""Bags only: the episode's meta data the EpisodeSpec does not hold, JSON in std_msgs/String (bags/episode_meta.py)."""
 RESULT = '/robofollow/result'
 SIM_RESET = '/robofollow/sim/reset'
+CELL_RESET = '/robofollow/cell/reset'
+"""robofollow_interfaces/srv/ResetEpisode in real mode: served by the fake hardware (objects laid out, arms home)."""
 OBJECT_POSE_PREFIX = '/robofollow/objects/'
 EE_POSE_PREFIX = '/robofollow/ee/'
 WORLD_FRAME = 'world'
@@ -56,6 +60,18 @@ EPISODE_END = '/robofollow/episode_end'
 """robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
 ROBOT_DESCRIPTION = '/robot_description'
 SCENE_MARKERS = '/robofollow/scene_markers'
+HOME = '/robofollow/home'
+"""std_srvs/Trigger, real-time graph: the bridge moves both arms to the profile's home pose."""
+STOP = '/robofollow/stop'
+"""std_srvs/Trigger, real-time graph: the bridge holds both arms, ends the episode ``stopped`` and refuses motion
+until the next episode starts."""
+CELL_JOINT_STATES = '/robofollow/joint_states'
+"""sensor_msgs/JointState, real-time graph (the ee_pose node): the cell's 14 joints in the URDF's names and the
+policy's units."""
+READY = '/robofollow/ready'
+"""std_srvs/Trigger, real-time graph: the operator has placed the objects (served by the evaluator)."""
+VOID = '/robofollow/void'
+"""std_srvs/Trigger, real-time graph: the operator voids the current trial, which is played again (evaluator)."""
 
 
 def all_object_names() -> list[str]:

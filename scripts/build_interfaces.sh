@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Builds the robofollow_interfaces package (messages and services of the graph) with plain cmake from the ROS 2
-# Kilted wheels and installs it into the venv prefix, so `import robofollow_interfaces.msg` works there with no
-# sourcing. Called by scripts/setup.sh; safe to run again (an unchanged package is not rebuilt).
+# Builds the robofollow_interfaces package (messages and services of the graph) and interbotix_xs_msgs (the two
+# Interbotix command messages the fake hardware reads; Interbotix ships no wheel) with plain cmake from the ROS 2
+# Kilted wheels and installs them into the venv prefix, so `import robofollow_interfaces.msg` works there with no
+# sourcing. Called by scripts/setup.sh; safe to run again (an unchanged package is not rebuilt: one stamp each).
 # Usage: scripts/build_interfaces.sh [VENV]   (default .venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV="$(cd "${1:-${VENV:-.venv}}" && pwd -P)"
 PY="$VENV/bin/python"
-SOURCE=robofollow_interfaces
-stamp_file="$VENV/.robofollow-interfaces-stamp"
-stamp="$(cat "$SOURCE"/CMakeLists.txt "$SOURCE"/package.xml "$SOURCE"/msg/*.msg "$SOURCE"/srv/*.srv "$0" | sha256sum | cut -d' ' -f1)"
-if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] \
-        && "$PY" -c 'import robofollow_interfaces.msg, robofollow_interfaces.srv' 2>/dev/null; then
+
+# The package's sources and this script, hashed: an unchanged package that imports is not rebuilt.
+package_stamp() {
+    cat "$1"/CMakeLists.txt "$1"/package.xml "$1"/msg/*.msg $(ls "$1"/srv/*.srv 2>/dev/null) "$0" | sha256sum | cut -d' ' -f1
+}
+up_to_date() {  # package, import check
+    [ -f "$VENV/.$1-stamp" ] && [ "$(cat "$VENV/.$1-stamp")" = "$(package_stamp "$1")" ] && "$PY" -c "$2" 2>/dev/null
+}
+ROBOFOLLOW_IMPORT='import robofollow_interfaces.msg, robofollow_interfaces.srv'
+INTERBOTIX_IMPORT='import interbotix_xs_msgs.msg'
+if up_to_date robofollow_interfaces "$ROBOFOLLOW_IMPORT" && up_to_date interbotix_xs_msgs "$INTERBOTIX_IMPORT"; then
     exit 0
 fi
 
@@ -34,14 +41,21 @@ PY
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 export PATH="$VENV/bin:$PATH"
-BUILD="$(mktemp -d)"
-log="$BUILD.log"
-trap 'rm -rf "$BUILD" "$log"' EXIT
-{
-    cmake -S "$SOURCE" -B "$BUILD" -DCMAKE_INSTALL_PREFIX="$VENV" -DBUILD_TESTING=OFF \
-        -DPython3_EXECUTABLE="$PY" -DCMAKE_BUILD_TYPE=Release \
-        && cmake --build "$BUILD" -j "$(nproc)" \
-        && cmake --install "$BUILD"
-} >"$log" 2>&1 || { tail -n 60 "$log"; echo "build_interfaces: cmake failed (above)" >&2; exit 1; }
-"$PY" -c 'import robofollow_interfaces.msg, robofollow_interfaces.srv'
-echo "$stamp" > "$stamp_file"
+
+build_package() {  # package, import check
+    up_to_date "$1" "$2" && return 0
+    local build log
+    build="$(mktemp -d)"
+    log="$build.log"
+    {
+        cmake -S "$1" -B "$build" -DCMAKE_INSTALL_PREFIX="$VENV" -DBUILD_TESTING=OFF \
+            -DPython3_EXECUTABLE="$PY" -DCMAKE_BUILD_TYPE=Release \
+            && cmake --build "$build" -j "$(nproc)" \
+            && cmake --install "$build"
+    } >"$log" 2>&1 || { tail -n 60 "$log"; rm -rf "$build" "$log"; echo "build_interfaces: cmake of $1 failed (above)" >&2; exit 1; }
+    rm -rf "$build" "$log"
+    "$PY" -c "$2"
+    package_stamp "$1" > "$VENV/.$1-stamp"
+}
+build_package robofollow_interfaces "$ROBOFOLLOW_IMPORT"
+build_package interbotix_xs_msgs "$INTERBOTIX_IMPORT"

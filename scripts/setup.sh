@@ -17,7 +17,8 @@ PY
 stamp_of() {
     cat requirements.txt requirements-test.txt requirements-interfaces.txt setup.py scripts/setup.sh \
         scripts/build_interfaces.sh robofollow_interfaces/CMakeLists.txt robofollow_interfaces/package.xml \
-        robofollow_interfaces/msg/*.msg robofollow_interfaces/srv/*.srv | sha256sum | cut -d' ' -f1
+        robofollow_interfaces/msg/*.msg robofollow_interfaces/srv/*.srv interbotix_xs_msgs/CMakeLists.txt \
+        interbotix_xs_msgs/package.xml interbotix_xs_msgs/msg/*.msg | sha256sum | cut -d' ' -f1
 }
 
 ensure_gl_libraries() {
@@ -84,9 +85,9 @@ step 3 "installing ROS 2 Kilted wheels, MuJoCo, OpenCV, PyAV, Ray and the test t
 pip_counted install -r requirements.txt -r requirements-test.txt -r requirements-interfaces.txt
 step 4 "installing robofollow_ros in editable mode"
 pip_logged install --no-deps --no-build-isolation -e .
-step 5 "building the robofollow_interfaces messages into $VENV with cmake (~1 min idle, up to ~4 min loaded)"
+step 5 "building the robofollow_interfaces and interbotix_xs_msgs messages into $VENV with cmake (~1 min idle, up to ~4 min loaded)"
 bash scripts/build_interfaces.sh "$VENV"
 step 6 "checking that everything imports"
-"$VENV/bin/python" -c 'import rclpy, mujoco, rosbags, cv2, transforms3d, h5py, pyarrow, av, gymnasium, robofollow_interfaces.msg, robofollow_ros'
+"$VENV/bin/python" -c 'import rclpy, mujoco, rosbags, cv2, transforms3d, h5py, pyarrow, av, gymnasium, robofollow_interfaces.msg, interbotix_xs_msgs.msg, robofollow_ros'
 stamp_of > "$VENV/.robofollow-stamp"
 echo "setup: ready ($VENV) in $((SECONDS - started)) s"

@@ -11,10 +11,12 @@ from test_bags_support import (
     JOINTS,
     META,
     POSE,
+    SPEC,
     STRING,
     TS,
     joints_cdr,
     pose_cdr,
+    spec_cdr,
     string_cdr,
     synthetic_trajectory,
     write_raw_bag,
@@ -224,3 +226,37 @@ def test_writer_rejects_bad_joints_images_meta_and_existing_paths(tmp_path):
     write_episode_bag(tmp_path / 'a', meta=META, trajectory=GOOD)
     with pytest.raises(BagError, match='already exists'):
         write_episode_bag(tmp_path / 'a', meta=META, trajectory=GOOD)
+
+
+TYPED = {key: value for key, value in META.items() if key != 'variant'}
+TYPED_EPISODE = ('/robofollow/episode', SPEC, 0, spec_cdr(episode_id='e1', **TYPED))
+
+
+def test_a_typed_episode_without_its_meta_topic_reads_its_fields(tmp_path):
+    """A bag of the live graph recorded by other means has the EpisodeSpec alone: its non-empty fields are the meta."""
+    meta, _ = read_episode_bag(write_raw_bag(tmp_path / 'bag', [TYPED_EPISODE, GRIPPERS, LEFT, RIGHT]))
+    assert meta == {**TYPED, 'episode_id': 'e1'}
+
+
+@pytest.mark.parametrize(
+    ('companion', 'problem'),
+    [
+        ('{"robot": "aloha"}', r'/robofollow/episode_meta: the episode meta object is not \{"extra"'),
+        ('{"extra": [], "absent": []}', r'/robofollow/episode_meta: the episode meta object is not'),
+        ('[1]', r'/robofollow/episode_meta: message is JSON but not an object'),
+        ('robot', r'/robofollow/episode_meta: message is not JSON'),
+    ],
+)
+def test_a_broken_episode_meta_topic_is_a_clear_error(tmp_path, companion, problem):
+    messages = [TYPED_EPISODE, ('/robofollow/episode_meta', STRING, 0, string_cdr(companion)), GRIPPERS, LEFT, RIGHT]
+    with pytest.raises(BagError, match=problem):
+        read_episode_bag(write_raw_bag(tmp_path / 'bag', messages))
+
+
+def test_a_typed_episode_of_another_version_or_type_is_a_clear_error(tmp_path):
+    other = ('/robofollow/episode', SPEC, 0, spec_cdr(version=2, **TYPED))
+    with pytest.raises(BagError, match=r'/robofollow/episode: EpisodeSpec version 2 is not 1'):
+        read_episode_bag(write_raw_bag(tmp_path / 'a', [other, GRIPPERS, LEFT, RIGHT]))
+    posed = ('/robofollow/episode', POSE, 0, pose_cdr(0, (0, 0, 0)))
+    with pytest.raises(BagError, match=r'/robofollow/episode has type geometry_msgs/msg/PoseStamped, expected'):
+        read_episode_bag(write_raw_bag(tmp_path / 'b', [posed, GRIPPERS, LEFT, RIGHT]))

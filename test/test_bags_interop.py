@@ -16,8 +16,9 @@ import std_msgs.msg as std_msgs
 from rosbags.rosbag2 import Reader
 from test_bags_support import META, POSE, synthetic_trajectory, write_raw_bag
 
-from robofollow_interfaces.msg import Result
+from robofollow_interfaces.msg import EpisodeSpec, Result
 from robofollow_ros.bags import read_episode_bag, write_episode_bag
+from robofollow_ros.interfaces import EPISODE_SPEC_FIELDS
 
 
 def raw_messages(bag, topic):
@@ -45,7 +46,10 @@ def test_rclpy_deserializes_every_message_we_write(tmp_path, storage):
     deserialize = serialization.deserialize_message
 
     (episode,) = raw_messages(bag, '/robofollow/episode')
-    assert json.loads(deserialize(episode, std_msgs.String).data) == META
+    spec = deserialize(episode, EpisodeSpec)
+    assert spec.version == EpisodeSpec.VERSION and {name: getattr(spec, name) for name in META} == META
+    (companion,) = raw_messages(bag, '/robofollow/episode_meta')
+    assert json.loads(deserialize(companion, std_msgs.String).data) == {'extra': {}, 'absent': ['episode_id']}
     (result,) = raw_messages(bag, '/robofollow/result')
     typed = deserialize(result, Result)  # written by rosbags from the .msg files, read by rclpy's generated type
     assert typed.version == Result.VERSION and json.loads(typed.record_json) == {'ok': 1}
@@ -118,3 +122,10 @@ def test_bag_of_rclpy_serialized_messages_reads_back(tmp_path):
     for name in trajectory.obj_pos:
         np.testing.assert_array_equal(back.obj_pos[name], trajectory.obj_pos[name])
         np.testing.assert_array_equal(back.obj_quat[name], trajectory.obj_quat[name])
+
+
+def test_the_spec_fields_a_bag_stores_are_the_fields_of_the_built_message():
+    """The writer fills every field of rclpy's EpisodeSpec (``interfaces.EPISODE_SPEC_FIELDS``), with its type."""
+    declared = dict(EpisodeSpec.get_fields_and_field_types())
+    assert declared.pop('version') == 'uint16'
+    assert {name: {'string': str, 'int64': int}[kind] for name, kind in declared.items()} == EPISODE_SPEC_FIELDS

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rosbags.rosbag2 import Reader
 
-from robofollow_ros.bags import read_episode_result
+from robofollow_ros.bags import load_episode, read_episode_result, write_episode_bag
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / 'test' / 'data' / 'json_bag'
@@ -37,3 +37,28 @@ def test_a_json_bag_rescores_to_its_record_and_its_stored_result_reads_back() ->
     stored = read_episode_result(BAG)
     assert stored is not None
     assert {key: stored[key] for key in shared} == {key: record[key] for key in shared}
+
+
+def test_the_json_bag_written_again_today_is_typed_and_both_score_to_the_record(tmp_path) -> None:
+    """``robofollow score`` reads the JSON form and the typed form of the same episode alike."""
+    record = json.loads((DATA / 'record.json').read_text())
+    old = load_episode(BAG)
+    typed = write_episode_bag(tmp_path / 'typed', meta=old.meta, trajectory=old.trajectory, result=old.result)
+    with Reader(typed) as reader:
+        types = {connection.topic: connection.msgtype for connection in reader.connections}
+    assert types['/robofollow/episode'] == 'robofollow_interfaces/msg/EpisodeSpec'
+    assert types['/robofollow/result'] == 'robofollow_interfaces/msg/Result'
+    assert load_episode(typed).meta == old.meta
+    done = subprocess.run(
+        [sys.executable, '-m', 'robofollow_ros', 'score', str(BAG), str(typed)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    from_json, from_typed = (json.loads(line) for line in done.stdout.strip().splitlines())
+    assert from_json.pop('source') == str(BAG) and from_typed.pop('source') == str(typed)
+    assert from_typed == from_json
+    assert {key: from_typed[key] for key in set(from_typed) & set(record)} == {
+        key: record[key] for key in set(from_typed) & set(record)
+    }

@@ -8,10 +8,11 @@ from xml.etree import ElementTree as ET
 
 import numpy as np
 import pytest
+import yaml
 from rosbags.highlevel import AnyReader
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores
-from test_bags_support import META, OBJECTS, TS, synthetic_trajectory
+from test_bags_support import META, OBJECTS, synthetic_trajectory
 
 from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, read_episode_result, write_episode_bag
 from robofollow_ros.referee.trajectory import Trajectory
@@ -65,7 +66,8 @@ def test_bag_layout_topics_types_and_counts(tmp_path, storage):
         episode = [c for c in reader.connections if c.topic == '/robofollow/episode']
         first_log_ns = next(t for _, t, _ in reader.messages(connections=episode))
     expected = {
-        '/robofollow/episode': ('std_msgs/msg/String', 1),
+        '/robofollow/episode': ('robofollow_interfaces/msg/EpisodeSpec', 1),
+        '/robofollow/episode_meta': ('std_msgs/msg/String', 1),
         '/joint_states': ('sensor_msgs/msg/JointState', n),
         '/robofollow/ee/left/pose': ('geometry_msgs/msg/PoseStamped', n),
         '/robofollow/ee/right/pose': ('geometry_msgs/msg/PoseStamped', n),
@@ -161,12 +163,53 @@ def test_missing_orientations_are_written_as_identity(tmp_path):
         np.testing.assert_array_equal(quats, np.tile([1.0, 0.0, 0.0, 0.0], (10, 1)))
 
 
-def test_episode_meta_is_plain_json_on_a_string_topic(tmp_path):
-    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=synthetic_trajectory(5), storage='sqlite3')
-    with Reader(bag) as reader:
+@pytest.mark.parametrize('storage', STORAGES)
+def test_the_episode_is_the_typed_spec_a_fresh_reader_decodes(tmp_path, storage):
+    meta = {**META, 'episode_id': 'abc', 'robot': 'aloha'}
+    bag = write_episode_bag(tmp_path / 'bag', meta=meta, trajectory=synthetic_trajectory(5), storage=storage)
+    metadata = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    topics = [entry['topic_metadata'] for entry in metadata['topics_with_message_count']]
+    types = {topic['name']: topic['type'] for topic in topics}
+    assert types['/robofollow/episode'] == 'robofollow_interfaces/msg/EpisodeSpec'
+    # A fresh AnyReader knows nothing of robofollow_interfaces: it decodes from the definition the bag embeds.
+    with AnyReader([bag]) as reader:
         connection = next(c for c in reader.connections if c.topic == '/robofollow/episode')
         (_, _, raw), *_ = list(reader.messages(connections=[connection]))
-    assert json.loads(TS.deserialize_cdr(raw, 'std_msgs/msg/String').data) == META
+        spec = reader.deserialize(raw, connection.msgtype)
+        companion = next(c for c in reader.connections if c.topic == '/robofollow/episode_meta')
+        (_, _, text), *_ = list(reader.messages(connections=[companion]))
+        extra = json.loads(reader.deserialize(text, companion.msgtype).data)
+    assert connection.ext.offered_qos_profiles[0].durability.name == 'TRANSIENT_LOCAL'
+    assert (spec.version, spec.episode_id, spec.seed, spec.instruction) == (1, 'abc', 1042, META['instruction'])
+    assert {name: getattr(spec, name) for name in META} == META
+    assert extra == {'extra': {'robot': 'aloha'}, 'absent': []}  # the spec's fields are not repeated
+    assert read_episode_bag(bag)[0] == meta
+
+
+@pytest.mark.parametrize(
+    'meta',
+    [
+        {'task_id': 'x'},  # absent spec fields do not come back as '' or 0
+        {**META, 'seed': 0, 'round': 0, 'instruction': ''},  # zero and empty values do come back
+        {**META, 'seed': '7', 'round': 2**70, 'level': None, 'arm': 3.5},  # values the typed fields cannot hold
+        {  # a data collection's meta data: no variant, a training level and its own keys
+            'task_id': 'S1_L0_pick_red_sphere',
+            'label': 'S1_L0_pick_red_sphere',
+            'scene': 1,
+            'layout': 'default',
+            'seed': 5,
+            'episode': 3,
+            'instruction': 'pick',
+            'arm': 'left',
+            'level': 'train',
+            'robot': 'aloha',
+        },
+        {**META, 'robot': None, 'nested': {'a': [1, 2.5, None, True]}},
+    ],
+)
+def test_any_meta_data_reads_back_unchanged(tmp_path, meta):
+    bag = write_episode_bag(tmp_path / 'bag', meta=meta, trajectory=synthetic_trajectory(5))
+    assert read_episode_bag(bag)[0] == meta
 
 
 @pytest.mark.parametrize('storage', STORAGES)

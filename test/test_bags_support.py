@@ -7,11 +7,19 @@ from pathlib import Path
 
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from robofollow_ros.referee.trajectory import Trajectory
 
 TS = get_typestore(Stores.ROS2_KILTED)
+SPEC = 'robofollow_interfaces/msg/EpisodeSpec'
+SPEC_TS = get_typestore(Stores.ROS2_KILTED)
+SPEC_TS.register(
+    get_types_from_msg(
+        (Path(__file__).resolve().parents[1] / 'robofollow_interfaces' / 'msg' / 'EpisodeSpec.msg').read_text(), SPEC
+    )
+)
+"""A typestore that knows the EpisodeSpec from its .msg file (independent of the code under test)."""
 STRING = 'std_msgs/msg/String'
 POSE = 'geometry_msgs/msg/PoseStamped'
 JOINTS = 'sensor_msgs/msg/JointState'
@@ -80,6 +88,13 @@ def string_cdr(text: str) -> bytes:
     return bytes(TS.serialize_cdr(TS.types[STRING](data=text), STRING))
 
 
+def spec_cdr(*, version: int = 1, **fields) -> bytes:
+    """CDR of an EpisodeSpec (fields not given are empty or 0)."""
+    kind = SPEC_TS.types[SPEC]
+    defaults = {name: 0 if name in ('seed', 'round') else '' for name in kind.__dataclass_fields__ if name != 'version'}
+    return bytes(SPEC_TS.serialize_cdr(kind(version=version, **{**defaults, **fields}), SPEC))
+
+
 def write_raw_bag(
     path: Path, messages: Iterable[tuple[str, str, int, bytes]], *, storage: StoragePlugin = StoragePlugin.MCAP
 ) -> Path:
@@ -88,6 +103,6 @@ def write_raw_bag(
         connections = {}
         for topic, msgtype, log_ns, data in messages:
             if topic not in connections:
-                connections[topic] = writer.add_connection(topic, msgtype, typestore=TS)
+                connections[topic] = writer.add_connection(topic, msgtype, typestore=SPEC_TS)
             writer.write(connections[topic], log_ns, data)
     return path

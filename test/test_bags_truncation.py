@@ -14,7 +14,7 @@ import sqlite3
 import numpy as np
 import pytest
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, Reader, ReaderError, StoragePlugin, Writer
-from test_bags_support import META, TS, pose_cdr, string_cdr, synthetic_trajectory
+from test_bags_support import META, SPEC_TS, pose_cdr, string_cdr, synthetic_trajectory
 
 from robofollow_ros.bags import load_episode, read_episode_bag, read_episode_result, write_episode_bag
 from robofollow_ros.errors import BagError
@@ -148,7 +148,7 @@ def test_compressed_mcap_cut_short_keeps_the_decodable_part(tmp_path):
     writer = Writer(packed, version=9, storage_plugin=StoragePlugin.MCAP)
     writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
     with Reader(plain) as reader, writer:
-        connections = {c.id: writer.add_connection(c.topic, c.msgtype, typestore=TS) for c in reader.connections}
+        connections = {c.id: writer.add_connection(c.topic, c.msgtype, typestore=SPEC_TS) for c in reader.connections}
         for connection, log_ns, data in reader.messages():
             writer.write(connections[connection.id], log_ns, data)
     (packed / 'metadata.yaml').unlink()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import av
 import numpy as np
@@ -29,9 +30,9 @@ def test_eval_video_has_every_frame_then_the_result_card(tmp_path):
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         assert stream.codec_context.name == 'h264' and stream.codec_context.pix_fmt == 'yuv420p'
-        assert stream.average_rate == 17
+        assert stream.average_rate == Fraction(50, 3)  # one frame per executed row, as the demonstrations
     frames = decode_frames(path)
-    card_frames = round(END_CARD_SECONDS * 17)
+    card_frames = round(END_CARD_SECONDS * Fraction(50, 3))
     assert frames.shape == (record['frames'] + card_frames, 240 + 40, 3 * 320, 3)
     # Frame 0 is the three cameras of the reset scene side by side (within codec error), captioned below.
     with CellEnv() as env:

@@ -133,6 +133,43 @@ def test_ee_pose_reads_each_arm_through_the_interbotix_profile(ros) -> None:
         assert_pose(poses[arm], expected[arm].position, expected[arm].quaternion)
 
 
+def test_ee_pose_publishes_the_cells_joint_states_from_the_driver_topics(ros) -> None:
+    """Real mode: /robofollow/joint_states carries both arms in the URDF's names and the policy's units (grippers as
+    the URDF finger joint, like the sim's /joint_states), from xs_sdk's per-arm topics and units."""
+    node, executor = ros
+    state = load_robot('aloha').home_state() + 0.1
+    names = ['waist', 'shoulder', 'elbow', 'forearm_roll', 'wrist_angle', 'wrist_rotate', 'gripper', 'left_finger']
+    fingers = {'left': 0.0440, 'right': 0.0579}  # xs_sdk's closed and open finger positions (m)
+    messages = {
+        f'/follower_{arm}/joint_states': joint_state_message(
+            names, [*state[ARM_SLICE[arm]], 1.0, fingers[arm]], stamp_ns=STAMP_NS
+        )
+        for arm in ARMS
+    }
+    seen: list[JointState] = []
+    node.create_subscription(JointState, topics.CELL_JOINT_STATES, seen.append, qos.STATE)
+    process = start_node('robot_profile:=aloha_interbotix')
+    try:
+        pubs = {topic: node.create_publisher(JointState, topic, qos.STATE) for topic in messages}
+
+        def answered() -> bool:
+            for topic, message in messages.items():
+                pubs[topic].publish(message)
+            executor.spin_once(timeout_sec=0.2)
+            return bool(seen)
+
+        wait_until(answered, timeout=120, what='/robofollow/joint_states from the ee_pose node')
+    finally:
+        stop_node(process)
+    layout = load_robot('aloha').joint_layout
+    expected = state.copy()
+    expected[6], expected[13] = 0.0, 1.0  # normalised: closed left, open right
+    message = seen[0]
+    assert tuple(message.name) == layout.published_names
+    np.testing.assert_allclose(message.position, layout.to_joints(expected), atol=1e-9)
+    assert message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec == STAMP_NS
+
+
 def test_ee_pose_refuses_a_profile_without_kinematics() -> None:
     process = start_node('robot_profile:=piper')
     try:

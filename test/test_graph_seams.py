@@ -380,7 +380,7 @@ def test_n_graphs_start_every_node_once_per_domain_and_the_evaluator_once() -> N
         ('policy_kwargs:={oops', 'not valid JSON'),
         ('trusted_policy:=maybe', "trusted_policy must be true or false (got 'maybe')"),
         ('policy_memory_limit:=abc', "policy_memory_limit must be a whole number (got 'abc')"),
-        ('policy_timeout:=soon', "query_timeout must be a number (got 'soon')"),
+        ('policy_timeout:=soon', "launch arguments: policy_timeout must be a number (got 'soon')"),
     ],
 )
 def test_every_launch_argument_is_checked_before_any_node_starts(argument, message, capsys, monkeypatch) -> None:

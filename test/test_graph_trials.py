@@ -47,8 +47,14 @@ class FakeGraph:
         with self.lock:
             self.calls.append((self.domain, what, spec.task_id))
 
+    def prepare_episode(self, spec: EpisodeSpec) -> None:
+        """Nothing to prepare: a simulated graph."""
+
     def start_episode(self, spec: EpisodeSpec, *, deadline: float) -> None:
         self._note('start', spec)
+
+    def void_reason(self, spec: EpisodeSpec) -> str | None:
+        return None
 
     def wait_for_end(self, spec: EpisodeSpec, *, deadline: float) -> None:
         time.sleep(EPISODE_SECONDS)

@@ -101,6 +101,9 @@ def check_page(run: Path, screenshot: Path, profile: Path) -> dict:
             ),
             'trial_rows': driver.execute_script("return document.querySelectorAll('tr.trial').length"),
             'plot_width': driver.execute_script("return document.querySelector('img').naturalWidth"),
+            'plot_shown': driver.execute_script(
+                "const i = document.querySelector('img'); return [i.clientWidth, i.naturalWidth, innerWidth]"
+            ),
             'image_widths': driver.execute_script(
                 "return [...document.querySelectorAll('img')].map(i => i.naturalWidth)"
             ),
@@ -133,6 +136,8 @@ def test_html_report_loads_and_plays_in_chromium(tmp_path):
     assert seen['gap_cells'] == [7, 7]
     assert seen['trial_rows'] == len(seen['videos']) >= 2
     assert seen['plot_width'] > 100
+    shown, natural, window = seen['plot_shown']
+    assert shown >= min(natural, window - 60), seen['plot_shown']  # its text is legible: not shrunk below the page
     assert len(seen['image_widths']) == 2 and min(seen['image_widths']) > 100
     assert seen['gap_rows'] == ['L0', 'All'] and seen['confusion_rows'] == 1
     for video in seen['videos']:

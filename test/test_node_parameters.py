@@ -25,6 +25,7 @@ import rclpy
 from rcl_interfaces.msg import ParameterType
 from robofollow_ros.nodes.ee_pose import EePoseNode
 from robofollow_ros.nodes.evaluator import EvaluatorNode
+from robofollow_ros.nodes.fake_hardware import FakeHardwareNode
 from robofollow_ros.nodes.policy_bridge import PolicyBridge
 from robofollow_ros.nodes.recorder import RecorderNode
 from robofollow_ros.nodes.referee import RefereeNode
@@ -34,7 +35,7 @@ NAMES = {value: name.removeprefix('PARAMETER_').lower() for name, value in vars(
          if name.startswith('PARAMETER_')}
 rclpy.init(args=['--ros-args', '-p', 'policy:=hold', '-p', 'out:=' + sys.argv[1]])
 described = {}
-for factory in (SimNode, PolicyBridge, RefereeNode, RecorderNode, EePoseNode, EvaluatorNode):
+for factory in (SimNode, PolicyBridge, RefereeNode, RecorderNode, EePoseNode, EvaluatorNode, FakeHardwareNode):
     node = factory()
     names = sorted(node._parameters)
     described[node.get_name()] = {
@@ -74,7 +75,7 @@ def declared(tmp_path_factory) -> dict[str, dict[str, dict]]:
 
 
 def test_every_node_parameter_is_typed_read_only_and_described(declared) -> None:
-    assert set(declared) == {'sim', 'policy_bridge', 'referee', 'recorder', 'ee_pose', 'evaluator'}
+    assert set(declared) == {'sim', 'policy_bridge', 'referee', 'recorder', 'ee_pose', 'evaluator', 'fake_hardware'}
     for node, parameters in declared.items():
         assert parameters, node
         for name, described in parameters.items():
@@ -138,5 +139,8 @@ def test_a_node_refuses_a_parameter_of_the_wrong_type_or_out_of_range(module, pa
 def test_a_launch_argument_of_the_wrong_type_is_refused_before_any_node_starts() -> None:
     from robofollow_ros.errors import GraphError
 
-    with pytest.raises(GraphError, match=r"parameter recorder\.images must be true or false \(got 'maybe'\)"):
+    with pytest.raises(
+        GraphError,
+        match=r"launch argument record_images \(parameter recorder\.images\) must be true or false \(got 'maybe'\)",
+    ):
         load_graph('sim', {'record': 'bag', 'record_images': 'maybe'})

@@ -57,11 +57,12 @@ def test_installed_share_folder_holds_config_and_urdf(prefix) -> None:
     for relative in (
         'config/referee.yaml',
         'config/graph_sim.yaml',
+        'config/graph_real.yaml',
         'config/fastdds_shm.xml',
         'urdf/robofollow_cell.urdf',
     ):
         assert (share / relative).read_bytes() == (ROOT / relative).read_bytes(), relative
-    assert (share / 'launch' / 'sim.launch.py').is_file()
+    assert (share / 'launch' / 'sim.launch.py').is_file() and (share / 'launch' / 'real.launch.py').is_file()
 
 
 def test_pip_installed_package_evaluates_and_scores_outside_the_source_tree(prefix, tmp_path) -> None:

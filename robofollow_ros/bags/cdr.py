@@ -25,7 +25,15 @@ from rosbags.typesys.store import Typestore
 
 from robofollow_ros.bags.conventions import IMAGE, IMAGE_ENCODING, JOINT_STATE, NS_PER_S, POSE_STAMPED, STRING
 from robofollow_ros.errors import BagError
-from robofollow_ros.interfaces import RESULT, message_definitions, record_of_result, result_fields
+from robofollow_ros.interfaces import (
+    EPISODE_SPEC,
+    EPISODE_SPEC_FIELDS,
+    RESULT,
+    VERSION,
+    message_definitions,
+    record_of_result,
+    result_fields,
+)
 from robofollow_ros.state_layout import Numbers
 
 ENCAPSULATION_SIZE = 4
@@ -199,6 +207,32 @@ def decode_result(typestore: Typestore, data: bytes, *, topic: str) -> dict[str,
         return record_of_result(message.version, message.record_json)
     except ValueError as err:
         raise BagError(f'{topic}: {err}') from None
+
+
+def encode_episode_spec(typestore: Typestore, fields: dict[str, Any]) -> memoryview:
+    """CDR of a ``robofollow_interfaces/msg/EpisodeSpec`` with these field values (``EPISODE_SPEC_FIELDS``, all of
+    them; ``version`` is this code's).
+
+    Raises:
+        BagError: the typestore lacks the message (definitions not found).
+    """
+    if EPISODE_SPEC not in typestore.types:
+        raise BagError(f'{EPISODE_SPEC} is unknown here: the robofollow_interfaces .msg files were not found')
+    return typestore.serialize_cdr(typestore.types[EPISODE_SPEC](version=VERSION, **fields), EPISODE_SPEC)
+
+
+def decode_episode_spec(typestore: Typestore, data: bytes, *, topic: str) -> dict[str, Any]:
+    """The field values (``EPISODE_SPEC_FIELDS``) of a ``robofollow_interfaces/msg/EpisodeSpec``.
+
+    Raises:
+        BagError: another version, a message that does not decode, or the definitions were not found.
+    """
+    if EPISODE_SPEC not in typestore.types:
+        raise BagError(f'{topic}: {EPISODE_SPEC} is unknown here: the robofollow_interfaces .msg files were not found')
+    message = deserialize(typestore, data, EPISODE_SPEC, topic=topic)
+    if message.version != VERSION:
+        raise BagError(f'{topic}: EpisodeSpec version {message.version} is not {VERSION}, the one this code reads')
+    return {name: kind(getattr(message, name)) for name, kind in EPISODE_SPEC_FIELDS.items()}
 
 
 def decode_json_object(typestore: Typestore, data: bytes, *, topic: str) -> dict[str, Any]:

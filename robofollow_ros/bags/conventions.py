@@ -40,7 +40,8 @@ EPISODE_KEYS: tuple[str, ...] = (
     'robot',
     'frames_are_rows',
 )
-"""Keys of the /robofollow/episode JSON written by the evaluator (the reader returns whatever is there)."""
+"""Keys of the meta data the evaluator records with an episode (its spec fields on /robofollow/episode, ``robot`` and
+``frames_are_rows`` on /robofollow/episode_meta: ``bags/episode_meta.py``; the reader returns whatever is there)."""
 
 IMAGE_ENCODING = 'rgb8'
 

@@ -19,6 +19,7 @@ from rosbags.typesys.store import Typestore
 
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import (
+    decode_episode_spec,
     decode_image,
     decode_joint_state,
     decode_json_object,
@@ -34,10 +35,11 @@ from robofollow_ros.bags.conventions import (
     POSE_STAMPED,
     STRING,
 )
+from robofollow_ros.bags.episode_meta import join_meta
 from robofollow_ros.bags.raw import RawBag, RawTopic
 from robofollow_ros.bags.storage import read_raw
 from robofollow_ros.errors import BagError, TrajectoryError
-from robofollow_ros.interfaces import RESULT
+from robofollow_ros.interfaces import EPISODE_SPEC, RESULT
 from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import known_joint_layouts
@@ -62,7 +64,9 @@ class EpisodeRecording:
     """Everything an episode bag holds, on the frame timeline.
 
     Attributes:
-        meta: the /robofollow/episode JSON, plus ``recovered`` (what was repaired) and ``warnings`` when any.
+        meta: the episode's meta data (the typed /robofollow/episode and /robofollow/episode_meta, or the JSON
+            /robofollow/episode of bags written before the typed interfaces), plus ``recovered`` (what was
+            repaired) and ``warnings`` when any.
         trajectory: the referee's input.
         joint_positions: (n, 14) in the 14-D layout (grippers normalised), zero-order held; NaN for joints never
             (or not yet) seen.
@@ -126,7 +130,7 @@ def load_episode(path: str | Path, *, images: bool = False, max_gap: float = MAX
 
 def _is_episode_topic(topic: str) -> bool:
     return (
-        topic in (topics.EPISODE, topics.RESULT, topics.JOINT_STATES)
+        topic in (topics.EPISODE, topics.EPISODE_META, topics.RESULT, topics.JOINT_STATES)
         or topic.startswith(topics.EE_POSE_PREFIX)
         or topics.object_name_from_topic(topic) is not None
     )
@@ -150,6 +154,10 @@ def _result(typestore: Typestore, raw: RawBag, path: Path) -> dict[str, Any] | N
     if entry.msgtype == RESULT:
         return decode_result(typestore, entry.data[last], topic=topics.RESULT)
     return decode_json_object(typestore, entry.data[last], topic=topics.RESULT)
+
+
+def _first(entry: RawTopic) -> int:
+    return min(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
 
 
 class _Assembler:
@@ -197,14 +205,27 @@ class _Assembler:
         return BagError(f'{self.path}: {problem}')
 
     def meta(self) -> dict[str, Any]:
-        entry = self.typed(topics.EPISODE, STRING)
-        if entry is None:
+        # A typed EpisodeSpec (and the rest on /robofollow/episode_meta) since robofollow_interfaces; JSON in a
+        # std_msgs/String in bags written before.
+        entry = self.raw.topics.get(topics.EPISODE)
+        if not entry:
             raise self.error(f'no {topics.EPISODE} message, so it is not an episode bag')
-        first = min(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
-        meta = decode_json_object(self.typestore, entry.data[first], topic=topics.EPISODE)
+        if entry.msgtype not in (EPISODE_SPEC, STRING):
+            raise self.error(f'{topics.EPISODE} has type {entry.msgtype}, expected {EPISODE_SPEC} or {STRING}')
         if len({bytes(data) for data in entry.data}) > 1:
             self.warnings.append(f'{len(entry)} different {topics.EPISODE} messages; the first one is used')
-        return meta
+        first = entry.data[_first(entry)]
+        if entry.msgtype == STRING:
+            return decode_json_object(self.typestore, first, topic=topics.EPISODE)
+        fields = decode_episode_spec(self.typestore, first, topic=topics.EPISODE)
+        companion = self.typed(topics.EPISODE_META, STRING)
+        if companion is None:
+            return join_meta(fields, None)
+        extra = decode_json_object(self.typestore, companion.data[_first(companion)], topic=topics.EPISODE_META)
+        try:
+            return join_meta(fields, extra)
+        except BagError as error:
+            raise self.error(f'{topics.EPISODE_META}: {error}') from None
 
     def add_poses(self, builder: TrajectoryBuilder, topic: str) -> None:
         entry = self.typed(topic, POSE_STAMPED)

@@ -1,6 +1,7 @@
 """Writing an evaluation episode as a rosbag2 (MCAP or SQLite3) through rosbags.
 
-Message order: the episode message at the first frame time (then, for a registered robot, its URDF on
+Message order: the episode message (the typed ``EpisodeSpec``, then on /robofollow/episode_meta what the spec does not
+hold: ``bags/episode_meta.py``) at the first frame time (then, for a registered robot, its URDF on
 /robot_description, transient local like the episode, so that RViz and Foxglove draw the arms from the bag alone);
 then frame by frame the camera images, the joint states, the object poses and last the EE poses (so a frame whose EE
 pose was recorded has all its other signals recorded too, even in a bag cut short); the result record at the last
@@ -25,6 +26,7 @@ from rosbags.typesys.store import Typestore
 
 from robofollow_ros import topics
 from robofollow_ros.bags.cdr import (
+    encode_episode_spec,
     encode_image,
     encode_joint_state,
     encode_pose,
@@ -44,10 +46,11 @@ from robofollow_ros.bags.conventions import (
     Storage,
     camera_frame,
 )
+from robofollow_ros.bags.episode_meta import split_meta
 from robofollow_ros.bags.markers import encode_scene_markers
 from robofollow_ros.benchmark.types import ARMS, Arm, Layout
 from robofollow_ros.errors import BagError, TrajectoryError
-from robofollow_ros.interfaces import RESULT
+from robofollow_ros.interfaces import EPISODE_SPEC, RESULT
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import joint_layout, load_robot
 from robofollow_ros.state_layout import ACTION_DIM, GENERIC_LAYOUT, GRIP_INDEX, JointLayout
@@ -70,8 +73,8 @@ LATCHED_QOS = Qos(
     _DEFAULT_DURATION,
     False,
 )
-"""Offered QoS recorded for /robofollow/episode and /robot_description so that ``ros2 bag play`` republishes them
-transient-local."""
+"""Offered QoS recorded for /robofollow/episode, /robofollow/episode_meta and /robot_description so that
+``ros2 bag play`` republishes them transient-local."""
 
 
 def write_episode_bag(
@@ -91,9 +94,10 @@ def write_episode_bag(
 
     Args:
         path: bag directory to create; it must not exist.
-        meta: episode description (task_id, level, layout, seed, round, arm, instruction, variant), stored as
-            JSON on /robofollow/episode, with ``"frames_are_rows": true`` added when the trajectory's frames are
-            executed action rows.
+        meta: episode description (task_id, level, layout, seed, round, arm, instruction, variant, robot, any
+            other JSON value), with ``"frames_are_rows": true`` added when the trajectory's frames are executed
+            action rows: its spec fields as the typed ``EpisodeSpec`` on /robofollow/episode, the rest as JSON on
+            /robofollow/episode_meta (``bags/episode_meta.py``); ``read_episode_bag`` returns it unchanged.
         trajectory: frames to record; ``t`` (seconds, >= 0) becomes the header stamps. Missing orientations
             (``ee_quat`` / ``obj_quat`` entries) are written as the identity quaternion.
         joint_positions: (n, 14) states in the 14-D layout, grippers normalised (1 open, 0 closed) and equal to
@@ -118,7 +122,8 @@ def write_episode_bag(
         The bag directory.
 
     Raises:
-        BagError: unknown storage, existing path, or meta/result that cannot be stored as JSON.
+        BagError: unknown storage, existing path, meta/result that cannot be stored as JSON, or the interface
+            definitions are not found.
         TrajectoryError: malformed trajectory, joint positions or images.
         SimulationError: ``meta['robot']`` is not a registered robot.
     """
@@ -133,9 +138,10 @@ def write_episode_bag(
     joint_names, joint_rows = _joint_rows(trajectory, joint_positions, joints)
     cameras = _camera_images(images, len(frames_ns))
     rows = {'frames_are_rows': True} if trajectory.frames_are_rows else {}
-    meta_text = _json({**meta, **rows}, what='meta')
+    full_meta = {**_mapping(meta, what='meta'), **rows}
+    split_meta(full_meta)  # refused before anything is written
     if result is not None:
-        _json(result, what='result')  # refused before anything is written
+        _json(_mapping(result, what='result'), what='result')  # refused before anything is written
     store = typestore_for(typestore) if isinstance(typestore, Stores) else typestore
     n = len(frames_ns)
     ee_quat = {arm: _quats(trajectory.ee_quat.get(arm), n, f'trajectory.ee_quat[{arm!r}]') for arm in ARMS}
@@ -150,7 +156,7 @@ def write_episode_bag(
     inner = staging / bag.name
     try:
         with EpisodeBagWriter(
-            inner, meta_json=meta_text, stamp_ns=int(frames_ns[0]), storage=storage, typestore=store
+            inner, meta=full_meta, stamp_ns=int(frames_ns[0]), storage=storage, typestore=store
         ) as out:
             if meta.get('robot') is not None:
                 urdf = load_robot(str(meta['robot'])).spec.urdf_text()
@@ -180,25 +186,27 @@ def write_episode_bag(
 class EpisodeBagWriter:
     """Writes one episode bag message by message (the recorder node streams into it; the batch writer loops).
 
-    The episode message is written first. Everything written is in the file as soon as the storage flushes it;
+    The episode messages are written first. Everything written is in the file as soon as the storage flushes it;
     a writer that is killed leaves a bag that ``read_episode_bag`` recovers (``docs/bags.md``).
 
     Args:
         path: bag directory to create; it must not exist.
-        meta_json: the /robofollow/episode JSON text.
-        stamp_ns: log time of the episode message.
+        meta: the episode's meta data (``write_episode_bag``), written as the ``EpisodeSpec`` on /robofollow/episode
+            and the rest on /robofollow/episode_meta.
+        stamp_ns: log time of the episode messages.
         storage: ``mcap`` or ``sqlite3``.
         typestore: ROS distribution (or typestore) whose message definitions are embedded.
 
     Raises:
-        BagError: unknown storage or existing path.
+        BagError: unknown storage, existing path, meta that cannot be stored as JSON, or the interface definitions
+            are not found.
     """
 
     def __init__(
         self,
         path: str | Path,
         *,
-        meta_json: str,
+        meta: Mapping[str, Any],
         stamp_ns: int,
         storage: Storage = 'mcap',
         typestore: Stores | Typestore = Stores.ROS2_KILTED,
@@ -209,11 +217,15 @@ class EpisodeBagWriter:
         if self.path.exists():
             raise BagError(f'{self.path}: already exists; a bag is never overwritten')
         self.typestore = typestore_for(typestore) if isinstance(typestore, Stores) else typestore
+        fields, extra = split_meta(meta)
+        spec = encode_episode_spec(self.typestore, fields)
         self._writer = Writer(self.path, version=ROSBAG2_VERSION, storage_plugin=PLUGINS[storage])
         self._writer.open()
         self._connections: dict[str, Connection] = {}
-        episode = self._connection(topics.EPISODE, STRING, offered_qos_profiles=[LATCHED_QOS])
-        self._writer.write(episode, int(stamp_ns), encode_string(self.typestore, meta_json))
+        episode = self._connection(topics.EPISODE, EPISODE_SPEC, offered_qos_profiles=[LATCHED_QOS])
+        self._writer.write(episode, int(stamp_ns), spec)
+        companion = self._connection(topics.EPISODE_META, STRING, offered_qos_profiles=[LATCHED_QOS])
+        self._writer.write(companion, int(stamp_ns), encode_string(self.typestore, extra))
 
     def _connection(self, topic: str, msgtype: str, **qos: Any) -> Connection:
         connection = self._connections.get(topic)
@@ -281,9 +293,13 @@ class EpisodeBagWriter:
         self.close()
 
 
-def _json(value: Mapping[str, Any], *, what: str) -> str:
+def _mapping(value: Mapping[str, Any], *, what: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise BagError(f'{what} must be a mapping, got {type(value).__name__}')
+    return value
+
+
+def _json(value: Mapping[str, Any], *, what: str) -> str:
     try:
         return json.dumps(dict(value), allow_nan=False)
     except (TypeError, ValueError) as err:

@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     'serve-policy': 'robofollow_ros.cli.serve_policy',
     'probe': 'robofollow_ros.cli.probe',
     'launch': 'robofollow_ros.cli.launch',
+    'calibrate': 'robofollow_ros.cli.calibrate',
 }
 
 RESUMABLE = frozenset({'eval', 'demo'})
@@ -55,6 +56,7 @@ examples:
   robofollow report run/results.jsonl      tables (Markdown, CSV, JSON) and a plot
   robofollow compare runs/a runs/b         A vs B trial by trial: differences, intervals, verdicts
   robofollow collect --scene 1 --episodes 2 --out demos --format lerobot
+  robofollow calibrate board.png --camera-info cam_high.yaml   camera extrinsic from the table board
 """
 
 

@@ -7,10 +7,10 @@ import signal
 
 from robofollow_ros.errors import RoboFollowError
 
-HELP = 'start the ROS node graph (sim, policy bridge, referee, recorder, evaluator) without the ros2 CLI'
+HELP = 'start a ROS node graph (sim: the simulated cell; real: a real or fake-hardware cell) without the ros2 CLI'
 DESCRIPTION = """\
-Start the nodes of a graph declared in config/graph_<GRAPH>.yaml, the same graph that
-`ros2 launch robofollow sim.launch.py` starts, as processes supervised by this command: ordered start,
+Start the nodes of a graph declared in config/graph_<GRAPH>.yaml (sim or real), the same graph that
+`ros2 launch robofollow <GRAPH>.launch.py` starts, as processes supervised by this command: ordered start,
 the shipped Fast DDS shared-memory profile, SIGINT and SIGTERM both stop every node, and the command
 exits non-zero when a required node dies. Arguments are NAME:=VALUE pairs, as for ros2 launch.
 
@@ -21,12 +21,13 @@ stops only its graph; its trial runs on another, and the command exits non-zero 
 example:
   robofollow launch sim policy:=expert scenes:=1 levels:=L0 out:=runs/graph record:=bag
   ROS_DOMAIN_ID=20 robofollow launch sim workers:=2 policy:=expert scenes:=1 out:=runs/graph2   # domains 20, 21
+  robofollow launch real robot_profile:=aloha_ros2_control fake_hardware:=true scenes:=1 out:=runs/real
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``robofollow launch``."""
-    parser.add_argument('graph', nargs='?', default='sim', help='graph name (default sim)')
+    parser.add_argument('graph', nargs='?', default='sim', help='graph name: sim (default) or real')
     parser.add_argument('arguments', nargs='*', metavar='NAME:=VALUE', help='launch arguments')
     parser.add_argument('--show-args', action='store_true', help='list the launch arguments and exit')
 

@@ -79,8 +79,8 @@ def results_file(name: str) -> Path:
 
 
 def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dict[str, Any] | None:
-    """The run all ``records`` belong to (``policy``, ``privileged``, ``isolation``, ``run_id``; ``None`` if they
-    name none).
+    """The run all ``records`` belong to (``policy``, ``privileged``, ``isolation``, ``run_id``, and on a real
+    cell ``runtime``, ``robot_profile``, ``pose_source``; ``None`` if they name none).
 
     Raises:
         RoboFollowError: the records come from more than one run (policy or run identity differ).
@@ -88,6 +88,7 @@ def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dic
     runs: dict[tuple[Any, Any], dict[str, Any]] = {}
     for record in records:
         about = {key: record.get(key) for key in ('policy', 'privileged', 'isolation', 'run_id')}
+        about.update({key: record[key] for key in ('runtime', 'robot_profile', 'pose_source') if key in record})
         runs.setdefault((about['policy'], about['run_id']), about)
     if len(runs) > 1:
         listed = '; '.join(f'{policy or "unknown policy"} run {run_id or "without id"}' for policy, run_id in runs)

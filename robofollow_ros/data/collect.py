@@ -34,7 +34,7 @@ from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.sim.capture import CapturedFrames, FrameCapture
-from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, ROW_SECONDS
+from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH, ROW_FPS
 
 EPISODE_FORMATS = ('hdf5', 'bag')
 
@@ -107,7 +107,7 @@ def resolve_labels(*, scenes: Sequence[int] | None = None, pattern: str | None =
 
 def row_fps() -> Fraction:
     """Frames per second of demonstrations: 50/3 (16.67), one frame every ``ROW_SECONDS`` (``sim.capture``)."""
-    return 1 / Fraction(str(ROW_SECONDS))
+    return ROW_FPS
 
 
 def _rejection_reason(record: dict[str, Any]) -> str:

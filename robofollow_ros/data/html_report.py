@@ -35,6 +35,7 @@ td.ok { color: #187a32; font-weight: 600; } td.fail { color: #b3261e; font-weigh
 ul.stages { margin: 0; padding-left: 16px; } video { width: 300px; display: block; }
 td.task { max-width: 200px; word-break: break-all; } td.instruction { min-width: 200px; max-width: 280px; }
 td.stages { min-width: 260px; }
+img.plot { max-width: 100%; height: auto; }
 """
 
 
@@ -204,7 +205,7 @@ def write_html_report(
         f'<p class="meta">{len(records)} trials, {completed} complete</p>'
         f'<h2>Table 1: IS / ES / CR (%) per scene and level</h2>{table_html(table)}'
         f'{intervals_html(table, intervals, confidence=confidence) if intervals else ""}'
-        f'<h2>From L0 to L3</h2><img alt="IS, ES and CR per level" src="{_e(plot_name)}" width="640">'
+        f'<h2>From L0 to L3</h2><img class="plot" alt="IS, ES and CR per level" src="{_e(plot_name)}">'
         f'{diagnostics_html(diagnostics) if diagnostics is not None else ""}'
         f'<h2>Trials</h2>{trial_rows_html(records, run_dir=run_dir, page_dir=page_dir)}'
     )

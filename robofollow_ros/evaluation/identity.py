@@ -25,8 +25,11 @@ from robofollow_ros.errors import RunFolderError
 from robofollow_ros.textfiles import read_utf8, write_atomically
 
 IDENTITY_NAME = 'identity.json'
-OPTIONAL_FIELDS = ('runtime', 'robot', 'isolation')
+OPTIONAL_FIELDS = ('runtime', 'robot', 'isolation', 'robot_profile', 'pose_source')
 """Fields older identity files may lack (their defaults apply)."""
+CELL_FIELDS = ('robot_profile', 'pose_source')
+"""Fields only a run on a real (or fake-hardware) cell has: absent, not null, elsewhere, so that the identities of
+simulated runs are what they were before real cells existed."""
 DIGEST_LENGTH = 12
 
 
@@ -50,6 +53,8 @@ class RunIdentity:
         runtime: where episodes ran (``in-process``, ``ros-graph``...).
         robot: the simulated cell's robot (``robot.specs``); runs recorded before robots were selectable used
             the primitive one.
+        robot_profile: the real cell's robot profile (``robot.profiles``; runtime ``real``), else None.
+        pose_source: where the real cell's object poses came from (``sim``, ``tracker``, ``mocap``), else None.
     """
 
     policy: str
@@ -64,10 +69,13 @@ class RunIdentity:
     runtime: str = 'in-process'
     robot: str = 'primitive'
     isolation: str = 'built-in'
+    robot_profile: str | None = None
+    pose_source: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The identity as plain JSON values."""
-        return json.loads(json.dumps(asdict(self), sort_keys=True, default=str))
+        """The identity as plain JSON values (without the ``CELL_FIELDS`` that are None)."""
+        values = {key: value for key, value in asdict(self).items() if key not in CELL_FIELDS or value is not None}
+        return json.loads(json.dumps(values, sort_keys=True, default=str))
 
     @property
     def digest(self) -> str:
@@ -96,9 +104,9 @@ class RunIdentity:
         """``field: stored vs new`` for every field where ``other`` (the new run) differs from this one."""
         mine, theirs = self.as_dict(), other.as_dict()
         return [
-            f'{name} {json.dumps(mine[name])} there vs {json.dumps(theirs[name])} here'
-            for name in mine
-            if mine[name] != theirs[name]
+            f'{name} {json.dumps(mine.get(name))} there vs {json.dumps(theirs.get(name))} here'
+            for name in {**mine, **theirs}
+            if mine.get(name) != theirs.get(name)
         ]
 
 

@@ -22,6 +22,8 @@ RecordMode = Literal['none', 'json', 'bag']
 EPISODES_DIR = 'episodes'
 VIDEOS_DIR = 'videos'
 """Where ``--video`` puts each trial's ``<stem>.mp4`` (``evaluation.video.save_trial_video``)."""
+LAYOUTS_DIR = 'layouts'
+"""Where a run on a real cell keeps the pictures of each trial's layout for the operator."""
 
 
 def episode_stem(task_id: str, round_: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -26,7 +26,7 @@ from robofollow_ros.evaluation.leftovers import clean_run_leftovers
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.progress import Progress
-from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem, save_episode
+from robofollow_ros.evaluation.recording import EPISODES_DIR, LAYOUTS_DIR, episode_stem, save_episode
 from robofollow_ros.evaluation.records import Trial, episode_meta
 from robofollow_ros.evaluation.results import RESULTS_NAME, ResultsFile, trial_key
 from robofollow_ros.evaluation.retry import set_aside_failed_trials
@@ -34,11 +34,12 @@ from robofollow_ros.evaluation.runner import InProcessTrials, TrialResult
 from robofollow_ros.evaluation.status import RUN_NAME, write_status
 from robofollow_ros.interrupts import interrupt_behind
 from robofollow_ros.policy.factory import resolve_policy
+from robofollow_ros.referee.aggregate import is_void
 from robofollow_ros.referee.config import default_config
 
 __all__ = ['RunInterrupted', 'SuiteOptions', 'Trial', 'plan_trials', 'run_suite']
 
-RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, 'report')
+RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, LAYOUTS_DIR, 'report')
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -180,9 +181,11 @@ class TrialExecutor(Protocol):
 
 
 class ExecutorFactory(Protocol):
-    """Builds the executor of a run elsewhere than the built-in ways (the ROS graph); names that runtime."""
+    """Builds the executor of a run elsewhere than the built-in ways (the ROS graph); names that runtime and, on a
+    real cell, its robot profile and pose source (``identity_fields``: ``RunIdentity`` fields)."""
 
     runtime: str
+    identity_fields: Mapping[str, str]
 
     def __call__(self, options: SuiteOptions, *, identity: RunIdentity) -> TrialExecutor:
         """The executor for this run."""
@@ -242,7 +245,13 @@ def run_suite(
     factory = resolve_policy(options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy)
     identity = run_identity(options, privileged=factory.privileged, isolation=factory.isolation)
     if executor is not None:
-        identity = replace(identity, runtime=executor.runtime)
+        cell = executor.identity_fields
+        identity = replace(
+            identity,
+            runtime=executor.runtime,
+            robot_profile=cell.get('robot_profile'),
+            pose_source=cell.get('pose_source'),
+        )
     trials = plan_trials(options)
     wanted = {trial.key for trial in trials}
     make_out_folder(options.out)
@@ -307,6 +316,8 @@ def run_suite(
                     for result in stream:
                         with stop.shield():
                             write_result(options, result, trial=by_key[result.key], results=results)
+                            if is_void(result.record):
+                                continue  # kept in the file; the executor plays the trial again
                             on_record(result.record, float(result.record.get('wall_seconds', 0.0)))
                         written += 1
                         if watch is not None:

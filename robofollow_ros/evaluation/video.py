@@ -182,9 +182,8 @@ def write_episode_video(
 
 def save_trial_video(out: Path, stem: str, images: Mapping[str, np.ndarray], *, record: Mapping[str, Any]) -> str:
     """Write ``out/videos/<stem>.mp4`` for an evaluated trial; returns its path relative to ``out``."""
-    from robofollow_ros.sim.constants import ROW_SECONDS
+    from robofollow_ros.sim.constants import ROW_FPS
 
     path = out / VIDEOS_DIR / f'{stem}.mp4'
-    fps = round(1.0 / ROW_SECONDS)
-    write_episode_video(path, images, fps=fps, instruction=str(record.get('instruction', '')), record=record)
+    write_episode_video(path, images, fps=ROW_FPS, instruction=str(record.get('instruction', '')), record=record)
     return str(path.relative_to(out))

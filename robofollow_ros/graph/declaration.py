@@ -22,6 +22,11 @@ from robofollow_ros.resources import share_file
 SUBSTITUTION = re.compile(r'\$\((\w+)\)')
 PROFILE = 'config/fastdds_shm.xml'
 LEGACY_PROFILE_DISTROS = ('humble', 'jazzy')
+POSE_SOURCES = ('sim', 'tracker', 'mocap')
+"""Where the real-time graph's object poses come from (``pose_source``)."""
+CELL_FLAGS = ('fake_hardware', 'markers')
+OBJECT_PLACEHOLDER = '{object}'
+FLAG_WORDS = ('true', 'false')
 
 
 @dataclass(frozen=True)
@@ -158,10 +163,11 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
     strings = set(document.get('strings') or [])
     nodes = []
     typed_defaults: list[dict[str, Any]] = []
+    sources: list[dict[str, str]] = []
     for entry in document.get('nodes') or []:
-        when = entry.get('when') or {}
-        if any(values.get(key) != str(expected) for key, expected in when.items()):
+        if not _applies(entry.get('when'), values):
             continue
+        sources.append(_argument_sources(entry.get('parameters') or {}))
         parameters = {
             key: _substitute(value, values, as_string=key in strings)
             for key, value in (entry.get('parameters') or {}).items()
@@ -177,28 +183,47 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
                 name=str(entry['name']),
                 executable=str(entry['executable']),
                 parameters=parameters,
-                remappings=tuple((str(a), str(b)) for a, b in (entry.get('remappings') or [])),
+                remappings=_remappings(entry.get('remappings') or [], values),
                 required=bool(entry.get('required', False)),
                 main=bool(entry.get('main', False)),
                 once=bool(entry.get('once', False)),
             )
         )
-    for node in nodes:
+    for node, origin in zip(nodes, sources, strict=True):
         if node.executable == 'evaluator':
             from robofollow_ros.graph.suite_parameters import SUITE_PARAMETERS, check_suite_parameters
 
-            check_suite_parameters({key: value for key, value in node.parameters.items() if key in SUITE_PARAMETERS})
+            check_suite_parameters(
+                {key: value for key, value in node.parameters.items() if key in SUITE_PARAMETERS}, labels=origin
+            )
     nodes = [
         replace(
             node,
             parameters={
-                key: _typed(f'{node.name}.{key}', value, default[key]) for key, value in node.parameters.items()
+                key: _typed(_parameter_label(node.name, key, origin), value, default[key])
+                for key, value in node.parameters.items()
             },
         )
-        for node, default in zip(nodes, typed_defaults, strict=True)
+        for node, default, origin in zip(nodes, typed_defaults, sources, strict=True)
     ]
     descriptions = {key: str(spec.get('description', '')) for key, spec in declared.items()}
     return GraphDeclaration(name=name, nodes=tuple(nodes), arguments=values, descriptions=descriptions)
+
+
+def _argument_sources(parameters: Mapping[str, Any]) -> dict[str, str]:
+    """Parameter -> the launch argument it is set from, for the parameters given as exactly ``$(argument)``: errors
+    name what the user typed."""
+    found = {}
+    for key, value in parameters.items():
+        match = SUBSTITUTION.fullmatch(value) if isinstance(value, str) else None
+        if match:
+            found[key] = match.group(1)
+    return found
+
+
+def _parameter_label(node: str, key: str, sources: Mapping[str, str]) -> str:
+    parameter = f'parameter {node}.{key}'
+    return f'launch argument {sources[key]} ({parameter})' if key in sources else parameter
 
 
 def _typed(name: str, value: Any, default: Any) -> Any:
@@ -212,11 +237,46 @@ def _typed(name: str, value: Any, default: Any) -> Any:
     kind = (
         'true or false' if isinstance(default, bool) else 'a whole number' if isinstance(default, int) else 'a number'
     )
-    raise GraphError(f'parameter {name} must be {kind} (got {value!r})')
+    raise GraphError(f'{name} must be {kind} (got {value!r})')
+
+
+def _applies(when: Mapping[str, Any] | None, values: Mapping[str, str]) -> bool:
+    """Whether every ``argument: value`` of a ``when`` holds; ``true``/``false`` match in any case (``True``)."""
+
+    def same(given: str | None, expected: Any) -> bool:
+        expected_text = str(expected).lower() if isinstance(expected, bool) else str(expected)
+        if given is not None and expected_text.lower() in FLAG_WORDS:
+            return given.strip().lower() == expected_text.lower()
+        return given == expected_text
+
+    return all(same(values.get(key), expected) for key, expected in (when or {}).items())
+
+
+def _remappings(entries: list[Any], values: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """A node's remappings: ``[from, to]`` pairs, or ``{from, to, when}`` mappings that apply only ``when`` the
+    arguments say so; ``{object}`` in a mapping's topics stands for every scene item (its pose topic, say)."""
+    from robofollow_ros.topics import all_object_names
+
+    pairs: list[tuple[str, str]] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            source, target = entry
+            pairs.append((str(source), str(target)))
+            continue
+        if not _applies(entry.get('when'), values):
+            continue
+        source, target = str(entry['from']), str(entry['to'])
+        names = all_object_names() if OBJECT_PLACEHOLDER in source + target else ['']
+        pairs += [
+            (source.replace(OBJECT_PLACEHOLDER, name), target.replace(OBJECT_PLACEHOLDER, name)) for name in names
+        ]
+    return tuple(pairs)
 
 
 def _check_arguments(values: Mapping[str, str]) -> None:
     """Refuse values that would only fail once the nodes run (so the error comes before any node starts)."""
+    from robofollow_ros.graph.suite_parameters import flag
+    from robofollow_ros.robot.profiles import load_profile
     from robofollow_ros.robot.specs import get_robot_spec
 
     if 'robot' in values:
@@ -224,6 +284,28 @@ def _check_arguments(values: Mapping[str, str]) -> None:
             get_robot_spec(values['robot'])
         except RoboFollowError as error:
             raise GraphError(f'launch argument robot: {error}') from None
+    for name in CELL_FLAGS:
+        if name in values:
+            flag(f'launch argument {name}', values[name])
+    if 'pose_source' in values and values['pose_source'] not in POSE_SOURCES:
+        raise GraphError(
+            f'launch argument pose_source must be one of {", ".join(POSE_SOURCES)} (got {values["pose_source"]!r})'
+        )
+    if values.get('pose_source') == 'sim' and not flag('fake_hardware', values.get('fake_hardware', 'false')):
+        raise GraphError(
+            "launch argument pose_source: sim (the simulation's truth) needs fake_hardware:=true; "
+            'a real cell takes pose_source:=tracker or mocap'
+        )
+    if 'robot_profile' in values:
+        try:
+            profile = load_profile(values['robot_profile'])
+        except RoboFollowError as error:
+            raise GraphError(f'launch argument robot_profile: {error}') from None
+        if profile.robot is not None and 'robot' in values and profile.robot != values['robot']:
+            raise GraphError(
+                f'launch argument robot: {values["robot"]!r} but robot profile {profile.name!r} drives the '
+                f'{profile.robot!r} robot'
+            )
 
 
 def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -56,13 +56,20 @@ SUITE_MINIMUMS: dict[str, float] = {
 RECORD_MODES = ('none', 'bag')
 
 
-def suite_options(values: Mapping[str, Any]) -> SuiteOptions:
+def suite_options(values: Mapping[str, Any], *, labels: Mapping[str, str] | None = None) -> SuiteOptions:
     """The suite the evaluator runs for these parameter values (missing ones take ``SUITE_PARAMETERS``).
+
+    ``labels`` names a parameter in errors (default: the parameter's own name), so that a launch file's check can
+    name the launch argument the user typed (``policy_timeout``) rather than the node parameter (``query_timeout``).
 
     Raises:
         RoboFollowError: a value that cannot be read (a scene, level, variant, robot, number or JSON object).
     """
     value = {**SUITE_PARAMETERS, **values}
+
+    def label(name: str) -> str:
+        return (labels or {}).get(name, name)
+
     try:
         return SuiteOptions(
             out=Path(str(value['out'])),
@@ -72,26 +79,26 @@ def suite_options(values: Mapping[str, Any]) -> SuiteOptions:
             levels=[parse_level(level) for level in items(value['levels'])] or None,
             pattern=str(value['tasks']) or None,
             task_ids=items(value['task_ids']) or None,
-            rounds=number('rounds', value['rounds'], int),
-            first_round=number('first_round', value['first_round'], int),
+            rounds=number(label('rounds'), value['rounds'], int),
+            first_round=number(label('first_round'), value['first_round'], int),
             variant=parse_variant(str(value['variant'])),
             record=str(value['record']),  # type: ignore[arg-type]
-            limits=EpisodeLimits(max_queries=number('max_queries', value['max_queries'], int)),
-            query_timeout=number('query_timeout', value['query_timeout'], float),
-            trusted_policy=flag('trusted_policy', value['trusted_policy']),
-            policy_memory_limit=number('policy_memory_limit', value['policy_memory_limit'], int),
-            force_new=flag('force_new', value['force_new']),
+            limits=EpisodeLimits(max_queries=number(label('max_queries'), value['max_queries'], int)),
+            query_timeout=number(label('query_timeout'), value['query_timeout'], float),
+            trusted_policy=flag(label('trusted_policy'), value['trusted_policy']),
+            policy_memory_limit=number(label('policy_memory_limit'), value['policy_memory_limit'], int),
+            force_new=flag(label('force_new'), value['force_new']),
             robot=get_robot_spec(str(value['robot'])).name,
-            retry_errors=flag('retry_errors', value['retry_errors']),
+            retry_errors=flag(label('retry_errors'), value['retry_errors']),
             workers=parse_workers(value['workers']),
         )
     except (ValueError, TypeError) as error:
         raise GraphError(str(error)) from None
 
 
-def check_suite_parameters(values: Mapping[str, Any]) -> None:
+def check_suite_parameters(values: Mapping[str, Any], *, labels: Mapping[str, str] | None = None) -> None:
     """Refuse evaluator parameters that would only fail once the graph runs: unreadable values, an unknown
-    policy, options the suite refuses, or filters that select no task.
+    policy, options the suite refuses, or filters that select no task (``labels``: as for ``suite_options``).
 
     Raises:
         GraphError: what is wrong, in one line.
@@ -100,7 +107,7 @@ def check_suite_parameters(values: Mapping[str, Any]) -> None:
     from robofollow_ros.policy.factory import resolve_policy
 
     try:
-        options = suite_options(values)
+        options = suite_options(values, labels=labels)
         if options.record not in RECORD_MODES:
             raise GraphError(f'record must be one of {", ".join(RECORD_MODES)} (got {options.record!r})')
         check_options(options)

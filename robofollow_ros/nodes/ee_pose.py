@@ -3,35 +3,35 @@
 For a real cell (or fake hardware), where no simulator publishes the TCP poses the referee and the workspace check
 read. Joints come either from ``/joint_states`` with the URDF's joint names (``robot`` parameter; e.g. a
 ros2_control ``joint_state_broadcaster``), or, with ``robot_profile`` set, from each arm's ``joint_states`` topic of
-the profile in the driver's names, signs and offsets (e.g. xs_sdk's ``/follower_left/joint_states``). Each pose
-carries the stamp of the joint state it was computed from, in the ``world`` frame (``robot/kinematics.py``).
+the profile in the driver's names, signs and offsets (e.g. xs_sdk's ``/follower_left/joint_states``), read through
+``ros/driver_feedback.py``. Each pose carries the stamp of the joint state it was computed from, in the ``world``
+frame (``robot/kinematics.py``).
+
+With ``robot_profile`` set (real mode) it also publishes ``/robofollow/joint_states``: the cell's 14 joints in the
+URDF's names and the policy's units (grippers as the URDF finger joint, like the sim's ``/joint_states``), once both
+arms were heard, for every driver message, stamped like that message; the referee and recorder read it.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from robofollow_ros import topics
 from robofollow_ros.errors import ProfileError, SimulationError
+from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.kinematics import ForwardKinematics, TcpPose, forward_kinematics
-from robofollow_ros.robot.profiles import RobotProfile, arm_state_from_joint_state, load_profile
+from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.messages import from_time, pose_message
+from robofollow_ros.ros.driver_feedback import DRIVER_STATES, DriverFeedback
+from robofollow_ros.ros.messages import from_time, joint_state_message, pose_message
 from robofollow_ros.ros.runtime import param, run_node
-from robofollow_ros.state_layout import ARM_DOF, ARMS, Arm
+from robofollow_ros.state_layout import ARM_DOF, ARMS, Arm, JointLayout
 
-JOINT_READER = QoSProfile(
-    depth=100,
-    history=HistoryPolicy.KEEP_LAST,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.VOLATILE,
-)
-"""Volatile and reliable: matches a driver's plain reliable writer as well as the sim's transient-local one (a
-transient-local reader would not match a volatile writer and would never hear a real driver)."""
+JOINT_READER = DRIVER_STATES
 
 
 class EePoseNode(Node):
@@ -60,13 +60,11 @@ class EePoseNode(Node):
             )
             self.create_subscription(JointState, joint_topic, self.on_joint_state, JOINT_READER)
         else:
-            for arm in ARMS:
-                self.create_subscription(
-                    JointState,
-                    self.profile.arms[arm].joint_states,
-                    lambda message, arm=arm: self.on_driver_state(arm, message),
-                    JOINT_READER,
-                )
+            self.layout: JointLayout = load_robot(robot).joint_layout
+            self.cell_joints_pub = self.create_publisher(JointState, topics.CELL_JOINT_STATES, qos.STATE)
+            self.feedback = DriverFeedback(
+                self, self.profile, on_arm=self.on_driver_state, on_message=self.publish_cell_joints
+            )
 
     def on_joint_state(self, message: JointState) -> None:
         """URDF-named joints: publish the pose of every arm whose six joints the message carries."""
@@ -78,16 +76,17 @@ class EePoseNode(Node):
         for arm, pose in poses.items():
             self.publish(arm, pose, from_time(message.header.stamp))
 
-    def on_driver_state(self, arm: Arm, message: JointState) -> None:
-        """One arm's driver-named joints, mapped to the policy's joints by the profile."""
-        assert self.profile is not None
-        try:
-            state = arm_state_from_joint_state(self.profile, arm, list(message.name), list(message.position))
-        except ProfileError as error:
-            self.get_logger().warning(f'{arm} joint state ignored: {error}', throttle_duration_sec=5.0)
+    def on_driver_state(self, arm: Arm, state: np.ndarray, stamp_ns: int) -> None:
+        """One arm's seven policy values, read from its driver's joints by the profile."""
+        self.publish(arm, self.kinematics.tcp_pose(arm, state[:ARM_DOF]), stamp_ns)
+
+    def publish_cell_joints(self, stamp_ns: int) -> None:
+        """``/robofollow/joint_states`` of both arms' latest values, once both were heard."""
+        state = self.feedback.state()
+        if state is None:
             return
-        if state is not None:
-            self.publish(arm, self.kinematics.tcp_pose(arm, state[:ARM_DOF]), from_time(message.header.stamp))
+        names, positions = self.layout.joint_state(state)
+        self.cell_joints_pub.publish(joint_state_message(names, positions, stamp_ns=stamp_ns))
 
     def publish(self, arm: Arm, pose: TcpPose, stamp_ns: int) -> None:
         self.pubs[arm].publish(

@@ -42,6 +42,7 @@ from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
+from robofollow_ros.ros.operator import RUNTIMES, CellSettings, RealCell
 from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
@@ -79,6 +80,7 @@ class EvaluatorNode(Node):
     domain: int
     timeout: float
     startup_timeout: float
+    cell_settings: CellSettings | None
 
     def __init__(
         self, *, context: Context | None = None, settings: EvaluatorNode | None = None, domain: int | None = None
@@ -92,6 +94,7 @@ class EvaluatorNode(Node):
         if settings is not None:
             self.options, self.progress, self.domains = settings.options, settings.progress, settings.domains
             self.timeout, self.startup_timeout = settings.timeout, settings.startup_timeout
+            self.cell_settings = settings.cell_settings
             self.domain = int(domain if domain is not None else settings.domain)
         else:
             self._read_parameters()
@@ -103,6 +106,16 @@ class EvaluatorNode(Node):
         )
         self.create_subscription(ResultMessage, topics.RESULT, self.on_result, qos.EVENTS)
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        self.cell: RealCell | None = None
+        if self.cell_settings is not None:
+            self.cell = RealCell(
+                self,
+                settings=self.cell_settings,
+                out=self.options.out,
+                condition=self.condition,
+                wait=self._wait,
+                terminal=sys.stdin if sys.stdin is not None and sys.stdin.isatty() else None,
+            )
 
     def _read_parameters(self) -> None:
         self.options = suite_options(
@@ -132,6 +145,23 @@ class EvaluatorNode(Node):
         self.progress = bool(param(self, 'progress', True, description='show the progress display'))
         self.domain = base_domain()
         self.domains = graph_domains(self.domain, self.options.workers)
+        self.cell_settings = self._read_cell_parameters()
+
+    def _read_cell_parameters(self) -> CellSettings | None:
+        """The real cell this evaluator drives (``runtime: real``), or None in the simulated graph."""
+        runtime = str(param(self, 'runtime', 'sim', description='sim (the simulated graph) or real (a real cell)'))
+        profile = str(param(self, 'robot_profile', '', description='real cell: its robot profile (config/robots)'))
+        pose_source = str(param(self, 'pose_source', 'sim', description='real cell: sim, tracker or mocap'))
+        fake = bool(param(self, 'fake_hardware', False, description='real cell: fake hardware resets the cell'))
+        if runtime not in RUNTIMES:
+            raise GraphError(f'runtime must be one of {", ".join(RUNTIMES)} (got {runtime!r})')
+        if runtime == 'sim':
+            return None
+        if not profile:
+            raise GraphError('runtime real needs the robot_profile parameter')
+        if len(self.domains) > 1:
+            raise GraphError('runtime real drives one cell: workers must be 1')
+        return CellSettings(robot_profile=profile, pose_source=pose_source, fake_hardware=fake)
 
     def on_result(self, message: ResultMessage) -> None:
         record = read_report(self, record_from_result, message, topic=topics.RESULT)
@@ -192,6 +222,9 @@ class EvaluatorNode(Node):
 
     def wait_for_graph(self) -> None:
         """Block until the sim's reset service, the bridge and the referee are there."""
+        if self.cell is not None:
+            self.wait_for_cell(self.cell)
+            return
         self._wait(
             self.reset_client.service_is_ready, timeout=self.startup_timeout, what=f'the {topics.SIM_RESET} service'
         )
@@ -224,50 +257,100 @@ class EvaluatorNode(Node):
         time.sleep(MATCH_SETTLE_SECONDS)
         self.ready = True
 
-    def reset(self, spec: EpisodeSpec, *, deadline: float) -> None:
-        """Call the reset service until the sim has reset to ``spec``.
+    def reset(
+        self,
+        spec: EpisodeSpec,
+        *,
+        deadline: float,
+        client: Client[ResetEpisode.Request, ResetEpisode.Response] | None = None,
+    ) -> None:
+        """Call the reset service (the sim's, or ``client``: fake hardware's) until it has reset to ``spec``.
 
         A call unanswered after ``RESET_ATTEMPT_SECONDS`` is abandoned and made again: Fast DDS drops a response
         whose reader the service has not matched yet ("failed to send response"), and resetting twice to the
         same episode is harmless (every node follows the latest reset of an episode).
         """
+        client = client or self.reset_client
+        who = 'the sim' if client is self.reset_client else 'fake hardware'
         while True:
-            future = self.reset_client.call_async(ResetEpisode.Request(episode=spec_message(spec)))
+            future = client.call_async(ResetEpisode.Request(episode=spec_message(spec)))
             future.add_done_callback(lambda _: self._notify())
             attempt_end = min(deadline, time.monotonic() + RESET_ATTEMPT_SECONDS)
             try:
                 self._wait(
                     future.done,
                     timeout=max(0.0, attempt_end - time.monotonic()),
-                    what=f'{topics.SIM_RESET}',
+                    what=client.srv_name,
                     notified=True,
                 )
             except GraphLostError:
-                self.reset_client.remove_pending_request(future)
+                client.remove_pending_request(future)
                 raise
             except GraphError:
-                self.reset_client.remove_pending_request(future)
+                client.remove_pending_request(future)
                 if time.monotonic() >= deadline or not self.context.ok():
                     raise
                 self.get_logger().warning(
-                    f'{topics.SIM_RESET}{self.where} unanswered for {RESET_ATTEMPT_SECONDS:g} s: calling again'
+                    f'{client.srv_name}{self.where} unanswered for {RESET_ATTEMPT_SECONDS:g} s: calling again'
                 )
                 continue
             response = future.result()
             if response is None or response.episode_id != spec.episode_id:
                 if time.monotonic() > deadline:
-                    raise GraphError(f'the sim{self.where} did not reset to {spec.task_id} in time')
+                    raise GraphError(f'{who}{self.where} did not reset to {spec.task_id} in time')
                 continue  # the answer to an abandoned call
             if response.code == ResetCode.OK:
                 return
             code = {int(c): c.name for c in ResetCode}.get(response.code, str(response.code))
-            raise GraphError(f'the sim{self.where} could not reset to {spec.task_id} ({code}): {response.message}')
+            raise GraphError(f'{who}{self.where} could not reset to {spec.task_id} ({code}): {response.message}')
 
     def start_episode(self, spec: EpisodeSpec, *, deadline: float) -> None:
-        """Publish ``spec``, reset the sim to it and send the instruction: the bridge starts the episode."""
+        """Publish ``spec``, reset the sim to it and send the instruction: the bridge starts the episode (on a
+        real cell the cell is reset already, ``prepare_episode``: the RESET status starts it)."""
         self.episode_pub.publish(spec_message(spec))
-        self.reset(spec, deadline=deadline)
+        if self.cell is None:
+            self.reset(spec, deadline=deadline)
+        else:
+            self.cell.start(spec)
         self.instruction_pub.publish(String(data=spec.instruction))
+
+    def wait_for_cell(self, cell: RealCell) -> None:
+        """Block until the bridge, the referee (and the recorder) are there, and fake hardware's reset service
+        when the cell is fake hardware."""
+        if cell.settings.fake_hardware:
+            what = f'the {topics.CELL_RESET} service'
+            self._wait(cell.reset_client.service_is_ready, timeout=self.startup_timeout, what=what)
+        self._wait(
+            lambda: self.instruction_pub.get_subscription_count() > 0,
+            timeout=self.startup_timeout,
+            what=f'a policy bridge on {topics.INSTRUCTION}',
+        )
+        self._wait(lambda: self.count_publishers(topics.RESULT) > 0, timeout=self.startup_timeout, what='a referee')
+        listeners = 2 + (self.options.record == 'bag')
+        self._wait(
+            lambda: (
+                self.episode_pub.get_subscription_count() >= listeners
+                and cell.status_pub.get_subscription_count() >= listeners
+            ),
+            timeout=self.startup_timeout,
+            what=f'the bridge, referee{" and recorder" if listeners > 2 else ""} on {topics.EPISODE}',
+        )
+        self.ready = True
+
+    def prepare_episode(self, spec: EpisodeSpec) -> None:
+        """On a real cell, bring it to the trial's start: arms home, then fake hardware's reset or the operator
+        (``ros/operator.py``); nothing in the simulated graph (the sim resets in ``start_episode``)."""
+        if self.cell is None:
+            return
+        self.cell.home()
+        if self.cell.reset_client.service_is_ready():
+            self.reset(spec, deadline=time.monotonic() + self.timeout, client=self.cell.reset_client)
+        else:
+            self.cell.ask_operator(spec)
+
+    def void_reason(self, spec: EpisodeSpec) -> str | None:
+        """Why the trial of ``spec`` is void (the operator voided it on a real cell), or None."""
+        return None if self.cell is None else self.cell.void_reason(spec)
 
     def wait_for_end(self, spec: EpisodeSpec, *, deadline: float) -> None:
         """Block until the bridge has ended the episode of ``spec`` (the sim is free for the next reset)."""
@@ -337,7 +420,8 @@ def main(args: list[str] | None = None) -> int:
     try:
         for link in links:
             link.wait_for_graph()
-        trials = GraphTrials(links)
+        cell = node.cell_settings
+        trials = GraphTrials(links, cell=None if cell is None else cell.identity_fields())
         started = True
         records = run_suite(node.options, progress=node.progress, executor=trials)
         if node.options.record == 'bag' and len(links) > 1:

@@ -6,6 +6,10 @@ images + 14-D state) from the topics, queries the policy with a timeout, checks 
 limits, per-row step) and publishes it per arm as a JointTrajectoryController takes it, with a ``ChunkTicket`` for
 the sim (``ros/protocol.py``). A bad chunk is never forwarded: the arms are told to hold (one point at the latest
 measured position, never an empty trajectory) and the episode ends with the reason in ``/robofollow/episode_end``.
+
+Parameter ``runtime``: ``sim`` (the synchronous handshake with the sim node, above) or ``real`` with
+``robot_profile``: the same loop in wall-clock time over the profile's drivers, every chunk through the safety
+filter, a dead-man, ``/robofollow/stop`` and ``/robofollow/home`` (``ros/realtime_bridge.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from robofollow_ros.bags.cdr import decode_joint_state, default_typestore, warm_
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.constants import ACTIONS_PER_QUERY, MAX_QUERIES
 from robofollow_ros.benchmark.types import ARMS, Arm
-from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT, PolicyFailure
@@ -42,7 +46,7 @@ from robofollow_ros.ros.environment import RosEnvironment
 from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
-from robofollow_ros.ros.on_demand_readers import OnDemandReaders
+from robofollow_ros.ros.on_demand_readers import VOLATILE_NEWEST, OnDemandReaders
 from robofollow_ros.ros.protocol import (
     ChunkTicket,
     ChunkTicketMessage,
@@ -53,6 +57,8 @@ from robofollow_ros.ros.protocol import (
     SimStatusMessage,
     StatusEvent,
 )
+from robofollow_ros.ros.realtime_bridge import RUNTIMES, RealCell
+from robofollow_ros.ros.realtime_environment import WatchedPolicy
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_episode, read_report, remember, run_node, wait_for
 from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.ros.trajectory_cdr import (
@@ -129,7 +135,17 @@ class PolicyBridge(Node):
                 )
             ),
         )
-        robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)')))
+        self.runtime = str(param(self, 'runtime', 'sim', description='sim (synchronous) or real (wall clock)'))
+        if self.runtime not in RUNTIMES:
+            raise GraphError(f'parameter runtime of node policy_bridge: must be one of {", ".join(RUNTIMES)}')
+        profile_name = str(param(self, 'robot_profile', '', description='robot profile of the real cell'))
+        if self.runtime == 'real' and not profile_name:
+            raise GraphError('parameter robot_profile of node policy_bridge: runtime real needs a robot profile')
+        self.real = RealCell.from_name(self, profile_name) if self.runtime == 'real' else None
+        robot_name = str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)'))
+        if self.real is not None and self.real.profile.robot is not None:
+            robot_name = self.real.profile.robot
+        robot = load_robot(robot_name)
         self.joint_layout = robot.joint_layout
         row_step = param(
             self,
@@ -139,7 +155,11 @@ class PolicyBridge(Node):
             minimum=0.001,
             maximum=6.3,
         )
-        self.chunk_limits = ChunkLimits.for_robot(robot.name, max_row_step=float(row_step))
+        self.chunk_limits = (
+            ChunkLimits.for_robot(robot.name, max_row_step=float(row_step))
+            if self.real is None
+            else self.real.chunk_limits(robot.name, max_row_step=float(row_step))
+        )
         # At start-up rather than in the first episode: the typestore, its decoders and the task index (~80 ms).
         warm_decoders()
         warm_trajectory_codec()
@@ -158,17 +178,21 @@ class PolicyBridge(Node):
         self.requests: queue.Queue[str | None] = queue.Queue()
         self.ran: set[str] = set()
 
-        self.trajectory_pubs = trajectory_publishers(self)
-        self.ticket_pub = ticket_publisher(self)
+        # Real mode writes the profile's command topics through its driver (RealCell), never these.
+        self.trajectory_pubs = trajectory_publishers(self) if self.real is None else {}
+        self.ticket_pub = ticket_publisher(self) if self.real is None else None
         self.typestore = default_typestore()
         self.end_pub = self.create_publisher(EpisodeEndMessage, topics.EPISODE_END, qos.EVENTS)
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
-        per_row: dict[str, type] = {topics.JOINT_STATES: JointState}
+        # Real mode reads the measured joints from the profile's driver topics (RealCell), not /joint_states.
+        per_row: dict[str, type] = {topics.JOINT_STATES: JointState} if self.real is None else {}
         if self.privileged:
             per_row.update(dict.fromkeys(topics.pose_topics(), PoseStamped))
-        self.samples = OnDemandReaders(self, per_row, store=self.on_sample)
+        self.samples = OnDemandReaders(
+            self, per_row, store=self.on_sample, **({} if self.real is None else {'profile': VOLATILE_NEWEST})
+        )
         self.cache.sources.append(self.samples.drain)
         if self.images:
             for camera in CAMERAS:
@@ -184,9 +208,8 @@ class PolicyBridge(Node):
 
     def build_policy(self) -> LimitedPolicy:
         """A fresh policy instance (at start, and after an instance was abandoned on a timeout)."""
-        return LimitedPolicy(
-            self.factory, limits=self.chunk_limits, timeout=self.timeout, memory_limit_mib=self.memory_limit
-        )
+        kind = LimitedPolicy if self.real is None else WatchedPolicy
+        return kind(self.factory, limits=self.chunk_limits, timeout=self.timeout, memory_limit_mib=self.memory_limit)
 
     def on_episode(self, message: EpisodeSpecMessage) -> None:
         spec = read_episode(self, message)
@@ -232,6 +255,7 @@ class PolicyBridge(Node):
             digests={arm: trajectory_digest(*command, times_ns) for arm, command in commands.items()},
             hold=hold,
         ).to_message()
+        assert self.ticket_pub is not None, 'the simulated runtime only'
         writers = [*self.trajectory_pubs.values(), self.ticket_pub]
         if not hold and any(publisher.get_subscription_count() == 0 for publisher in writers):
             # Commands are not replayed to a reader that matches late (qos.ARM_COMMANDS): wait for the sim's
@@ -307,6 +331,9 @@ class PolicyBridge(Node):
             return latest_reset()
 
     def run(self, spec: EpisodeSpec, instruction: str) -> None:
+        if self.real is not None:
+            self.run_real(spec, instruction)
+            return
         env = RosEnvironment(
             self.cache,
             functools.partial(self.publish_chunk, episode_id=spec.episode_id),
@@ -350,12 +377,26 @@ class PolicyBridge(Node):
         )
         self.end_pub.publish(end.to_message())
 
+    def run_real(self, spec: EpisodeSpec, instruction: str) -> None:
+        """One episode in real mode (``RealCell.run``)."""
+        assert self.real is not None
+        if self.policy.abandoned:
+            self.policy = self.build_policy()
+        assert isinstance(self.policy, WatchedPolicy)
+        end = self.real.run(
+            spec, instruction, policy=self.policy, cache=self.cache, limits=self.limits, timeout=self.sim_timeout
+        )
+        if end is not None:
+            self.end_pub.publish(end.to_message())
+
     def close(self) -> None:
         """Stop the episode thread (its waits end on ``STOP``) before the node's publishers go away."""
         self.requests.put(None)
         with self.cache.condition:
             self.cache.condition.notify_all()
         self.worker.join(timeout=STOP_JOIN_SECONDS)
+        if self.real is not None:
+            self.real.close()
         self.policy.close()
         self.samples.close()
 

@@ -1,7 +1,7 @@
 """``recorder`` node: one rosbag2 per episode (``out/episodes/<task>__rNN``), written through rosbags.
 
 Messages are written as received (CDR, no decoding) into an ``EpisodeBagWriter``: joint states (the robot's joint
-names; the episode message names the ``robot``), object and TCP poses, the scene markers, the result, and with
+names; /robofollow/episode_meta names the ``robot``), object and TCP poses, the scene markers, the result, and with
 ``images: true`` the camera images and CameraInfo; the latest ``/robot_description`` opens every bag, so RViz and
 Foxglove show the cell from the bag alone. Only messages stamped from the episode's reset on go into its bag; the
 bag is closed when the episode's result arrives. A bag is written as ``OUT/episodes/.<stem>.partial-<pid>/<stem>``
@@ -12,7 +12,6 @@ and moved to ``OUT/episodes/<stem>`` when complete, so its files carry the same 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -122,11 +121,11 @@ class RecorderNode(Node):
         staging = partial_path(path)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        meta = json.dumps({**spec.to_dict(), 'robot': self.robot, 'frames_are_rows': True})
+        meta = {**spec.to_dict(), 'robot': self.robot, 'frames_are_rows': True}
         try:
             writer = EpisodeBagWriter(
                 staging / path.name,
-                meta_json=meta,
+                meta=meta,
                 stamp_ns=time.time_ns(),
                 storage=self.storage,  # type: ignore[arg-type]
             )

@@ -15,6 +15,14 @@ from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.textfiles import read_utf8
 
 REQUIRED = ('task_id', 'scene', 'level_tag', 'intent_score', 'exec_score', 'intent_ok', 'exec_ok', 'completion_ok')
+VOID_FIELD = 'void'
+"""A record with ``void: true`` is a trial the operator of a real cell voided (reset failed, robot fault) or that
+was stopped: kept in the results file for the record, played again, and counted by nothing."""
+
+
+def is_void(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` is a voided trial (``VOID_FIELD``)."""
+    return record.get(VOID_FIELD) is True
 
 
 @dataclass(frozen=True)
@@ -55,8 +63,9 @@ def _check(record: Any, where: str) -> dict[str, Any]:
     return record
 
 
-def read_result_records(path: str | Path) -> list[dict[str, Any]]:
-    """Records of a results file: a JSON array, a single JSON object, or JSON Lines.
+def read_result_records(path: str | Path, *, void: bool = False) -> list[dict[str, Any]]:
+    """Records of a results file: a JSON array, a single JSON object, or JSON Lines; voided trials (``is_void``)
+    only with ``void``, so that no summary, report or comparison counts them.
 
     In JSON Lines, a last line cut short without its newline (a run killed while writing) is skipped with
     a warning, so that every record written before it is kept.
@@ -76,7 +85,8 @@ def read_result_records(path: str | Path) -> list[dict[str, Any]]:
             raise RoboFollowError(f'{path}: not a valid JSON array ({error.msg} at line {error.lineno})') from error
         except RecursionError:
             raise RoboFollowError(f'{path}: not result records (JSON nested too deeply to read)') from None
-        return [_check(item, f'{path}[{i}]') for i, item in enumerate(items)]
+        checked = [_check(item, f'{path}[{i}]') for i, item in enumerate(items)]
+        return [record for record in checked if void or not is_void(record)]
     records = []
     lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
@@ -92,7 +102,7 @@ def read_result_records(path: str | Path) -> list[dict[str, Any]]:
         except RecursionError:
             raise RoboFollowError(f'{path}:{number}: not a result record (JSON nested too deeply to read)') from None
         records.append(_check(record, f'{path}:{number}'))
-    return records
+    return [record for record in records if void or not is_void(record)]
 
 
 def trial_identity(record: dict[str, Any]) -> tuple[Any, ...]:

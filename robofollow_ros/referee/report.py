@@ -281,7 +281,8 @@ ISOLATION_LABELS: dict[str, str] = {
 
 def run_title(about: Mapping[str, Any]) -> str:
     """``Policy expert (privileged: ground-truth access; built-in, in-process) · run 1a2b3c4d5e6f · variant
-    published``: the policy, its privilege and isolation, the run and the scoring variant."""
+    published``: the policy, its privilege and isolation, the run and the scoring variant; a run on a real cell
+    adds ``real cell aloha_ros2_control, object poses from tracker``."""
     parts = [f'Policy {about.get("policy") or "unknown"}']
     notes = []
     if about.get('privileged') is not None:
@@ -292,6 +293,9 @@ def run_title(about: Mapping[str, Any]) -> str:
         parts[0] += f' ({"; ".join(notes)})'
     if about.get('run_id'):
         parts.append(f'run {about["run_id"]}')
+    if about.get('robot_profile'):
+        runtime, source = about.get('runtime') or 'real', about.get('pose_source')
+        parts.append(f'{runtime} cell {about["robot_profile"]}, object poses from {source}')
     if about.get('variant'):
         parts.append(f'variant {about["variant"]}')
     return ' · '.join(parts)

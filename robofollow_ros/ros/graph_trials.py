@@ -7,6 +7,12 @@ and started while the referee scores the last (and the recorder closes its bag),
 result collected. A graph that is lost mid-trial (``GraphLostError``) puts its trials back, first in line, and stops
 taking trials; the others run them. A graph with nothing to take waits while another is busy, since that one's trial
 may come back. When every graph is lost with trials left, the run stops with ``WorkerLostError``.
+
+On a real cell (``runtime: real``) the evaluator prepares the cell before each trial (``prepare_episode``: home, the
+fake hardware's reset or the operator placing the objects), so the last trial's result is collected after the
+next one is prepared: a trial the operator voids during or right after it (``void_reason``), or that the bridge's
+stop ended (``error_kind`` ``stopped``), is written marked void (``referee.aggregate.is_void``) and queued again,
+first in line.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Generator, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +37,7 @@ from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.records import Trial, bookkeeping
 from robofollow_ros.evaluation.runner import TrialResult
+from robofollow_ros.referee.aggregate import VOID_FIELD, is_void
 from robofollow_ros.textfiles import partial_owner
 
 
@@ -41,7 +48,11 @@ class GraphLink(Protocol):
     timeout: float
     stopping: bool
 
+    def prepare_episode(self, spec: EpisodeSpec) -> None: ...
+
     def start_episode(self, spec: EpisodeSpec, *, deadline: float) -> None: ...
+
+    def void_reason(self, spec: EpisodeSpec) -> str | None: ...
 
     def wait_for_end(self, spec: EpisodeSpec, *, deadline: float) -> None: ...
 
@@ -51,6 +62,8 @@ class GraphLink(Protocol):
 
 
 LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
+STOPPED = 'stopped'
+"""``error_kind`` of an episode ended by ``/robofollow/stop``: void, like one the operator voided."""
 POLL_SECONDS = 0.1
 JOIN_SECONDS = 5.0
 BAG_WAIT_SECONDS = 10.0
@@ -64,10 +77,12 @@ class GraphTrials:
         ran: trials finished per ROS domain.
     """
 
-    runtime = 'ros-graph'
-
-    def __init__(self, links: Sequence[GraphLink]) -> None:
+    def __init__(self, links: Sequence[GraphLink], *, cell: Mapping[str, str] | None = None) -> None:
+        """``cell``: on a real (or fake-hardware) cell, its ``robot_profile`` and ``pose_source``; the runtime is
+        then ``real``, and the identity and every record name all three."""
         self.links = list(links)
+        self.runtime = 'ros-graph' if cell is None else 'real'
+        self.identity_fields: Mapping[str, str] = dict(cell or {})
         self.problems: list[str] = []
         self.ran: Counter[int] = Counter()
         self.options: SuiteOptions | None = None
@@ -79,19 +94,22 @@ class GraphTrials:
         return self
 
     def start_trial(self, link: GraphLink, trial: Trial) -> _InFlight:
-        """Publish, reset and instruct one trial on ``link``'s graph."""
+        """Prepare the cell for one trial (a real cell: home, reset or the operator), then publish, reset and
+        instruct it on ``link``'s graph; its time runs from then."""
         options = self.options
         assert options is not None
         layout = registry.layout_of(trial.task)
         spec = EpisodeSpec.for_trial(
             trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
         )
+        link.prepare_episode(spec)
         flight = _InFlight(trial, spec, time.perf_counter(), time.time(), time.monotonic() + link.timeout)
         link.start_episode(spec, deadline=flight.deadline)
         return flight
 
     def finish_trial(self, link: GraphLink, flight: _InFlight) -> TrialResult:
-        """Collect the referee's result of a started trial; the record is completed as in-process."""
+        """Collect the referee's result of a started trial; the record is completed as in-process (on a real
+        cell it also names the runtime, profile and pose source, and a trial voided or stopped is marked void)."""
         options, identity = self.options, self.identity
         assert options is not None and identity is not None
         trial = flight.trial
@@ -107,9 +125,16 @@ class GraphTrials:
                 'wall_seconds': round(arrival - flight.started, 3),
             }
         )
+        if self.identity_fields:
+            record.update({'runtime': self.runtime, **self.identity_fields})
+        reason = link.void_reason(flight.spec) or (STOPPED if live['error_kind'] == STOPPED else None)
+        if reason is not None:
+            record.update({VOID_FIELD: True, 'void_reason': reason})
         if options.record == 'bag':
             record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
             _wait_for_bag(link, options.out / record['episode_file'], since=flight.started_wall)
+            if is_void(record):
+                record['episode_file'] = _set_void_bag_aside(options.out, record['episode_file'])
         return TrialResult(key=trial.key, record=record)
 
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
@@ -163,8 +188,11 @@ class GraphTrials:
                         flights.append(self.start_trial(link, trial))
                     if len(flights) == 2 or trial is None:
                         result = self.finish_trial(link, flights[0])
+                        if is_void(result.record):
+                            dispatch.replay(flights[0].trial)
+                        else:
+                            self.ran[link.domain] += 1
                         flights.pop(0)
-                        self.ran[link.domain] += 1
                         finished.put(('result', result))
                     if trial is not None:
                         link.wait_for_end(flights[-1].spec, deadline=flights[-1].deadline)
@@ -225,6 +253,12 @@ class _Dispatch:
             self.trials.put_back(trial, reason=reason)
             self.condition.notify_all()
 
+    def replay(self, trial: Trial) -> None:
+        """Queue a voided ``trial`` again, first in line (not a lost graph: no limit)."""
+        with self.condition:
+            self.trials.put_back(trial, reason='void', lost_simulator=False)
+            self.condition.notify_all()
+
     def leave(self, link: GraphLink) -> None:
         """``link`` is no longer running a trial."""
         with self.condition:
@@ -247,6 +281,20 @@ def _wait_for_bag(link: GraphLink, path: Path, *, since: float) -> None:
             link.get_logger().warning(f'the recorder has not published {path} yet')
             return
         time.sleep(0.01)
+
+
+def _set_void_bag_aside(out: Path, episode_file: str) -> str:
+    """Rename the bag of a voided trial to ``<stem>.void-<n>`` (the first free ``n``), so that the trial played
+    again records under the trial's own name; returns its new ``episode_file``."""
+    bag = out / episode_file
+    if not bag.exists():
+        return episode_file
+    number = 1
+    while bag.with_name(f'{bag.name}.void-{number}').exists():
+        number += 1
+    target = bag.with_name(f'{bag.name}.void-{number}')
+    bag.rename(target)
+    return str(Path(episode_file).with_name(target.name))
 
 
 def remove_orphaned_partials(folder: Path, *, stems: Collection[str]) -> list[Path]:

@@ -26,6 +26,14 @@ NEWEST = QoSProfile(
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
 """The newest sample only; transient local, so a reader matched after the last row still gets it."""
+VOLATILE_NEWEST = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)
+"""The newest sample only, volatile: also matches the plain reliable writers of a real cell (a mocap remap, a
+tracker), which a transient-local reader would not."""
 
 
 class OnDemandReaders:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from robofollow_ros.benchmark.types import TABLE_Z
 from robofollow_ros.state_layout import HEAD_CAMERA, LEFT_WRIST_CAMERA, RIGHT_WRIST_CAMERA
 
@@ -18,6 +20,8 @@ IMPRATIO = 30.0
 
 ROW_SECONDS = 0.06
 """Nominal duration of one executed action row (protocol §1.5: ~0.06 s per frame)."""
+ROW_FPS = 1 / Fraction(str(ROW_SECONDS))
+"""Frames per second of anything recorded once per row (demonstrations, trial videos): exactly 50/3."""
 GRIP_SPEED = 5.0
 """Gripper speed limit in normalised units per second: a full close or open takes at least 0.2 s (50 steps at the
 protocol's 250 Hz, which is what the published executor spends on a gripper-only row)."""

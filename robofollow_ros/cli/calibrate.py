@@ -1,0 +1,138 @@
+"""``robofollow calibrate``: a camera's pose in the world from images of the table board, frozen into YAML."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from robofollow_ros.errors import CalibrationError
+
+HELP = 'camera extrinsic from images of the table board, frozen into a YAML file'
+DESCRIPTION = """\
+Solve a fixed camera's pose in the world from one or more images of the table board (the board tags of the
+marker configuration, config/markers/<name>.yaml), with its intrinsics from a CameraInfo YAML file (as
+camera_info_manager or cameracalibrator write it) or from one message of a live CameraInfo topic, and write both
+into one YAML file the tracker reads (docs/real-cell.md, "Calibrating the camera"). Refused in one line (exit 2),
+and nothing written, when fewer than --min-tags board tags are seen or the board fits worse than --max-rms pixels.
+
+Pixel convention: a CameraInfo from an OpenCV calibration (ROS camera_calibration) has the centre of pixel (0, 0)
+at (0, 0): --pixel-convention centre (default). The simulator's CameraInfo writes cx = W/2 (pixel (0, 0) spans
+[0, 1]): give --pixel-convention corner. The written file is always in OpenCV's convention.
+
+examples:
+  robofollow calibrate board.png --camera-info cam_high.yaml --out cam_high_calibration.yaml
+  robofollow calibrate b1.png b2.png b3.png --camera-info sim_cam_high.yaml --pixel-convention corner
+  robofollow calibrate board.png --camera-info-topic /cam_high/camera_info   intrinsics from the running driver
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``robofollow calibrate``."""
+    parser.add_argument(
+        'images', nargs='+', metavar='IMAGE', help='images of the board (PNG, JPEG, ...) from the camera'
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument('--camera-info', metavar='YAML', help="the camera's CameraInfo YAML file")
+    source.add_argument(
+        '--camera-info-topic', metavar='TOPIC', help='read one CameraInfo from this live topic instead (needs ROS 2)'
+    )
+    parser.add_argument('--timeout', type=float, default=10.0, help='seconds to wait for --camera-info-topic (10)')
+    parser.add_argument(
+        '--pixel-convention',
+        choices=('centre', 'corner'),
+        default='centre',
+        help='of the CameraInfo: centre (OpenCV, ROS camera_calibration; default) or corner (the simulator, cx = W/2)',
+    )
+    parser.add_argument('--camera', help="the camera's name (default: camera_name of the CameraInfo, else cam_high)")
+    parser.add_argument('--markers', default='default', help='marker configuration: name or .yaml path (its board)')
+    parser.add_argument('--out', help='the calibration file to write (default: <camera>_calibration.yaml)')
+    parser.add_argument('--min-tags', type=int, default=3, help='board tags that must be seen (default 3, at least 2)')
+    parser.add_argument('--max-rms', type=float, default=1.5, help='largest RMS reprojection error, px (default 1.5)')
+
+
+def read_image(path: str) -> Any:
+    """The image at ``path`` in grey.
+
+    Raises:
+        CalibrationError: no such file, or not an image OpenCV can read.
+    """
+    import cv2
+
+    file = Path(path)
+    if not file.is_file():
+        raise CalibrationError(f'cannot read image {path}: {"not a file" if file.exists() else "no such file"}')
+    image = cv2.imread(str(file), cv2.IMREAD_GRAYSCALE)
+    if image is None:
+        raise CalibrationError(f'cannot read image {path}: not an image OpenCV can decode')
+    return image
+
+
+def live_camera_info(topic: str, *, timeout_s: float) -> object:
+    """The parsed YAML document of one CameraInfo from ``topic``, read by ``ros.camera_info_once`` in its own
+    process (the command line never imports rclpy).
+
+    Raises:
+        CalibrationError: no message within ``timeout_s``, or the reader failed (its last line of stderr).
+    """
+    import subprocess
+    import sys
+
+    import yaml
+
+    if timeout_s <= 0.0:
+        raise CalibrationError(f'--timeout must be positive, got {timeout_s:g}')
+    command = [sys.executable, '-m', 'robofollow_ros.ros.camera_info_once', topic, '--timeout', str(timeout_s)]
+    # rclpy's start-up and shutdown take seconds on a loaded machine: allow a minute beyond the wait.
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s + 60.0, check=False)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise CalibrationError(lines[-1] if lines else f'the CameraInfo reader exited with status {done.returncode}')
+    return yaml.safe_load(done.stdout)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Calibrate, print the error and the camera's place, write the file."""
+    import numpy as np
+
+    from robofollow_ros.tracking.board_images import calibrate_from_images
+    from robofollow_ros.tracking.camera_info import load_camera_info, parse_camera_info
+    from robofollow_ros.tracking.extrinsic_file import CalibrationQuality, CameraCalibration, save_calibration
+    from robofollow_ros.tracking.markers import load_markers
+
+    if args.max_rms <= 0.0:
+        raise CalibrationError(f'--max-rms must be positive, got {args.max_rms}')
+    # The images first: a bad file is refused before waiting for a CameraInfo.
+    images = [read_image(path) for path in args.images]
+    if args.camera_info_topic is not None:
+        document = live_camera_info(args.camera_info_topic, timeout_s=args.timeout)
+        info = parse_camera_info(document, source=args.camera_info_topic, convention=args.pixel_convention)
+    else:
+        info = load_camera_info(args.camera_info, convention=args.pixel_convention)
+    board = load_markers(args.markers).board
+    result = calibrate_from_images(images, board, info.intrinsics, min_tags=args.min_tags, max_rms_px=args.max_rms)
+    camera = args.camera or info.name or 'cam_high'
+    out = Path(args.out or f'{camera}_calibration.yaml')
+    extrinsic = result.extrinsic
+    calibration = CameraCalibration(
+        camera=camera,
+        intrinsics=info.intrinsics,
+        pose=extrinsic.camera,
+        quality=CalibrationQuality(
+            rms_px=extrinsic.rms_px, max_px=extrinsic.max_px, board_tags=extrinsic.tag_ids, images=len(images)
+        ),
+    )
+    save_calibration(calibration, out)
+    for path, seen in zip(args.images, result.seen, strict=True):
+        print(f'{path}: board tags {" ".join(map(str, seen)) or "none"} ({len(seen)} of {len(board)})')
+    print(
+        f'board fit: {len(extrinsic.tag_ids)} tags, reprojection RMS {extrinsic.rms_px:.2f} px, '
+        f'worst corner {extrinsic.max_px:.2f} px'
+        + (f'; images agree within {result.spread_mm:.1f} mm' if len(images) > 1 else '')
+    )
+    x, y, z = (float(v) for v in extrinsic.camera.position)
+    view = extrinsic.camera.rotation[:, 2]
+    down = float(np.degrees(np.arcsin(-view[2])))
+    print(f'{camera}: optical centre ({x:+.3f}, {y:+.3f}, {z:+.3f}) m in the world, looking {down:.1f}° below level')
+    print(f'wrote {out}')
+    return 0

@@ -1,0 +1,219 @@
+"""``fake_hardware`` node: the MuJoCo cell as the robot behind a robot profile, in wall-clock time (like ros2_control's
+mock components).
+
+Parameter ``robot_profile`` (``config/robots/<name>.yaml``) picks the driver it plays (``ros/fake_driver.py``): it
+takes that driver's command topics, message types and units (QoS reliable + volatile) and publishes its joint-state
+topics in the driver's names and units, stamped with this node's clock. A control loop on its own thread
+(``sim/realtime.py``) runs at the profile's ``control_rate``: each tick advances the controllers' setpoint
+(``sim/controllers.py``) and the physics by exactly one control period, then publishes the joint states.
+
+Also publishes ``/robofollow/objects/<name>/pose`` from simulation truth (``publish_object_poses``, at
+``object_pose_rate`` Hz) and the three cameras' images and CameraInfo (at ``camera_rate`` Hz, ``width`` x
+``height``, rendered on their own thread only while someone subscribes), and serves ``/robofollow/cell/reset``
+(``robofollow_interfaces/srv/ResetEpisode``): the episode's objects placed as the benchmark places them, the arms
+at the profile's home pose, every command dropped. It starts with the arms at home over an empty table.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import mujoco
+import numpy as np
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState
+
+from robofollow_ros import topics
+from robofollow_ros.bags.conventions import camera_frame
+from robofollow_ros.errors import EpisodeSpecError, GraphError, RoboFollowError
+from robofollow_ros.graph.intrinsics import pinhole_from_fovy
+from robofollow_ros.robot.profiles import RobotProfile, load_profile
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.fake_driver import DRIVER_STATE, CommandTopic, FakeDriver
+from robofollow_ros.ros.messages import camera_info_message, image_message, joint_state_message, pose_message
+from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, read_spec
+from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.state_layout import CAMERAS
+
+DEFAULT_SIM_ROBOT = 'aloha'
+"""The simulated cell behind a profile that names no robot description (the Piper's)."""
+
+
+class FakeHardwareNode(Node):
+    """Owns the simulated cell and plays the profile's driver (thin: the work is in ``sim/`` and ``ros/``)."""
+
+    def __init__(self) -> None:
+        super().__init__('fake_hardware')
+        from robofollow_ros.benchmark import registry
+        from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
+        from robofollow_ros.sim.realtime import ControlLoop, RealTimeCell, empty_layout
+
+        self.profile: RobotProfile = load_profile(
+            str(param(self, 'robot_profile', 'aloha_ros2_control', description='robot profile whose driver to play'))
+        )
+        width = int(
+            param(self, 'width', IMAGE_WIDTH, description='camera image width, pixels', minimum=1, maximum=4096)
+        )
+        height = int(
+            param(self, 'height', IMAGE_HEIGHT, description='camera image height, pixels', minimum=1, maximum=4096)
+        )
+        camera_rate = float(param(self, 'camera_rate', 10.0, description='camera images per second', minimum=0.1))
+        self.publish_objects = bool(
+            param(self, 'publish_object_poses', True, description='publish object poses from simulation truth')
+        )
+        pose_rate = float(param(self, 'object_pose_rate', 50.0, description='object poses per second', minimum=0.1))
+        self.period = 1.0 / self.profile.control_rate
+        self.pose_every = max(1, round(self.profile.control_rate / pose_rate))
+
+        self.cell = RealTimeCell(
+            robot=self.profile.robot or DEFAULT_SIM_ROBOT, control_period=self.period, width=width, height=height
+        )
+        first = registry.eval_tasks()[0]
+        self.lock = threading.Lock()
+        self.cell.reset(first, seed=0, layout=empty_layout(first.scene), home=self.profile.home_state())
+        self.driver = FakeDriver(self.profile, initial=self.profile.home_state())
+
+        self.joint_pubs = {
+            topic: self.create_publisher(JointState, topic, DRIVER_STATE)
+            for topic in {self.profile.arms[arm].joint_states for arm in self.profile.arms}
+        }
+        self.object_pubs = {
+            name: self.create_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE)
+            for name in topics.all_object_names()
+        }
+        self.image_pubs = {
+            camera: self.create_publisher(Image, topics.image_topic(camera), qos.SENSOR) for camera in CAMERAS
+        }
+        self.info_pubs = {
+            camera: self.create_publisher(CameraInfo, topics.camera_info_topic(camera), qos.SENSOR)
+            for camera in CAMERAS
+        }
+        for command in self.driver.topics:
+            self.create_subscription(
+                command.message_type,
+                command.topic,
+                lambda message, command=command: self.on_command(command, message),
+                qos.ARM_COMMANDS,  # reliable and volatile: a command is never replayed to a late reader
+            )
+        self.create_service(ResetEpisode, topics.CELL_RESET, self.on_reset)
+
+        self.stop_cameras = threading.Event()
+        self.camera_thread = threading.Thread(
+            target=self.run_cameras, args=(1.0 / camera_rate,), name='cameras', daemon=True
+        )
+        self.exit_code = 0
+        self.loop = ControlLoop(period=self.period, tick=self.tick, on_error=self.on_loop_error)
+        self.loop.start()
+        self.camera_thread.start()
+
+    def now_ns(self) -> int:
+        return int(self.get_clock().now().nanoseconds)
+
+    def on_command(self, command: CommandTopic, message: object) -> None:
+        with self.lock:
+            try:
+                command.handle(message, self.now_ns(), self.cell.measured())
+            except RoboFollowError as error:  # DriverCommandError, or ProfileError from a conversion
+                self.get_logger().error(f'{command.topic}: command refused: {error}')
+
+    def on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
+        response.episode_id = request.episode.episode_id
+        try:
+            spec = read_spec(request.episode)
+            task, layout = spec.resolve()
+        except (EpisodeSpecError, GraphError) as error:
+            self.get_logger().error(f'reset refused: {error}')
+            response.code, response.message = int(ResetCode.INVALID_EPISODE), str(error)
+            return response
+        home = self.profile.home_state()
+        with self.lock:
+            try:
+                self.cell.reset(task, seed=spec.seed, layout=layout, home=home)
+            except RoboFollowError as error:
+                self.get_logger().error(f'reset to {spec.task_id} failed: {error}')
+                response.code, response.message = int(ResetCode.RESET_FAILED), str(error)
+                return response
+            self.driver.setpoints.reset(home)
+        response.code = int(ResetCode.OK)
+        self.get_logger().info(f'cell reset to {spec.task_id} r{spec.round} (layout {layout.name}, seed {spec.seed})')
+        return response
+
+    def tick(self) -> None:
+        """One control period: advance the setpoint and the physics, publish the joint states (and poses)."""
+        with self.lock:
+            position, velocity = self.driver.setpoints.advance(self.now_ns(), self.period)
+            self.cell.step(position, velocity)
+            measured = self.cell.measured()
+            poses = self.cell.object_poses() if self.publish_objects and self.cell.steps % self.pose_every == 0 else {}
+        stamp = self.now_ns()
+        for topic, (names, values) in self.driver.joint_states(measured).items():
+            self.joint_pubs[topic].publish(joint_state_message(names, values, stamp_ns=stamp))
+        for name, (pos, quat) in poses.items():
+            publisher = self.object_pubs.get(name)
+            if publisher is not None:
+                publisher.publish(
+                    pose_message(pos.tolist(), quat.tolist(), stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
+                )
+
+    def on_loop_error(self, error: Exception) -> None:
+        """A robot whose control loop died is not there any more: end the process (exit code 1)."""
+        self.get_logger().fatal(f'control loop failed: {error!r}')
+        self.exit_code = 1
+        rclpy.try_shutdown(context=self.context)
+
+    def wants_images(self) -> bool:
+        return any(publisher.get_subscription_count() > 0 for publisher in self.image_pubs.values())
+
+    def run_cameras(self, period: float) -> None:
+        """Render and publish the cameras every ``period`` seconds while someone subscribes (own thread: EGL
+        contexts belong to the thread that made them, and rendering must not hold up the control loop)."""
+        rig, scratch, rendered_cell = None, None, None
+        next_due = time.monotonic()
+        while not self.stop_cameras.wait(max(0.0, next_due - time.monotonic())):
+            next_due += period
+            if next_due < time.monotonic():
+                next_due = time.monotonic() + period
+            if not self.wants_images():
+                continue
+            with self.lock:
+                cell = self.cell.cell
+                if cell is not rendered_cell:
+                    scratch = mujoco.MjData(cell.model)
+                assert scratch is not None
+                self.cell.snapshot(scratch)
+                stamp = self.now_ns()
+            if cell is not rendered_cell:
+                # Outside the lock: building the render model takes long enough to hold up the control loop.
+                if rig is not None:
+                    rig.close()
+                rig, rendered_cell = self.cell.camera_rig(cell), cell
+            assert rig is not None
+            images = rig.render(scratch)
+            for camera, pixels in images.items():
+                frame = camera_frame(camera)
+                fovy = float(cell.model.camera(camera).fovy[0])
+                intrinsics = pinhole_from_fovy(fovy, width=rig.width, height=rig.height)
+                self.info_pubs[camera].publish(camera_info_message(intrinsics, stamp_ns=stamp, frame_id=frame))
+                self.image_pubs[camera].publish(image_message(np.asarray(pixels), stamp_ns=stamp, frame_id=frame))
+        if rig is not None:
+            rig.close()
+
+    def close(self) -> None:
+        self.loop.stop()
+        self.stop_cameras.set()
+        self.camera_thread.join(timeout=5.0)
+        self.get_logger().info(f'control loop: {self.loop.stats.summary()}')
+        with self.lock:
+            self.cell.close()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the fake hardware node until shutdown."""
+    return run_node(FakeHardwareNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""The policy bridge's real-time mode (``runtime: real``): its parameters, its services and its episode runner.
+
+``RealCell`` holds what the bridge adds for a real cell (or fake hardware) behind a robot profile: ``SafeMotion``
+(the safety filter, the driver writers, the measured joints, the dead-man), ``/robofollow/stop`` and
+``/robofollow/home`` (std_srvs/Trigger), and ``run``, which runs one episode with ``run_episode`` over a
+``RealTimeEnvironment`` and returns its ``EpisodeEnd`` (``end_stamp_ns``: the wall clock once the last rows ran).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+
+from robofollow_ros import topics
+from robofollow_ros.errors import MotionStoppedError, RoboFollowError
+from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.evaluation.guard import PolicyFailure
+from robofollow_ros.graph.chunk_limits import ChunkLimits
+from robofollow_ros.robot.profiles import RobotProfile, load_profile
+from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.protocol import EpisodeEnd
+from robofollow_ros.ros.realtime_environment import RealTimeEnvironment, WatchedPolicy
+from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
+from robofollow_ros.ros.safe_motion import MotionSettings, SafeMotion
+from robofollow_ros.ros.shutdown import STOP
+from robofollow_ros.state_layout import GRIP_INDEX
+
+RUNTIMES = ('sim', 'real')
+STOPPED_KIND = 'stopped'
+"""``error_kind`` of an episode ended by ``/robofollow/stop``."""
+
+
+def motion_settings(node: Node) -> tuple[MotionSettings, float]:
+    """The real mode's parameters: the safety and pacing settings, and the largest observation age (s)."""
+    defaults = MotionSettings()
+
+    def seconds(name: str, default: float, description: str) -> float:
+        return float(param(node, name, default, description=description, minimum=MIN_TIMEOUT))
+
+    settings = MotionSettings(
+        max_state_age=seconds(
+            'max_state_age', defaults.max_state_age, 'seconds the measured joint state may be old for a command'
+        ),
+        policy_deadline=seconds(
+            'policy_deadline', defaults.policy_deadline, 'seconds the policy may think before the arms hold'
+        ),
+        settle_timeout=seconds(
+            'settle_timeout', defaults.settle_timeout, "seconds to wait for the arms to reach a chunk's last row"
+        ),
+        settle_tolerance=seconds(
+            'settle_tolerance', defaults.settle_tolerance, 'how close (rad) the arms must come to the last row'
+        ),
+        home_speed=float(
+            param(
+                node,
+                'home_speed',
+                defaults.home_speed,
+                description='speed of the home move, a fraction of the velocity limits',
+                minimum=0.01,
+                maximum=1.0,
+            )
+        ),
+        gripper_velocity=float(
+            param(
+                node,
+                'gripper_velocity',
+                defaults.gripper_velocity,
+                description='gripper velocity limit, normalised strokes per second',
+                minimum=0.01,
+            )
+        ),
+    )
+    max_age = seconds('max_observation_age', 0.5, 'seconds an observation (images, joints, poses) may be old')
+    return settings, max_age
+
+
+class RealCell:
+    """The bridge's real-mode pieces (see the module docstring).
+
+    Args:
+        node: the bridge.
+        profile: the robot profile.
+    """
+
+    def __init__(self, node: Node, profile: RobotProfile) -> None:
+        self.node = node
+        self.profile = profile
+        settings, self.max_age = motion_settings(node)
+        self.motion = SafeMotion(node, profile, settings=settings)
+        self.running = False
+        node.create_service(Trigger, topics.STOP, self.on_stop)
+        node.create_service(Trigger, topics.HOME, self.on_home)
+
+    @classmethod
+    def from_name(cls, node: Node, name: str) -> RealCell:
+        """``RealCell`` of the profile ``name`` (a shipped name or a path); ``ProfileError`` if it is wrong."""
+        return cls(node, load_profile(name))
+
+    def chunk_limits(self, robot: str, *, max_row_step: float) -> ChunkLimits:
+        """The bridge's chunk checks before the safety filter: the URDF's (``robot``, the profile's robot), or the
+        profile's own joint limits when it names no robot (the Piper: the default robot's URDF is not its arms')."""
+        if self.profile.robot is not None:
+            return ChunkLimits.for_robot(robot, max_row_step=max_row_step)
+        step = np.full(len(self.profile.state_lower()), float(max_row_step))
+        step[list(GRIP_INDEX.values())] = 1.0
+        return ChunkLimits(
+            lower=self.profile.state_lower(),
+            upper=self.profile.state_upper(),
+            max_row_step=step,
+            names=self.motion.limits.names,
+        )
+
+    def on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Both arms hold now; the running episode ends ``stopped``; motion is refused until the next episode."""
+        decision = self.motion.stop()
+        response.success = decision.command is not None
+        response.message = (
+            'both arms hold; motion refused until the next episode starts'
+            if response.success
+            else 'no measured joint state to hold at: stop the arms at the driver'
+        )
+        self.node.get_logger().warning(f'{topics.STOP}: {response.message}')
+        return response
+
+    def on_home(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """A slow move to the profile's home pose (refused while an episode runs or after a stop)."""
+        if self.running:
+            response.success, response.message = False, 'an episode is running: home refused'
+        else:
+            response.success, response.message = self.motion.home()
+        self.node.get_logger().info(f'{topics.HOME}: {response.message}')
+        return response
+
+    def run(
+        self,
+        spec: EpisodeSpec,
+        instruction: str,
+        *,
+        policy: WatchedPolicy,
+        cache: ObservationCache,
+        limits: EpisodeLimits,
+        timeout: float,
+    ) -> EpisodeEnd | None:
+        """Run one episode; its ``EpisodeEnd`` (``None`` when the process is stopping: it has no end)."""
+        logger = self.node.get_logger()
+        env = RealTimeEnvironment(
+            cache,
+            self.motion,
+            clock_ns=lambda: self.node.get_clock().now().nanoseconds,
+            episode_id=spec.episode_id,
+            privileged=policy.privileged,
+            timeout=timeout,
+            max_age=self.max_age,
+            log=logger.warning,
+        )
+        policy.motion = self.motion
+        error: str | None = None
+        kind: str | None = None
+        self.running = True
+        try:
+            task, layout = spec.resolve()
+            task = dataclasses.replace(task, instruction=instruction)
+            outcome = run_episode(env, policy, task, seed=spec.seed, layout=layout, limits=limits)
+            error, kind = outcome.policy_error, outcome.error_kind
+        except PolicyFailure as failure:
+            error, kind = str(failure), failure.kind
+        except MotionStoppedError as failure:
+            error, kind = str(failure), STOPPED_KIND
+        except RoboFollowError as failure:
+            if STOP.is_set():
+                return None
+            error, kind = f'graph: {failure}', 'graph'
+        finally:
+            self.running = False
+        if STOP.is_set():
+            return None
+        if error is not None:
+            logger.error(f'{spec.task_id}: {error}; holding the arms')
+            self.motion.hold(what='episode end')
+        end_ns = env.stamp_ns if env.stamp_ns >= 0 else self.node.get_clock().now().nanoseconds
+        counts = dict(self.motion.interventions)
+        # EpisodeEnd has no field for them (yet): one line per episode, beside the per-chunk lines.
+        logger.info(
+            f'episode {spec.episode_id}: {env.queries} queries, {env.executed_rows} rows executed, '
+            f'{sum(counts.values())} safety interventions {counts}'
+        )
+        return EpisodeEnd(
+            episode_id=spec.episode_id,
+            end_stamp_ns=end_ns,
+            queries=env.queries,
+            executed_rows=env.executed_rows,
+            policy_error=error,
+            error_kind=kind,
+        )
+
+    def close(self) -> None:
+        """Stop the dead-man's thread."""
+        self.motion.close()

@@ -1,0 +1,214 @@
+"""``RealTimeEnvironment``: a real cell (or fake hardware) in wall-clock time, driven by the same ``run_episode``.
+
+Time runs on. ``reset`` starts the episode the evaluator announced (``SimStatus`` RESET, stamped with its wall clock)
+and takes the first observation; ``execute`` sends a chunk through ``SafeMotion`` (the safety filter, then the
+driver), waits until its rows are executed (their wall time, then the measured state reaching the last row or a
+short extra limit) and takes the next observation. An observation is the latest camera images, the latest measured
+joint state (the profile's driver ``joint_states``, ``ros/driver_feedback.py``) and, for privileged policies, the
+latest object and TCP poses; any part older than ``max_age`` is refused: the environment waits for a fresher one
+up to ``timeout``, then ends the episode with a ``GraphError`` naming what is old. Never used stale.
+
+``WatchedPolicy`` tells ``SafeMotion``'s dead-man when each query is sent and answered; an answer after the
+dead-man's deadline is dropped (the arms already hold) and the next observation is taken.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from typing import Any
+
+import numpy as np
+
+from robofollow_ros import topics
+from robofollow_ros.bags.cdr import decode_poses, default_typestore
+from robofollow_ros.benchmark.types import ARMS, Layout, Task
+from robofollow_ros.cell_observation import CellObservation
+from robofollow_ros.errors import GraphError, MotionStoppedError
+from robofollow_ros.referee.builder import empty_trajectory
+from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.ros.limited_policy import LimitedPolicy
+from robofollow_ros.ros.observation_cache import ObservationCache
+from robofollow_ros.ros.protocol import StatusEvent
+from robofollow_ros.ros.safe_motion import SafeMotion
+from robofollow_ros.safety.limits import Intervention
+from robofollow_ros.state_layout import CAMERAS
+
+NS_PER_S = 1_000_000_000
+FRESH_POLL = 0.005
+"""Seconds between looks for a fresh enough observation (images and poses notify nobody in real mode)."""
+
+
+class WatchedPolicy(LimitedPolicy):
+    """A ``LimitedPolicy`` whose queries the dead-man watches (``motion`` is set by the bridge in real mode)."""
+
+    motion: SafeMotion | None = None
+
+    def predict(self, observation: Any, *, max_rows: int | None = None) -> np.ndarray:
+        """The checked chunk; the dead-man counts from the call to the answer (or failure)."""
+        if self.motion is not None:
+            self.motion.query_sent()
+        try:
+            return super().predict(observation, max_rows=max_rows)
+        finally:
+            if self.motion is not None:
+                self.motion.answer_arrived()
+
+
+class RealTimeEnvironment:
+    """One episode on a real cell.
+
+    Args:
+        cache: the bridge's images and poses (latest by stamp).
+        motion: the safety filter, driver and measured joints.
+        clock_ns: the node's ROS clock now (ns; wall clock in real mode).
+        episode_id: the episode the evaluator announced.
+        privileged: attach object and TCP poses (the built-in reference policies).
+        timeout: seconds to wait for the evaluator's reset, the driver's readers and a fresh observation.
+        max_age: seconds an observation's parts may be old.
+        log: one line per chunk the safety layer touched, and per refused observation.
+    """
+
+    def __init__(
+        self,
+        cache: ObservationCache,
+        motion: SafeMotion,
+        *,
+        clock_ns: Callable[[], int],
+        episode_id: str,
+        privileged: bool,
+        timeout: float,
+        max_age: float,
+        log: Callable[[str], object],
+    ) -> None:
+        self.cache = cache
+        self.motion = motion
+        self.clock_ns = clock_ns
+        self.episode_id = episode_id
+        self.privileged = privileged
+        self.timeout = timeout
+        self.max_age = max_age
+        self.log = log
+        self.images = False
+        self.layout: Layout | None = None
+        self.origin_ns = 0
+        self.stamp_ns = -1
+        self.queries = 0
+        self.executed_rows = 0
+        self.typestore = default_typestore()
+
+    def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> CellObservation:
+        """The first observation of the episode the evaluator reset the cell for; motion is allowed again."""
+        self.layout, self.images = layout, images
+        found: list[int] = []
+
+        def announced() -> bool:
+            match = self.cache.find_status(lambda s: s.event is StatusEvent.RESET and s.episode_id == self.episode_id)
+            if match is not None:
+                found.append(match[1].stamp_ns)
+            return match is not None
+
+        self.cache.wait(announced, timeout=self.timeout, what='the reset of the cell')
+        self.origin_ns = found[-1]
+        self.motion.release(started_ns=self.origin_ns)
+        self.cache.wait(
+            self.motion.connected,
+            timeout=self.timeout,
+            what=f'the driver on the arm command topics ({", ".join(self.motion.driver.topics())})',
+            poll=FRESH_POLL,
+        )
+        self.stamp_ns = self.clock_ns()
+        return self._observation()
+
+    def execute(self, chunk: np.ndarray, *, images: bool) -> CellObservation:
+        """Send ``chunk`` through the safety filter, wait until it was executed; the next observation."""
+        self.images = images
+        self.queries += 1
+        what = f'chunk {self.queries}'
+        if self.motion.take_late():
+            silent = Intervention('policy_silent', None, None, float(len(chunk)), self.motion.deadman.deadline_s)
+            self.motion.interventions.update([silent.kind])
+            self.log(f'safety: {what}: dropped, answered after the dead-man deadline (the arms hold)')
+        else:
+            sent_at = time.monotonic()
+            decision = self.motion.send_chunk(chunk, what=what)
+            try:
+                reached = self.motion.wait_executed(decision, sent_at=sent_at)
+            except MotionStoppedError:
+                # The rows already due ran; the episode ends here.
+                if decision.command is not None and not decision.held:
+                    due = np.searchsorted(decision.command.times, time.monotonic() - sent_at, side='right')
+                    self.executed_rows += int(due)
+                self.stamp_ns = self.clock_ns()
+                raise
+            self.executed_rows += decision.rows_sent
+            if not reached and decision.command is not None:
+                late, error = self.motion.settings.settle_timeout, self.motion.settle_error
+                self.log(f'{what}: {late:g} s after its last row, an arm joint was {error:.3g} rad off')
+        self.stamp_ns = self.clock_ns()
+        return self._observation()
+
+    def trajectory(self) -> Trajectory:
+        """Nothing: the referee node builds the trajectory from the topics."""
+        return empty_trajectory()
+
+    def _pose_topics(self) -> list[str]:
+        assert self.layout is not None
+        return [topics.ee_pose_topic(arm) for arm in ARMS] + [
+            topics.object_pose_topic(name) for name in self.layout.object_names
+        ]
+
+    def _ages(self, wanted: Collection[str]) -> dict[str, float]:
+        """The age (s) of each part of the observation (``inf`` when it never arrived)."""
+        now_ns = self.clock_ns()
+        state = self.motion.feedback.latest()
+        ages = {'joint state': state.age_s if state is not None else float('inf')}
+        if self.images:
+            for camera in CAMERAS:
+                items = self.cache.images.get(camera)
+                stamp = next(reversed(items.items)) if items is not None and items.items else None
+                ages[topics.image_topic(camera)] = float('inf') if stamp is None else (now_ns - stamp) / NS_PER_S
+        for topic in wanted:
+            recent = self.cache.poses.get(topic)
+            stamp = next(reversed(recent.items)) if recent is not None and recent.items else None
+            ages[topic] = float('inf') if stamp is None else (now_ns - stamp) / NS_PER_S
+        return ages
+
+    def _observation(self) -> CellObservation:
+        wanted = self._pose_topics() if self.privileged else []
+        ages: dict[str, float] = {}
+
+        def fresh() -> bool:
+            self.cache.refresh(wanted)
+            ages.clear()
+            ages.update(self._ages(wanted))
+            return all(age <= self.max_age for age in ages.values())
+
+        try:
+            self.cache.wait(fresh, timeout=self.timeout, what='a fresh observation', poll=FRESH_POLL)
+        except GraphError as error:
+            old = ', '.join(f'{part} {age:.3g} s' for part, age in ages.items() if not age <= self.max_age)
+            raise GraphError(f'{error}: older than {self.max_age:g} s: {old}') from None
+        cell = self.motion.feedback.latest()
+        assert cell is not None
+        with self.cache.condition:
+            images = {c: next(reversed(self.cache.images[c].items.values())) for c in CAMERAS} if self.images else {}
+            poses = {topic: next(reversed(self.cache.poses[topic].items.values())) for topic in wanted}
+        observation = CellObservation(
+            images=images,
+            state=cell.state,
+            time=max(0.0, (cell.stamp_ns - self.origin_ns) / NS_PER_S),
+            robot=self.motion.profile.robot or DEFAULT_ROBOT,
+        )
+        if self.privileged:
+            assert self.layout is not None
+            series = decode_poses(self.typestore, [poses[topic] for topic in wanted], topic='the privileged poses')
+            row = {topic: index for index, topic in enumerate(wanted)}
+            for arm in ARMS:
+                at = row[topics.ee_pose_topic(arm)]
+                observation.ee_pos[arm], observation.ee_quat[arm] = series.position[at], series.quat[at]
+            for name in self.layout.object_names:
+                at = row[topics.object_pose_topic(name)]
+                observation.object_pos[name], observation.object_quat[name] = series.position[at], series.quat[at]
+        return observation

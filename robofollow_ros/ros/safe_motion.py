@@ -1,0 +1,288 @@
+"""``SafeMotion``: everything that moves a real cell's arms goes through here, after the safety layer.
+
+It owns the driver writers (``ros/drivers.py``), the measured joints (``ros/driver_feedback.py``) and the safety
+layer's state: every chunk is filtered by ``safety.command_filter.filter_chunk`` with the profile's limits (joint
+clamp or refusal, velocity, workspace by forward kinematics, non-finite values, stale state) before a row is
+written; every intervention is logged and counted. A dead-man (``safety.deadman.DeadMan``) watches the outstanding
+policy query on its own thread and holds the arms the moment its deadline passes. ``stop`` holds both arms at once
+(from the caller's thread: the stop service's callback) and refuses every further motion until ``release`` (the
+next episode's start).
+
+Locks: ``condition`` guards the measured state and the dead-man; ``lock`` serialises writes to the driver with the
+stop flag. Nobody takes ``lock`` and then ``condition``'s waits, nor holds ``condition`` while taking ``lock``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from rclpy.node import Node
+
+from robofollow_ros.errors import MotionStoppedError
+from robofollow_ros.robot.profiles import RobotProfile
+from robofollow_ros.ros.driver_feedback import DriverFeedback, MeasuredCell
+from robofollow_ros.ros.drivers import make_driver
+from robofollow_ros.safety.command_filter import MeasuredState, SafetyDecision, filter_chunk, hold_command
+from robofollow_ros.safety.deadman import DeadMan
+from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
+from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
+from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
+
+ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column not in GRIP_INDEX.values()])
+"""The 12 arm joints of the 14-D layout (the settle check leaves the grippers out)."""
+
+
+@dataclass(frozen=True)
+class MotionSettings:
+    """The real-time bridge's safety and pacing parameters.
+
+    Attributes:
+        max_state_age: a measured joint state older than this (s) makes the filter hold instead of moving.
+        policy_deadline: the dead-man's deadline (s): a policy silent for longer gets the arms held.
+        settle_timeout: after a chunk's last row is due, how long (s) to wait for the measured state to reach it.
+        settle_tolerance: how close (rad; normalised for grippers) the measured state must come to the last row.
+        home_speed: the home move's speed as a fraction of the profile's velocity limits.
+        gripper_velocity: the grippers' velocity limit (normalised units per second). The gripper command is a
+            position target its own controller moves to at the gripper's speed, and policies open or close it in one
+            row (as the simulated cell executes it): the default lets a full stroke through in one 0.06 s row.
+    """
+
+    max_state_age: float = 0.2
+    policy_deadline: float = 2.0
+    settle_timeout: float = 0.5
+    settle_tolerance: float = 0.02
+    home_speed: float = 0.2
+    gripper_velocity: float = 20.0
+
+
+def rounding(item: Intervention) -> bool:
+    """Whether ``item`` only clamped a target that was within ``POSITION_TOLERANCE`` of its limit."""
+    return item.kind == 'position_clamped' and abs(item.value - item.limit) <= POSITION_TOLERANCE
+
+
+class SafeMotion:
+    """The one writer of arm commands in real mode (see the module docstring).
+
+    Args:
+        node: the bridge node (publishers, subscriptions, clock, logger).
+        profile: the robot profile.
+        settings: limits of the safety layer and pacing.
+    """
+
+    def __init__(self, node: Node, profile: RobotProfile, *, settings: MotionSettings) -> None:
+        self.node = node
+        self.profile = profile
+        self.settings = settings
+        self.row_period = profile.row_period
+        self.condition = threading.Condition()
+        self.lock = threading.Lock()
+        self.feedback = DriverFeedback(node, profile, condition=self.condition)
+        self.driver = make_driver(node, profile)
+        limits = limits_from_profile(
+            profile, max_state_age_s=settings.max_state_age, gripper_velocity=settings.gripper_velocity
+        )
+        if profile.robot is None:
+            node.get_logger().warning(
+                f'robot profile {profile.name!r} names no robot: its workspace box is not checked (no kinematics)'
+            )
+            limits = dataclasses.replace(limits, workspace=None)
+            self.tcp = None
+        else:
+            self.tcp = profile_tcp(profile)
+        self.limits = limits
+        self.stopped = False
+        self.stopped_at_ns = -1
+        self.stop_event = threading.Event()
+        self.deadman = DeadMan(deadline_s=settings.policy_deadline, clock=time.monotonic)
+        self.late_answer = False
+        self.settle_error = math.inf
+        self.interventions: Counter[str] = Counter()
+        self.closed = False
+        self.watcher = threading.Thread(target=self.watch, name='dead-man', daemon=True)
+        self.watcher.start()
+
+    # --- measured state ---------------------------------------------------------------------------------------
+
+    def measured(self) -> MeasuredState:
+        """The latest measured state and its age (non-finite when a driver was never heard: nothing can move)."""
+        cell: MeasuredCell | None = self.feedback.latest()
+        if cell is None:
+            return MeasuredState(positions=np.full(ACTION_DIM, np.nan), age_s=math.inf)
+        return MeasuredState(positions=cell.state, age_s=cell.age_s)
+
+    # --- commands ---------------------------------------------------------------------------------------------
+
+    def record(self, decision: SafetyDecision, what: str) -> None:
+        """Count and log the decision's interventions (one line), leaving out the clamps of targets that were within
+        ``POSITION_TOLERANCE`` of their limit (rounding: a policy holding a joint measured a hair beyond its end stop
+        would otherwise log a clamp per joint and row)."""
+        material = [item for item in decision.interventions if not rounding(item)]
+        if not material and decision.command is not None and not decision.held:
+            return
+        self.interventions.update(item.kind for item in material)
+        self.node.get_logger().warning(
+            f'safety: {what}: {dataclasses.replace(decision, interventions=tuple(material)).summary()}'
+        )
+
+    def write(self, decision: SafetyDecision, state: MeasuredState, *, moving: bool) -> None:
+        """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``)."""
+        with self.lock:
+            if moving and self.stopped:
+                raise MotionStoppedError('stopped by /robofollow/stop: motion refused until the next episode starts')
+            if decision.command is not None:
+                self.driver.send(decision.command, start=state.positions)
+
+    def send_chunk(self, chunk: np.ndarray, *, what: str) -> SafetyDecision:
+        """Filter ``chunk`` (T, 14) from the measured state and write what may be sent (rows or a hold)."""
+        if self.stopped:
+            raise MotionStoppedError('stopped by /robofollow/stop: motion refused until the next episode starts')
+        state = self.measured()
+        decision = filter_chunk(chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp)
+        self.record(decision, what)
+        self.write(decision, state, moving=not decision.held)
+        return decision
+
+    def hold(self, *, reasons: tuple[Intervention, ...] = (), what: str = 'hold') -> SafetyDecision:
+        """Both arms hold at the measured position (one point; written even when stopped)."""
+        state = self.measured()
+        decision = hold_command(state, self.limits, row_period_s=self.row_period, reasons=reasons)
+        self.record(decision, what)
+        self.write(decision, state, moving=False)
+        return decision
+
+    def stop(self) -> SafetyDecision:
+        """Hold both arms now and refuse every motion until ``release``."""
+        state = self.measured()
+        decision = hold_command(state, self.limits, row_period_s=self.row_period)
+        with self.lock:
+            self.stopped = True
+            self.stopped_at_ns = self.node.get_clock().now().nanoseconds
+            self.stop_event.set()
+            if decision.command is not None:
+                self.driver.send(decision.command, start=state.positions)
+        with self.condition:
+            self.condition.notify_all()
+        return decision
+
+    def release(self, *, started_ns: int) -> None:
+        """The episode announced at ``started_ns`` (ROS time) starts: motion is allowed again, unless the stop came
+        after that announcement (it stops this episode too)."""
+        self.interventions.clear()
+        with self.lock:
+            if self.stopped and self.stopped_at_ns >= started_ns:
+                return
+            self.stopped = False
+            self.stop_event.clear()
+
+    def home(self) -> tuple[bool, str]:
+        """A slow move from the measured state to the profile's home pose, through the safety filter; whether all
+        of it was sent, and one line saying what was done."""
+        if self.stopped:
+            return False, 'stopped by /robofollow/stop: motion refused until the next episode starts'
+        state = self.measured()
+        if not np.isfinite(state.positions).all():
+            return False, 'no joint state from the driver yet: nothing to move from'
+        start, goal = state.positions, self.profile.home_state()
+        speed = self.limits.velocity * self.settings.home_speed
+        seconds = float((np.abs(goal - start) / speed).max())
+        rows = max(1, math.ceil(seconds / self.row_period))
+        fractions = np.arange(1, rows + 1, dtype=np.float64)[:, None] / rows
+        chunk = start[None, :] + fractions * (goal - start)[None, :]
+        decision = filter_chunk(chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp)
+        self.record(decision, 'home')
+        try:
+            self.write(decision, state, moving=not decision.held)
+        except MotionStoppedError as error:
+            return False, str(error)
+        if decision.rows_sent < rows:
+            return False, f'home move not sent whole: {decision.summary()}'
+        return True, f'moving home in {rows * self.row_period:.2f} s ({rows} rows)'
+
+    def connected(self) -> bool:
+        """Whether every command topic has a reader."""
+        return self.driver.connected()
+
+    # --- execution --------------------------------------------------------------------------------------------
+
+    def wait_executed(self, decision: SafetyDecision, *, sent_at: float) -> bool:
+        """Wait until the decision's rows are due (wall time from ``sent_at``, monotonic), then until a state measured
+        since then has every arm joint within ``settle_tolerance`` of the last row or ``settle_timeout`` passed;
+        whether it got there (``settle_error``: the largest arm joint error seen last, rad).
+
+        Raises:
+            MotionStoppedError: ``stop`` was called meanwhile.
+        """
+        if decision.command is None:
+            return False
+        due = sent_at + float(decision.command.times[-1])
+        if self.stop_event.wait(max(0.0, due - time.monotonic())):
+            raise MotionStoppedError('stopped by /robofollow/stop')
+        target = decision.command.positions[-1]
+        self.settle_error = math.inf
+        deadline = time.monotonic() + self.settings.settle_timeout
+        with self.condition:
+            while True:
+                if self.stopped:
+                    raise MotionStoppedError('stopped by /robofollow/stop')
+                state = self.feedback.state(since=due)  # measured after the last row was due
+                if state is not None:
+                    # Arm joints only: a gripper closed on an object never reaches its (closed) target.
+                    self.settle_error = float(np.abs(state - target)[ARM_JOINT_COLUMNS].max())
+                    if self.settle_error <= self.settings.settle_tolerance:
+                        return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.condition.wait(remaining)
+
+    # --- dead-man ---------------------------------------------------------------------------------------------
+
+    def query_sent(self) -> None:
+        """A policy query starts: its dead-man countdown starts."""
+        with self.condition:
+            self.deadman.query_sent()
+            self.late_answer = False
+            self.condition.notify_all()
+
+    def answer_arrived(self) -> None:
+        """The policy answered (or failed): a late answer is remembered, to be dropped (``take_late``)."""
+        with self.condition:
+            self.late_answer = not self.deadman.answer_arrived()
+            self.condition.notify_all()
+
+    def take_late(self) -> bool:
+        """Whether the last answer came after the dead-man's deadline (and forget it)."""
+        with self.condition:
+            late, self.late_answer = self.late_answer, False
+            return late
+
+    def watch(self) -> None:
+        """The dead-man's thread: sleeps until the outstanding query's deadline, then holds the arms once."""
+        while True:
+            with self.condition:
+                while not self.closed and not self.deadman.overdue():
+                    wait = self.deadman.deadline_s - self.deadman.waited() if self.deadman.waiting else None
+                    self.condition.wait(None if wait is None else max(wait, 0.0) + 1e-3)
+                if self.closed:
+                    return
+                state = self.measured()
+                decision = self.deadman.poll(state, self.limits, row_period_s=self.row_period)
+                if decision is None:  # already held for this query: wait for the next one
+                    while not self.closed and self.deadman.overdue():
+                        self.condition.wait()
+                    continue
+            self.record(decision, 'dead-man')
+            self.write(decision, state, moving=False)
+
+    def close(self) -> None:
+        """Stop the dead-man's thread."""
+        with self.condition:
+            self.closed = True
+            self.condition.notify_all()
+        self.watcher.join(timeout=1.0)

@@ -1,0 +1,203 @@
+"""The frozen camera calibration (``robofollow calibrate`` writes it, the tracker reads it): one YAML format, one
+reader and one writer (docs/real-cell.md, "Calibrating the camera").
+
+Format (version 1)::
+
+    format: robofollow_camera_calibration
+    version: 1
+    camera: cam_high                 # the camera's name (its topics /<camera>/image_raw, /<camera>/camera_info)
+    width: 640                       # the image size the intrinsics hold for
+    height: 480
+    pixel_centre: opencv             # cx, cy in OpenCV's convention: the centre of pixel (0, 0) is (0, 0)
+    intrinsics: {fx: .., fy: .., cx: .., cy: .., distortion: [k1, k2, p1, p2, k3]}   # [] when none
+    world_to_camera:                 # x_camera = rotation @ x_world + translation (OpenCV's rvec/tvec as a matrix)
+      rotation: [[..], [..], [..]]   # 3x3, rows
+      translation: [tx, ty, tz]      # metres
+    quality: {rms_px: .., max_px: .., board_tags: [40, ..], images: 1}
+
+The camera's optical centre in the world is -rotationᵀ @ translation (written as a comment). A CameraInfo with the
+simulator's cx = W / 2 was converted before writing (``tracking.camera_info``): the file is always OpenCV's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from robofollow_ros.errors import CalibrationError
+from robofollow_ros.textfiles import read_yaml, write_atomically
+from robofollow_ros.tracking.camera import CameraPose, Intrinsics
+
+FORMAT = 'robofollow_camera_calibration'
+VERSION = 1
+PIXEL_CENTRE = 'opencv'
+ORTHONORMAL_TOLERANCE = 1e-6
+FIELDS = ('format', 'version', 'camera', 'width', 'height', 'pixel_centre', 'intrinsics', 'world_to_camera', 'quality')
+
+
+@dataclass(frozen=True)
+class CalibrationQuality:
+    """How well the board fitted: RMS and worst corner reprojection (px), the board tags used, the images."""
+
+    rms_px: float
+    max_px: float
+    board_tags: tuple[int, ...]
+    images: int
+
+
+@dataclass(frozen=True)
+class CameraCalibration:
+    """A camera's intrinsics and pose in the world, as frozen by ``robofollow calibrate``."""
+
+    camera: str
+    intrinsics: Intrinsics
+    pose: CameraPose
+    quality: CalibrationQuality
+
+
+def calibration_text(calibration: CameraCalibration) -> str:
+    """The YAML text of ``calibration`` (numbers written with full precision)."""
+    k = calibration.intrinsics
+    rvec, tvec = calibration.pose.world_to_camera()
+    rotation = calibration.pose.rotation.T
+    position = calibration.pose.position
+    quality = calibration.quality
+
+    def numbers(values: object) -> str:
+        return '[' + ', '.join(repr(float(v)) for v in np.asarray(values).reshape(-1)) + ']'
+
+    lines = [
+        '# Camera calibration written by `robofollow calibrate` (docs/real-cell.md, "Calibrating the camera").',
+        f'# Optical centre in the world (m): {numbers(np.round(position, 4))}; rvec {numbers(np.round(rvec, 6))}.',
+        f'format: {FORMAT}',
+        f'version: {VERSION}',
+        f'camera: {json.dumps(calibration.camera)}',
+        f'width: {k.width}',
+        f'height: {k.height}',
+        f'pixel_centre: {PIXEL_CENTRE}',
+        'intrinsics:',
+        f'  fx: {k.fx!r}',
+        f'  fy: {k.fy!r}',
+        f'  cx: {k.cx!r}',
+        f'  cy: {k.cy!r}',
+        f'  distortion: {numbers(k.distortion)}',
+        'world_to_camera:',
+        '  rotation:',
+        *(f'    - {numbers(row)}' for row in rotation),
+        f'  translation: {numbers(tvec)}',
+        'quality:',
+        f'  rms_px: {quality.rms_px!r}',
+        f'  max_px: {quality.max_px!r}',
+        f'  board_tags: [{", ".join(str(t) for t in quality.board_tags)}]',
+        f'  images: {quality.images}',
+    ]
+    return '\n'.join(lines) + '\n'
+
+
+def save_calibration(calibration: CameraCalibration, path: str | Path) -> Path:
+    """Write ``calibration`` to ``path`` atomically (a kill leaves the old file or the new one)."""
+    out = Path(path)
+    if out.parent != Path('') and not out.parent.is_dir():
+        raise CalibrationError(f'cannot write calibration {out}: folder {out.parent} does not exist')
+    try:
+        return write_atomically(out, calibration_text(calibration))
+    except OSError as failure:
+        raise CalibrationError(f'cannot write calibration {out}: {failure.strerror or failure}') from failure
+
+
+def load_calibration(path: str | Path) -> CameraCalibration:
+    """Read and check a calibration file.
+
+    Raises:
+        CalibrationError: missing or unreadable file, not YAML, another format or version, a field missing,
+            unknown or wrong (a rotation that is not a rotation); one line naming the file and the field.
+    """
+    data = read_yaml(path, what='camera calibration', error=CalibrationError)
+
+    def fail(field: str, message: str) -> CalibrationError:
+        return CalibrationError(f'camera calibration {path}: {field}: {message}')
+
+    if not isinstance(data, dict):
+        raise fail('(top)', f'must be a mapping with {", ".join(FIELDS)}')
+    unknown = [key for key in data if key not in FIELDS]
+    if unknown:
+        raise fail(str(unknown[0]), f'is not a field here (known: {", ".join(FIELDS)})')
+    missing = [key for key in FIELDS if key not in data]
+    if missing:
+        raise fail(missing[0], 'is missing')
+    if data['format'] != FORMAT:
+        raise fail('format', f'must be {FORMAT}, got {data["format"]!r}')
+    if data['version'] != VERSION:
+        raise fail('version', f'{data["version"]!r} is not supported (this reader knows version {VERSION})')
+    if data['pixel_centre'] != PIXEL_CENTRE:
+        raise fail(
+            'pixel_centre', f"must be {PIXEL_CENTRE} (cx, cy in OpenCV's convention), got {data['pixel_centre']!r}"
+        )
+
+    def number(value: object, field: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise fail(field, f'must be a finite number, got {value!r}')
+        return float(value)
+
+    def vector(value: object, field: str, length: tuple[int, ...]) -> list[float]:
+        if not isinstance(value, list) or len(value) not in length:
+            raise fail(field, f'must be a list of {" or ".join(map(str, length))} numbers, got {value!r}')
+        return [number(v, f'{field}[{i}]') for i, v in enumerate(value)]
+
+    def mapping(value: object, field: str, keys: tuple[str, ...]) -> dict[str, object]:
+        if not isinstance(value, dict):
+            raise fail(field, f'must be a mapping with {", ".join(keys)}')
+        for key in value:
+            if key not in keys:
+                raise fail(f'{field}.{key}', f'is not a field here (known: {", ".join(keys)})')
+        for key in keys:
+            if key not in value:
+                raise fail(f'{field}.{key}', 'is missing')
+        return value
+
+    camera = data['camera']
+    if not isinstance(camera, str) or not camera:
+        raise fail('camera', f"must be the camera's name, got {camera!r}")
+    sizes = []
+    for field in ('width', 'height'):
+        value = data[field]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise fail(field, f'must be a positive integer, got {value!r}')
+        sizes.append(value)
+    block = mapping(data['intrinsics'], 'intrinsics', ('fx', 'fy', 'cx', 'cy', 'distortion'))
+    focal = {key: number(block[key], f'intrinsics.{key}') for key in ('fx', 'fy', 'cx', 'cy')}
+    if focal['fx'] <= 0.0 or focal['fy'] <= 0.0:
+        raise fail('intrinsics', f'fx and fy must be positive, got {focal["fx"]}, {focal["fy"]}')
+    distortion = vector(block['distortion'], 'intrinsics.distortion', (0, 4, 5, 8, 12, 14))
+    intrinsics = Intrinsics(**focal, width=sizes[0], height=sizes[1], distortion=tuple(distortion))
+    pose_block = mapping(data['world_to_camera'], 'world_to_camera', ('rotation', 'translation'))
+    rows = pose_block['rotation']
+    if not isinstance(rows, list) or len(rows) != 3:
+        raise fail('world_to_camera.rotation', f'must be three rows of three numbers, got {rows!r}')
+    r_cw = np.array([vector(row, f'world_to_camera.rotation[{i}]', (3,)) for i, row in enumerate(rows)])
+    if np.abs(r_cw @ r_cw.T - np.eye(3)).max() > ORTHONORMAL_TOLERANCE or np.linalg.det(r_cw) < 0.0:
+        raise fail('world_to_camera.rotation', 'is not a rotation matrix (orthonormal, determinant +1)')
+    t = np.array(vector(pose_block['translation'], 'world_to_camera.translation', (3,)))
+    quality_block = mapping(data['quality'], 'quality', ('rms_px', 'max_px', 'board_tags', 'images'))
+    tags = quality_block['board_tags']
+    if not isinstance(tags, list) or not all(isinstance(tag, int) and not isinstance(tag, bool) for tag in tags):
+        raise fail('quality.board_tags', f'must be a list of tag ids, got {tags!r}')
+    images = quality_block['images']
+    if isinstance(images, bool) or not isinstance(images, int) or images < 1:
+        raise fail('quality.images', f'must be a positive integer, got {images!r}')
+    quality = CalibrationQuality(
+        rms_px=number(quality_block['rms_px'], 'quality.rms_px'),
+        max_px=number(quality_block['max_px'], 'quality.max_px'),
+        board_tags=tuple(tags),
+        images=images,
+    )
+    return CameraCalibration(
+        camera=camera,
+        intrinsics=intrinsics,
+        pose=CameraPose(rotation=r_cw.T, position=-r_cw.T @ t),
+        quality=quality,
+    )

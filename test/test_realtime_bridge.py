@@ -1,0 +1,353 @@
+"""The policy bridge in real-time mode (``runtime:=real``) over real DDS, against a stand-in ros2_control cell.
+
+The bridge runs in its own process (private domain) with a test profile that refuses out-of-limit targets
+(test/data/robots/aloha_refuse_test.yaml) and a policy scripted by the instruction (test/realtime_policies.py);
+this process plays the evaluator (episode, reset status, instruction) and the cell (``JtcStandIn``: JTC commands in,
+``/joint_states`` out), and keeps every command that reached the arm topics. Every one of them must pass the JTC
+interface check, stay inside the profile's joint limits and workspace box and within its velocity limits: the
+unsafe rows of a chunk, a stale joint state and a silent policy get holds only.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import rclpy
+from graph_helpers import PROFILE, ROOT, graph_env, ros_domain, wait_until
+from jtc_stand_in import JtcStandIn, Received
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from realtime_policies import GAUNTLET_ROWS, LONG_ROWS
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from robofollow_ros import topics
+from robofollow_ros.benchmark import registry
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.robot.kinematics import forward_kinematics
+from robofollow_ros.robot.profiles import load_profile
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.protocol import (
+    EpisodeEnd,
+    EpisodeEndMessage,
+    EpisodeSpecMessage,
+    SimStatus,
+    SimStatusMessage,
+    StatusEvent,
+    spec_message,
+)
+from robofollow_ros.safety.jtc import check_trajectory
+from robofollow_ros.state_layout import ARMS
+
+pytestmark = pytest.mark.ros
+NOMINAL_DOMAIN = 55
+TEST_PROFILE = ROOT / 'test' / 'data' / 'robots' / 'aloha_refuse_test.yaml'
+NS_PER_S = 1_000_000_000
+PARAMETERS = {
+    'runtime': 'real',
+    'robot_profile': str(TEST_PROFILE),
+    'policy': 'realtime_policies:scripted',
+    'trusted_policy': 'true',
+    'max_queries': '5',
+    'timeout': '2.5',
+    'policy_deadline': '1.0',
+    'max_state_age': '0.2',
+    'max_observation_age': '1.0',
+    'settle_tolerance': '0.001',  # the stand-in reaches each row exactly
+    'settle_timeout': '5.0',  # however loaded the machine, the next observation is taken at the last row
+    'sim_timeout': '3.0',  # also how long a fresh observation is waited for
+}
+
+
+@dataclass
+class Cell:
+    """The test's side of the graph."""
+
+    node: Node
+    driver: JtcStandIn
+    bridge: subprocess.Popen[str]
+    ends: list[EpisodeEnd]
+    spec_pub: object
+    status_pub: object
+    instruction_pub: object
+
+
+@pytest.fixture(scope='module')
+def cell() -> Iterator[Cell]:
+    profile = load_profile(str(TEST_PROFILE))
+    env = graph_env(NOMINAL_DOMAIN)
+    context = Context()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+        patch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', str(PROFILE))
+        rclpy.init(context=context, domain_id=ros_domain(NOMINAL_DOMAIN))
+        node = rclpy.create_node('realtime_test', context=context)
+    driver = JtcStandIn(node, profile, start=profile.home_state())
+    ends: list[EpisodeEnd] = []
+    node.create_subscription(
+        EpisodeEndMessage, topics.EPISODE_END, lambda m: ends.append(EpisodeEnd.from_message(m)), qos.EVENTS
+    )
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    arguments = [arg for name, value in PARAMETERS.items() for arg in ('-p', f'{name}:={value}')]
+    bridge = subprocess.Popen(
+        [sys.executable, '-m', 'robofollow_ros.nodes.policy_bridge', '--ros-args', *arguments],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield Cell(
+            node=node,
+            driver=driver,
+            bridge=bridge,
+            ends=ends,
+            spec_pub=node.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED),
+            status_pub=node.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS),
+            instruction_pub=node.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS),
+        )
+    finally:
+        if bridge.poll() is None:
+            bridge.terminate()
+        try:
+            bridge.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            bridge.kill()
+            bridge.communicate()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        spinner.join(timeout=5)
+
+
+def run_episode(
+    cell: Cell, instruction: str, *, timeout: float = 60.0, reset_ns: int | None = None
+) -> tuple[EpisodeEnd, list[Received]]:
+    """Announce an episode as the evaluator does in real mode (its reset stamped now, or ``reset_ns``); its end and
+    the commands that arrived meanwhile."""
+    wait_until(
+        lambda: (
+            cell.instruction_pub.get_subscription_count() > 0  # type: ignore[attr-defined]
+            and cell.status_pub.get_subscription_count() > 0
+        ),  # type: ignore[attr-defined]
+        timeout=120,
+        what='the bridge to subscribe',
+    )
+    task = registry.eval_tasks(scene=1, level=1)[0]
+    spec = EpisodeSpec.for_trial(task, seed=1, round=1, variant='corrected', layout=registry.layout_of(task).name)
+    first = len(cell.driver.received)
+    cell.spec_pub.publish(spec_message(spec))  # type: ignore[attr-defined]
+    now_ns = cell.node.get_clock().now().nanoseconds if reset_ns is None else reset_ns
+    status = SimStatus(event=StatusEvent.RESET, episode_id=spec.episode_id, stamp_ns=now_ns)
+    cell.status_pub.publish(status.to_message())  # type: ignore[attr-defined]
+    cell.instruction_pub.publish(String(data=instruction))  # type: ignore[attr-defined]
+
+    def ended() -> bool:
+        assert cell.bridge.poll() is None, cell.bridge.communicate()[1][-4000:]
+        return any(end.episode_id == spec.episode_id for end in cell.ends)
+
+    wait_until(ended, timeout=timeout, what=f'the end of the {instruction} episode')
+    time.sleep(0.3)  # the hold after a failure follows the end by a moment
+    end = next(end for end in cell.ends if end.episode_id == spec.episode_id)
+    return end, cell.driver.received[first:]
+
+
+def call(cell: Cell, service: str) -> tuple[Trigger.Response, float]:
+    """Call a Trigger service; the answer and the monotonic time just before the call."""
+    client = cell.node.create_client(Trigger, service)
+    assert client.wait_for_service(timeout_sec=60)
+    called = time.monotonic()
+    future = client.call_async(Trigger.Request())
+    wait_until(future.done, timeout=30, what=f'{service} to answer', poll=0.001)
+    result = future.result()
+    assert result is not None
+    return result, called
+
+
+def assert_safe(received: list[Received]) -> None:
+    """Every command passes the JTC check and keeps every point inside the profile's limits, box and speeds."""
+    profile = load_profile(str(TEST_PROFILE))
+    lower, upper = profile.state_lower(), profile.state_upper()
+    fk = forward_kinematics('aloha')
+    joints_of = {}
+    for arm in ARMS:
+        spec = profile.arms[arm]
+        joints_of[spec.command.topic] = (arm, spec.joints, profile.arms[arm].velocity)
+    for item in received:
+        assert item.points >= 1
+        controller = (
+            joints_of[item.topic][1]
+            if item.topic in joints_of
+            else tuple(
+                profile.arms[a].gripper.command.joint
+                for a in ARMS
+                if profile.arms[a].gripper.interface.topic == item.topic
+            )
+        )
+        assert check_trajectory(item.message, controller_joints=controller) == ()
+        assert (item.message.header.stamp.sec, item.message.header.stamp.nanosec) == (0, 0)
+        if item.topic not in joints_of:
+            continue
+        arm, _, velocity = joints_of[item.topic]
+        columns = slice(0, 6) if arm == 'left' else slice(7, 13)
+        previous, previous_t = item.state[columns], 0.0
+        for point in item.message.points:
+            q = np.array(point.positions)
+            t = point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S
+            assert np.all(q >= lower[columns] - 1e-9) and np.all(q <= upper[columns] + 1e-9)
+            assert profile.in_workspace(fk.tcp_pose(arm, q).position)
+            assert np.all(np.abs(q - previous) <= velocity * (t - previous_t) * (1 + 1e-6) + 1e-9)
+            previous, previous_t = q, t
+
+
+def arm_commands(received: list[Received], arm: str) -> list[Received]:
+    topic = topics.arm_trajectory_topic(arm)  # type: ignore[arg-type]
+    return [item for item in received if item.topic == topic]
+
+
+def is_hold(item: Received) -> bool:
+    """One point at the position the arm stands at (when it stands still)."""
+    arm = 'left' if item.topic.startswith('/left') else 'right'
+    columns = slice(0, 6) if arm == 'left' else slice(7, 13)
+    return item.points == 1 and np.allclose(item.message.points[0].positions, item.state[columns], rtol=0.0, atol=1e-9)
+
+
+def held_where_the_arm_was(item: Received, chunk: Received) -> bool:
+    """``item`` is one point at a position the arm measured during ``chunk``: its start or a row already due when
+    ``item`` arrived (the bridge's latest measurement may be rows behind the moving stand-in, never ahead of it)."""
+    columns = slice(0, 6) if item.topic.startswith('/left') else slice(7, 13)
+    passed = [chunk.state[columns]] + [
+        np.array(point.positions)
+        for point in chunk.message.points
+        if chunk.arrived + point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S <= item.arrived
+    ]
+    held = np.array(item.message.points[0].positions)
+    return item.points == 1 and any(np.allclose(held, row, rtol=0.0, atol=1e-9) for row in passed)
+
+
+def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: Cell) -> None:
+    # An allowed move, too fast, beyond the (refused) joint limit, below the workspace floor, then NaN.
+    end, received = run_episode(cell, 'gauntlet')
+    assert end.error_kind == 'invalid_chunk' and 'non-finite' in (end.policy_error or '')
+    assert end.queries == 4 and end.executed_rows == sum(GAUNTLET_ROWS)
+    assert_safe(received)
+    for arm in ARMS:
+        # Per chunk: its allowed rows, or a hold; then the hold after the NaN ended the episode.
+        assert [item.points for item in arm_commands(received, arm)] == [
+            rows if rows else 1 for rows in GAUNTLET_ROWS
+        ] + [1]
+        assert is_hold(arm_commands(received, arm)[1]) and is_hold(arm_commands(received, arm)[-1])
+
+    # The driver's joint states are 0.5 s old: observations (limit 1 s) are taken, but no command moves (0.2 s).
+    cell.driver.lag = 0.5
+    time.sleep(0.3)  # the bridge's newest joint state is then one of the old ones (the stand-in publishes at 100 Hz)
+    try:
+        end, received = run_episode(cell, 'stale')
+    finally:
+        cell.driver.lag = 0.0
+    assert end.error_kind is None and end.queries == 5 and end.executed_rows == 0
+    assert_safe(received)
+    assert received and all(is_hold(item) for item in received if item.topic in topics_of_arms())
+
+    # Joint states 1.5 s old, beyond the observation limit (1 s): refused, never shown to the policy; after 3 s of
+    # waiting for a fresher one the episode ends with a graph error naming what is old.
+    cell.driver.lag = 1.5
+    time.sleep(0.3)
+    try:
+        end, received = run_episode(cell, 'move')
+    finally:
+        cell.driver.lag = 0.0
+    assert end.error_kind == 'graph' and end.queries == 0 and end.executed_rows == 0
+    assert 'timed out after 3 s waiting for a fresh observation: older than 1 s: joint state 1.5' in (
+        end.policy_error or ''
+    )
+    assert_safe(received)
+    for arm in ARMS:
+        (only,) = arm_commands(received, arm)
+        assert is_hold(only)  # the hold that ends every failed episode
+
+    # A policy that answers after 4 s: the dead-man holds after 1 s, the 2.5 s query timeout ends the episode.
+    end, received = run_episode(cell, 'silent')
+    assert end.error_kind == 'timeout' and end.executed_rows == 0
+    assert_safe(received)
+    for arm in ARMS:
+        commands = arm_commands(received, arm)
+        assert len(commands) == 2 and all(is_hold(item) for item in commands)  # the dead-man's, the end's
+
+
+def topics_of_arms() -> set[str]:
+    return {topics.arm_trajectory_topic(arm) for arm in ARMS}  # type: ignore[arg-type]
+
+
+def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next(cell: Cell) -> None:
+    result: dict[str, object] = {}
+
+    def stop_during_the_first_chunk() -> None:
+        wait_until(
+            lambda: any(item.points == LONG_ROWS for item in cell.driver.received[first:]),
+            timeout=60,
+            what='the first long chunk',
+            poll=0.005,
+        )
+        time.sleep(0.5)
+        result['answer'], result['called'] = call(cell, topics.STOP)
+
+    first = len(cell.driver.received)
+    stopper = threading.Thread(target=stop_during_the_first_chunk)
+    stopper.start()
+    end, received = run_episode(cell, 'long')
+    stopper.join()
+    answer, called = result['answer'], result['called']
+    assert isinstance(answer, Trigger.Response) and answer.success, answer
+    assert isinstance(called, float)
+    assert end.error_kind == 'stopped' and end.queries == 1 and 0 < end.executed_rows < LONG_ROWS
+    assert_safe(received)
+    after = [item for item in received if item.arrived >= called]
+    delays = {}
+    for arm in ARMS:
+        commands = [item for item in after if item.topic == topics.arm_trajectory_topic(arm)]  # type: ignore[arg-type]
+        (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
+        assert commands and all(held_where_the_arm_was(item, chunk) for item in commands)
+        delays[arm] = commands[0].arrived - called
+    control_period = 1.0 / load_profile(str(TEST_PROFILE)).control_rate
+    print(
+        f'stop -> hold: left {delays["left"] * 1e3:.2f} ms, right {delays["right"] * 1e3:.2f} ms '
+        f'(control period {control_period * 1e3:.0f} ms)'
+    )
+
+    # Stopped: home is refused too, and an episode announced before the stop stays stopped (its reset was stamped
+    # before it); an episode announced after it moves again.
+    refused, _ = call(cell, topics.HOME)
+    assert not refused.success and 'stopped' in refused.message
+    before_stop_ns = end.end_stamp_ns - 1_000_000_000
+    end, received = run_episode(cell, 'move', reset_ns=before_stop_ns)
+    assert end.error_kind == 'stopped' and end.executed_rows == 0
+    assert all(is_hold(item) for item in received if item.topic in topics_of_arms())
+    end, received = run_episode(cell, 'move')
+    assert end.error_kind is None and end.executed_rows == 5 * 3
+    assert_safe(received)
+
+    # Home: one slow trajectory per controller through the safety filter, ending at the profile's home pose.
+    before = len(cell.driver.received)
+    answer, _ = call(cell, topics.HOME)
+    assert answer.success, answer.message
+    wait_until(lambda: len(cell.driver.received) >= before + 4, timeout=30, what='the home trajectories')
+    home = cell.driver.received[before:]
+    assert_safe(home)
+    profile = load_profile(str(TEST_PROFILE))
+    for arm in ARMS:
+        (command,) = arm_commands(home, arm)
+        assert command.points > 1
+        np.testing.assert_allclose(command.message.points[-1].positions, profile.arms[arm].home[:6], atol=1e-9)

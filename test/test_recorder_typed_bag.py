@@ -1,0 +1,133 @@
+"""The recorder node writes the episode as the typed EpisodeSpec, and its bag scores with ``robofollow score``.
+
+One process in a private domain runs the real ``RecorderNode`` and a driver node that plays the evaluator, sim and
+referee over DDS: the spec, the reset, a synthetic pick of the yellow block (joint states, object and TCP poses), the
+result. The bag it writes must hold the typed episode connection and score exactly like the same episode written by
+the in-process writer.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from graph_helpers import ROOT, graph_env
+from rosbags.rosbag2 import Reader
+from test_referee_cli import TASK_ID, pickup_trajectory
+
+from robofollow_ros.bags import read_episode_bag, read_episode_result, write_episode_bag
+
+pytestmark = pytest.mark.ros
+
+DOMAIN = 28
+DRIVE = r"""
+import sys, time
+from pathlib import Path
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
+from test_referee_cli import pickup_trajectory
+from robofollow_ros import topics
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.nodes.recorder import RecorderNode
+from robofollow_ros.robot.description import joint_layout
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.messages import joint_state_message, pose_message
+from robofollow_ros.ros.protocol import (
+    EpisodeSpecMessage, ResultMessage, SimStatus, SimStatusMessage, StatusEvent, result_message, spec_message,
+)
+from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
+
+out = Path(sys.argv[1])
+rclpy.init(args=['--ros-args', '-p', f'out:={out}', '-p', 'robot:=aloha'])
+recorder = RecorderNode()
+driver = rclpy.create_node('driver')
+executor = SingleThreadedExecutor()
+executor.add_node(recorder)
+executor.add_node(driver)
+spec = EpisodeSpec(task_id=sys.argv[2], variant='published', layout='default', seed=439, round=1, arm='left',
+                   level='L0', instruction='pick up the yellow block')
+trajectory = pickup_trajectory()
+stamps = [int(round(t * 1e9)) for t in trajectory.t]
+layout = joint_layout('aloha')
+spec_pub = driver.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED)
+status_pub = driver.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS)
+result_pub = driver.create_publisher(ResultMessage, topics.RESULT, qos.EVENTS)
+joints_pub = driver.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
+poses = {topic: driver.create_publisher(PoseStamped, topic, qos.STATE) for topic in topics.pose_topics()}
+deadline = time.monotonic() + 60
+while spec_pub.get_subscription_count() == 0 or joints_pub.get_subscription_count() == 0:
+    assert time.monotonic() < deadline, 'the recorder never subscribed'
+    executor.spin_once(timeout_sec=0.05)
+spec_pub.publish(spec_message(spec))
+status_pub.publish(SimStatus(StatusEvent.RESET, spec.episode_id, stamps[0]).to_message())
+unit = (1.0, 0.0, 0.0, 0.0)
+for i, stamp in enumerate(stamps):
+    state = np.zeros(ACTION_DIM)
+    for arm in ('left', 'right'):
+        state[GRIP_INDEX[arm]] = trajectory.grip[arm][i]
+    joints_pub.publish(joint_state_message(layout.published_names, layout.to_joints(state).tolist(), stamp_ns=stamp))
+    for name, positions in trajectory.obj_pos.items():
+        poses[topics.object_pose_topic(name)].publish(
+            pose_message(positions[i].tolist(), unit, stamp_ns=stamp, frame_id=topics.WORLD_FRAME))
+    for arm in ('left', 'right'):
+        poses[topics.ee_pose_topic(arm)].publish(
+            pose_message(trajectory.ee[arm][i].tolist(), trajectory.ee_quat[arm][i].tolist(), stamp_ns=stamp,
+                         frame_id=topics.WORLD_FRAME))
+    executor.spin_once(timeout_sec=0)
+record = {'episode_id': spec.episode_id, 'task_id': spec.task_id, 'seed': 439, 'round': 1, 'end_stamp_ns': stamps[-1]}
+result_pub.publish(result_message(record))
+bag = out / 'episodes' / f'{spec.task_id}__r01'
+while not bag.is_dir():
+    assert time.monotonic() < deadline, 'the recorder never published its bag'
+    executor.spin_once(timeout_sec=0.05)
+recorder.close()
+print(spec.episode_id, bag, flush=True)
+"""
+
+
+def test_the_recorder_node_writes_the_typed_episode_and_its_bag_scores(tmp_path) -> None:
+    done = subprocess.run(
+        [sys.executable, '-c', DRIVE, str(tmp_path / 'run'), TASK_ID],
+        env=graph_env(DOMAIN),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    episode_id, recorded = done.stdout.split()
+    with Reader(recorded) as reader:
+        types = {connection.topic: connection.msgtype for connection in reader.connections}
+    assert types['/robofollow/episode'] == 'robofollow_interfaces/msg/EpisodeSpec'
+    assert types['/robofollow/episode_meta'] == 'std_msgs/msg/String'
+
+    meta, trajectory = read_episode_bag(recorded)
+    spec = {'task_id': TASK_ID, 'variant': 'published', 'layout': 'default', 'seed': 439, 'round': 1, 'arm': 'left'}
+    spec |= {'level': 'L0', 'instruction': 'pick up the yellow block'}
+    assert meta == {**spec, 'episode_id': episode_id, 'robot': 'aloha', 'frames_are_rows': True}
+    assert read_episode_result(recorded) == {'task_id': TASK_ID, 'seed': 439, 'round': 1}
+    assert len(trajectory) == len(pickup_trajectory())
+
+    in_process = write_episode_bag(
+        tmp_path / 'in_process',
+        meta={**spec, 'robot': 'aloha'},
+        trajectory=replace(pickup_trajectory(), frames_are_rows=True),
+    )
+    scored = subprocess.run(
+        [sys.executable, '-m', 'robofollow_ros', 'score', recorded, str(in_process)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    records = [json.loads(line) for line in scored.stdout.splitlines()]
+    for record in records:
+        record.pop('source')
+    assert records[0] == records[1]
+    assert (records[0]['task_id'], records[0]['window_units'], records[0]['intent_score']) == (TASK_ID, 'frames', 1.0)
