@@ -87,6 +87,7 @@ setup(
             'evaluator = robofollow_ros.nodes.evaluator:main',
             'ee_pose = robofollow_ros.nodes.ee_pose:main',
             'fake_hardware = robofollow_ros.nodes.fake_hardware:main',
+            'aruco_tracker = robofollow_ros.nodes.aruco_tracker:main',
         ],
     },
 )

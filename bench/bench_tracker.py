@@ -10,6 +10,12 @@ poses returned, and per-frame time of detection and of estimation; the same dete
 extrinsic error. Synthetic images only: real cameras (blur, distortion, lighting) will be several times worse.
 
     .venv/bin/python bench/bench_tracker.py [--frames 200] [--seed 0]
+
+``--rendered`` runs the same measures on the simulator's renders instead (real MuJoCo images of the cell with the
+shipped tags, cam_high at 640x480; ``bench/bench_tracker_rendered.py``): ``--layouts`` random layouts per scene and
+the occlusion sweep over ``--sweep`` layouts per scene:
+
+    MUJOCO_GL=egl .venv/bin/python bench/bench_tracker.py --rendered [--layouts 200] [--sweep 50] [--seed 0]
 """
 
 from __future__ import annotations
@@ -144,7 +150,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--frames', type=int, default=200)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--rendered', action='store_true', help="the simulator's renders instead of synthetic images")
+    parser.add_argument('--layouts', type=int, default=200, help='--rendered: random layouts per scene')
+    parser.add_argument('--sweep', type=int, default=50, help='--rendered: occlusion sweep layouts per scene')
+    parser.add_argument('--scenes', default='1,2,3,4', help='--rendered: comma-separated scenes')
+    parser.add_argument(
+        '--corner-window', type=float, default=0.5, help="--rendered: corner refinement window (the node's default)"
+    )
     args = parser.parse_args()
+    if args.rendered:
+        import bench_tracker_rendered
+
+        scenes = tuple(int(s) for s in args.scenes.split(','))
+        bench_tracker_rendered.main(
+            layouts=args.layouts, sweep=args.sweep, seed=args.seed, scenes=scenes, corner_window=args.corner_window
+        )
+        return
     rng = np.random.default_rng(args.seed)
     for width, height in ((640, 480), (320, 240)):
         run_calibration(width, height, rng)

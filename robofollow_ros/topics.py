@@ -18,6 +18,8 @@ CELL_RESET = '/robofollow/cell/reset'
 OBJECT_POSE_PREFIX = '/robofollow/objects/'
 EE_POSE_PREFIX = '/robofollow/ee/'
 WORLD_FRAME = 'world'
+TRACKER_STATUS = '/robofollow/tracker/status'
+"""The aruco_tracker's per-frame account (std_msgs/String, JSON): each object's pose source or refusal."""
 
 
 def image_topic(camera: str) -> str:

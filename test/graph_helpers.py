@@ -45,19 +45,19 @@ def graph_env(domain: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def launch_command(**arguments: str) -> list[str]:
-    """``robofollow launch sim name:=value ...`` with the test's interpreter."""
-    return [sys.executable, '-m', 'robofollow_ros', 'launch', 'sim', *(f'{k}:={v}' for k, v in arguments.items())]
+def launch_command(*, graph: str = 'sim', **arguments: str) -> list[str]:
+    """``robofollow launch <graph> name:=value ...`` with the test's interpreter."""
+    return [sys.executable, '-m', 'robofollow_ros', 'launch', graph, *(f'{k}:={v}' for k, v in arguments.items())]
 
 
 STARTED: list[subprocess.Popen[str]] = []
 """Every launcher a test started, so that one left running by a failed test is stopped (``stop_leftovers``)."""
 
 
-def start_launch(domain: int, **arguments: str) -> subprocess.Popen[str]:
+def start_launch(domain: int, *, graph: str = 'sim', **arguments: str) -> subprocess.Popen[str]:
     """Start the graph in a new session (so signals reach exactly its process group)."""
     process = subprocess.Popen(
-        launch_command(progress='false', **arguments),
+        launch_command(graph=graph, progress='false', **arguments),
         env=graph_env(domain),
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -94,9 +94,11 @@ def finish(process: subprocess.Popen[str], timeout: float = 30.0) -> str:
     return output
 
 
-def run_launch(domain: int, *, timeout: float = 120.0, **arguments: str) -> subprocess.CompletedProcess[str]:
+def run_launch(
+    domain: int, *, graph: str = 'sim', timeout: float = 120.0, **arguments: str
+) -> subprocess.CompletedProcess[str]:
     """Run the graph to its end."""
-    process = start_launch(domain, **arguments)
+    process = start_launch(domain, graph=graph, **arguments)
     output = finish(process, timeout)
     return subprocess.CompletedProcess(process.args, process.returncode, output, '')
 

@@ -132,6 +132,7 @@ def _refused(argument: str, capsys, monkeypatch) -> str:
         ('fake_hardware:=false', 'pose_source: sim (the simulation'),
         ('fake_hardware:=maybe', "fake_hardware must be true or false (got 'maybe')"),
         ('robot:=primitive', "robot profile 'aloha_ros2_control' drives the 'aloha' robot"),
+        ('robot_profile:=piper', "'piper' names no robot description, and the real-time graph needs one"),
         ('policy:=nope', "unknown policy 'nope'"),
     ],
 )

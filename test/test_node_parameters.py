@@ -23,6 +23,7 @@ DESCRIBE = r"""
 import json, sys
 import rclpy
 from rcl_interfaces.msg import ParameterType
+from robofollow_ros.nodes.aruco_tracker import ArucoTrackerNode
 from robofollow_ros.nodes.ee_pose import EePoseNode
 from robofollow_ros.nodes.evaluator import EvaluatorNode
 from robofollow_ros.nodes.fake_hardware import FakeHardwareNode
@@ -35,7 +36,9 @@ NAMES = {value: name.removeprefix('PARAMETER_').lower() for name, value in vars(
          if name.startswith('PARAMETER_')}
 rclpy.init(args=['--ros-args', '-p', 'policy:=hold', '-p', 'out:=' + sys.argv[1]])
 described = {}
-for factory in (SimNode, PolicyBridge, RefereeNode, RecorderNode, EePoseNode, EvaluatorNode, FakeHardwareNode):
+for factory in (
+    SimNode, PolicyBridge, RefereeNode, RecorderNode, EePoseNode, EvaluatorNode, FakeHardwareNode, ArucoTrackerNode
+):
     node = factory()
     names = sorted(node._parameters)
     described[node.get_name()] = {
@@ -75,7 +78,16 @@ def declared(tmp_path_factory) -> dict[str, dict[str, dict]]:
 
 
 def test_every_node_parameter_is_typed_read_only_and_described(declared) -> None:
-    assert set(declared) == {'sim', 'policy_bridge', 'referee', 'recorder', 'ee_pose', 'evaluator', 'fake_hardware'}
+    assert set(declared) == {
+        'sim',
+        'policy_bridge',
+        'referee',
+        'recorder',
+        'ee_pose',
+        'evaluator',
+        'fake_hardware',
+        'aruco_tracker',
+    }
     for node, parameters in declared.items():
         assert parameters, node
         for name, described in parameters.items():

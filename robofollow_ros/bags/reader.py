@@ -45,6 +45,10 @@ from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import known_joint_layouts
 from robofollow_ros.state_layout import CAMERAS, JointLayout
 
+JOINT_STATE_TOPICS = (topics.CELL_JOINT_STATES, topics.JOINT_STATES)
+"""Where a bag's joint states are, first found first: a real cell records the cell's state (ee_pose's, in the URDF's
+names and the policy's units) beside nothing else; the simulated graph records the sim's ``/joint_states``."""
+
 
 @dataclass(frozen=True)
 class CameraStream:
@@ -130,7 +134,7 @@ def load_episode(path: str | Path, *, images: bool = False, max_gap: float = MAX
 
 def _is_episode_topic(topic: str) -> bool:
     return (
-        topic in (topics.EPISODE, topics.EPISODE_META, topics.RESULT, topics.JOINT_STATES)
+        topic in (topics.EPISODE, topics.EPISODE_META, topics.RESULT, *JOINT_STATE_TOPICS)
         or topic.startswith(topics.EE_POSE_PREFIX)
         or topics.object_name_from_topic(topic) is not None
     )
@@ -240,11 +244,12 @@ class _Assembler:
         builder.add_poses(topic, series.stamp_ns, series.position, series.quat, log_ns=np.asarray(entry.log_ns))
 
     def add_joints(self, builder: TrajectoryBuilder) -> None:
-        entry = self.typed(topics.JOINT_STATES, JOINT_STATE)
-        if entry is None:
+        found = [(topic, entry) for topic in JOINT_STATE_TOPICS if (entry := self.typed(topic, JOINT_STATE))]
+        if not found:
             return
+        topic, entry = found[0]
         for data, log_ns in zip(entry.data, entry.log_ns, strict=True):
-            sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
+            sample = decode_joint_state(self.typestore, data, topic=topic)
             builder.add_joint_state(sample.stamp_ns, sample.names, sample.position, log_ns=log_ns)
 
     def camera(self, topic: str) -> CameraStream | None:

@@ -301,7 +301,13 @@ def _check_arguments(values: Mapping[str, str]) -> None:
             profile = load_profile(values['robot_profile'])
         except RoboFollowError as error:
             raise GraphError(f'launch argument robot_profile: {error}') from None
-        if profile.robot is not None and 'robot' in values and profile.robot != values['robot']:
+        if profile.robot is None:
+            raise GraphError(
+                f'launch argument robot_profile: {profile.name!r} names no robot description, and the real-time graph '
+                'needs one (the TCP poses the referee scores and the workspace check come from its URDF); add the '
+                "arm's URDF as a registered robot and name it in the profile's robot field"
+            )
+        if 'robot' in values and profile.robot != values['robot']:
             raise GraphError(
                 f'launch argument robot: {values["robot"]!r} but robot profile {profile.name!r} drives the '
                 f'{profile.robot!r} robot'

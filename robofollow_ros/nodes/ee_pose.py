@@ -9,7 +9,9 @@ frame (``robot/kinematics.py``).
 
 With ``robot_profile`` set (real mode) it also publishes ``/robofollow/joint_states``: the cell's 14 joints in the
 URDF's names and the policy's units (grippers as the URDF finger joint, like the sim's ``/joint_states``), once both
-arms were heard, for every driver message, stamped like that message; the referee and recorder read it.
+arms were heard, for every driver message, stamped like that message; the referee and recorder read it. As in the
+sim, the joints are measured and the grippers are the command (``ros/commanded_grips.py``: the referee's gripper
+events are thresholds on the command).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from robofollow_ros.robot.kinematics import ForwardKinematics, TcpPose, forward_
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.commanded_grips import CommandedGrips
 from robofollow_ros.ros.driver_feedback import DRIVER_STATES, DriverFeedback
 from robofollow_ros.ros.messages import from_time, joint_state_message, pose_message
 from robofollow_ros.ros.runtime import param, run_node
@@ -62,6 +65,7 @@ class EePoseNode(Node):
         else:
             self.layout: JointLayout = load_robot(robot).joint_layout
             self.cell_joints_pub = self.create_publisher(JointState, topics.CELL_JOINT_STATES, qos.STATE)
+            self.grips = CommandedGrips(self, self.profile)
             self.feedback = DriverFeedback(
                 self, self.profile, on_arm=self.on_driver_state, on_message=self.publish_cell_joints
             )
@@ -85,7 +89,7 @@ class EePoseNode(Node):
         state = self.feedback.state()
         if state is None:
             return
-        names, positions = self.layout.joint_state(state)
+        names, positions = self.layout.joint_state(self.grips.apply(state, stamp_ns=stamp_ns))
         self.cell_joints_pub.publish(joint_state_message(names, positions, stamp_ns=stamp_ns))
 
     def publish(self, arm: Arm, pose: TcpPose, stamp_ns: int) -> None:

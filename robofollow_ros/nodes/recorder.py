@@ -39,6 +39,8 @@ from robofollow_ros.robot.specs import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import from_time
 from robofollow_ros.ros.protocol import (
+    EpisodeEnd,
+    EpisodeEndMessage,
     EpisodeSpecMessage,
     ResultMessage,
     SimStatus,
@@ -66,7 +68,7 @@ class _OpenBag:
     ee_ns: dict[str, int] = field(default_factory=dict)
     result: dict[str, Any] | None = None
     result_seen: float = 0.0
-    end_ns: int = 0
+    end_ns: int | None = None
 
 
 class RecorderNode(Node):
@@ -94,10 +96,19 @@ class RecorderNode(Node):
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(ResultMessage, topics.RESULT, self.on_result, qos.EVENTS)
+        self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
         self.description: str | None = None
         self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
         self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.MARKERS_READER)
-        self._raw(JointState, topics.JOINT_STATES, JOINT_STATE, qos.STATE)
+        joint_states = str(
+            param(
+                self,
+                'joint_states',
+                topics.JOINT_STATES,
+                description='joint states with the URDF names (real cell: /robofollow/joint_states from ee_pose)',
+            )
+        )
+        self._raw(JointState, joint_states, JOINT_STATE, qos.STATE)
         for topic in topics.pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
         if bool(param(self, 'images', False, description='record the camera images and CameraInfo')):
@@ -173,9 +184,18 @@ class RecorderNode(Node):
         started = [bag for bag in self.bags.values() if bag.start_ns is not None and bag.start_ns <= stamp]
         if started:
             target = max(started, key=lambda bag: bag.start_ns or 0)
-            target.writer.write_raw(topic, msgtype, time.time_ns(), data)
             if topic.startswith(topics.EE_POSE_PREFIX):
                 target.ee_ns[topic] = max(stamp, target.ee_ns.get(topic, stamp))
+            # A real cell publishes on after an episode's end (and lays out the next one before its reset stamp):
+            # what is stamped after the end belongs to no episode.
+            if target.end_ns is None or stamp <= target.end_ns:
+                target.writer.write_raw(topic, msgtype, time.time_ns(), data)
+
+    def on_end(self, message: EpisodeEndMessage) -> None:
+        end = read_report(self, EpisodeEnd.from_message, message, topic=topics.EPISODE_END)
+        bag = None if end is None else self.bags.get(end.episode_id)
+        if bag is not None and end is not None:
+            bag.end_ns = end.end_stamp_ns
 
     def on_result(self, message: ResultMessage) -> None:
         record = read_report(self, record_from_result, message, topic=topics.RESULT)
@@ -192,7 +212,7 @@ class RecorderNode(Node):
         for episode_id, bag in list(self.bags.items()):
             if bag.result is None:
                 continue
-            complete = len(bag.ee_ns) == len(ARMS) and min(bag.ee_ns.values()) >= bag.end_ns
+            complete = len(bag.ee_ns) == len(ARMS) and min(bag.ee_ns.values()) >= (bag.end_ns or 0)
             if complete or time.monotonic() - bag.result_seen > END_TIMEOUT_SECONDS:
                 bag.writer.write_result(bag.result, stamp_ns=time.time_ns())
                 self.finish(episode_id, publish=True)

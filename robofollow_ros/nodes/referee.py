@@ -63,6 +63,14 @@ class RefereeNode(Node):
         self.joint_layout = joint_layout(
             str(param(self, 'robot', DEFAULT_ROBOT, description='robot whose joint names /joint_states carries'))
         )
+        self.joint_states = str(
+            param(
+                self,
+                'joint_states',
+                topics.JOINT_STATES,
+                description='joint states with the URDF names (real cell: /robofollow/joint_states from ee_pose)',
+            )
+        )
         self.specs: dict[str, EpisodeSpec] = {}
         self.resets: dict[str, int] = {}
         self.ends: dict[str, tuple[EpisodeEnd, float]] = {}
@@ -74,7 +82,7 @@ class RefereeNode(Node):
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
-        per_row = {topics.JOINT_STATES: JointState, **dict.fromkeys(topics.pose_topics(), PoseStamped)}
+        per_row = {self.joint_states: JointState, **dict.fromkeys(topics.pose_topics(), PoseStamped)}
         self.samples = OnDemandReaders(self, per_row, store=self.on_sample, profile=qos.STATE)
         self.create_timer(0.05, self.try_score)
 
@@ -100,7 +108,7 @@ class RefereeNode(Node):
         self.try_score()
 
     def on_sample(self, topic: str, stamp_ns: int, data: bytes) -> None:
-        if topic == topics.JOINT_STATES:
+        if topic == self.joint_states:
             self.joints.append((stamp_ns, data))
         else:
             self.poses.append((topic, stamp_ns, data))
@@ -139,7 +147,7 @@ class RefereeNode(Node):
             builder.add_poses(topic, series.stamp_ns, series.position, series.quat)
         for stamp, data in self.joints:
             if start_ns <= stamp <= end_ns:
-                sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
+                sample = decode_joint_state(self.typestore, data, topic=self.joint_states)
                 builder.add_joint_state(sample.stamp_ns, sample.names, sample.position)
         self.poses = [sample for sample in self.poses if sample[1] > end_ns]
         self.joints = [sample for sample in self.joints if sample[0] > end_ns]

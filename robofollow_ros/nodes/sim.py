@@ -94,11 +94,15 @@ class SimNode(Node):
         self.images = str(
             param(self, 'images', 'auto', description='auto (render while someone subscribes), always or never')
         )
+        markers = bool(
+            param(self, 'markers', False, description='draw the default ArUco tags on objects and table (issue 21)')
+        )
         self.env = CellEnv(
             render=False,
             width=self.width,
             height=self.height,
             robot=str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)')),
+            markers='default' if markers else None,
         )
         self.joint_layout = self.env.robot.joint_layout
         self.env.preload()

@@ -20,12 +20,14 @@ from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.sim.constants import IMAGE_HEIGHT, IMAGE_WIDTH
 from robofollow_ros.sim.executor import JointExecutor
 from robofollow_ros.sim.kinematics import Kinematics
+from robofollow_ros.sim.markers import cell_markers
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
 from robofollow_ros.sim.recorder import FrameRecorder, RecordedFrame
 from robofollow_ros.sim.render import CameraRig
 from robofollow_ros.sim.spawn import spawn
 from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
+from robofollow_ros.tracking.markers import load_markers
 
 MODEL_CACHE_SIZE = 4
 
@@ -45,9 +47,13 @@ class CellEnv:
             faster software rendering of the ALOHA's meshes at the cost of blockier arms.
         light_meshes: cameras draw the robot's lighter meshes where it has them (default; ``CellModel.render_model``);
             False draws the meshes the physics uses.
+        markers: draw the ArUco tags of this marker configuration (a name in ``config/markers`` or a path) on the
+            objects and the table (``sim.markers``; issue 21); None (default) draws none. Drawn only: the physics
+            is the same either way. Tracking wants cam_high at 640x480 or more (``width``, ``height``).
 
     Raises:
         SimulationError: unknown robot.
+        MarkerConfigError: the marker configuration cannot be loaded.
     """
 
     def __init__(
@@ -59,8 +65,10 @@ class CellEnv:
         robot: str = DEFAULT_ROBOT,
         visual_hulls: bool | None = None,
         light_meshes: bool = True,
+        markers: str | None = None,
     ) -> None:
         self.robot: RobotDescription = load_robot(robot)
+        self.marker_config = load_markers(markers) if markers is not None else None
         self.visual_hulls = self.robot.spec.visual_hulls if visual_hulls is None else visual_hulls
         self.light_meshes = light_meshes
         self.render_default = render
@@ -90,7 +98,12 @@ class CellEnv:
             if len(self._models) >= MODEL_CACHE_SIZE:
                 oldest_key = next(iter(self._models))
                 self._forget(self._models.pop(oldest_key))
-            cell = CellModel.build((p.spec for p in sorted(layout.placements, key=lambda p: p.name)), robot=self.robot)
+            tags = None
+            if self.marker_config is not None:
+                tags = cell_markers(self.marker_config, scene=layout.scene, objects=(p.name for p in layout.placements))
+            cell = CellModel.build(
+                (p.spec for p in sorted(layout.placements, key=lambda p: p.name)), robot=self.robot, markers=tags
+            )
             self._models[key] = cell
         return cell
 

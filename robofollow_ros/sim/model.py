@@ -35,6 +35,7 @@ from robofollow_ros.sim.constants import (
     TABLE_FRICTION,
     TIMESTEP,
 )
+from robofollow_ros.sim.markers import CellMarkers, add_markers
 from robofollow_ros.sim.objects import add_object, free_joint_name, is_static
 from robofollow_ros.sim.rotations import quat_from_matrix
 from robofollow_ros.state_layout import CAMERAS
@@ -164,13 +165,19 @@ def set_clip_planes(model: mujoco.MjModel) -> None:
 
 
 def compose(
-    objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None, light: bool = False
+    objects: Iterable[ObjectSpec],
+    *,
+    robot: RobotDescription | None = None,
+    light: bool = False,
+    markers: CellMarkers | None = None,
 ) -> mujoco.MjSpec:
-    """Compose the cell with ``objects`` (uncompiled); ``light`` builds it with the robot's lighter camera meshes.
+    """Compose the cell with ``objects`` (uncompiled); ``light`` builds it with the robot's lighter camera meshes;
+    ``markers`` adds ArUco tags on the objects and the table (``sim.markers``; drawn only, no physics).
 
     Raises:
-        SimulationError: the URDF cannot be loaded or an object is malformed.
+        SimulationError: the URDF cannot be loaded, an object is malformed or has no marker.
     """
+    objects = tuple(objects)
     robot = robot or load_robot()
     try:
         spec = mujoco.MjSpec.from_string(robot.spec.urdf_text(light=light))
@@ -189,6 +196,8 @@ def compose(
             raise SimulationError(f'duplicate object name {obj.name!r}')
         seen.add(obj.name)
         add_object(spec.worldbody, obj)
+    if markers is not None:
+        add_markers(spec, objects, markers)
     return spec
 
 
@@ -220,9 +229,17 @@ class ObjectIndex:
 class CellModel:
     """A compiled cell model with every index the simulator uses."""
 
-    def __init__(self, model: mujoco.MjModel, objects: tuple[ObjectSpec, ...], robot: RobotDescription) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        objects: tuple[ObjectSpec, ...],
+        robot: RobotDescription,
+        *,
+        markers: CellMarkers | None = None,
+    ) -> None:
         self.model = model
         self.robot = robot
+        self.markers = markers
         self.objects = objects
         self.arms: dict[Arm, ArmIndex] = {}
         for arm in ARMS:
@@ -264,7 +281,7 @@ class CellModel:
         if not self.robot.spec.light_mesh_packages:
             return self.model
         if self._render_model is None:
-            spec = compose(self.objects, robot=self.robot, light=True)
+            spec = compose(self.objects, robot=self.robot, light=True, markers=self.markers)
             try:
                 model = spec.compile()
             except Exception as exc:  # compile errors surface as ValueError with MuJoCo's message
@@ -274,21 +291,23 @@ class CellModel:
         return self._render_model
 
     @classmethod
-    def build(cls, objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None) -> CellModel:
-        """Compose and compile the cell with ``objects``.
+    def build(
+        cls, objects: Iterable[ObjectSpec], *, robot: RobotDescription | None = None, markers: CellMarkers | None = None
+    ) -> CellModel:
+        """Compose and compile the cell with ``objects`` (and ``markers``' tags, see ``compose``).
 
         Raises:
             SimulationError: composition or compilation failed.
         """
         robot = robot or load_robot()
         objects = tuple(objects)
-        spec = compose(objects, robot=robot)
+        spec = compose(objects, robot=robot, markers=markers)
         try:
             model = spec.compile()
         except Exception as exc:  # compile errors surface as ValueError with MuJoCo's message
             raise SimulationError(f'cannot compile the cell model: {exc}') from exc
         set_clip_planes(model)
-        return cls(model, objects, robot)
+        return cls(model, objects, robot, markers=markers)
 
     @property
     def object_names(self) -> tuple[str, ...]:

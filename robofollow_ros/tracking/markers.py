@@ -44,6 +44,17 @@ def corners_local(size: float) -> np.ndarray:
     return np.array([[-h, h], [h, h], [h, -h], [-h, -h]])
 
 
+def tag_image(tag_id: int, *, pixels_per_module: int) -> np.ndarray:
+    """The printed tag ``tag_id`` (grey uint8, square): the 6x6-module DICT_4X4_50 pattern with its white quiet zone,
+    ``pixels_per_module`` pixels per module; row 0 is the tag's top (its +y side, see the module docstring)."""
+    import cv2
+
+    dictionary = cv2.aruco.getPredefinedDictionary(cv2.aruco.DICT_4X4_50)
+    inner = cv2.aruco.generateImageMarker(dictionary, tag_id, MODULES * pixels_per_module, borderBits=1)
+    pad = QUIET_MODULES * pixels_per_module
+    return np.asarray(cv2.copyMakeBorder(inner, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=255))
+
+
 def printed_side(size: float) -> float:
     """The side of a printed tag with its white quiet zone (what must fit on a face)."""
     return size * (MODULES + 2 * QUIET_MODULES) / MODULES

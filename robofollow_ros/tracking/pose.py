@@ -80,9 +80,9 @@ class Refusal:
 PoseResult = ObjectPose | Refusal
 
 
-def make_detector() -> Any:
+def make_detector(*, corner_window: float = 0.7) -> Any:
     """An ArUco detector for DICT_4X4_50 with sub-pixel corner refinement (OpenCV's default refines nothing,
-    which roughly doubles the error)."""
+    which roughly doubles the error); ``corner_window`` is the refinement window in modules (at most 6 px)."""
     import cv2
 
     params = cv2.aruco.DetectorParameters()
@@ -91,7 +91,7 @@ def make_detector() -> Any:
     # inner bits pull corners sideways (0.36 px tangential, 1.6 degrees yaw median on a 3 cm tag at 640x480,
     # against 0.18 px here; measured on bench_tracker's synthetic images).
     params.cornerRefinementWinSize = 6
-    params.relativeCornerRefinmentWinSize = 0.7
+    params.relativeCornerRefinmentWinSize = corner_window
     params.cornerRefinementMaxIterations = 50
     params.cornerRefinementMinAccuracy = 0.01
     # Reading the bits from 8 px per cell instead of 4 doubles detections of 3 cm tags at 320x240 (17 % -> 33 %).

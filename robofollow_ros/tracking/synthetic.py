@@ -16,7 +16,7 @@ import numpy as np
 
 from robofollow_ros.benchmark.types import TABLE_Z
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
-from robofollow_ros.tracking.markers import MODULES, QUIET_MODULES
+from robofollow_ros.tracking.markers import MODULES, QUIET_MODULES, tag_image
 
 # cam_high of the simulated cell (urdf/aloha_cell.urdf: origin 0 -0.36 1.32, pitched 58.2 degrees down toward +y,
 # which looks at the table's origin) and its vertical field of view.
@@ -52,15 +52,6 @@ def flat_tag(tag_id: int, *, size: float, x: float, y: float, z: float, yaw: flo
     return TagInWorld(tag_id, size, np.column_stack([xy, np.full(4, z)]))
 
 
-def _tag_image(tag_id: int) -> np.ndarray:
-    import cv2
-
-    dictionary = cv2.aruco.getPredefinedDictionary(cv2.aruco.DICT_4X4_50)
-    inner = cv2.aruco.generateImageMarker(dictionary, tag_id, MODULES * PIXELS_PER_MODULE, borderBits=1)
-    pad = QUIET_MODULES * PIXELS_PER_MODULE
-    return np.asarray(cv2.copyMakeBorder(inner, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=255))
-
-
 def render(
     intrinsics: Intrinsics,
     camera: CameraPose,
@@ -88,7 +79,7 @@ def render(
     t_cw = -r_cw @ camera.position
     canvas: np.ndarray = np.full((height, width), float(background), dtype=np.float32)
     for tag in tags:
-        image = _tag_image(tag.id)
+        image = tag_image(tag.id, pixels_per_module=PIXELS_PER_MODULE)
         n = image.shape[0]
         printed = tag.size * (MODULES + 2 * QUIET_MODULES) / MODULES
         corners = np.asarray(tag.corners, dtype=np.float64)

@@ -1,0 +1,217 @@
+"""``aruco_tracker`` node: objects' poses from a camera's ArUco tags (issue 21; ``pose_source:=tracker``).
+
+Subscribes ``/<camera>/image_raw`` (rgb8) and ``/<camera>/camera_info``, the TCP poses ``/robofollow/ee/<arm>/pose``
+and the joint states (``joint_states``: ``/robofollow/joint_states`` as in the real-time graph, or the sim's
+``/joint_states``) for the grippers. Publishes, for each image, ``/robofollow/objects/<name>/pose`` (PoseStamped,
+world frame, the image's stamp) of every object whose pose passed the gates (``tracking.cell_tracker``:
+plane-constrained tag poses, poses following the TCP while grasped, flagged PnP only with ``pnp_fallback``), never
+an invented one; and ``/robofollow/tracker/status`` (std_msgs/String, JSON): each object's source or refusal this
+frame.
+
+The camera comes from ``calibration`` (the file ``robofollow calibrate`` freezes, ``tracking.extrinsic_file``: its
+intrinsics and pose in the world; docs/real-cell.md) or, when that is empty, from the CameraInfo (``pixel_centre``:
+its convention) and the board tags seen in the images (at least three; solved again on every image that shows them,
+the last good solution kept). Thin: the work is ``tracking/``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+
+from robofollow_ros import topics
+from robofollow_ros.benchmark import registry
+from robofollow_ros.errors import CalibrationError, RoboFollowError
+from robofollow_ros.robot.description import load_robot
+from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.ros import qos
+from robofollow_ros.ros.camera_info_once import camera_info_document
+from robofollow_ros.ros.messages import from_time, image_array, pose_message
+from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
+from robofollow_ros.tracking.calibration import calibrate_extrinsic
+from robofollow_ros.tracking.camera import CameraPose, Intrinsics
+from robofollow_ros.tracking.camera_info import CONVENTIONS, Convention, parse_camera_info
+from robofollow_ros.tracking.cell_tracker import CellTracker
+from robofollow_ros.tracking.extrinsic_file import CameraCalibration, load_calibration
+from robofollow_ros.tracking.grasp import RigidPose
+from robofollow_ros.tracking.markers import SCENES, load_markers
+from robofollow_ros.tracking.pose import Gates, ObjectPose, detect, make_detector
+
+RENDERED_CORNER_WINDOW = 0.5
+"""The corner refinement window for camera images (modules): on the simulator's renders 0.7 (the synthetic
+images' best) pulled corners of 2.5-3 cm tags ~1.3 px inward and the reprojection gate refused them (Scene 3's tags in
+full view: 94.0 % published against 100 % at 0.5; docs/real-cell.md)."""
+
+
+class ArucoTrackerNode(Node):
+    """Images in, gated object poses out."""
+
+    def __init__(self) -> None:
+        super().__init__('aruco_tracker')
+        self.camera = str(param(self, 'camera', HEAD_CAMERA, description='camera whose images to track'))
+        markers = str(param(self, 'markers', 'default', description='marker configuration (name or .yaml path)'))
+        calibration = str(
+            param(
+                self,
+                'calibration',
+                '',
+                description="the camera calibration file of robofollow calibrate; '' = CameraInfo and the board",
+            )
+        )
+        pixel_centre = str(
+            param(
+                self,
+                'pixel_centre',
+                'corner',
+                description="CameraInfo's pixel convention without a calibration file: corner (cx = W/2) or centre",
+            )
+        )
+        if pixel_centre not in CONVENTIONS:
+            raise CalibrationError(f'pixel_centre must be one of {", ".join(CONVENTIONS)}, got {pixel_centre!r}')
+        self.pixel_centre: Convention = 'corner' if pixel_centre == 'corner' else 'centre'
+        joint_topic = str(
+            param(
+                self,
+                'joint_states',
+                topics.CELL_JOINT_STATES,
+                description='joint states with the URDF finger joints (the real graph: /robofollow/joint_states)',
+            )
+        )
+        self.closed_below = float(
+            param(
+                self,
+                'closed_below',
+                0.9,
+                description='a gripper is closed below this fraction of its finger travel',
+                minimum=0.0,
+                maximum=1.0,
+            )
+        )
+        pnp_fallback = bool(param(self, 'pnp_fallback', False, description='publish flagged PnP poses off-plane'))
+        robot = load_robot(str(param(self, 'robot', DEFAULT_ROBOT, description='robot (finger joints)')))
+        self.fingers = {arm: (robot.arms[arm].fingers[0], robot.arms[arm].finger_travel) for arm in ARMS}
+
+        self.config = load_markers(markers)
+        self.frozen: CameraCalibration | None = load_calibration(calibration) if calibration else None
+        if self.frozen is not None and self.frozen.camera != self.camera:
+            raise CalibrationError(
+                f'calibration {calibration} is for camera {self.frozen.camera!r}, not {self.camera!r}'
+            )
+        self.live_pose: CameraPose | None = None
+        self.intrinsics: Intrinsics | None = self.frozen.intrinsics if self.frozen is not None else None
+        self.tracker = CellTracker(
+            self.config,
+            {scene: registry.scene_objects(scene) for scene in SCENES},
+            gates=Gates(),
+            pnp_fallback=pnp_fallback,
+        )
+        self.detector = make_detector(
+            corner_window=float(
+                param(
+                    self,
+                    'corner_window',
+                    RENDERED_CORNER_WINDOW,
+                    description='corner refinement window, in tag modules (tracking.pose.make_detector)',
+                    minimum=0.1,
+                    maximum=2.0,
+                )
+            )
+        )
+        self.tcps: dict[str, RigidPose] = {}
+        self.closed: dict[str, bool] = {}
+
+        names = sorted({name for scene in SCENES for name in self.config.scene(scene)})
+        self.pose_pubs = {
+            name: self.create_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE) for name in names
+        }
+        self.status_pub = self.create_publisher(String, topics.TRACKER_STATUS, qos.STATE)
+        self.info_topic = topics.camera_info_topic(self.camera)
+        self.create_subscription(CameraInfo, self.info_topic, self.on_camera_info, qos.SENSOR)
+        self.create_subscription(Image, topics.image_topic(self.camera), self.on_image, qos.SENSOR)
+        self.create_subscription(JointState, joint_topic, self.on_joint_state, qos.STATE)
+        for arm in ARMS:
+            self.create_subscription(
+                PoseStamped, topics.ee_pose_topic(arm), lambda m, arm=arm: self.on_tcp(arm, m), qos.STATE
+            )
+
+    def on_camera_info(self, message: CameraInfo) -> None:
+        if self.frozen is not None:
+            return
+        try:
+            document = camera_info_document(message)
+            self.intrinsics = parse_camera_info(
+                document, source=self.info_topic, convention=self.pixel_centre
+            ).intrinsics
+        except CalibrationError as error:
+            self.get_logger().error(f'camera info ignored: {error}', throttle_duration_sec=5.0)
+
+    def on_tcp(self, arm: str, message: PoseStamped) -> None:
+        p, o = message.pose.position, message.pose.orientation
+        self.tcps[arm] = RigidPose.from_quaternion([p.x, p.y, p.z], [o.w, o.x, o.y, o.z])  # type: ignore[arg-type]
+
+    def on_joint_state(self, message: JointState) -> None:
+        positions = dict(zip(message.name, message.position, strict=False))
+        for arm, (finger, travel) in self.fingers.items():
+            if finger in positions:
+                self.closed[arm] = positions[finger] / travel < self.closed_below
+
+    def camera_pose(self, detections: dict) -> CameraPose | None:
+        if self.frozen is not None:
+            return self.frozen.pose
+        assert self.intrinsics is not None
+        try:
+            self.live_pose = calibrate_extrinsic(detections, self.config.board, self.intrinsics).camera
+        except CalibrationError as error:
+            if self.live_pose is None:
+                self.get_logger().warning(f'no camera pose yet: {error}', throttle_duration_sec=5.0)
+        return self.live_pose
+
+    def on_image(self, message: Image) -> None:
+        if self.intrinsics is None:
+            self.get_logger().warning('image before any camera_info: skipped', throttle_duration_sec=5.0)
+            return
+        if (self.intrinsics.width, self.intrinsics.height) != (message.width, message.height):
+            self.get_logger().error(
+                f'image is {message.width}x{message.height}, the intrinsics hold for '
+                f'{self.intrinsics.width}x{self.intrinsics.height}: skipped',
+                throttle_duration_sec=5.0,
+            )
+            return
+        try:
+            pixels = image_array(message)
+        except RoboFollowError as error:
+            self.get_logger().error(f'image skipped: {error}', throttle_duration_sec=5.0)
+            return
+        detections = detect(self.detector, pixels[:, :, ::-1] if pixels.ndim == 3 else pixels)
+        camera = self.camera_pose(detections)
+        if camera is None:
+            return
+        stamp = from_time(message.header.stamp)
+        published = self.tracker.update(detections, self.intrinsics, camera, tcps=self.tcps, closed=self.closed)
+        for item in published:
+            self.pose_pubs[item.name].publish(
+                pose_message(item.position, item.quat, stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
+            )
+        status: dict[str, str] = {}
+        for key, result in self.tracker.last_results.items():
+            if isinstance(result, ObjectPose):
+                status[key] = result.method
+            elif result.gate != 'not_detected':
+                status[key] = f'refused: {result.reason}'
+        for item in published:
+            status[f'scene{item.scene}/{item.name}'] = item.source
+        self.status_pub.publish(String(data=json.dumps({'stamp_ns': stamp, 'objects': status}, sort_keys=True)))
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the aruco_tracker node until shutdown."""
+    return run_node(ArucoTrackerNode, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

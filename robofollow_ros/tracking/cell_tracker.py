@@ -1,0 +1,336 @@
+"""The camera pose source of a whole cell, frame by frame: detect the tags, choose each tag's plane, gate, follow
+grasped objects. Pure (OpenCV and numpy); the ``aruco_tracker`` node and ``bench/bench_tracker.py`` run it.
+
+Which plane: a resting object's tag lies at ``height`` above what it stands on: the table, or the top face of
+another object of its scene whose own tag is not seen in this frame (a stacked object covers the tag of the one
+below it; an object whose tag is seen supports nothing; a support whose place is known must be under the object,
+``Plane``). Each candidate plane gives a pose; a higher one wins only when its measured edge is clearly nearer the
+tag's true size (a tag 5 cm higher than assumed measures ~7 % long or short at cam_high's distance; sub-pixel
+corners sit ~1.5 % inward, hence ``EXPECTED_EDGE``). Candidates closer than ``PLANE_MERGE`` are one plane.
+Inside a bowl: an object whose pose on a bowl's floor (``BOWL_FLOOR`` above the table) lies within the floor of a
+bowl whose place is known stands on that floor (6 mm cannot be told from the table by the tag's edge; a bowl never
+seen offers no floor, and the object is then tracked on the table plane, ~6 mm off).
+
+Every tracked object (all scenes' objects: tag ids are unique across scenes) gets a published pose only when its
+tag passed the gates on a chosen plane (``marker``), or while a gripper holds it (``gripper``, ``tracking.grasp``),
+or, with ``pnp_fallback``, from 6-DoF PnP when no plane passed (``pnp``, flagged: an order of magnitude coarser).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from robofollow_ros.benchmark.types import TABLE_Z, ObjectSpec
+from robofollow_ros.tracking.camera import CameraPose, Intrinsics
+from robofollow_ros.tracking.grasp import GraspFollower, RigidPose
+from robofollow_ros.tracking.markers import MarkerConfig, ObjectMarker, top_height
+from robofollow_ros.tracking.pose import Detection, Gates, ObjectPose, PoseResult, Refusal, estimate_pose
+
+EXPECTED_EDGE = 0.985
+PLANE_MERGE = 0.01
+EDGE_EVIDENCE = 0.02
+"""How much nearer ``EXPECTED_EDGE`` a higher plane's edge must measure to be chosen over a lower one (a true
+stack of 2.6-5 cm differs by 4-7 %)."""
+CONFIRM_FRAMES = 3
+
+
+@dataclass(frozen=True)
+class Published:
+    """One object's pose to publish: centre ``position`` (world m), ``quat`` (w, x, y, z), ``source`` (``marker``,
+    ``pnp`` or ``gripper``)."""
+
+    name: str
+    scene: int
+    position: tuple[float, float, float]
+    quat: tuple[float, float, float, float]
+    source: str
+
+
+@dataclass(frozen=True)
+class Plane:
+    """A candidate plane of a tag: world height ``z``; ``footprints`` (x, y, radius) where the object's centre must
+    lie to stand on it (a support whose place is known), or None (the table, or a support never seen);
+    ``inside_bowl``: a bowl's floor (a pose within a known bowl's floor stands on it, not on the table)."""
+
+    z: float
+    footprints: tuple[tuple[float, float, float], ...] | None = None
+    inside_bowl: bool = False
+
+    def holds(self, x: float, y: float) -> bool:
+        """Whether an object centred at (x, y) can stand on this plane."""
+        return self.footprints is None or any(math.hypot(x - fx, y - fy) <= r for fx, fy, r in self.footprints)
+
+
+def support_tops(
+    scene_objects: Mapping[str, ObjectSpec], name: str, *, covered: Collection[str] | None = None
+) -> tuple[tuple[float, str | None], ...]:
+    """What an object of a scene can stand on, as (height of the top above the table, support name): the table
+    (0, None) and the flat tops of the scene's other boxes and cylinders (stacks); with ``covered``, only of those
+    among them (an object with something on its top has its own tag covered, so one whose tag is seen supports
+    nothing)."""
+    tops: list[tuple[float, str | None]] = [(0.0, None)]
+    for other, spec in scene_objects.items():
+        if other != name and spec.shape in ('box', 'cylinder') and (covered is None or other in covered):
+            tops.append((top_height(spec), other))
+    return tuple(sorted(tops, key=lambda item: item[0]))
+
+
+def bowl_floors(scene_objects: Mapping[str, ObjectSpec], name: str) -> tuple[str, ...]:
+    """The scene's bowls an object of it (not a bowl or label itself) can rest inside."""
+    spec = scene_objects.get(name)
+    if spec is None or spec.shape in ('bowl', 'label'):
+        return ()
+    return tuple(other for other, s in scene_objects.items() if s.shape == 'bowl' and other != name)
+
+
+BOWL_FLOOR = 0.006
+"""The benchmark bowls' floor above the table (m): ``sim.constants.BOWL_BASE_THICKNESS``, which
+``test/test_tracking_cell.py`` checks it equals (a real bowl: measure it)."""
+BOWL_FLOOR_FRACTION = 0.6
+"""The bowls' flat floor radius as a fraction of the outer radius (``sim.constants.BOWL_BASE_FRACTION``)."""
+
+
+def footprint_radius(spec: ObjectSpec) -> float:
+    """How far from a support's centre an object standing on it can be centred (its top's half-diagonal + 1 cm)."""
+    reach = spec.size[0] if spec.shape == 'cylinder' else math.hypot(spec.size[0], spec.size[1])
+    return reach + 0.01
+
+
+def tag_planes(
+    marker: ObjectMarker,
+    tops: tuple[tuple[float, str | None], ...],
+    *,
+    footprints: Mapping[str, tuple[float, float, float] | None] | None = None,
+) -> tuple[Plane, ...]:
+    """The candidate planes of ``marker``'s tag, one per distinct height (``PLANE_MERGE``). ``footprints`` gives a
+    support's known place (x, y, radius), None for a support it must not be (held), and nothing for one never
+    seen (no constraint)."""
+    planes: list[Plane] = []
+    for top, support in tops:
+        z = TABLE_Z + top + marker.height
+        if support is not None and footprints is not None and support in footprints:
+            place = footprints[support]
+            if place is None:
+                continue
+            area: tuple[tuple[float, float, float], ...] | None = (place,)
+        else:
+            area = None
+        for index, plane in enumerate(planes):
+            if abs(z - plane.z) < PLANE_MERGE:
+                merged = None if plane.footprints is None or area is None else plane.footprints + area
+                planes[index] = Plane(plane.z, merged)
+                break
+        else:
+            planes.append(Plane(z, area))
+    return tuple(planes)
+
+
+def estimate_on_planes(
+    detection: Detection,
+    marker: ObjectMarker,
+    intrinsics: Intrinsics,
+    camera: CameraPose,
+    *,
+    planes: tuple[Plane, ...],
+    gates: Gates,
+    previous: ObjectPose | None = None,
+) -> PoseResult:
+    """The pose on a known bowl's floor when it lies within the floor; else the pose on the lowest candidate plane
+    passing the gates and holding the pose (``Plane.holds``), unless a
+    higher one's measured edge is nearer ``EXPECTED_EDGE`` by more than ``EDGE_EVIDENCE`` (objects rest on the
+    table far more often than on each other; a close tag measured 1.3 % long on its right plane); the lowest
+    plane's refusal when none passes."""
+    best: ObjectPose | None = None
+    first: Refusal | None = None
+    for plane in sorted(planes, key=lambda p: not p.inside_bowl):
+        if not plane.inside_bowl:
+            continue
+        result = estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
+        if isinstance(result, ObjectPose) and plane.holds(result.x, result.y):
+            # Within a known bowl's floor an object cannot stand on the table.
+            return result
+    for plane in sorted(planes, key=lambda p: p.z):
+        if plane.inside_bowl:
+            continue
+        result = estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
+        if isinstance(result, Refusal):
+            first = first or result
+            continue
+        if not plane.holds(result.x, result.y):
+            continue
+        margin = abs(best.edge_ratio - EXPECTED_EDGE) - abs(result.edge_ratio - EXPECTED_EDGE) if best else math.inf
+        if margin > EDGE_EVIDENCE:
+            best = result
+    if best is not None:
+        return best
+    if first is None:
+        return Refusal(marker.name, marker.id, 'off_plane', 'on no plane it can stand on')
+    return first
+
+
+class CellTracker:
+    """Tags to published poses for every object of ``config`` (all scenes), frame after frame.
+
+    Args:
+        config: the marker configuration.
+        scene_objects: each scene's objects (name -> spec), for the support planes and centre heights.
+        gates: the pose gates (``max_jump`` is confirmed over ``CONFIRM_FRAMES`` frames as in ``PoseTracker``).
+        pnp_fallback: publish a flagged 6-DoF PnP pose when no plane passes (default off: far coarser).
+        grasp_radius: see ``tracking.grasp``.
+    """
+
+    def __init__(
+        self,
+        config: MarkerConfig,
+        scene_objects: Mapping[int, Mapping[str, ObjectSpec]],
+        *,
+        gates: Gates | None = None,
+        pnp_fallback: bool = False,
+        grasp_radius: float = 0.06,
+    ) -> None:
+        self.gates = gates or Gates()
+        self.pnp_fallback = pnp_fallback
+        self._entries: list[tuple[str, ObjectMarker, ObjectSpec, int]] = []
+        self._scene_objects = {scene: dict(objects) for scene, objects in scene_objects.items()}
+        self._markers = {scene: dict(config.scene(scene)) for scene in scene_objects}
+        for scene, objects in scene_objects.items():
+            for name, marker in config.scene(scene).items():
+                spec = objects.get(name)
+                if spec is None:
+                    continue
+                self._entries.append((f'scene{scene}/{name}', marker, spec, scene))
+        # Bowls first: an object inside one is placed on its floor from the bowl's pose of the same frame.
+        self._entries.sort(key=lambda entry: entry[2].shape != 'bowl')
+        self._accepted: dict[str, ObjectPose] = {}
+        self._pending: dict[str, list[ObjectPose]] = {}
+        self.follower = GraspFollower(grasp_radius=grasp_radius)
+        self.last_results: dict[str, PoseResult] = {}
+
+    def _gated(
+        self, key: str, detection: Detection, marker: ObjectMarker, planes: tuple[Plane, ...], view: tuple
+    ) -> PoseResult:
+        intrinsics, camera = view
+        unlimited = Gates(self.gates.max_reprojection_px, self.gates.edge_tolerance, None)
+        result = estimate_on_planes(detection, marker, intrinsics, camera, planes=planes, gates=unlimited)
+        if not isinstance(result, ObjectPose):
+            return result
+        last = self._accepted.get(key)
+        limit = self.gates.max_jump
+        if last is None or limit is None or math.hypot(result.x - last.x, result.y - last.y) <= limit:
+            self._accepted[key] = result
+            self._pending.pop(key, None)
+            return result
+        # A jump is believed only when CONFIRM_FRAMES consecutive frames agree (a carried object, not an outlier).
+        pending = self._pending.setdefault(key, [])
+        if pending and math.hypot(result.x - pending[-1].x, result.y - pending[-1].y) > limit:
+            pending.clear()
+        pending.append(result)
+        if len(pending) < CONFIRM_FRAMES:
+            jump = math.hypot(result.x - last.x, result.y - last.y)
+            return Refusal(marker.name, marker.id, 'jump', f'jumped {jump * 1000:.0f} mm from the last accepted pose')
+        self._accepted[key] = result
+        del self._pending[key]
+        return result
+
+    def _footprints(
+        self, scene: int, tops: tuple[tuple[float, str | None], ...]
+    ) -> dict[str, tuple[float, float, float] | None]:
+        """Known places of the supports (an object held by a gripper supports nothing; one never seen: no entry)."""
+        places: dict[str, tuple[float, float, float] | None] = {}
+        for _, support in tops:
+            if support is None:
+                continue
+            key = f'scene{scene}/{support}'
+            if self.follower.held_by(key) is not None:
+                places[support] = None
+                continue
+            last = self.follower.last(key)
+            if last is not None:
+                radius = footprint_radius(self._scene_objects[scene][support])
+                places[support] = (float(last.position[0]), float(last.position[1]), radius)
+        return places
+
+    def _bowl_planes(self, scene: int, marker: ObjectMarker) -> tuple[Plane, ...]:
+        """The floors of the scene's bowls whose place is known (a bowl never seen offers no floor: 6 mm above the
+        table cannot be told from the table by the tag alone)."""
+        planes = []
+        objects = self._scene_objects[scene]
+        for bowl in bowl_floors(objects, marker.name):
+            key = f'scene{scene}/{bowl}'
+            now = self.last_results.get(key)
+            last = self.follower.last(key)
+            if isinstance(now, ObjectPose):
+                place = (now.x, now.y)
+            elif last is not None and self.follower.held_by(key) is None:
+                place = (float(last.position[0]), float(last.position[1]))
+            else:
+                continue
+            footprint = ((place[0], place[1], BOWL_FLOOR_FRACTION * objects[bowl].size[0]),)
+            planes.append(Plane(TABLE_Z + BOWL_FLOOR + marker.height, footprint, inside_bowl=True))
+        return tuple(planes)
+
+    def update(
+        self,
+        detections: Mapping[int, Detection],
+        intrinsics: Intrinsics,
+        camera: CameraPose,
+        *,
+        tcps: Mapping[str, RigidPose] | None = None,
+        closed: Mapping[str, bool] | None = None,
+    ) -> list[Published]:
+        """This frame's poses to publish, from its detections and the arms' TCP poses and gripper states."""
+        seen: dict[str, RigidPose | None] = {}
+        fallback: dict[str, ObjectPose] = {}
+        centre_offset: dict[str, float] = {}
+        self.last_results = {}
+        covered = {
+            scene: {n for n, m in markers.items() if m.id not in detections} for scene, markers in self._markers.items()
+        }
+        for key, marker, spec, scene in self._entries:
+            tops = support_tops(self._scene_objects[scene], marker.name, covered=covered[scene])
+            planes = tag_planes(marker, tops, footprints=self._footprints(scene, tops)) + self._bowl_planes(
+                scene, marker
+            )
+            # The centre is half the object's height above what it stands on; the tag ``height`` above it.
+            centre_offset[key] = spec.half_height - marker.height
+            detection = detections.get(marker.id)
+            if detection is None:
+                result: PoseResult = Refusal(marker.name, marker.id, 'not_detected', 'not detected')
+            else:
+                result = self._gated(key, detection, marker, planes, (intrinsics, camera))
+                if isinstance(result, Refusal) and self.pnp_fallback and result.gate != 'jump':
+                    pnp = estimate_pose(detection, marker, intrinsics, camera, plane_z=None, gates=self.gates)
+                    if isinstance(pnp, ObjectPose):
+                        fallback[key] = pnp
+            self.last_results[key] = result
+            if isinstance(result, ObjectPose):
+                seen[key] = RigidPose.from_yaw(result.x, result.y, result.z + centre_offset[key], result.yaw)
+            elif self.follower.last(key) is not None or self.follower.held_by(key) is not None:
+                seen[key] = None
+        followed = self.follower.update(seen, tcps or {}, closed or {})
+        published: list[Published] = []
+        for key, _, _, _ in self._entries:
+            scene_name, name = key.split('/', 1)
+            scene = int(scene_name.removeprefix('scene'))
+            item = followed.get(key)
+            if item is not None:
+                pose = item.pose
+                position = (float(pose.position[0]), float(pose.position[1]), float(pose.position[2]))
+                quat = tuple(float(v) for v in pose.quaternion())
+                published.append(Published(name, scene, position, quat, item.source))  # type: ignore[arg-type]
+            elif key in fallback:
+                pnp = fallback[key]
+                upright = RigidPose.from_yaw(pnp.x, pnp.y, pnp.z + centre_offset[key], pnp.yaw)
+                quat = tuple(float(v) for v in upright.quaternion())
+                published.append(Published(name, scene, tuple(upright.position.tolist()), quat, 'pnp'))  # type: ignore[arg-type]
+        return published
+
+
+def yaw_of(quat: tuple[float, float, float, float] | np.ndarray) -> float:
+    """The yaw (rad) of a (w, x, y, z) quaternion."""
+    w, x, y, z = (float(v) for v in quat)
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))

@@ -1,0 +1,168 @@
+"""Objects in the gripper: while a grasped object's tag is unseen, its pose follows the TCP that holds it.
+
+A tag on top is invisible while the object is grasped or lifted (issue 21's study: 0 of 18 detections), so a
+tracker alone would hold the object at its last seen pose and the referee would never see a lift. The rule:
+
+* a **grasp** starts when an arm's gripper closes (open -> closed between two updates) with its TCP within
+  ``grasp_radius`` of the object's last known position, and the object's tag is not seen on that update or later;
+  the offset (the object's pose in the TCP's frame) is taken from the TCP and the object's last known pose at the
+  closing, so what the arm does afterwards (a lift) moves the object with it;
+* while the grasp lasts and the tag stays unseen, the object's pose is the TCP's pose composed with that offset;
+* the grasp ends when that gripper opens or the tag is seen again (its seen pose wins at once); after an opening
+  the object has no pose until its tag is seen (it fell or was put down somewhere: nothing is invented).
+
+Pure: poses in, poses out (``GraspFollower.update``); the node feeds it TCP poses and gripper states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Source = Literal['marker', 'gripper']
+DEFAULT_GRASP_RADIUS = 0.06
+"""Metres between the TCP and an object's centre for a closing gripper to take it (the largest object's half
+width plus the pads' reach)."""
+
+
+def matrix_from_quaternion(quat: np.ndarray) -> np.ndarray:
+    """The rotation matrix of a unit quaternion (w, x, y, z)."""
+    w, x, y, z = (float(v) for v in np.asarray(quat, dtype=np.float64) / np.linalg.norm(quat))
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class RigidPose:
+    """A pose in the world: ``position`` (3,) in metres, ``rotation`` (3, 3) body-to-world."""
+
+    position: np.ndarray
+    rotation: np.ndarray = field(repr=False)
+
+    @classmethod
+    def from_quaternion(cls, position: np.ndarray, quat: np.ndarray) -> RigidPose:
+        """A pose from a position and a (w, x, y, z) quaternion."""
+        return cls(np.asarray(position, dtype=np.float64).reshape(3), matrix_from_quaternion(quat))
+
+    @classmethod
+    def from_yaw(cls, x: float, y: float, z: float, yaw: float) -> RigidPose:
+        """An upright pose turned by ``yaw`` about the vertical (what the tag tracker measures)."""
+        c, s = np.cos(yaw), np.sin(yaw)
+        return cls(np.array([x, y, z]), np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]))
+
+    def compose(self, other: RigidPose) -> RigidPose:
+        """This pose followed by ``other`` expressed in this pose's frame."""
+        return RigidPose(self.position + self.rotation @ other.position, self.rotation @ other.rotation)
+
+    def inverse(self) -> RigidPose:
+        """The inverse transform."""
+        return RigidPose(-self.rotation.T @ self.position, self.rotation.T)
+
+    def quaternion(self) -> np.ndarray:
+        """The rotation as a (w, x, y, z) quaternion, w >= 0."""
+        from robofollow_ros.robot.kinematics import quaternion_from_matrix
+
+        return quaternion_from_matrix(self.rotation)
+
+
+@dataclass(frozen=True)
+class Followed:
+    """An object's pose this update and where it came from: its tag (``marker``) or the TCP holding it
+    (``gripper``, with the arm)."""
+
+    pose: RigidPose
+    source: Source
+    arm: str | None = None
+
+
+@dataclass(frozen=True)
+class _Grasp:
+    arm: str
+    offset: RigidPose
+
+
+class GraspFollower:
+    """Objects' poses through grasps (see the module docstring), for any number of objects and arms."""
+
+    def __init__(self, *, grasp_radius: float = DEFAULT_GRASP_RADIUS) -> None:
+        self.grasp_radius = grasp_radius
+        self._last: dict[str, RigidPose] = {}
+        self._grasps: dict[str, _Grasp] = {}
+        self._closed: dict[str, bool] = {}
+        # The TCP pose at each arm's last closing (open -> closed), kept while it stays closed.
+        self._closed_at: dict[str, RigidPose] = {}
+        self._known_at_closing: dict[str, dict[str, RigidPose]] = {}
+
+    def held_by(self, name: str) -> str | None:
+        """The arm holding ``name`` now, or None."""
+        grasp = self._grasps.get(name)
+        return grasp.arm if grasp is not None else None
+
+    def last(self, name: str) -> RigidPose | None:
+        """The last pose given for ``name`` (seen or followed), or None."""
+        return self._last.get(name)
+
+    def update(
+        self,
+        seen: Mapping[str, RigidPose | None],
+        tcps: Mapping[str, RigidPose],
+        closed: Mapping[str, bool],
+    ) -> dict[str, Followed]:
+        """One update: ``seen`` maps every tracked object to its pose from its tag this frame (None: not seen or
+        refused), ``tcps`` and ``closed`` each arm's TCP pose and whether its gripper is closed. Returns the poses
+        to publish (an object without one is absent)."""
+        for arm, is_closed in closed.items():
+            was_closed = self._closed.get(arm, False)
+            if is_closed and not was_closed and arm in tcps:
+                self._closed_at[arm] = tcps[arm]
+                self._known_at_closing[arm] = dict(self._last)
+            elif not is_closed:
+                self._closed_at.pop(arm, None)
+                self._known_at_closing.pop(arm, None)
+                for name in [n for n, g in self._grasps.items() if g.arm == arm]:
+                    # Released: where it ends up is for its tag to say.
+                    del self._grasps[name]
+                    self._last.pop(name, None)
+            self._closed[arm] = is_closed
+        unseen = [name for name, pose in seen.items() if pose is None and name not in self._grasps]
+        self._start_grasps(unseen)
+        out: dict[str, Followed] = {}
+        for name, pose in seen.items():
+            if pose is not None:
+                self._grasps.pop(name, None)
+                self._last[name] = pose
+                out[name] = Followed(pose, 'marker')
+                continue
+            grasp = self._grasps.get(name)
+            if grasp is None or grasp.arm not in tcps:
+                continue
+            followed = tcps[grasp.arm].compose(grasp.offset)
+            self._last[name] = followed
+            out[name] = Followed(followed, 'gripper', grasp.arm)
+        return out
+
+    def _start_grasps(self, unseen: list[str]) -> None:
+        """Each closed arm that holds nothing takes the nearest unseen object that was within reach when it
+        closed."""
+        holding = {g.arm for g in self._grasps.values()}
+        for arm, tcp in self._closed_at.items():
+            if arm in holding:
+                continue
+            known = self._known_at_closing.get(arm, {})
+            reach = [
+                (float(np.linalg.norm(known[name].position - tcp.position)), name)
+                for name in unseen
+                if name in known and name not in self._grasps
+            ]
+            reach = [item for item in reach if item[0] <= self.grasp_radius]
+            if reach:
+                name = min(reach)[1]
+                self._grasps[name] = _Grasp(arm, tcp.inverse().compose(known[name]))

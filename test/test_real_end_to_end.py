@@ -1,0 +1,66 @@
+"""The real-time graph end to end over fake hardware (``robofollow launch real``, real DDS, MuJoCo in wall-clock time).
+
+The expert drives the MuJoCo cell through a robot profile's driver topics, with poses from the simulation's truth:
+its records score as the in-process run of the same trials (the same IS, ES and completion per stage; the episodes
+themselves differ, as time runs on and the controllers interpolate), name the real runtime, the profile and the
+pose source, and the recorded bag re-scores to the live record. ``bench/bench_real_mode.py`` runs the 16 demo
+tasks per profile.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from graph_helpers import read_records, run_launch
+
+from robofollow_ros.cli.score import score_path
+from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+
+pytestmark = pytest.mark.ros
+
+TASKS = {
+    'aloha_ros2_control': ('L0_place_yellow_block_2_behind_green_sphere', 'L1_scene3_1__r_pick2_via4_to6_short_front'),
+    'aloha_interbotix': ('L1_s11_pick_right_of_red',),
+}
+DOMAINS = {'aloha_ros2_control': 46, 'aloha_interbotix': 47}
+SCORES = ('intent_score', 'exec_score', 'completion_ok')
+
+
+def _stages(record: dict) -> list[tuple[str, float, float]]:
+    return [(stage['name'], stage['intent'], stage['exec']) for stage in record['stages']]
+
+
+def _in_process(tasks: tuple[str, ...], out: Path) -> dict[str, dict]:
+    pattern = tasks[0] if len(tasks) == 1 else None
+    options = SuiteOptions(out=out, policy='expert', task_ids=None if pattern else list(tasks), pattern=pattern)
+    run_suite(options, progress=False)
+    return {record['task_id']: record for record in read_records(out / 'results.jsonl')}
+
+
+@pytest.mark.parametrize('profile', sorted(TASKS))
+def test_the_expert_over_fake_hardware_scores_as_in_process(profile: str, tmp_path: Path) -> None:
+    tasks = TASKS[profile]
+    out = tmp_path / 'real'
+    done = run_launch(
+        DOMAINS[profile],
+        graph='real',
+        timeout=240.0,
+        robot_profile=profile,
+        policy='expert',
+        task_ids=','.join(tasks),
+        record='bag',
+        out=str(out),
+    )
+    assert done.returncode == 0, done.stdout[-4000:]
+    live = {record['task_id']: record for record in read_records(out / 'results.jsonl')}
+    assert sorted(live) == sorted(tasks)
+    expected = _in_process(tasks, tmp_path / 'in_process')
+    for task, record in live.items():
+        assert (record['runtime'], record['robot_profile'], record['pose_source']) == ('real', profile, 'sim')
+        assert record['policy_error'] is None and record['completion_ok'], record['intent_msg']
+        assert [record[key] for key in SCORES] == [expected[task][key] for key in SCORES], task
+        assert _stages(record) == _stages(expected[task]), task
+        rescored = score_path(out / record['episode_file'])
+        assert [rescored[key] for key in SCORES] == [record[key] for key in SCORES], task
+        assert _stages(rescored) == _stages(record), task

@@ -1,0 +1,82 @@
+"""The cell tracker (tracking/cell_tracker.py) on real MuJoCo renders of the cell with tags: stacked and in-bowl
+objects on their planes, and a grasped block followed through a 10 cm lift while its tag is hidden."""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+
+from robofollow_ros.benchmark import registry
+from robofollow_ros.benchmark.types import ARMS, Task
+from robofollow_ros.sim import constants
+from robofollow_ros.sim.env import CellEnv
+from robofollow_ros.sim.markers import camera_view
+from robofollow_ros.sim.physics import set_arm_joints, set_object_pose, tcp_pose
+from robofollow_ros.tracking.cell_tracker import BOWL_FLOOR, BOWL_FLOOR_FRACTION, CellTracker, Published
+from robofollow_ros.tracking.grasp import RigidPose
+from robofollow_ros.tracking.markers import SCENES, load_markers
+from robofollow_ros.tracking.pose import detect, make_detector
+
+WIDTH, HEIGHT = 640, 480
+
+
+def first_task(scene: int) -> Task:
+    return next(t for t in registry.eval_tasks() if t.scene == scene)
+
+
+def track(env: CellEnv, tracker: CellTracker, *, closed: dict[str, bool] | None = None) -> dict[str, Published]:
+    assert env.cell is not None and env.data is not None
+    image = env.observe(images=True).images['cam_high']
+    intrinsics, camera = camera_view(env.cell.model, env.data, 'cam_high', width=WIDTH, height=HEIGHT)
+    tcps = {arm: RigidPose.from_quaternion(*tcp_pose(env.cell, env.data, arm)) for arm in ARMS}
+    published = tracker.update(
+        detect(make_detector(), image[:, :, ::-1]), intrinsics, camera, tcps=tcps, closed=closed or {}
+    )
+    return {p.name: p for p in published}
+
+
+def test_the_bowl_floor_is_the_simulated_bowls() -> None:
+    assert BOWL_FLOOR == constants.BOWL_BASE_THICKNESS
+    assert BOWL_FLOOR_FRACTION == constants.BOWL_BASE_FRACTION
+
+
+def test_stacked_and_in_bowl_objects_are_placed_on_their_planes() -> None:
+    with CellEnv(markers='default', width=WIDTH, height=HEIGHT) as env:
+        observation = env.reset(first_task(4), seed=0, images=False)
+        tracker = CellTracker(load_markers('default'), {s: registry.scene_objects(s) for s in SCENES})
+        poses = track(env, tracker)
+    # A cylinder stacked on a cube (the cube's own tag covered), and a cube resting on the bowl's floor.
+    for name in ('green_cylinder_top', 'red_cube_in_bowl'):
+        pose, truth = poses[name], observation.object_pos[name]
+        assert pose.source == 'marker'
+        assert math.dist(pose.position, truth) < 0.003, (name, pose.position, truth)
+
+
+def test_a_grasped_block_is_followed_through_a_lift() -> None:
+    with CellEnv(markers='default', width=WIDTH, height=HEIGHT) as env:
+        observation = env.reset(first_task(1), seed=0, images=False)
+        assert env.cell is not None and env.data is not None
+        cell, data = env.cell, env.data
+        tracker = CellTracker(load_markers('default'), {s: registry.scene_objects(s) for s in SCENES})
+        name = 'yellow_block_2'
+        start = observation.object_pos[name].copy()
+        assert track(env, tracker)[name].source == 'marker'
+        arm = 'left' if start[0] < 0 else 'right'
+        quat = data.qpos[cell.object_index[name].qpos + 3 : cell.object_index[name].qpos + 7].copy()
+        q = env.kinematics.solve(arm, start, yaw=0.0).q
+        # Fingers closed on the 4 cm block (kinematically: nothing is simulated), the tag hidden under the gripper.
+        set_arm_joints(cell, data, arm, q, 0.5 * 0.04 / cell.arms[arm].finger_travel)
+        mujoco.mj_forward(cell.model, data)
+        held = track(env, tracker, closed={arm: True})
+        assert held[name].source == 'gripper'
+        lifted_q = env.kinematics.solve(arm, start + np.array([0.0, 0.0, 0.10]), yaw=0.0, seed=q).q
+        set_arm_joints(cell, data, arm, lifted_q, 0.5 * 0.04 / cell.arms[arm].finger_travel)
+        set_object_pose(cell, data, name, start + np.array([0.0, 0.0, 0.10]), quat)
+        mujoco.mj_forward(cell.model, data)
+        lifted = track(env, tracker, closed={arm: True})
+    assert lifted[name].source == 'gripper'
+    assert math.dist(lifted[name].position, start + np.array([0.0, 0.0, 0.10])) < 0.01
+    # The referee's lift: the published centre rose by the 10 cm (within a few mm).
+    assert lifted[name].position[2] - start[2] > 0.09
