@@ -43,6 +43,11 @@ from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import known_joint_layouts
 from robofollow_ros.state_layout import CAMERAS, JointLayout
 
+EPISODE_TOPIC, RESULT_TOPIC, JOINT_STATES_TOPIC, EE_POSE_PREFIX = (
+    topics.resolve(name) for name in (topics.EPISODE, topics.RESULT, topics.JOINT_STATES, topics.EE_POSE_PREFIX)
+)
+"""The names bags carry (``topics.resolve``: the root namespace's, whatever namespace the recorder ran in)."""
+
 
 @dataclass(frozen=True)
 class CameraStream:
@@ -104,7 +109,7 @@ def read_episode_result(path: str | Path) -> dict[str, Any] | None:
     Raises:
         BagError: not a bag, unknown storage, a result that is not a JSON object, or nothing readable.
     """
-    raw = read_raw(path, wanted=lambda topic: topic == topics.RESULT)
+    raw = read_raw(path, wanted=lambda topic: topic == RESULT_TOPIC)
     return _result(default_typestore(), raw, Path(path))
 
 
@@ -119,15 +124,15 @@ def load_episode(path: str | Path, *, images: bool = False, max_gap: float = MAX
     Raises:
         BagError: as ``read_episode_bag``.
     """
-    image_topics = {topics.image_topic(camera): camera for camera in CAMERAS} if images else {}
+    image_topics = {topics.resolve(topics.image_topic(camera)): camera for camera in CAMERAS} if images else {}
     raw = read_raw(path, wanted=lambda topic: _is_episode_topic(topic) or topic in image_topics)
     return _Assembler(Path(path), raw, default_typestore(), max_gap=max_gap).recording(image_topics)
 
 
 def _is_episode_topic(topic: str) -> bool:
     return (
-        topic in (topics.EPISODE, topics.RESULT, topics.JOINT_STATES)
-        or topic.startswith(topics.EE_POSE_PREFIX)
+        topic in (EPISODE_TOPIC, RESULT_TOPIC, JOINT_STATES_TOPIC)
+        or topic.startswith(EE_POSE_PREFIX)
         or topics.object_name_from_topic(topic) is not None
     )
 
@@ -141,15 +146,15 @@ def _typed(raw: RawBag, topic: str, msgtype: str, path: Path) -> RawTopic | None
 
 def _result(typestore: Typestore, raw: RawBag, path: Path) -> dict[str, Any] | None:
     # A typed Result since robofollow_interfaces; JSON in a std_msgs/String in bags written before.
-    entry = raw.topics.get(topics.RESULT)
+    entry = raw.topics.get(RESULT_TOPIC)
     if not entry:
         return None
     if entry.msgtype not in (RESULT, STRING):
-        raise BagError(f'{path}: {topics.RESULT} has type {entry.msgtype}, expected {RESULT} or {STRING}')
+        raise BagError(f'{path}: {RESULT_TOPIC} has type {entry.msgtype}, expected {RESULT} or {STRING}')
     last = max(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
     if entry.msgtype == RESULT:
-        return decode_result(typestore, entry.data[last], topic=topics.RESULT)
-    return decode_json_object(typestore, entry.data[last], topic=topics.RESULT)
+        return decode_result(typestore, entry.data[last], topic=RESULT_TOPIC)
+    return decode_json_object(typestore, entry.data[last], topic=RESULT_TOPIC)
 
 
 class _Assembler:
@@ -167,7 +172,7 @@ class _Assembler:
             layouts=known_joint_layouts(robot if isinstance(robot, str) else None), max_gap=self.max_gap_ns / NS_PER_S
         )
         for topic in sorted(self.raw.topics):
-            if topic.startswith(topics.EE_POSE_PREFIX) or topics.object_name_from_topic(topic) is not None:
+            if topic.startswith(EE_POSE_PREFIX) or topics.object_name_from_topic(topic) is not None:
                 self.add_poses(builder, topic)
         self.add_joints(builder)
         try:
@@ -197,13 +202,13 @@ class _Assembler:
         return BagError(f'{self.path}: {problem}')
 
     def meta(self) -> dict[str, Any]:
-        entry = self.typed(topics.EPISODE, STRING)
+        entry = self.typed(EPISODE_TOPIC, STRING)
         if entry is None:
-            raise self.error(f'no {topics.EPISODE} message, so it is not an episode bag')
+            raise self.error(f'no {EPISODE_TOPIC} message, so it is not an episode bag')
         first = min(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
-        meta = decode_json_object(self.typestore, entry.data[first], topic=topics.EPISODE)
+        meta = decode_json_object(self.typestore, entry.data[first], topic=EPISODE_TOPIC)
         if len({bytes(data) for data in entry.data}) > 1:
-            self.warnings.append(f'{len(entry)} different {topics.EPISODE} messages; the first one is used')
+            self.warnings.append(f'{len(entry)} different {EPISODE_TOPIC} messages; the first one is used')
         return meta
 
     def add_poses(self, builder: TrajectoryBuilder, topic: str) -> None:
@@ -219,11 +224,11 @@ class _Assembler:
         builder.add_poses(topic, series.stamp_ns, series.position, series.quat, log_ns=np.asarray(entry.log_ns))
 
     def add_joints(self, builder: TrajectoryBuilder) -> None:
-        entry = self.typed(topics.JOINT_STATES, JOINT_STATE)
+        entry = self.typed(JOINT_STATES_TOPIC, JOINT_STATE)
         if entry is None:
             return
         for data, log_ns in zip(entry.data, entry.log_ns, strict=True):
-            sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
+            sample = decode_joint_state(self.typestore, data, topic=JOINT_STATES_TOPIC)
             builder.add_joint_state(sample.stamp_ns, sample.names, sample.position, log_ns=log_ns)
 
     def camera(self, topic: str) -> CameraStream | None:
