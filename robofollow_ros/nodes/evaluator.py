@@ -329,9 +329,7 @@ class EvaluatorNode(Node):
                 what=f'the bag of {spec.task_id}',
                 notified=True,
             )
-        except GraphLostError:
-            raise
-        except GraphError:
+        except GraphError:  # lost too: the result is in, so the trial counts; its bag may stay hidden
             return False
         with self.condition:
             self.recorded.pop(spec.episode_id, None)

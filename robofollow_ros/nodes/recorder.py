@@ -10,8 +10,9 @@ and moved to ``OUT/episodes/<stem>`` when complete, so its files carry the same 
 ``robofollow score`` recovers (``docs/bags.md``) and the next run removes. Each published bag is announced on
 ``/robofollow/recorded`` (its episode id), which the evaluator waits for before it names the bag in the record.
 
-The node reacts to arrivals: a bag is finished by the callback of its result or of the TCP pose that completes it
-(whichever comes last); a timer only bounds the wait for poses that never come (``END_TIMEOUT_SECONDS``).
+The node reacts to arrivals: a bag is finished by the callback of its result or of the TCP pose or joint state that
+completes it (whichever comes last); a timer only bounds the wait for frames that never come
+(``END_TIMEOUT_SECONDS``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ class _OpenBag:
     writer: EpisodeBagWriter
     path: Path
     start_ns: int | None = None
-    ee_ns: dict[str, int] = field(default_factory=dict)
+    frame_ns: dict[str, int] = field(default_factory=dict)
+    """The latest stamp written of each TCP pose topic and of the joint states."""
     result: dict[str, Any] | None = None
     result_seen: float = 0.0
     end_ns: int = 0
@@ -182,8 +184,8 @@ class RecorderNode(Node):
         if started:
             target = max(started, key=lambda bag: bag.start_ns or 0)
             target.writer.write_raw(topic, msgtype, time.time_ns(), data)
-            if topic.startswith(topics.EE_POSE_PREFIX):
-                target.ee_ns[topic] = max(stamp, target.ee_ns.get(topic, stamp))
+            if topic.startswith(topics.EE_POSE_PREFIX) or topic == topics.JOINT_STATES:
+                target.frame_ns[topic] = max(stamp, target.frame_ns.get(topic, stamp))
                 if target.result is not None and stamp >= target.end_ns:
                     self.try_finish()
 
@@ -208,12 +210,13 @@ class RecorderNode(Node):
             self.end_timer.start()
 
     def try_finish(self, *, slack: float = 0.0) -> None:
-        """Publish every bag whose result is in once its TCP poses up to the result's end stamp are written (or
+        """Publish every bag whose result is in once its TCP poses and joint states up to the result's end stamp are
+        written (a reader matched late gets the frames it missed, ``qos.STATE``) (or
         ``END_TIMEOUT_SECONDS`` after its result arrived with what is written)."""
         for episode_id, bag in list(self.bags.items()):
             if bag.result is None:
                 continue
-            complete = len(bag.ee_ns) == len(ARMS) and min(bag.ee_ns.values()) >= bag.end_ns
+            complete = len(bag.frame_ns) == len(ARMS) + 1 and min(bag.frame_ns.values()) >= bag.end_ns
             if complete or time.monotonic() + slack - bag.result_seen >= END_TIMEOUT_SECONDS:
                 bag.writer.write_result(bag.result, stamp_ns=time.time_ns())
                 self.finish(episode_id, publish=True)

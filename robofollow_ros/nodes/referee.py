@@ -7,9 +7,9 @@ published on ``/robofollow/result`` as a ``robofollow_interfaces/msg/Result`` (t
 record as ``record_json``).
 
 The node reacts to arrivals: an episode is scored by the callback of whichever of its messages (spec, RESET
-status, end) arrives last, once the TCP poses up to its end are in (they are published before the sim status that
-the bridge's end follows, so they normally are); a timer only bounds the wait for poses that never come
-(``end_timeout``).
+status, end) arrives last, once the TCP poses and joint states up to its end are in (they are published before the
+sim status that the bridge's end follows, so they normally are); a timer only bounds the wait for frames that never
+come (``end_timeout``).
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ class RefereeNode(Node):
             self.end_timer.start()
 
     def try_score(self, *, slack: float = 0.0) -> None:
-        """Score every ended episode whose spec and reset are known once the EE poses up to its end are here (or
+        """Score every ended episode whose spec and reset are known once the TCP poses and joint states up to its
+        end are here (a reader matched late gets the frames it missed, ``qos.STATE``) (or
         ``end_timeout`` after its end arrived with what is here)."""
         self.samples.drain()
         for episode_id, (end, seen) in list(self.ends.items()):
@@ -137,10 +138,14 @@ class RefereeNode(Node):
             complete = all(
                 any(topic == topics.ee_pose_topic(arm) and stamp >= end.end_stamp_ns for topic, stamp, _ in self.poses)
                 for arm in ARMS
-            )
+            ) and any(stamp >= end.end_stamp_ns for stamp, _ in self.joints)
             if not complete and time.monotonic() + slack - seen < self.end_timeout:
                 continue
             del self.ends[episode_id]
+            if not complete:
+                self.get_logger().warning(
+                    f'{episode_id}: scored without every frame up to its end ({self.end_timeout:g} s)'
+                )
             self.score(self.specs.pop(episode_id), self.resets.pop(episode_id), end)
 
     def score(self, spec: EpisodeSpec, start_ns: int, end: EpisodeEnd) -> None:

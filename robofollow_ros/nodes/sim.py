@@ -200,8 +200,9 @@ class SimNode(Node):
         reference = self.ee_pubs[ARMS[0]]
 
         readers = reference.get_subscription_count()
-        return readers >= self.count_subscribers(reference.topic_name) and all(
-            p.get_subscription_count() >= min(readers, self.count_subscribers(p.topic_name)) for p in publishers
+        poses = [*self.ee_pubs.values(), *self.object_pubs.values()]
+        return all(p.get_subscription_count() >= self.count_subscribers(p.topic_name) for p in publishers) and all(
+            p.get_subscription_count() >= readers for p in poses
         )
 
     def on_trajectory(self, arm: Arm, data: bytes) -> None:
