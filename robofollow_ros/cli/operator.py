@@ -21,7 +21,10 @@ answer; the same as `ros2 service call <service> std_srvs/srv/Trigger`. Run it i
 
 Exit status: 0 done, 1 the service refused (its reason is printed), 2 no such service answered in time.
 """
-SERVICES = {'stop': topics.STOP, 'home': topics.HOME, 'ready': topics.READY, 'void': topics.VOID}
+SERVICES = {
+    name: topics.resolve(service)
+    for name, service in (('stop', topics.STOP), ('home', topics.HOME), ('ready', topics.READY), ('void', topics.VOID))
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

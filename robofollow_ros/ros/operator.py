@@ -104,6 +104,10 @@ class RealCell:
 
     # --- the operator's services (executor threads) ------------------------------------------------------------
 
+    def name(self, relative: str) -> str:
+        """A topic or service name as this node resolves it (for what the operator reads)."""
+        return topics.resolve(relative, self.node.get_namespace())
+
     def on_ready(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """``/robofollow/ready``: the objects are placed; the awaited trial starts."""
         response.success, response.message = self._say_ready()
@@ -147,14 +151,19 @@ class RealCell:
         future = self.home_client.call_async(Trigger.Request())
         future.add_done_callback(lambda _: self._notify())
         try:
-            self.wait(future.done, timeout=HOME_SECONDS, what=f'the arms to reach home ({topics.HOME})', notified=True)
+            self.wait(
+                future.done,
+                timeout=HOME_SECONDS,
+                what=f'the arms to reach home ({self.name(topics.HOME)})',
+                notified=True,
+            )
         except GraphError:
             self.home_client.remove_pending_request(future)
             raise
         response = future.result()
         if response is None or not response.success:
             reason = response.message if response is not None else 'no answer'
-            raise GraphError(f'{topics.HOME} refused to move the arms home: {reason}')
+            raise GraphError(f'{self.name(topics.HOME)} refused to move the arms home: {reason}')
 
     def ask_operator(self, spec: EpisodeSpec) -> Path:
         """Show the operator the trial and where each object goes, then wait (no time limit) until they say ready;
@@ -177,8 +186,8 @@ class RealCell:
                     f'instruction: {spec.instruction}',
                     f'place the objects (top-down picture: {picture}):',
                     layout_text(layout, positions=positions),
-                    f'then press Enter here or call {topics.READY} '
-                    f'(ros2 service call {topics.READY} std_srvs/srv/Trigger)',
+                    f'then press Enter here or call {self.name(topics.READY)} '
+                    f'(robofollow operator ready, or ros2 service call {self.name(topics.READY)} std_srvs/srv/Trigger)',
                 ]
             )
         )
@@ -186,7 +195,7 @@ class RealCell:
             self.wait(
                 lambda: self.ready == spec.episode_id,
                 timeout=math.inf,
-                what=f'the operator ({topics.READY})',
+                what=f'the operator ({self.name(topics.READY)})',
                 notified=True,
             )
         finally:
