@@ -58,6 +58,9 @@ class Motion:
     def connected(self) -> bool:
         return True
 
+    def with_commanded_grips(self, state: np.ndarray) -> np.ndarray:
+        return state
+
 
 def publish(cache: ObservationCache, motion: Motion, names: list[str], *, stamp_ns: int, value: float) -> None:
     """Joint state and every pose, stamped ``stamp_ns``, all at ``value``."""

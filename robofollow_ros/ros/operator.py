@@ -12,7 +12,9 @@ its record is written if it is the last): its record is written marked void and 
 from __future__ import annotations
 
 import math
+import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,8 @@ from robofollow_ros.ros.protocol import ResetEpisode, SimStatus, SimStatusMessag
 
 HOME_SECONDS = 120.0
 """How long the bridge may take to bring both arms home (slowly, through the safety filter)."""
+HOME_MOVE = re.compile(r'moving home in ([0-9.]+) s')
+"""The bridge's answer while the home move runs (it answers at once): how long the move takes."""
 RUNTIMES = ('sim', 'real')
 """The evaluator's ``runtime`` parameter: the simulated graph, or a real (or fake-hardware) cell."""
 
@@ -155,6 +159,13 @@ class RealCell:
         if response is None or not response.success:
             reason = response.message if response is not None else 'no answer'
             raise GraphError(f'{topics.HOME} refused to move the arms home: {reason}')
+        # Reset the cell only once the arms are home: a trial started meanwhile saw the move's last rows (the
+        # commanded grips of /robofollow/joint_states opening a gripper the last trial closed: "the other arm took
+        # part").
+        move = HOME_MOVE.search(response.message)
+        if move is not None:
+            home_at = time.monotonic() + float(move.group(1))
+            self.wait(lambda: time.monotonic() >= home_at, timeout=HOME_SECONDS, what='the arms to reach home')
 
     def ask_operator(self, spec: EpisodeSpec) -> Path:
         """Show the operator the trial and where each object goes, then wait (no time limit) until they say ready;
