@@ -426,14 +426,18 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
     node = evaluator.EvaluatorNode(context=context)
     hardware = rclpy.create_node('fake_hardware', context=context)
 
+    called: list[float] = []
+
     def on_reset(request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         calls.append(f'reset {request.episode.task_id}')
+        called.append(time.monotonic())
         response.code, response.episode_id = ResetEpisode.Response.OK, request.episode.episode_id
         return response
 
     def on_home(_request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         calls.append('home')
-        response.success = True
+        called.append(time.monotonic())
+        response.success, response.message = True, 'moving home in 0.50 s (9 rows)'  # the bridge's answer
         return response
 
     hardware.create_service(ResetEpisode, topics.CELL_RESET, on_reset)
@@ -453,6 +457,7 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
         spec = EpisodeSpec.for_trial(task, seed=3, round=1, variant='published')
         node.prepare_episode(spec)
         assert calls == ['home', f'reset {TASKS[0]}'] and node.cell.awaiting is None
+        assert called[1] - called[0] >= 0.5, 'the cell is reset once the arms are home'
         assert not (tmp_path / 'layouts').exists(), 'no operator, no picture'
     finally:
         executor.shutdown(timeout_sec=5)
