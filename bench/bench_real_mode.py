@@ -8,22 +8,25 @@ other, the tasks with the same completion per profile, and every difference (loo
 profile the real graph refuses (the Piper: no robot description) gets the launch's one-line refusal as its row.
 
 Timing is measured from outside, by a listener node in this process on the profile's command topics, its driver
-joint states, the evaluator's SimStatus RESET and the bridge's EpisodeEnd (arrival times on the wall clock, the
-clock every node stamps with in real mode):
+joint states, the evaluator's SimStatus RESET and the bridge's EpisodeEnd. A command's time is its DDS source
+timestamp (when the bridge published it, on the wall clock every node stamps with in real mode), so the
+listener's own scheduling on a loaded machine does not enter:
 
 * row-period jitter of what reaches the arms, inside episodes (SimStatus RESET to EpisodeEnd):
-  - ros2_control: each JointTrajectory's rows are due at its arrival + time_from_start; the fake JTC executes a row
+  - ros2_control: each JointTrajectory's rows are due at its publication + time_from_start; the fake JTC executes a row
     at the first control tick at or after its due time, seen as the first joint state stamped at or after it. The
     deviation |executed(i+1) - executed(i) - row_period| over consecutive rows of a trajectory that were not
     replaced by a newer one before they were due;
   - streamed drivers (xs_sdk): the bridge streams interpolated targets at the control rate; the deviation
-    |interval - control period| of consecutive JointGroupCommand messages within a chunk's stream (an episode of Q
-    queries, counted by the bridge's log, streams Q chunks: its Q - 1 longest intervals are the chunk boundaries);
-* delay from a chunk's last row (its due time) to the next query, per chunk boundary inside an episode
-  (SimStatus RESET to EpisodeEnd):
+    |interval - control period| of consecutive JointGroupCommand messages per arm, chunk boundaries included (from
+    outside they cannot be told from a late tick), and how many intervals exceed two periods beside the number of
+    chunk boundaries (the bridge's log counts the queries);
+* ros2_control only (one message per chunk): the delay from a chunk's last row (its due time) to the next query,
+  per chunk boundary inside an episode:
   - ``settled``: to the first driver joint state stamped after the due time with every arm joint within the
     bridge's settle tolerance (0.02 rad) of the last row: the state the bridge takes its next observation from
-    (it then looks for fresh poses, every 5 ms, and calls the policy);
+    (it then looks for fresh poses, every 5 ms, and calls the policy); when none came before the next chunk, the
+    next chunk's time (the bridge settled on one stamped a hair before this due time);
   - ``next chunk``: to the next chunk's first command message at the arm (the above, plus the observation, the
     expert's own planning, the safety filter and the transport).
 Load average (1 min) is sampled every 5 s during each run.
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import functools
 import itertools
 import json
 import os
@@ -80,6 +84,7 @@ class State:
     stamp_ns: int
     positions: dict[str, float]
     arrival_ns: int = 0
+    published_ns: int = 0
 
 
 @dataclass
@@ -137,8 +142,8 @@ def listen(profile: RobotProfile, recording: Recording, stop: threading.Event) -
     def now() -> int:
         return time.time_ns()
 
-    def on_trajectory(topic: str, message: Any) -> None:
-        arrival = now()
+    def on_trajectory(topic: str, message: Any, info: Any) -> None:
+        arrival = info['source_timestamp']
         names = list(message.joint_names)
         recording.commands.setdefault(topic, []).append(
             Message(
@@ -148,16 +153,16 @@ def listen(profile: RobotProfile, recording: Recording, stop: threading.Event) -
             )
         )
 
-    def on_group(topic: str, names: tuple[str, ...], message: Any) -> None:
-        arrival = now()
+    def on_group(topic: str, names: tuple[str, ...], message: Any, info: Any) -> None:
+        arrival = info['source_timestamp']
         recording.commands.setdefault(topic, []).append(
             Message(arrival, [0.0], [dict(zip(names, message.cmd, strict=True))])
         )
 
-    def on_state(topic: str, message: Any) -> None:
+    def on_state(topic: str, message: Any, info: Any) -> None:
         stamp = message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec
         positions = dict(zip(message.name, message.position, strict=False))
-        recording.states.setdefault(topic, []).append(State(stamp, positions, now()))
+        recording.states.setdefault(topic, []).append(State(stamp, positions, now(), info['source_timestamp']))
 
     def on_status(message: Any) -> None:
         if message.event == int(StatusEvent.RESET):
@@ -172,21 +177,21 @@ def listen(profile: RobotProfile, recording: Recording, stop: threading.Event) -
         if profile.driver == 'ros2_control':
             subscriptions.append(
                 node.create_subscription(
-                    JointTrajectory, spec.command.topic, lambda m, t=spec.command.topic: on_trajectory(t, m), reader
+                    JointTrajectory, spec.command.topic, functools.partial(on_trajectory, spec.command.topic), reader
                 )
             )
         else:
             kind = message_class(spec.command.type)
             subscriptions.append(
                 node.create_subscription(
-                    kind, spec.command.topic, lambda m, t=spec.command.topic, j=spec.joints: on_group(t, j, m), reader
+                    kind, spec.command.topic, functools.partial(on_group, spec.command.topic, spec.joints), reader
                 )
             )
         if spec.joint_states not in recording.states:
             recording.states[spec.joint_states] = []
             subscriptions.append(
                 node.create_subscription(
-                    JointState, spec.joint_states, lambda m, t=spec.joint_states: on_state(t, m), reader
+                    JointState, spec.joint_states, functools.partial(on_state, spec.joint_states), reader
                 )
             )
     subscriptions.append(node.create_subscription(SimStatus, topics.SIM_STATUS, on_status, qos.EVENTS))
@@ -278,46 +283,25 @@ def jtc_timing(profile: RobotProfile, recording: Recording) -> Timing:
     return timing
 
 
-def streamed_timing(profile: RobotProfile, recording: Recording, queries: dict[str, int]) -> Timing:
-    """Message-interval jitter and chunk-to-query delay of streamed commands (xs_sdk's joint_group), in episodes.
+def streamed_timing(profile: RobotProfile, recording: Recording) -> Timing:
+    """Message-interval jitter of streamed commands (xs_sdk's joint_group) inside episodes.
 
-    An episode of Q queries streams Q chunks: its Q - 1 longest message intervals are taken as the chunk
-    boundaries (each is at least the settling and the policy's time), the others are intervals within a stream.
+    Every interval counts, chunk boundaries included: from outside a boundary cannot be told from a late tick (the
+    bridge streams the measured state first, then the rows, so neither the values nor the times mark it), and
+    the chunk-to-query delay is the ros2_control profile's (one message per chunk), the bridge's logic being the same.
     """
     timing = Timing()
     period = 1.0 / profile.control_rate
     for arm in ARMS:
-        spec = profile.arms[arm]
-        states = sorted(recording.states[spec.joint_states], key=lambda s: s.stamp_ns)
-        stamps = [s.stamp_ns for s in states]
         by_episode: dict[str, list[Message]] = {}
-        for message in sorted(recording.commands.get(spec.command.topic, []), key=lambda m: m.arrival_ns):
+        for message in sorted(recording.commands.get(profile.arms[arm].command.topic, []), key=lambda m: m.arrival_ns):
             episode = in_episode(recording, message.arrival_ns)
             if episode is not None:
                 by_episode.setdefault(episode, []).append(message)
-        for episode, messages in by_episode.items():
+        for messages in by_episode.values():
             intervals = [(b.arrival_ns - a.arrival_ns) / NS for a, b in itertools.pairwise(messages)]
-            count = queries.get(episode, 0)
-            cuts = set(np.argsort(intervals)[::-1][: max(count - 1, 0)].tolist())
-            timing.jitter += [abs(v - period) for i, v in enumerate(intervals) if i not in cuts]
-            streams: list[list[Message]] = [[messages[0]]]
-            for index, message in enumerate(messages[1:]):
-                if index in cuts:
-                    streams.append([message])
-                else:
-                    streams[-1].append(message)
-            for stream, following in itertools.pairwise(streams):
-                # The rows span whole row periods from the stream's first message (sent with the chunk).
-                span = (stream[-1].arrival_ns - stream[0].arrival_ns) / NS
-                last_due = stream[0].arrival_ns + round(span / profile.row_period) * profile.row_period * NS
-                timing.next_chunk.append((following[0].arrival_ns - last_due) / NS)
-                settled = settled_at(states, stamps, last_due, stream[-1].rows[-1])
-                if settled is None or settled > following[0].arrival_ns:
-                    # No state stamped after this due time settled before the next chunk came: the bridge saw one
-                    # stamped before it (this due time is the message's arrival here, a little after the bridge's).
-                    timing.unsettled += 1
-                    settled = following[0].arrival_ns
-                timing.settled.append((settled - last_due) / NS)
+            timing.jitter += [abs(v - period) for v in intervals]
+            timing.unsettled += sum(v > 2 * period for v in intervals)
     return timing
 
 
@@ -410,28 +394,27 @@ def run_profile(name: str, tasks: list[str], out: Path, domain: int) -> tuple[di
     queries = {match.group(1): int(match.group(2)) for match in QUERIES.finditer(output)}
     with (out / f'{name}.timing.pickle').open('wb') as stream:
         pickle.dump(recording, stream)
-    if profile.driver == 'ros2_control':
-        timing = jtc_timing(profile, recording)
-    else:
-        timing = streamed_timing(profile, recording, queries)
+    streamed = profile.driver != 'ros2_control'
+    timing = streamed_timing(profile, recording) if streamed else jtc_timing(profile, recording)
     lines = [
         f'{name}: exit {code}, {seconds:.0f} s for {len(tasks)} episodes, load average (1 min) '
         f'{min(recording.loads):.2f}-{max(recording.loads):.2f}, {len(recording.ends)} episodes heard',
     ]
-    if profile.driver == 'ros2_control':
+    latency = [(s.arrival_ns - s.published_ns) / NS for states in recording.states.values() for s in states]
+    if streamed:
+        period = 1 / profile.control_rate
+        lines.append(f'  command jitter (|interval - {period:g} s|, chunk boundaries included): {stats(timing.jitter)}')
+        boundaries = sum(count - 1 for count in queries.values() if count > 0) * len(ARMS)
+        lines.append(f'  intervals longer than {2 * period:g} s: {timing.unsettled} ({boundaries} chunk boundaries)')
+    else:
         lines.append(f'  row-period jitter (|row interval - {profile.row_period} s|): {stats(timing.jitter)}')
         lines.append(f'  row executed after its due time (tick lateness + grid): {stats(timing.lateness)}')
-    else:
         lines.append(
-            f'  command jitter (|interval - {1 / profile.control_rate:g} s|, in streams): {stats(timing.jitter)}'
+            f'  last row due -> arms settled (next observation): {stats(timing.settled)} ({timing.unsettled} '
+            'at the next chunk: the bridge settled on a state stamped a hair before the due time seen here)'
         )
-    lines.append(
-        f'  last row due -> arms settled (next observation): {stats(timing.settled)} '
-        f'({timing.unsettled} counted at the next chunk: settled on a state stamped before the due time seen here)'
-    )
-    latency = [(s.arrival_ns - s.stamp_ns) / NS for states in recording.states.values() for s in states]
-    lines.append(f'  joint states stamp -> arrival at the listener: {stats(latency)}')
-    lines.append(f'  last row due -> next chunk at the arm: {stats(timing.next_chunk)}')
+        lines.append(f'  last row due -> next chunk at the arm: {stats(timing.next_chunk)}')
+    lines.append(f'  (the listener received joint states {stats(latency)} after they were published)')
     return records(out / name / 'results.jsonl'), '\n'.join(lines)
 
 

@@ -73,3 +73,30 @@ def test_the_commanded_grip_of_a_jtc_gripper_holding_a_block_stays_closed_across
     start = now()
     seen = [grips.apply(measured, stamp_ns=start + k * 10_000_000)[column] for k in range(1, 8)]
     assert max(seen) == pytest.approx(0.0, abs=1e-9), seen
+
+
+def test_the_commanded_grip_is_the_command_at_the_joint_states_stamp_after_a_gap(ros: Node) -> None:
+    """ee_pose samples the controller at each joint state's stamp, however long since the previous one (a stalled
+    driver): it sampled one gap ahead, so an opening showed while the arm was still lowering."""
+    profile = load_profile('aloha_ros2_control')
+    grips = CommandedGrips(ros, profile)
+    spec = profile.arms['left'].gripper
+    (topic,) = [command for command in grips.model.topics if command.topic == spec.interface.topic]
+    column = GRIP_INDEX['left']
+    measured = profile.home_state()
+    measured[column] = 0.0
+
+    def now() -> int:
+        return ros.get_clock().now().nanoseconds
+
+    grips.on_command(topic, closed_gripper_trajectory(spec.command.joint, spec.command.to_driver(0.0)), 'left')
+    closed_at = now() + 100_000_000
+    grips.apply(measured, stamp_ns=closed_at)
+    while now() < closed_at:
+        time.sleep(0.005)
+    opening = closed_gripper_trajectory(spec.command.joint, spec.command.to_driver(1.0))  # opens over one row
+    grips.on_command(topic, opening, 'left')
+    sent = now()
+    grips.apply(measured, stamp_ns=sent)
+    halfway = grips.apply(measured, stamp_ns=sent + 30_000_000)[column]  # the next state comes 30 ms later
+    assert halfway == pytest.approx(0.5, abs=0.1)

@@ -74,7 +74,10 @@ class CommandedGrips:
             dt = 0.0 if self.last_ns is None else max(0.0, (stamp_ns - self.last_ns) / NS_PER_S)
             self.last_ns = stamp_ns if self.last_ns is None else max(self.last_ns, stamp_ns)
             self.measured = state.copy()
-            position, _ = self.model.setpoints.advance(stamp_ns, dt)
+            # ``advance`` gives the setpoint for the period ``dt`` that starts at its first argument, the end of which
+            # is this stamp (sampled at the stamp plus the gap since the last one, the grip ran ahead after every
+            # stall of the joint states: an opening showed while the arm was still lowering).
+            position, _ = self.model.setpoints.advance(stamp_ns - round(dt * NS_PER_S), dt)
             self.current = position.copy()
             for arm in ARMS:
                 if self.commanded[arm]:
