@@ -13,8 +13,8 @@ timestamp (when the bridge published it, on the wall clock every node stamps wit
 listener's own scheduling on a loaded machine does not enter:
 
 * row-period jitter of what reaches the arms, inside episodes (SimStatus RESET to EpisodeEnd):
-  - ros2_control: each JointTrajectory's rows are due at its publication + time_from_start; the fake JTC executes a row
-    at the first control tick at or after its due time, seen as the first joint state stamped at or after it. The
+  - ros2_control: each JointTrajectory's rows are due at its publication + time_from_start; the fake JTC executes
+    a row at the first control tick at or after its due time, seen as the first joint state stamped at or after it. The
     deviation |executed(i+1) - executed(i) - row_period| over consecutive rows of a trajectory that were not
     replaced by a newer one before they were due;
   - streamed drivers (xs_sdk): the bridge streams interpolated targets at the control rate; the deviation
@@ -238,11 +238,16 @@ def in_episode(recording: Recording, at_ns: float) -> str | None:
 
 @dataclass
 class Timing:
+    """One profile's measurements (seconds)."""
+
     jitter: list[float] = field(default_factory=list)
     lateness: list[float] = field(default_factory=list)
     settled: list[float] = field(default_factory=list)
     next_chunk: list[float] = field(default_factory=list)
     unsettled: int = 0
+    """Chunk boundaries whose settled state was not seen after the due time (counted at the next chunk)."""
+    long_intervals: int = 0
+    """Streamed: intervals longer than two control periods."""
 
 
 def jtc_timing(profile: RobotProfile, recording: Recording) -> Timing:
@@ -301,7 +306,7 @@ def streamed_timing(profile: RobotProfile, recording: Recording) -> Timing:
         for messages in by_episode.values():
             intervals = [(b.arrival_ns - a.arrival_ns) / NS for a, b in itertools.pairwise(messages)]
             timing.jitter += [abs(v - period) for v in intervals]
-            timing.unsettled += sum(v > 2 * period for v in intervals)
+            timing.long_intervals += sum(v > 2 * period for v in intervals)
     return timing
 
 
@@ -405,7 +410,8 @@ def run_profile(name: str, tasks: list[str], out: Path, domain: int) -> tuple[di
         period = 1 / profile.control_rate
         lines.append(f'  command jitter (|interval - {period:g} s|, chunk boundaries included): {stats(timing.jitter)}')
         boundaries = sum(count - 1 for count in queries.values() if count > 0) * len(ARMS)
-        lines.append(f'  intervals longer than {2 * period:g} s: {timing.unsettled} ({boundaries} chunk boundaries)')
+        longer = timing.long_intervals
+        lines.append(f'  intervals longer than {2 * period:g} s: {longer} ({boundaries} chunk boundaries)')
     else:
         lines.append(f'  row-period jitter (|row interval - {profile.row_period} s|): {stats(timing.jitter)}')
         lines.append(f'  row executed after its due time (tick lateness + grid): {stats(timing.lateness)}')
