@@ -426,14 +426,21 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
     node = evaluator.EvaluatorNode(context=context)
     hardware = rclpy.create_node('fake_hardware', context=context)
 
+    called: list[float] = []
+
     def on_reset(request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         calls.append(f'reset {request.episode.task_id}')
+        called.append(time.monotonic())
         response.code, response.episode_id = ResetEpisode.Response.OK, request.episode.episode_id
         return response
 
     def on_home(_request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         calls.append('home')
-        response.success = True
+        called.append(time.monotonic())
+        if len(calls) == 1:  # the bridge's answers: before it heard the driver, then while the move runs
+            response.success, response.message = False, 'no joint state from the driver yet: nothing to move from'
+        else:
+            response.success, response.message = True, 'moving home in 0.50 s (9 rows)'
         return response
 
     hardware.create_service(ResetEpisode, topics.CELL_RESET, on_reset)
@@ -452,7 +459,8 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
         task = registry.get_task(TASKS[0])
         spec = EpisodeSpec.for_trial(task, seed=3, round=1, variant='published')
         node.prepare_episode(spec)
-        assert calls == ['home', f'reset {TASKS[0]}'] and node.cell.awaiting is None
+        assert calls == ['home', 'home', f'reset {TASKS[0]}'] and node.cell.awaiting is None
+        assert called[2] - called[1] >= 0.5, 'the cell is reset once the arms are home'
         assert not (tmp_path / 'layouts').exists(), 'no operator, no picture'
     finally:
         executor.shutdown(timeout_sec=5)

@@ -6,7 +6,10 @@ block measures about 0.6 open, which no close threshold would tell from a half-o
 reports the measured fingers, so the ee_pose node replaces each gripper's value with the command read from the
 profile's gripper command topic, evaluated at the message's time as the driver's controller follows it
 (``ros/fake_driver.py``'s controller model: a JointTrajectoryController's interpolation, a streamed target's rate).
-Until a gripper has been commanded, its measured value stands.
+Until a gripper has been commanded, its measured value stands. Each new command continues from the grip commanded
+so far, not from the measured finger: a JointTrajectoryController starts a new trajectory from the measured state,
+and a gripper closed on a block measures about 0.6 open, so that start would read as the gripper opening and
+closing again at every chunk (the policy commanded it closed throughout, and the simulated cell's state says so).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class CommandedGrips:
         self.model = FakeDriver(profile, initial=profile.home_state())
         self.lock = threading.Lock()
         self.measured = profile.home_state()
+        self.current = profile.home_state()
         self.commanded = dict.fromkeys(ARMS, False)
         self.last_ns: int | None = None
         grip_topics = {profile.arms[arm].gripper.interface.topic: arm for arm in ARMS}
@@ -50,8 +54,12 @@ class CommandedGrips:
     def on_command(self, command: CommandTopic, message: object, arm: str | None) -> None:
         now_ns = self.node.get_clock().now().nanoseconds
         with self.lock:
+            start = self.measured.copy()
+            for grip_arm in ARMS:
+                if self.commanded[grip_arm]:
+                    start[GRIP_INDEX[grip_arm]] = self.current[GRIP_INDEX[grip_arm]]
             try:
-                command.handle(message, now_ns, self.measured)
+                command.handle(message, now_ns, start)
             except DriverCommandError:
                 return  # the driver refuses it as well: the grip stays what it was
             if arm is not None:
@@ -66,7 +74,11 @@ class CommandedGrips:
             dt = 0.0 if self.last_ns is None else max(0.0, (stamp_ns - self.last_ns) / NS_PER_S)
             self.last_ns = stamp_ns if self.last_ns is None else max(self.last_ns, stamp_ns)
             self.measured = state.copy()
-            position, _ = self.model.setpoints.advance(stamp_ns, dt)
+            # ``advance`` gives the setpoint for the period ``dt`` that starts at its first argument, the end of which
+            # is this stamp (sampled at the stamp plus the gap since the last one, the grip ran ahead after every
+            # stall of the joint states: an opening showed while the arm was still lowering).
+            position, _ = self.model.setpoints.advance(stamp_ns - round(dt * NS_PER_S), dt)
+            self.current = position.copy()
             for arm in ARMS:
                 if self.commanded[arm]:
                     state[GRIP_INDEX[arm]] = position[GRIP_INDEX[arm]]

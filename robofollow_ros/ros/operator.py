@@ -12,7 +12,9 @@ its record is written if it is the last): its record is written marked void and 
 from __future__ import annotations
 
 import math
+import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,11 @@ from robofollow_ros.ros.protocol import ResetEpisode, SimStatus, SimStatusMessag
 
 HOME_SECONDS = 120.0
 """How long the bridge may take to bring both arms home (slowly, through the safety filter)."""
+HOME_MOVE = re.compile(r'moving home in ([0-9.]+) s')
+"""The bridge's answer while the home move runs (it answers at once): how long the move takes."""
+HOME_NO_STATE = 'no joint state from the driver yet'
+"""The bridge's refusal before it heard the driver (the graph just started): asked again every ``HOME_RETRY`` s."""
+HOME_RETRY = 0.2
 RUNTIMES = ('sim', 'real')
 """The evaluator's ``runtime`` parameter: the simulated graph, or a real (or fake-hardware) cell."""
 
@@ -148,22 +155,31 @@ class RealCell:
         """
         if not self.home_client.service_is_ready():
             return
-        future = self.home_client.call_async(Trigger.Request())
-        future.add_done_callback(lambda _: self._notify())
-        try:
-            self.wait(
-                future.done,
-                timeout=HOME_SECONDS,
-                what=f'the arms to reach home ({self.name(topics.HOME)})',
-                notified=True,
-            )
-        except GraphError:
-            self.home_client.remove_pending_request(future)
-            raise
-        response = future.result()
+        deadline = time.monotonic() + HOME_SECONDS
+        while True:
+            future = self.home_client.call_async(Trigger.Request())
+            future.add_done_callback(lambda _: self._notify())
+            try:
+                what = f'the arms to reach home ({self.name(topics.HOME)})'
+                self.wait(future.done, timeout=HOME_SECONDS, what=what, notified=True)
+            except GraphError:
+                self.home_client.remove_pending_request(future)
+                raise
+            response = future.result()
+            if response is None or HOME_NO_STATE not in response.message or time.monotonic() > deadline:
+                break
+            retry_at = time.monotonic() + HOME_RETRY
+            self.wait(lambda at=retry_at: time.monotonic() >= at, timeout=HOME_SECONDS, what='the driver to be heard')
         if response is None or not response.success:
             reason = response.message if response is not None else 'no answer'
             raise GraphError(f'{self.name(topics.HOME)} refused to move the arms home: {reason}')
+        # Reset the cell only once the arms are home: a trial started meanwhile saw the move's last rows (the
+        # commanded grips of /robofollow/joint_states opening a gripper the last trial closed: "the other arm took
+        # part").
+        move = HOME_MOVE.search(response.message)
+        if move is not None:
+            home_at = time.monotonic() + float(move.group(1))
+            self.wait(lambda: time.monotonic() >= home_at, timeout=HOME_SECONDS, what='the arms to reach home')
 
     def ask_operator(self, spec: EpisodeSpec) -> Path:
         """Show the operator the trial and where each object goes, then wait (no time limit) until they say ready;

@@ -5,8 +5,10 @@ and takes the first observation; ``execute`` sends a chunk through ``SafeMotion`
 driver), waits until its rows are executed (their wall time, then the measured state reaching the last row or a
 short extra limit) and takes the next observation. An observation is the latest camera images, the latest measured
 joint state (the profile's driver ``joint_states``, ``ros/driver_feedback.py``) and, for privileged policies, the
-latest object and TCP poses; any part older than ``max_age`` is refused: the environment waits for a fresher one
-up to ``timeout``, then ends the episode with a ``GraphError`` naming what is old. Never used stale.
+latest object and TCP poses; any part older than ``max_age``, or stamped before the episode's reset, is refused: the
+environment waits for a fresher one up to ``timeout``, then ends the episode with a ``GraphError`` naming what is
+old. Never used stale: right after a reset the previous layout's poses and joints are still younger than
+``max_age``, and a policy planning from them goes for where the objects were.
 
 ``WatchedPolicy`` tells ``SafeMotion``'s dead-man when each query is sent and answered; an answer after the
 dead-man's deadline is dropped (the arms already hold) and the next observation is taken.
@@ -14,6 +16,7 @@ dead-man's deadline is dropped (the arms already hold) and the next observation 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Collection
 from typing import Any
@@ -160,19 +163,23 @@ class RealTimeEnvironment:
         ]
 
     def _ages(self, wanted: Collection[str]) -> dict[str, float]:
-        """The age (s) of each part of the observation (``inf`` when it never arrived)."""
+        """The age (s) of each part of the observation (``inf`` when none arrived since the episode's reset)."""
         now_ns = self.clock_ns()
+
+        def age(stamp: int | None) -> float:
+            return float('inf') if stamp is None or stamp < self.origin_ns else (now_ns - stamp) / NS_PER_S
+
         state = self.motion.feedback.latest()
-        ages = {'joint state': state.age_s if state is not None else float('inf')}
+        ages = {'joint state': state.age_s if state is not None and state.stamp_ns >= self.origin_ns else float('inf')}
         if self.images:
             for camera in CAMERAS:
                 items = self.cache.images.get(camera)
-                stamp = next(reversed(items.items)) if items is not None and items.items else None
-                ages[topics.image_topic(camera)] = float('inf') if stamp is None else (now_ns - stamp) / NS_PER_S
+                ages[topics.image_topic(camera)] = age(
+                    next(reversed(items.items)) if items is not None and items.items else None
+                )
         for topic in wanted:
             recent = self.cache.poses.get(topic)
-            stamp = next(reversed(recent.items)) if recent is not None and recent.items else None
-            ages[topic] = float('inf') if stamp is None else (now_ns - stamp) / NS_PER_S
+            ages[topic] = age(next(reversed(recent.items)) if recent is not None and recent.items else None)
         return ages
 
     def _observation(self) -> CellObservation:
@@ -188,7 +195,11 @@ class RealTimeEnvironment:
         try:
             self.cache.wait(fresh, timeout=self.timeout, what='a fresh observation', poll=FRESH_POLL)
         except GraphError as error:
-            old = ', '.join(f'{part} {age:.3g} s' for part, age in ages.items() if not age <= self.max_age)
+            old = ', '.join(
+                f'{part} {age:.3g} s' if math.isfinite(age) else f'{part}: none since the reset'
+                for part, age in ages.items()
+                if not age <= self.max_age
+            )
             raise GraphError(f'{error}: older than {self.max_age:g} s: {old}') from None
         cell = self.motion.feedback.latest()
         assert cell is not None
