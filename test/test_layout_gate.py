@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import rclpy
 from geometry_msgs.msg import PoseStamped
 from graph_helpers import wait_until
 from rclpy.context import Context
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
-from test_graph_real import TASKS, _call, running_cell_graph
+from test_graph_real import DOMAIN, TASKS, _call, running_cell_graph
 
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
@@ -188,3 +191,78 @@ def test_a_displaced_turned_or_unseen_object_holds_the_trial_until_fixed_or_over
             }
         ],
     }
+
+
+def test_over_fake_hardware_a_block_the_reset_left_3_cm_off_holds_the_trial_until_it_is_put_back(
+    tmp_path, monkeypatch
+) -> None:
+    """The check on the simulation's truth: the fake cell (in this process) places yellow_block_1 3 cm off at the
+    reset, as a careless operator would; the trial is held until the test puts it back and says ready."""
+    import mujoco
+    import numpy as np
+
+    from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+    from robofollow_ros.nodes.evaluator import EvaluatorNode
+    from robofollow_ros.nodes.fake_hardware import FakeHardwareNode
+    from robofollow_ros.sim.physics import object_pose, set_object_pose
+
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    parameters = ['runtime:=real', 'robot_profile:=aloha_ros2_control', f'out:={tmp_path}', 'fake_hardware:=true']
+    rclpy.init(domain_id=DOMAIN, args=['--ros-args', *(a for p in parameters for a in ('-p', p))])
+    hardware = FakeHardwareNode()
+    node = EvaluatorNode()
+    operator = rclpy.create_node('operator')
+    said: list[str] = []
+    node.cell.say = said.append
+    block, moved = 'yellow_block_1', {}
+    original_reset = hardware.cell.reset
+
+    def careless_reset(task, *, seed, layout, home):
+        original_reset(task, seed=seed, layout=layout, home=home)
+        cell, data = hardware.cell.cell, hardware.cell.data
+        position, quat = object_pose(cell, data, block)
+        moved['place'] = (position.copy(), quat.copy())
+        set_object_pose(cell, data, block, position + np.array([0.03, 0.0, 0.0]), quat)
+        mujoco.mj_forward(cell.model, data)
+
+    hardware.cell.reset = careless_reset
+    executor = MultiThreadedExecutor(num_threads=3)
+    for each in (hardware, node, operator):
+        executor.add_node(each)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    result: dict[str, Any] = {}
+    try:
+        wait_until(node.cell.reset_client.service_is_ready, timeout=60, what='the fake hardware reset service')
+        spec = EpisodeSpec.for_trial(
+            registry.get_task(TASKS[0]), seed=registry.trial_seed(TASKS[0], 1), round=1, variant='published'
+        )
+
+        def prepare() -> None:
+            try:
+                result['fields'] = node.prepare_episode(spec)
+            except BaseException as error:  # handed to the test thread
+                result['error'] = error
+
+        threading.Thread(target=prepare, daemon=True).start()
+        wait_until(lambda: node.cell.holding is not None or result, timeout=60, what='the held trial')
+        assert 'error' not in result, result['error']
+        found = re.search(rf'{block}: ([0-9.]+) mm \(dx \+([0-9.]+), dy [-+][0-9.]+\), [0-9.]+°: displaced', said[-1])
+        assert found and 28.0 < float(found.group(1)) < 32.0, said[-1]
+        assert 'red_sphere' not in said[-1], 'only the displaced block is off'
+        with hardware.lock:
+            position, quat = moved['place']
+            set_object_pose(hardware.cell.cell, hardware.cell.data, block, position, quat)
+            mujoco.mj_forward(hardware.cell.cell.model, hardware.cell.data)
+        assert _call(operator, topics.READY).success
+        wait_until(lambda: result, timeout=60, what='the check to pass')
+        assert 'error' not in result, result['error']
+        check = result['fields']['layout_check']
+        assert check['passed'] and check['attempts'] == 2 and check['override'] is None
+        assert max(o['displacement_mm'] for o in check['objects']) < 2.0, check
+    finally:
+        node.stopping = True
+        executor.shutdown(timeout_sec=5)
+        hardware.close()
+        for each in (hardware, node, operator):
+            each.destroy_node()
+        rclpy.shutdown()
