@@ -1,7 +1,8 @@
 """The layout check before each trial on a real cell (issue 21), over real DDS: the evaluator node reads the object
 poses, holds a trial whose objects are displaced by 3 cm, turned by 30° or not seen, tells the operator what is off
 and by how much (text and picture), checks again on ready or Enter, and starts the trial once the layout is fixed
-or on an override (service or typed), which the record and run.json keep.
+or on an override (typed, or the service through ``robofollow operator override``), which the record and run.json
+keep.
 
 The cell is test_graph_real's (the evaluator with stand-ins for the bridge and the referee); a stand-in pose source
 publishes the objects' poses as a tracker would, and the test moves them. (Over fake hardware the check runs on the
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +23,7 @@ from typing import Any
 import pytest
 import rclpy
 from geometry_msgs.msg import PoseStamped
-from graph_helpers import wait_until
+from graph_helpers import graph_env, wait_until
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -163,7 +166,10 @@ def test_a_displaced_turned_or_unseen_object_holds_the_trial_until_fixed_or_over
     assert _call(operator, topics.READY).success
     held(4)
     assert cell.holding == replay and len(bridge.resets) == 2
-    assert _call(operator, topics.OVERRIDE_LAYOUT).success
+    command = [sys.executable, '-m', 'robofollow_ros', 'operator', 'override', '--timeout', '20']
+    overridden = subprocess.run(command, env=graph_env(39), capture_output=True, text=True, timeout=120, check=False)
+    assert overridden.returncode == 0, overridden.stderr  # (robofollow operator calls the evaluator's service)
+    assert overridden.stdout.strip() == 'the trial starts with the layout as it is (the override is recorded)'
     wait_until(lambda: 'records' in done or 'error' in done, timeout=60, what='the run to finish')
     assert 'error' not in done, done['error']
 
