@@ -1,80 +1,97 @@
-"""Default names of every topic and service of the package (table in README, node graph); each is a node parameter."""
+"""Default names of every topic and service of the package (table in README, node graph); each is a node parameter.
+
+The names are relative: a node resolves them in its namespace, so ``PushRosNamespace`` or ``--ros-args -r
+__ns:=/cell1`` puts a whole graph under ``/cell1`` and remaps apply as usual; in the root namespace they are the
+absolute names of earlier versions (``/joint_states``). Bags always name a topic by ``resolve(name)``, its name in
+the root namespace, whatever namespace the recorder ran in, so every bag reads alike.
+"""
 
 from __future__ import annotations
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import ARMS, Arm
 
-CLOCK = '/clock'
-JOINT_STATES = '/joint_states'
-INSTRUCTION = '/robofollow/instruction'
-EPISODE = '/robofollow/episode'
-EPISODE_META = '/robofollow/episode_meta'
+CLOCK = 'clock'
+JOINT_STATES = 'joint_states'
+INSTRUCTION = 'robofollow/instruction'
+EPISODE = 'robofollow/episode'
+RESULT = 'robofollow/result'
+SIM_RESET = 'robofollow/sim/reset'
+OBJECT_POSE_PREFIX = 'robofollow/objects/'
+EE_POSE_PREFIX = 'robofollow/ee/'
+EPISODE_META = 'robofollow/episode_meta'
 """Bags only: the episode's meta data the EpisodeSpec does not hold, JSON in std_msgs/String (bags/episode_meta.py)."""
-RESULT = '/robofollow/result'
-SIM_RESET = '/robofollow/sim/reset'
-CELL_RESET = '/robofollow/cell/reset'
+CELL_RESET = 'robofollow/cell/reset'
 """robofollow_interfaces/srv/ResetEpisode in real mode: served by the fake hardware (objects laid out, arms home)."""
-OBJECT_POSE_PREFIX = '/robofollow/objects/'
-EE_POSE_PREFIX = '/robofollow/ee/'
 WORLD_FRAME = 'world'
-TRACKER_STATUS = '/robofollow/tracker/status'
+TRACKER_STATUS = 'robofollow/tracker/status'
 """The aruco_tracker's per-frame account (std_msgs/String, JSON): each object's pose source or refusal."""
 
 
+def resolve(name: str, namespace: str = '/') -> str:
+    """The absolute name of topic or service ``name`` in ``namespace`` (an absolute ``name`` stays as it is), as a
+    node in that namespace resolves it without remaps; ``resolve(JOINT_STATES)`` is ``/joint_states``."""
+    if name.startswith('/'):
+        return name
+    return f'{namespace.rstrip("/")}/{name}'
+
+
 def image_topic(camera: str) -> str:
-    """``/<camera>/image_raw`` (sensor_msgs/Image, rgb8)."""
-    return f'/{camera}/image_raw'
+    """``<camera>/image_raw`` (sensor_msgs/Image, rgb8)."""
+    return f'{camera}/image_raw'
 
 
 def camera_info_topic(camera: str) -> str:
-    """``/<camera>/camera_info`` (sensor_msgs/CameraInfo)."""
-    return f'/{camera}/camera_info'
+    """``<camera>/camera_info`` (sensor_msgs/CameraInfo)."""
+    return f'{camera}/camera_info'
 
 
 def object_pose_topic(name: str) -> str:
-    """``/robofollow/objects/<name>/pose`` (geometry_msgs/PoseStamped, world frame)."""
+    """``robofollow/objects/<name>/pose`` (geometry_msgs/PoseStamped, world frame)."""
     return f'{OBJECT_POSE_PREFIX}{name}/pose'
 
 
 def object_name_from_topic(topic: str) -> str | None:
-    """Inverse of ``object_pose_topic``; ``None`` for any other topic."""
+    """Inverse of ``object_pose_topic`` (or of its ``resolve``d name, as in a bag); ``None`` for any other topic."""
+    topic = topic.removeprefix('/')
     if topic.startswith(OBJECT_POSE_PREFIX) and topic.endswith('/pose'):
         return topic[len(OBJECT_POSE_PREFIX) : -len('/pose')] or None
     return None
 
 
 def ee_pose_topic(arm: Arm) -> str:
-    """``/robofollow/ee/<arm>/pose`` (geometry_msgs/PoseStamped of the TCP, world frame)."""
+    """``robofollow/ee/<arm>/pose`` (geometry_msgs/PoseStamped of the TCP, world frame)."""
     return f'{EE_POSE_PREFIX}{arm}/pose'
 
 
 def arm_trajectory_topic(arm: Arm) -> str:
-    """``/<arm>_arm_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory)."""
-    return f'/{arm}_arm_controller/joint_trajectory'
+    """``<arm>_arm_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory)."""
+    return f'{arm}_arm_controller/joint_trajectory'
 
 
-SIM_STATUS = '/robofollow/sim/status'
+RECORDED = 'robofollow/recorded'
+"""std_msgs/String: the recorder names the episode id of each bag it has published (moved to its final name)."""
+SIM_STATUS = 'robofollow/sim/status'
 """robofollow_interfaces/msg/SimStatus (ros/protocol.py): an observation is complete."""
-SIM_CHUNK = '/robofollow/sim/chunk'
-"""robofollow_interfaces/msg/ChunkTicket (ros/protocol.py): which observation the arms' latest commands answer."""
-EPISODE_END = '/robofollow/episode_end'
+EPISODE_END = 'robofollow/episode_end'
 """robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
-ROBOT_DESCRIPTION = '/robot_description'
-SCENE_MARKERS = '/robofollow/scene_markers'
-HOME = '/robofollow/home'
+ROBOT_DESCRIPTION = 'robot_description'
+SCENE_MARKERS = 'robofollow/scene_markers'
+SIM_CHUNK = 'robofollow/sim/chunk'
+"""robofollow_interfaces/msg/ChunkTicket (ros/protocol.py): which observation the arms' latest commands answer."""
+HOME = 'robofollow/home'
 """std_srvs/Trigger, real-time graph: the bridge moves both arms to the profile's home pose."""
-STOP = '/robofollow/stop'
+STOP = 'robofollow/stop'
 """std_srvs/Trigger, real-time graph: the bridge holds both arms, ends the episode ``stopped`` and refuses motion
 until the next episode starts."""
-CELL_JOINT_STATES = '/robofollow/joint_states'
+CELL_JOINT_STATES = 'robofollow/joint_states'
 """sensor_msgs/JointState, real-time graph (the ee_pose node): the cell's 14 joints in the URDF's names and the
 policy's units."""
-READY = '/robofollow/ready'
+READY = 'robofollow/ready'
 """std_srvs/Trigger, real-time graph: the operator has placed the objects (served by the evaluator)."""
-VOID = '/robofollow/void'
+VOID = 'robofollow/void'
 """std_srvs/Trigger, real-time graph: the operator voids the current trial, which is played again (evaluator)."""
-OVERRIDE_LAYOUT = '/robofollow/override_layout'
+OVERRIDE_LAYOUT = 'robofollow/override_layout'
 """std_srvs/Trigger, real-time graph: the trial a failed layout check holds starts as it is, recorded (evaluator)."""
 
 

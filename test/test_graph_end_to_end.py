@@ -178,11 +178,11 @@ def _description_and_markers(bag: Path) -> tuple[str, list]:
     """The /robot_description text and the scene MarkerArrays a recorded bag holds."""
     typestore = default_typestore()
     with Reader(bag) as reader:
-        (description,) = [c for c in reader.connections if c.topic == topics.ROBOT_DESCRIPTION]
+        (description,) = [c for c in reader.connections if c.topic == topics.resolve(topics.ROBOT_DESCRIPTION)]
         assert description.ext.offered_qos_profiles[0].durability.name == 'TRANSIENT_LOCAL'
         (_, _, data), *_ = reader.messages(connections=[description])
         urdf = typestore.deserialize_cdr(data, description.msgtype).data
-        scene = [c for c in reader.connections if c.topic == topics.SCENE_MARKERS]
+        scene = [c for c in reader.connections if c.topic == topics.resolve(topics.SCENE_MARKERS)]
         markers = [typestore.deserialize_cdr(raw, scene[0].msgtype) for _, _, raw in reader.messages(connections=scene)]
     return urdf, markers
 

@@ -71,4 +71,4 @@ def test_the_operator_calls_the_graphs_services(services) -> None:
 def test_a_service_nobody_serves_is_one_line() -> None:
     done = _operator('home', '--timeout', '1')
     assert done.returncode == 2
-    assert done.stderr.strip() == f'no {topics.HOME} service answered within 1 s'
+    assert done.stderr.strip() == f'no {topics.resolve(topics.HOME)} service answered within 1 s'

@@ -45,7 +45,11 @@ from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import known_joint_layouts
 from robofollow_ros.state_layout import CAMERAS, JointLayout
 
-JOINT_STATE_TOPICS = (topics.CELL_JOINT_STATES, topics.JOINT_STATES)
+EPISODE_TOPIC, EPISODE_META_TOPIC, RESULT_TOPIC, EE_POSE_PREFIX = (
+    topics.resolve(name) for name in (topics.EPISODE, topics.EPISODE_META, topics.RESULT, topics.EE_POSE_PREFIX)
+)
+"""The names bags carry (``topics.resolve``: the root namespace's, whatever namespace the recorder ran in)."""
+JOINT_STATE_TOPICS = (topics.resolve(topics.CELL_JOINT_STATES), topics.resolve(topics.JOINT_STATES))
 """Where a bag's joint states are, first found first: a real cell records the cell's state (ee_pose's, in the URDF's
 names and the policy's units) beside nothing else; the simulated graph records the sim's ``/joint_states``."""
 
@@ -112,7 +116,7 @@ def read_episode_result(path: str | Path) -> dict[str, Any] | None:
     Raises:
         BagError: not a bag, unknown storage, a result that is not a JSON object, or nothing readable.
     """
-    raw = read_raw(path, wanted=lambda topic: topic == topics.RESULT)
+    raw = read_raw(path, wanted=lambda topic: topic == RESULT_TOPIC)
     return _result(default_typestore(), raw, Path(path))
 
 
@@ -127,15 +131,15 @@ def load_episode(path: str | Path, *, images: bool = False, max_gap: float = MAX
     Raises:
         BagError: as ``read_episode_bag``.
     """
-    image_topics = {topics.image_topic(camera): camera for camera in CAMERAS} if images else {}
+    image_topics = {topics.resolve(topics.image_topic(camera)): camera for camera in CAMERAS} if images else {}
     raw = read_raw(path, wanted=lambda topic: _is_episode_topic(topic) or topic in image_topics)
     return _Assembler(Path(path), raw, default_typestore(), max_gap=max_gap).recording(image_topics)
 
 
 def _is_episode_topic(topic: str) -> bool:
     return (
-        topic in (topics.EPISODE, topics.EPISODE_META, topics.RESULT, *JOINT_STATE_TOPICS)
-        or topic.startswith(topics.EE_POSE_PREFIX)
+        topic in (EPISODE_TOPIC, EPISODE_META_TOPIC, RESULT_TOPIC, *JOINT_STATE_TOPICS)
+        or topic.startswith(EE_POSE_PREFIX)
         or topics.object_name_from_topic(topic) is not None
     )
 
@@ -149,15 +153,15 @@ def _typed(raw: RawBag, topic: str, msgtype: str, path: Path) -> RawTopic | None
 
 def _result(typestore: Typestore, raw: RawBag, path: Path) -> dict[str, Any] | None:
     # A typed Result since robofollow_interfaces; JSON in a std_msgs/String in bags written before.
-    entry = raw.topics.get(topics.RESULT)
+    entry = raw.topics.get(RESULT_TOPIC)
     if not entry:
         return None
     if entry.msgtype not in (RESULT, STRING):
-        raise BagError(f'{path}: {topics.RESULT} has type {entry.msgtype}, expected {RESULT} or {STRING}')
+        raise BagError(f'{path}: {RESULT_TOPIC} has type {entry.msgtype}, expected {RESULT} or {STRING}')
     last = max(range(len(entry)), key=lambda i: (entry.log_ns[i], i))
     if entry.msgtype == RESULT:
-        return decode_result(typestore, entry.data[last], topic=topics.RESULT)
-    return decode_json_object(typestore, entry.data[last], topic=topics.RESULT)
+        return decode_result(typestore, entry.data[last], topic=RESULT_TOPIC)
+    return decode_json_object(typestore, entry.data[last], topic=RESULT_TOPIC)
 
 
 def _first(entry: RawTopic) -> int:
@@ -179,7 +183,7 @@ class _Assembler:
             layouts=known_joint_layouts(robot if isinstance(robot, str) else None), max_gap=self.max_gap_ns / NS_PER_S
         )
         for topic in sorted(self.raw.topics):
-            if topic.startswith(topics.EE_POSE_PREFIX) or topics.object_name_from_topic(topic) is not None:
+            if topic.startswith(EE_POSE_PREFIX) or topics.object_name_from_topic(topic) is not None:
                 self.add_poses(builder, topic)
         self.add_joints(builder)
         try:
@@ -211,25 +215,25 @@ class _Assembler:
     def meta(self) -> dict[str, Any]:
         # A typed EpisodeSpec (and the rest on /robofollow/episode_meta) since robofollow_interfaces; JSON in a
         # std_msgs/String in bags written before.
-        entry = self.raw.topics.get(topics.EPISODE)
+        entry = self.raw.topics.get(EPISODE_TOPIC)
         if not entry:
-            raise self.error(f'no {topics.EPISODE} message, so it is not an episode bag')
+            raise self.error(f'no {EPISODE_TOPIC} message, so it is not an episode bag')
         if entry.msgtype not in (EPISODE_SPEC, STRING):
-            raise self.error(f'{topics.EPISODE} has type {entry.msgtype}, expected {EPISODE_SPEC} or {STRING}')
+            raise self.error(f'{EPISODE_TOPIC} has type {entry.msgtype}, expected {EPISODE_SPEC} or {STRING}')
         if len({bytes(data) for data in entry.data}) > 1:
-            self.warnings.append(f'{len(entry)} different {topics.EPISODE} messages; the first one is used')
+            self.warnings.append(f'{len(entry)} different {EPISODE_TOPIC} messages; the first one is used')
         first = entry.data[_first(entry)]
         if entry.msgtype == STRING:
-            return decode_json_object(self.typestore, first, topic=topics.EPISODE)
-        fields = decode_episode_spec(self.typestore, first, topic=topics.EPISODE)
-        companion = self.typed(topics.EPISODE_META, STRING)
+            return decode_json_object(self.typestore, first, topic=EPISODE_TOPIC)
+        fields = decode_episode_spec(self.typestore, first, topic=EPISODE_TOPIC)
+        companion = self.typed(EPISODE_META_TOPIC, STRING)
         if companion is None:
             return join_meta(fields, None)
-        extra = decode_json_object(self.typestore, companion.data[_first(companion)], topic=topics.EPISODE_META)
+        extra = decode_json_object(self.typestore, companion.data[_first(companion)], topic=EPISODE_META_TOPIC)
         try:
             return join_meta(fields, extra)
         except BagError as error:
-            raise self.error(f'{topics.EPISODE_META}: {error}') from None
+            raise self.error(f'{EPISODE_META_TOPIC}: {error}') from None
 
     def add_poses(self, builder: TrajectoryBuilder, topic: str) -> None:
         entry = self.typed(topic, POSE_STAMPED)

@@ -228,6 +228,7 @@ class EpisodeBagWriter:
         self._writer.write(companion, int(stamp_ns), encode_string(self.typestore, extra))
 
     def _connection(self, topic: str, msgtype: str, **qos: Any) -> Connection:
+        topic = topics.resolve(topic)  # a bag names every topic as in the root namespace (``topics``)
         connection = self._connections.get(topic)
         if connection is None:
             connection = self._writer.add_connection(topic, msgtype, typestore=self.typestore, **qos)

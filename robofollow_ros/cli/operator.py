@@ -24,11 +24,14 @@ answer; the same as `ros2 service call <service> std_srvs/srv/Trigger`. Run it i
 Exit status: 0 done, 1 the service refused (its reason is printed), 2 no such service answered in time.
 """
 SERVICES = {
-    'stop': topics.STOP,
-    'home': topics.HOME,
-    'ready': topics.READY,
-    'void': topics.VOID,
-    'override': topics.OVERRIDE_LAYOUT,
+    name: topics.resolve(service)
+    for name, service in (
+        ('stop', topics.STOP),
+        ('home', topics.HOME),
+        ('ready', topics.READY),
+        ('void', topics.VOID),
+        ('override', topics.OVERRIDE_LAYOUT),
+    )
 }
 
 

@@ -111,7 +111,8 @@ class Supervisor:
     def _start(self, instance: NodeInstance, folder: Path) -> None:
         node = instance.node
         params = folder / f'{instance.label}.yaml'
-        params.write_text(yaml.safe_dump({node.name: {'ros__parameters': node.parameters}}), encoding='utf-8')
+        # ``/**/`` so the parameters reach the node in any namespace (a ``-r __ns:=/cell1`` remap).
+        params.write_text(yaml.safe_dump({f'/**/{node.name}': {'ros__parameters': node.parameters}}), encoding='utf-8')
         environment = {**self.environment, STOP_REASON_VARIABLE: str(folder / 'stop_reason')}
         if instance.domain is not None:
             environment = {**environment, DOMAIN_VARIABLE: str(instance.domain)}

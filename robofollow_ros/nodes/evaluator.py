@@ -25,6 +25,7 @@ from typing import Any
 import rclpy
 from rclpy.client import Client
 from rclpy.context import Context
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
@@ -58,8 +59,6 @@ from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_st
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, Tolerances
 
-MATCH_SETTLE_SECONDS = 0.5
-"""Discovery seen from here does not mean the sim's writers have matched every reader yet: give them a moment."""
 RESET_ATTEMPT_SECONDS = 15.0
 """How long one call of the reset service may stay unanswered before it is made again."""
 LOSS_CHECK_SECONDS = 0.05
@@ -86,9 +85,12 @@ class EvaluatorNode(Node):
     def __init__(
         self, *, context: Context | None = None, settings: EvaluatorNode | None = None, domain: int | None = None
     ) -> None:
-        super().__init__('evaluator', context=context, enable_rosout=settings is None)
+        # The other domains' contexts have no command line: their nodes take the namespace of the first.
+        namespace = None if settings is None else settings.get_namespace()
+        super().__init__('evaluator', context=context, enable_rosout=settings is None, namespace=namespace)
         self.results: dict[str, tuple[dict[str, Any], float]] = {}
         self.ended: dict[str, bool] = {}
+        self.recorded: dict[str, bool] = {}
         self.condition = threading.Condition()
         self.ready = False
         self.stopping = False
@@ -100,12 +102,23 @@ class EvaluatorNode(Node):
         else:
             self._read_parameters()
         self.where = f' in ROS domain {self.domain}' if len(self.domains) > 1 else ''
-        self.episode_pub = self.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED)
-        self.instruction_pub = self.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS)
+        # A match of these endpoints wakes the waits for the graph (wait_for_graph) at once.
+        self.episode_pub = self.create_publisher(
+            EpisodeSpecMessage, topics.EPISODE, qos.LATCHED, event_callbacks=self._wake_on_match()
+        )
+        self.instruction_pub = self.create_publisher(
+            String, topics.INSTRUCTION, qos.COMMANDS, event_callbacks=self._wake_on_match()
+        )
         self.reset_client: Client[ResetEpisode.Request, ResetEpisode.Response] = self.create_client(
             ResetEpisode, topics.SIM_RESET
         )
-        self.create_subscription(ResultMessage, topics.RESULT, self.on_result, qos.EVENTS)
+        self.create_subscription(
+            ResultMessage,
+            topics.RESULT,
+            self.on_result,
+            qos.EVENTS,
+            event_callbacks=SubscriptionEventCallbacks(matched=lambda _: self._notify()),
+        )
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
         self.cell: RealCell | None = None
         if self.cell_settings is not None:
@@ -117,6 +130,8 @@ class EvaluatorNode(Node):
                 wait=self._wait,
                 terminal=sys.stdin if sys.stdin is not None and sys.stdin.isatty() else None,
             )
+        if self.options.record == 'bag':
+            self.create_subscription(String, topics.RECORDED, self.on_recorded, qos.EVENTS)
 
     def _read_parameters(self) -> None:
         self.options = suite_options(
@@ -214,6 +229,14 @@ class EvaluatorNode(Node):
             remember(self.ended, end.episode_id, True)
             self.condition.notify_all()
 
+    def on_recorded(self, message: String) -> None:
+        with self.condition:
+            remember(self.recorded, message.data, True)
+            self.condition.notify_all()
+
+    def _wake_on_match(self) -> PublisherEventCallbacks:
+        return PublisherEventCallbacks(matched=lambda _: self._notify())
+
     def _notify(self) -> None:
         with self.condition:
             self.condition.notify_all()
@@ -256,24 +279,42 @@ class EvaluatorNode(Node):
         )
 
     def wait_for_graph(self) -> None:
-        """Block until the sim's reset service, the bridge and the referee are there."""
+        """Block until the sim's reset service, the bridge and the referee are there (on a real cell: what
+        ``wait_for_cell`` waits for).
+
+        The waits on this node's own endpoints wake up when those match (their matched events); the service and
+        the other nodes' readers are seen in the graph, looked at every ``LOSS_CHECK_SECONDS`` (rclpy has no
+        graph-change callback). Nothing waits beyond that: the sim sends an episode's first frame once the readers
+        it knows of have matched its writers (``nodes/sim.py``).
+        """
         if self.cell is not None:
             self.wait_for_cell(self.cell)
             return
         self._wait(
-            self.reset_client.service_is_ready, timeout=self.startup_timeout, what=f'the {topics.SIM_RESET} service'
+            self.reset_client.service_is_ready,
+            timeout=self.startup_timeout,
+            what=f'the {self.resolve_service_name(topics.SIM_RESET)} service',
+            notified=True,
         )
         self._wait(
             lambda: self.instruction_pub.get_subscription_count() > 0,
             timeout=self.startup_timeout,
-            what=f'a policy bridge on {topics.INSTRUCTION}',
+            what=f'a policy bridge on {self.resolve_topic_name(topics.INSTRUCTION)}',
+            notified=True,
         )
-        self._wait(lambda: self.count_publishers(topics.RESULT) > 0, timeout=self.startup_timeout, what='a referee')
+        self._wait(
+            lambda: self.count_publishers(topics.RESULT) > 0,
+            timeout=self.startup_timeout,
+            what='a referee',
+            notified=True,
+        )
         listeners = 2 + (self.options.record == 'bag')  # the sim has the episode in the reset request
         self._wait(
             lambda: self.episode_pub.get_subscription_count() >= listeners,
             timeout=self.startup_timeout,
-            what=f'the bridge, referee{" and recorder" if listeners > 2 else ""} on {topics.EPISODE}',
+            what=f'the bridge, referee{" and recorder" if listeners > 2 else ""} on '
+            f'{self.resolve_topic_name(topics.EPISODE)}',
+            notified=True,
         )
         recording = int(self.options.record == 'bag')
         factory = resolve_policy(self.options.policy, trusted=self.options.trusted_policy)
@@ -288,8 +329,8 @@ class EvaluatorNode(Node):
             lambda: all(self.count_subscribers(topic) >= count for topic, count in expected.items()),
             timeout=self.startup_timeout,
             what='the readers of every joint-state and pose topic',
+            notified=True,
         )
-        time.sleep(MATCH_SETTLE_SECONDS)
         self.ready = True
 
     def reset(
@@ -397,6 +438,22 @@ class EvaluatorNode(Node):
             what=f'the end of {spec.task_id}',
             notified=True,
         )
+
+    def wait_for_bag(self, spec: EpisodeSpec, *, timeout: float) -> bool:
+        """Whether the recorder announced the bag of ``spec`` as published (``/robofollow/recorded``) within
+        ``timeout`` seconds."""
+        try:
+            self._wait(
+                lambda: spec.episode_id in self.recorded,
+                timeout=timeout,
+                what=f'the bag of {spec.task_id}',
+                notified=True,
+            )
+        except GraphError:  # lost too: the result is in, so the trial counts; its bag may stay hidden
+            return False
+        with self.condition:
+            self.recorded.pop(spec.episode_id, None)
+        return True
 
     def wait_for_result(self, spec: EpisodeSpec, *, deadline: float) -> tuple[dict[str, Any], float]:
         """The referee's result record of ``spec`` and when it arrived (``time.perf_counter``)."""

@@ -7,7 +7,12 @@ Foxglove show the cell from the bag alone. Only messages stamped from the episod
 bag is closed when the episode's result arrives. A bag is written as ``OUT/episodes/.<stem>.partial-<pid>/<stem>``
 and moved to ``OUT/episodes/<stem>`` when complete, so its files carry the same names as an in-process bag's
 (``<stem>/<stem>.mcap``, ``metadata.yaml`` naming it). A recorder killed mid-episode leaves a hidden bag that
-``robofollow score`` recovers (``docs/bags.md``) and the next run removes.
+``robofollow score`` recovers (``docs/bags.md``) and the next run removes. Each published bag is announced on
+``/robofollow/recorded`` (its episode id), which the evaluator waits for before it names the bag in the record.
+
+The node reacts to arrivals: a bag is finished by the callback of its result or of the TCP pose or joint state that
+completes it (whichever comes last); a timer only bounds the wait for frames that never come
+(``END_TIMEOUT_SECONDS``).
 """
 
 from __future__ import annotations
@@ -48,13 +53,15 @@ from robofollow_ros.ros.protocol import (
     StatusEvent,
     record_from_result,
 )
-from robofollow_ros.ros.runtime import param, read_episode, read_report, remember, run_node
+from robofollow_ros.ros.runtime import Timeout, param, read_episode, read_report, remember, run_node
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
 KEEP_OPEN = 3
 END_TIMEOUT_SECONDS = 5.0
+TIMER_SLACK_SECONDS = 0.05
+"""A result counts as ``END_TIMEOUT_SECONDS`` old this much early when the timeout's timer fires (timer granularity)."""
 MAX_WAITING = 20000
 """Messages kept while their episode's spec or reset is still on its way (a few episodes' worth)."""
 
@@ -65,7 +72,8 @@ class _OpenBag:
     writer: EpisodeBagWriter
     path: Path
     start_ns: int | None = None
-    ee_ns: dict[str, int] = field(default_factory=dict)
+    frame_ns: dict[str, int] = field(default_factory=dict)
+    """The latest stamp written of each TCP pose topic and of the joint states."""
     result: dict[str, Any] | None = None
     result_seen: float = 0.0
     end_ns: int | None = None
@@ -97,25 +105,26 @@ class RecorderNode(Node):
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(ResultMessage, topics.RESULT, self.on_result, qos.EVENTS)
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        self.recorded_pub = self.create_publisher(String, topics.RECORDED, qos.EVENTS)
         self.description: str | None = None
         self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
         self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.MARKERS_READER)
-        joint_states = str(
+        self.joint_states = str(
             param(
                 self,
                 'joint_states',
                 topics.JOINT_STATES,
-                description='joint states with the URDF names (real cell: /robofollow/joint_states from ee_pose)',
+                description='joint states with the URDF names (real cell: robofollow/joint_states from ee_pose)',
             )
         )
-        self._raw(JointState, joint_states, JOINT_STATE, qos.STATE)
+        self._raw(JointState, self.joint_states, JOINT_STATE, qos.STATE)
         for topic in topics.pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
         if bool(param(self, 'images', False, description='record the camera images and CameraInfo')):
             for camera in CAMERAS:
                 self._raw(Image, topics.image_topic(camera), IMAGE, qos.SENSOR)
                 self._raw(CameraInfo, topics.camera_info_topic(camera), CAMERA_INFO, qos.SENSOR)
-        self.create_timer(0.05, self.try_finish)
+        self.end_timer = Timeout(self, END_TIMEOUT_SECONDS, self.on_end_timeout)
 
     def _raw(self, kind: type, topic: str, msgtype: str, profile: QoSProfile) -> None:
         self.create_subscription(kind, topic, lambda data: self.on_message(topic, msgtype, data), profile, raw=True)
@@ -184,12 +193,14 @@ class RecorderNode(Node):
         started = [bag for bag in self.bags.values() if bag.start_ns is not None and bag.start_ns <= stamp]
         if started:
             target = max(started, key=lambda bag: bag.start_ns or 0)
-            if topic.startswith(topics.EE_POSE_PREFIX):
-                target.ee_ns[topic] = max(stamp, target.ee_ns.get(topic, stamp))
+            if topic.startswith(topics.EE_POSE_PREFIX) or topic == self.joint_states:
+                target.frame_ns[topic] = max(stamp, target.frame_ns.get(topic, stamp))
             # A real cell publishes on after an episode's end (and lays out the next one before its reset stamp):
             # what is stamped after the end belongs to no episode.
             if target.end_ns is None or stamp <= target.end_ns:
                 target.writer.write_raw(topic, msgtype, time.time_ns(), data)
+            if topic in target.frame_ns and target.result is not None and stamp >= (target.end_ns or 0):
+                self.try_finish()
 
     def on_end(self, message: EpisodeEndMessage) -> None:
         end = read_report(self, EpisodeEnd.from_message, message, topic=topics.EPISODE_END)
@@ -201,19 +212,31 @@ class RecorderNode(Node):
         record = read_report(self, record_from_result, message, topic=topics.RESULT)
         if record is None:
             return
-        bag = self.bags.get(record.pop('episode_id', None))
+        episode_id = record.pop('episode_id', None)
+        bag = self.bags.get(episode_id)
         if bag is not None:
             bag.end_ns = int(record.pop('end_stamp_ns', 0))
             bag.result, bag.result_seen = record, time.monotonic()
             self.try_finish()
+            if episode_id in self.bags and not self.end_timer.running():
+                self.end_timer.start()
 
-    def try_finish(self) -> None:
-        """Publish every bag whose result is in once its TCP poses up to the result's end stamp are written."""
+    def on_end_timeout(self) -> None:
+        """The oldest waiting result is ``END_TIMEOUT_SECONDS`` old: publish its bag with what is in (the countdown
+        restarts while results wait)."""
+        self.try_finish(slack=TIMER_SLACK_SECONDS)
+        if any(bag.result is not None for bag in self.bags.values()):
+            self.end_timer.start()
+
+    def try_finish(self, *, slack: float = 0.0) -> None:
+        """Publish every bag whose result is in once its TCP poses and joint states up to the result's end stamp are
+        written (a reader matched late gets the frames it missed, ``qos.STATE``) (or
+        ``END_TIMEOUT_SECONDS`` after its result arrived with what is written)."""
         for episode_id, bag in list(self.bags.items()):
             if bag.result is None:
                 continue
-            complete = len(bag.ee_ns) == len(ARMS) and min(bag.ee_ns.values()) >= (bag.end_ns or 0)
-            if complete or time.monotonic() - bag.result_seen > END_TIMEOUT_SECONDS:
+            complete = len(bag.frame_ns) == len(ARMS) + 1 and min(bag.frame_ns.values()) >= (bag.end_ns or 0)
+            if complete or time.monotonic() + slack - bag.result_seen >= END_TIMEOUT_SECONDS:
                 bag.writer.write_result(bag.result, stamp_ns=time.time_ns())
                 self.finish(episode_id, publish=True)
 
@@ -231,6 +254,8 @@ class RecorderNode(Node):
             os.replace(bag.writer.path, bag.path)
             shutil.rmtree(staging, ignore_errors=True)
             self.get_logger().info(f'recorded {bag.path}')
+            if self.context.ok():  # not when close() publishes the last bags at shutdown
+                self.recorded_pub.publish(String(data=episode_id))
         elif bag.start_ns is None:
             shutil.rmtree(staging, ignore_errors=True)
 

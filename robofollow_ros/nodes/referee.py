@@ -5,6 +5,11 @@ Samples are kept by header stamp; joint states are read with the joint names of 
 ``TrajectoryBuilder`` as the bag reader, scored with the same code as the in-process suite (``score_record``), and
 published on ``/robofollow/result`` as a ``robofollow_interfaces/msg/Result`` (typed scores and stages, and the
 record as ``record_json``).
+
+The node reacts to arrivals: an episode is scored by the callback of whichever of its messages (spec, RESET
+status, end) arrives last, once the TCP poses and joint states up to its end are in (they are published before the
+sim status that the bridge's end follows, so they normally are); a timer only bounds the wait for frames that never
+come (``end_timeout``).
 """
 
 from __future__ import annotations
@@ -37,9 +42,11 @@ from robofollow_ros.ros.protocol import (
     StatusEvent,
     result_message,
 )
-from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_episode, read_report, remember, run_node
+from robofollow_ros.ros.runtime import MIN_TIMEOUT, Timeout, param, read_episode, read_report, remember, run_node
 
 STALE_END_SECONDS = 60.0
+TIMER_SLACK_SECONDS = 0.05
+"""An end counts as ``end_timeout`` old this much early when the timeout's timer fires (timer granularity)."""
 
 
 class RefereeNode(Node):
@@ -84,21 +91,25 @@ class RefereeNode(Node):
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
         per_row = {self.joint_states: JointState, **dict.fromkeys(topics.pose_topics(), PoseStamped)}
         self.samples = OnDemandReaders(self, per_row, store=self.on_sample, profile=qos.STATE)
-        self.create_timer(0.05, self.try_score)
+        self.end_timer = Timeout(self, self.end_timeout, self.on_end_timeout)
 
     def on_episode(self, message: EpisodeSpecMessage) -> None:
         spec = read_episode(self, message)
         if spec is None:
             return
         remember(self.specs, spec.episode_id, spec)
+        self.try_score()
 
     def on_status(self, message: SimStatusMessage) -> None:
         status = read_report(self, SimStatus.from_message, message, topic=topics.SIM_STATUS)
         if status is None:
             return
-        self.samples.drain()
         if status.event is StatusEvent.RESET:
             remember(self.resets, status.episode_id, status.stamp_ns)
+        if self.ends:
+            self.try_score()
+        else:
+            self.samples.drain()
 
     def on_end(self, message: EpisodeEndMessage) -> None:
         end = read_report(self, EpisodeEnd.from_message, message, topic=topics.EPISODE_END)
@@ -106,6 +117,8 @@ class RefereeNode(Node):
             return
         self.ends[end.episode_id] = (end, time.monotonic())
         self.try_score()
+        if self.ends and not self.end_timer.running():
+            self.end_timer.start()
 
     def on_sample(self, topic: str, stamp_ns: int, data: bytes) -> None:
         if topic == self.joint_states:
@@ -113,8 +126,16 @@ class RefereeNode(Node):
         else:
             self.poses.append((topic, stamp_ns, data))
 
-    def try_score(self) -> None:
-        """Score every ended episode whose spec and reset are known once the EE poses up to its end are here."""
+    def on_end_timeout(self) -> None:
+        """The oldest waiting end is ``end_timeout`` old: score what is in (the countdown restarts while ends wait)."""
+        self.try_score(slack=TIMER_SLACK_SECONDS)
+        if self.ends:
+            self.end_timer.start()
+
+    def try_score(self, *, slack: float = 0.0) -> None:
+        """Score every ended episode whose spec and reset are known once the TCP poses and joint states up to its
+        end are here (a reader matched late gets the frames it missed, ``qos.STATE``) (or
+        ``end_timeout`` after its end arrived with what is here)."""
         self.samples.drain()
         for episode_id, (end, seen) in list(self.ends.items()):
             if episode_id not in self.specs or episode_id not in self.resets:
@@ -125,10 +146,14 @@ class RefereeNode(Node):
             complete = all(
                 any(topic == topics.ee_pose_topic(arm) and stamp >= end.end_stamp_ns for topic, stamp, _ in self.poses)
                 for arm in ARMS
-            )
-            if not complete and time.monotonic() - seen < self.end_timeout:
+            ) and any(stamp >= end.end_stamp_ns for stamp, _ in self.joints)
+            if not complete and time.monotonic() + slack - seen < self.end_timeout:
                 continue
             del self.ends[episode_id]
+            if not complete:
+                self.get_logger().warning(
+                    f'{episode_id}: scored without every frame up to its end ({self.end_timeout:g} s)'
+                )
             self.score(self.specs.pop(episode_id), self.resets.pop(episode_id), end)
 
     def score(self, spec: EpisodeSpec, start_ns: int, end: EpisodeEnd) -> None:

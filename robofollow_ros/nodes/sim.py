@@ -7,6 +7,9 @@ camera images and CameraInfo after each reset and chunk (rendered only while som
 ros2_control JointTrajectoryController would (``header.stamp`` zero, one point per row period) with the bridge's
 ``ChunkTicket`` on ``/robofollow/sim/chunk`` (which observation they answer), and serves ``/robofollow/sim/reset``
 (``robofollow_interfaces/srv/ResetEpisode``: the request carries the episode).
+The reset is answered as soon as the cell is reset; frame 0, its observation and the RESET status follow once every
+reader the node knows of on a frame topic has matched its writer (the writers' matched events say when; a timer
+sends them anyway after ``match_timeout`` seconds), so no callback ever waits.
 
 The node's writers publish asynchronously (``RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS`` unless the environment
 says otherwise): a publish only queues the message and Fast DDS delivers it from its own thread, on the other core,
@@ -16,13 +19,14 @@ while MuJoCo steps the next row (``docs/graph.md``).
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.publisher import Publisher
+from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
@@ -51,7 +55,7 @@ from robofollow_ros.ros.protocol import (
     StatusEvent,
     read_spec,
 )
-from robofollow_ros.ros.runtime import param, read_report, run_node
+from robofollow_ros.ros.runtime import MIN_TIMEOUT, Timeout, param, read_report, run_node
 from robofollow_ros.ros.trajectory_cdr import TrajectoryRows, decode_trajectory, warm_trajectory_codec
 from robofollow_ros.state_layout import CAMERAS
 
@@ -114,32 +118,53 @@ class SimNode(Node):
         """Per arm, the latest trajectory received (its digest and rows) and not executed yet."""
         self.ticket: ChunkTicket | None = None
         """The ticket of the latest observation, while its commands have not all arrived."""
+        self.announcing: EpisodeSpec | None = None
+        """The episode reset to whose frame 0 waits for the readers to match (``announce_when_matched``)."""
+        self.announce_timeout = Timeout(
+            self,
+            float(
+                param(
+                    self,
+                    'match_timeout',
+                    MATCH_TIMEOUT_SECONDS,
+                    description='seconds frame 0 of an episode waits for the known readers to match',
+                    minimum=MIN_TIMEOUT,
+                )
+            ),
+            self.announce,
+        )
 
         self.frame_messages_cdr = FrameMessages(
             joint_names=self.joint_layout.published_names, frame_id=topics.WORLD_FRAME
         )
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, qos.CLOCK)
-        self.joints_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
-        self.ee_pubs = {arm: self.create_publisher(PoseStamped, topics.ee_pose_topic(arm), qos.STATE) for arm in ARMS}
+        self.joints_pub = self.watched_publisher(JointState, topics.JOINT_STATES, qos.STATE)
+        self.ee_pubs = {arm: self.watched_publisher(PoseStamped, topics.ee_pose_topic(arm), qos.STATE) for arm in ARMS}
         self.object_pubs = {
-            name: self.create_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE)
+            name: self.watched_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE)
             for name in topics.all_object_names()
         }
         self.image_pubs = {
-            camera: self.create_publisher(Image, topics.image_topic(camera), qos.SENSOR) for camera in CAMERAS
+            camera: self.watched_publisher(Image, topics.image_topic(camera), qos.SENSOR) for camera in CAMERAS
         }
         self.info_pubs = {
             camera: self.create_publisher(CameraInfo, topics.camera_info_topic(camera), qos.SENSOR)
             for camera in CAMERAS
         }
         self.status_pub = self.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS)
-        self.markers_pub = self.create_publisher(MarkerArray, topics.SCENE_MARKERS, qos.LATCHED)
+        self.markers_pub = self.watched_publisher(MarkerArray, topics.SCENE_MARKERS, qos.LATCHED)
         description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 
         subscribe_trajectories(self, self.on_trajectory)
         subscribe_tickets(self, self.on_ticket)
         self.create_service(ResetEpisode, topics.SIM_RESET, self.on_reset)
+
+    def watched_publisher(self, kind: type, topic: str, profile: QoSProfile) -> Publisher:
+        """A publisher of a topic whose readers must match before an episode's frame 0 goes out: each match
+        looks whether that frame can go out now (``announce_when_matched``)."""
+        events = PublisherEventCallbacks(matched=lambda _: self.announce_when_matched())
+        return self.create_publisher(kind, topic, profile, event_callbacks=events)
 
     def on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         response.episode_id = request.episode.episode_id
@@ -159,21 +184,37 @@ class SimNode(Node):
         self.current = spec
         self.commands.clear()
         self.ticket = None
-        self.wait_for_readers()
+        self.observation_ns = -1  # no observation of this episode yet: a late command of the last one is ignored
+        self.announcing = spec
+        self.announce_timeout.start()
+        self.announce_when_matched()
+        response.code = int(ResetCode.OK)
+        self.get_logger().debug(f'reset to {spec.task_id} r{spec.round} ({spec.episode_id})')
+        return response
+
+    def announce_when_matched(self) -> None:
+        """Send the pending frame 0 once ``readers_matched`` (at the reset, then at each match of a watched writer)."""
+        if self.announcing is not None and self.readers_matched():
+            self.announce()
+
+    def announce(self) -> None:
+        """Publish frame 0 of the episode reset to, its observation and the RESET status (on the timeout too:
+        a reader that never matches, e.g. one with incompatible QoS, must not stop the run)."""
+        spec, self.announcing = self.announcing, None
+        self.announce_timeout.cancel()
+        if spec is None:
+            return
         self.clock.start_episode()
         self.publish_frame()
         self.publish_observation(reset=True)
         self.status_pub.publish(
             SimStatus(event=StatusEvent.RESET, episode_id=spec.episode_id, stamp_ns=self.observation_ns).to_message()
         )
-        response.code = int(ResetCode.OK)
-        self.get_logger().debug(f'reset to {spec.task_id} r{spec.round} ({spec.episode_id})')
-        return response
 
-    def wait_for_readers(self) -> None:
-        """Give discovery a moment to finish: every reader this node knows of on a frame topic or the scene markers
-        must be matched (and every pose topic matched by as many readers as the TCP topics) before frame 0 goes
-        out (markers go only to matched readers: a recorder matched late missed an episode's first markers)."""
+    def readers_matched(self) -> bool:
+        """Whether every reader this node knows of on a frame topic or the scene markers is matched (and every
+        pose topic matched by as many readers as the TCP topics), so frame 0 may go out (markers go only to matched
+        readers: a recorder matched late missed an episode's first markers)."""
         publishers = [
             self.joints_pub,
             *self.ee_pubs.values(),
@@ -183,15 +224,11 @@ class SimNode(Node):
         ]
         reference = self.ee_pubs[ARMS[0]]
 
-        def matched() -> bool:
-            readers = reference.get_subscription_count()
-            return readers >= self.count_subscribers(reference.topic_name) and all(
-                p.get_subscription_count() >= min(readers, self.count_subscribers(p.topic_name)) for p in publishers
-            )
-
-        deadline = time.monotonic() + MATCH_TIMEOUT_SECONDS
-        while not matched() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        readers = reference.get_subscription_count()
+        poses = [*self.ee_pubs.values(), *self.object_pubs.values()]
+        return all(p.get_subscription_count() >= self.count_subscribers(p.topic_name) for p in publishers) and all(
+            p.get_subscription_count() >= readers for p in poses
+        )
 
     def on_trajectory(self, arm: Arm, data: bytes) -> None:
         if self.current is None:

@@ -111,6 +111,7 @@ class TrajectoryBuilder:
         log_ns: np.ndarray | None = None,
     ) -> None:
         """Add a batch of samples of one pose topic: (k,) stamps, (k, 3) positions, (k, 4) quaternions."""
+        topic = topics.resolve(topic)  # a node's (relative) name and a bag's name of a topic are one signal
         count = len(stamp_ns)
         logs = self._log(None, count) if log_ns is None else np.asarray(log_ns, dtype=np.int64)
         self._positions[topic].add(stamp_ns, np.asarray(positions).reshape(count, 3), logs)
@@ -127,9 +128,9 @@ class TrajectoryBuilder:
     def _missing_gripper(self, present: Mapping[str, object]) -> str:
         arm = next((arm for arm in ARMS if not any(layout.grippers[arm] in present for layout in self.layouts)), None)
         if arm is None:
-            return f'the gripper joints in {topics.JOINT_STATES} belong to different robots'
+            return f'the gripper joints in {topics.resolve(topics.JOINT_STATES)} belong to different robots'
         names = list(dict.fromkeys(layout.grippers[arm] for layout in self.layouts))
-        return f'no gripper data for the {arm} arm ({_or(names)} in {topics.JOINT_STATES})'
+        return f'no gripper data for the {arm} arm ({_or(names)} in {topics.resolve(topics.JOINT_STATES)})'
 
     def _pose_signals(self, topic: str) -> tuple[Signal, Signal] | None:
         if topic not in self._positions:
@@ -151,12 +152,15 @@ class TrajectoryBuilder:
         """
         ee: dict[Arm, tuple[Signal, Signal]] = {}
         for arm in ARMS:
-            topic = topics.ee_pose_topic(arm)
+            topic = topics.resolve(topics.ee_pose_topic(arm))
             signals = self._pose_signals(topic)
             if signals is None:
                 raise TrajectoryError(f'no EE pose data for the {arm} arm ({topic})')
             ee[arm] = signals
-        joints = {name: samples.signal(f'{topics.JOINT_STATES}[{name}]') for name, samples in self._joints.items()}
+        joints = {
+            name: samples.signal(f'{topics.resolve(topics.JOINT_STATES)}[{name}]')
+            for name, samples in self._joints.items()
+        }
         try:
             layout = find_layout(joints, self.layouts)
         except LayoutError:

@@ -58,6 +58,8 @@ class GraphLink(Protocol):
 
     def wait_for_result(self, spec: EpisodeSpec, *, deadline: float) -> tuple[dict[str, Any], float]: ...
 
+    def wait_for_bag(self, spec: EpisodeSpec, *, timeout: float) -> bool: ...
+
     def get_logger(self) -> Any: ...
 
 
@@ -103,7 +105,7 @@ class GraphTrials:
             trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
         )
         fields = dict(link.prepare_episode(spec) or {})
-        flight = _InFlight(trial, spec, time.perf_counter(), time.time(), time.monotonic() + link.timeout, fields)
+        flight = _InFlight(trial, spec, time.perf_counter(), time.monotonic() + link.timeout, fields)
         link.start_episode(spec, deadline=flight.deadline)
         return flight
 
@@ -133,7 +135,9 @@ class GraphTrials:
             record.update({VOID_FIELD: True, 'void_reason': reason})
         if options.record == 'bag':
             record['episode_file'] = str(Path(EPISODES_DIR) / episode_stem(trial.task.task_id, trial.round))
-            _wait_for_bag(link, options.out / record['episode_file'], since=flight.started_wall)
+            if not link.wait_for_bag(flight.spec, timeout=BAG_WAIT_SECONDS):
+                # It closes the bag on the same result: a graph stopped before that would leave it hidden.
+                link.get_logger().warning(f'the recorder has not published {options.out / record["episode_file"]} yet')
             if is_void(record):
                 record['episode_file'] = _set_void_bag_aside(options.out, record['episode_file'])
         return TrialResult(key=trial.key, record=record)
@@ -224,7 +228,6 @@ class _InFlight:
     trial: Trial
     spec: EpisodeSpec
     started: float
-    started_wall: float
     deadline: float
     cell_fields: dict[str, Any]
     """What preparing the cell adds to the trial's record (a real cell's ``layout_check``)."""
@@ -273,17 +276,6 @@ class _Dispatch:
         with self.condition:
             self.stopped = True
             self.condition.notify_all()
-
-
-def _wait_for_bag(link: GraphLink, path: Path, *, since: float) -> None:
-    """Give the recorder a moment to publish the bag of the episode just scored: it closes the bag on the same
-    result the evaluator received, and a graph stopped before that would leave the bag the record names hidden."""
-    deadline = time.monotonic() + BAG_WAIT_SECONDS
-    while not (path.is_dir() and path.stat().st_mtime >= since - 1.0):
-        if time.monotonic() > deadline:
-            link.get_logger().warning(f'the recorder has not published {path} yet')
-            return
-        time.sleep(0.01)
 
 
 def _set_void_bag_aside(out: Path, episode_file: str) -> str:

@@ -50,7 +50,7 @@ POSE_WAIT_SECONDS = 2.0
 """How long a layout check waits for a fresh pose of every object (the tracker publishes at the camera's rate)."""
 OVERRIDE_WORD = 'override'
 """Typed on the evaluator's terminal (``override <why>``) while a failed layout check holds a trial: start it."""
-SERVICE_OVERRIDE = f'the operator called {topics.OVERRIDE_LAYOUT}'
+SERVICE_OVERRIDE = f'the operator called {topics.resolve(topics.OVERRIDE_LAYOUT)}'
 """The reason recorded when the override came through the service (std_srvs/Trigger carries no text)."""
 TERMINAL_OVERRIDE = f"the operator typed {OVERRIDE_WORD!r} on the evaluator's terminal"
 """The reason recorded for a bare ``override`` typed on the terminal."""
@@ -145,6 +145,10 @@ class RealCell:
 
     # --- the operator's services (executor threads) ------------------------------------------------------------
 
+    def name(self, relative: str) -> str:
+        """A topic or service name as this node resolves it (for what the operator reads)."""
+        return topics.resolve(relative, self.node.get_namespace())
+
     def on_ready(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """``/robofollow/ready``: the objects are placed; the awaited trial starts."""
         response.success, response.message = self._say_ready()
@@ -211,14 +215,19 @@ class RealCell:
         future = self.home_client.call_async(Trigger.Request())
         future.add_done_callback(lambda _: self._notify())
         try:
-            self.wait(future.done, timeout=HOME_SECONDS, what=f'the arms to reach home ({topics.HOME})', notified=True)
+            self.wait(
+                future.done,
+                timeout=HOME_SECONDS,
+                what=f'the arms to reach home ({self.name(topics.HOME)})',
+                notified=True,
+            )
         except GraphError:
             self.home_client.remove_pending_request(future)
             raise
         response = future.result()
         if response is None or not response.success:
             reason = response.message if response is not None else 'no answer'
-            raise GraphError(f'{topics.HOME} refused to move the arms home: {reason}')
+            raise GraphError(f'{self.name(topics.HOME)} refused to move the arms home: {reason}')
 
     def ask_operator(self, spec: EpisodeSpec) -> Path:
         """Show the operator the trial and where each object goes, then wait (no time limit) until they say ready;
@@ -241,8 +250,8 @@ class RealCell:
                     f'instruction: {spec.instruction}',
                     f'place the objects (top-down picture: {picture}):',
                     layout_text(layout, positions=positions),
-                    f'then press Enter here or call {topics.READY} '
-                    f'(ros2 service call {topics.READY} std_srvs/srv/Trigger)',
+                    f'then press Enter here or call {self.name(topics.READY)} '
+                    f'(robofollow operator ready, or ros2 service call {self.name(topics.READY)} std_srvs/srv/Trigger)',
                 ]
             )
         )
@@ -256,7 +265,9 @@ class RealCell:
             self.awaiting, self.ready = spec.episode_id, None
             if held:
                 self.holding, self.override = spec.episode_id, None
-        what = f'the operator ({topics.READY}' + (f' or {topics.OVERRIDE_LAYOUT})' if held else ')')
+        what = f'the operator ({self.name(topics.READY)}' + (
+            f' or {self.name(topics.OVERRIDE_LAYOUT)})' if held else ')'
+        )
         try:
             self.wait(
                 lambda: self.ready == spec.episode_id or (held and self.override is not None),
@@ -337,8 +348,9 @@ class RealCell:
         lines += [f'  {failure}' for failure in check.failures]
         lines += [
             f'picture with what was measured: {picture}',
-            f'fix it, then press Enter here or call {topics.READY} to check again; or start the trial as it is with '
-            f'"{OVERRIDE_WORD} <why>" typed here or {topics.OVERRIDE_LAYOUT} (recorded in the trial\'s record)',
+            f'fix it, then press Enter here or call {self.name(topics.READY)} to check again; or start the trial as it '
+            f'is with "{OVERRIDE_WORD} <why>" typed here or {self.name(topics.OVERRIDE_LAYOUT)} (robofollow operator '
+            f"override; recorded in the trial's record)",
         ]
         self.say('\n'.join(lines))
         self.node.get_logger().warning(f'{name}: {check.summary()}')

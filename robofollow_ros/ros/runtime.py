@@ -187,6 +187,33 @@ def wait_for(
                 notified_by.wait(min(poll, remaining))
 
 
+class Timeout:
+    """A real timeout on a node's executor: ``callback`` runs once, ``seconds`` after the latest ``start``, unless
+    ``cancel`` came first (a one-shot timer that is not started at creation; the nodes react to message arrivals and
+    use this only for what may never arrive).
+    """
+
+    def __init__(self, node: Node, seconds: float, callback: Callable[[], None]) -> None:
+        self.callback = callback
+        self.timer = node.create_timer(seconds, self._expired, autostart=False)
+
+    def start(self) -> None:
+        """(Re)start the countdown."""
+        self.timer.reset()
+
+    def cancel(self) -> None:
+        """Stop the countdown (no call)."""
+        self.timer.cancel()
+
+    def running(self) -> bool:
+        """Whether a countdown runs."""
+        return not self.timer.is_canceled()
+
+    def _expired(self) -> None:
+        self.timer.cancel()
+        self.callback()
+
+
 def remember(mapping: MutableMapping[_K, _V], key: _K, value: _V, *, keep: int = KEEP_EPISODES) -> None:
     """Store ``value`` under ``key`` and forget the oldest entries beyond ``keep`` (insertion order)."""
     mapping[key] = value
@@ -200,7 +227,7 @@ def read_report(node: Node, parse: Callable[[Any], _R], message: Any, *, topic: 
     try:
         return parse(message)
     except RoboFollowError as error:
-        node.get_logger().error(f'ignored {topic}: {error}')
+        node.get_logger().error(f'ignored {node.resolve_topic_name(topic)}: {error}')
         return None
 
 
