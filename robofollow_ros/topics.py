@@ -91,6 +91,8 @@ READY = 'robofollow/ready'
 """std_srvs/Trigger, real-time graph: the operator has placed the objects (served by the evaluator)."""
 VOID = 'robofollow/void'
 """std_srvs/Trigger, real-time graph: the operator voids the current trial, which is played again (evaluator)."""
+OVERRIDE_LAYOUT = 'robofollow/override_layout'
+"""std_srvs/Trigger, real-time graph: the trial a failed layout check holds starts as it is, recorded (evaluator)."""
 
 
 def all_object_names() -> list[str]:

@@ -8,6 +8,7 @@ unscored): the operator says ready through ``/robofollow/ready`` or Enter, voids
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -18,7 +19,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 import rclpy
@@ -108,7 +111,7 @@ def test_the_real_graph_starts_the_nodes_its_arguments_ask_for_with_the_cells_pa
     mocap = {node.name: node for node in load_graph('real', {'fake_hardware': 'false', 'pose_source': 'mocap'}).nodes}
     assert list(mocap) == ['ee_pose', 'policy_bridge', 'referee', 'evaluator']
     expected = {(topics.object_pose_topic(name), f'/vrpn_mocap/{name}/pose') for name in topics.all_object_names()}
-    for reader in ('policy_bridge', 'referee'):
+    for reader in ('policy_bridge', 'referee', 'evaluator'):  # (the evaluator checks the layout)
         assert set(mocap[reader].remappings) == expected, reader
     assert nodes['referee'].remappings == () and mocap['evaluator'].parameters['pose_source'] == 'mocap'
 
@@ -277,6 +280,10 @@ class Terminal:
     def press(self) -> None:
         self.lines.put('\n')
 
+    def enter(self, text: str) -> None:
+        """Type ``text``, then Enter."""
+        self.lines.put(f'{text}\n')
+
     def __iter__(self) -> Iterator[str]:
         while True:
             yield self.lines.get()
@@ -291,10 +298,18 @@ def _call(node: Node, service: str) -> Trigger.Response:
     return future.result()
 
 
-@pytest.fixture
-def cell_graph(tmp_path, monkeypatch):
-    """An evaluator on a real cell without fake hardware (the operator resets it), the stand-ins, and a node that
-    calls the operator's services; spun together in a private domain."""
+@contextlib.contextmanager
+def running_cell_graph(
+    out: Path,
+    monkeypatch,
+    *,
+    parameters: Mapping[str, str] | None = None,
+    extra: Callable[[Context], list[Node]] = lambda _context: [],
+) -> Iterator[tuple[Any, ...]]:
+    """An evaluator on a real cell without fake hardware (the operator resets it; ``parameters`` change or add to
+    its parameters), the stand-ins, a node that calls the operator's services and the ``extra`` nodes; spun
+    together in a private domain. Yields the evaluator, the bridge, the referee, the operator's node, the terminal,
+    then the extra nodes."""
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     terminal = Terminal()
     monkeypatch.setattr(sys, 'stdin', terminal)
@@ -304,9 +319,10 @@ def cell_graph(tmp_path, monkeypatch):
         'robot_profile': 'aloha_ros2_control',
         'pose_source': 'tracker',
         'fake_hardware': 'false',
-        'out': str(tmp_path / 'run'),
+        'out': str(out),
         'task_ids': ','.join(TASKS),
         'progress': 'false',
+        **(parameters or {}),
     }
     arguments = ['--ros-args', *(item for key, value in parameters.items() for item in ('-p', f'{key}:={value}'))]
     rclpy.init(context=context, domain_id=DOMAIN, args=arguments)
@@ -316,6 +332,7 @@ def cell_graph(tmp_path, monkeypatch):
         StandInBridge(context, stopped=stopped),
         StandInReferee(context),
         rclpy.create_node('operator', context=context),
+        *extra(context),
     ]
     executor = MultiThreadedExecutor(num_threads=4, context=context)
     for node in nodes:
@@ -323,7 +340,7 @@ def cell_graph(tmp_path, monkeypatch):
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
     try:
-        yield (*nodes, terminal)
+        yield (*nodes[:4], terminal, *nodes[4:])
     finally:
         nodes[0].stopping = True
         executor.shutdown(timeout_sec=5)
@@ -331,6 +348,14 @@ def cell_graph(tmp_path, monkeypatch):
         for node in nodes:
             node.destroy_node()
         rclpy.shutdown(context=context)
+
+
+@pytest.fixture
+def cell_graph(tmp_path, monkeypatch):
+    """``running_cell_graph`` without the layout check (nothing publishes object poses here; the check has its own
+    tests in test_layout_gate.py)."""
+    with running_cell_graph(tmp_path / 'run', monkeypatch, parameters={'layout_check': 'false'}) as nodes:
+        yield nodes
 
 
 def test_the_operator_readies_each_trial_and_voided_or_stopped_trials_are_recorded_void_and_played_again(
@@ -421,7 +446,8 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
         '-p',
         f'out:={tmp_path}',
     ]
-    rclpy.init(context=context, domain_id=DOMAIN, args=[*arguments, '-p', 'fake_hardware:=true'])
+    arguments += ['-p', 'fake_hardware:=true', '-p', 'layout_check:=false']  # (this stand-in publishes no poses)
+    rclpy.init(context=context, domain_id=DOMAIN, args=arguments)
     calls: list[str] = []
     node = evaluator.EvaluatorNode(context=context)
     hardware = rclpy.create_node('fake_hardware', context=context)
@@ -458,7 +484,7 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
         )
         task = registry.get_task(TASKS[0])
         spec = EpisodeSpec.for_trial(task, seed=3, round=1, variant='published')
-        node.prepare_episode(spec)
+        assert node.prepare_episode(spec) == {}, 'no layout check: nothing for the record'
         assert calls == ['home', 'home', f'reset {TASKS[0]}'] and node.cell.awaiting is None
         assert called[2] - called[1] >= 0.5, 'the cell is reset once the arms are home'
         assert not (tmp_path / 'layouts').exists(), 'no operator, no picture'
@@ -476,6 +502,7 @@ def test_a_simulated_evaluator_refuses_a_wrong_runtime_and_a_real_one_needs_one_
         (['runtime:=cell'], "runtime must be one of sim, real (got 'cell')"),
         (['runtime:=real'], 'runtime real needs the robot_profile parameter'),
         (['runtime:=real', 'robot_profile:=piper', 'workers:=2'], 'workers must be 1'),
+        (['runtime:=real', 'robot_profile:=piper', 'layout_position_mm:=0.0'], 'layout_position_mm'),
     ]:
         context = Context()
         rclpy.init(context=context, domain_id=DOMAIN, args=['--ros-args', *(a for p in parameters for a in ('-p', p))])
@@ -634,7 +661,13 @@ def test_the_evaluator_resets_the_fake_hardware_node_and_starts_the_episode_on_i
         wait_until(node.cell.reset_client.service_is_ready, timeout=120, what='the fake hardware node')
         wait_until(lambda: node.cell.status_pub.get_subscription_count() > 0, timeout=20, what='the listener')
         spec = EpisodeSpec.for_trial(registry.get_task(TASKS[1]), seed=5, round=1, variant='published')
-        node.prepare_episode(spec)  # raises unless the fake hardware answered OK for this episode
+        fields = node.prepare_episode(spec)  # raises unless the fake hardware answered OK for this episode
+        check = fields['layout_check']  # on the simulation's truth after the reset: every object in place
+        layout = registry.layout_of(registry.get_task(TASKS[1]))
+        assert check['passed'] and check['missing'] == [] and check['attempts'] == 1, check
+        assert [o['name'] for o in check['objects']] == list(layout.object_names)
+        assert all(o['displacement_mm'] < 2.0 for o in check['objects']), check
+        assert (tmp_path / check['picture']).is_file()
         before = node.get_clock().now().nanoseconds
         node.start_episode(spec, deadline=time.monotonic() + 60)
         wait_until(lambda: statuses, timeout=20, what='the RESET status')

@@ -58,6 +58,7 @@ def test_the_expert_over_fake_hardware_scores_as_in_process(profile: str, tmp_pa
     expected = _in_process(tasks, tmp_path / 'in_process')
     for task, record in live.items():
         assert (record['runtime'], record['robot_profile'], record['pose_source']) == ('real', profile, 'sim')
+        assert record['layout_check']['passed'], record['layout_check']  # on the truth, right after the reset
         assert record['policy_error'] is None and record['completion_ok'], record['intent_msg']
         assert [record[key] for key in SCORES] == [expected[task][key] for key in SCORES], task
         assert _stages(record) == _stages(expected[task]), task

@@ -7,7 +7,7 @@ import argparse
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError
 
-HELP = "call the real-time graph's operator services: stop, home, ready, void"
+HELP = "call the real-time graph's operator services: stop, home, ready, void, override"
 DESCRIPTION = """\
 Call one std_srvs/Trigger service of a running real-time graph (`robofollow launch real`) and print its
 answer; the same as `ros2 service call <service> std_srvs/srv/Trigger`. Run it in the graph's ROS domain
@@ -18,12 +18,20 @@ answer; the same as `ros2 service call <service> std_srvs/srv/Trigger`. Run it i
   home    /robofollow/home: move both arms slowly to the profile's home pose
   ready   /robofollow/ready: the objects are placed, start the trial (as Enter on the evaluator's terminal)
   void    /robofollow/void: void the current trial (reset failed, robot fault): recorded void, played again
+  override  /robofollow/override_layout: start the trial a failed layout check holds, with the objects as they
+          are (the override is recorded in the trial's record and run.json)
 
 Exit status: 0 done, 1 the service refused (its reason is printed), 2 no such service answered in time.
 """
 SERVICES = {
     name: topics.resolve(service)
-    for name, service in (('stop', topics.STOP), ('home', topics.HOME), ('ready', topics.READY), ('void', topics.VOID))
+    for name, service in (
+        ('stop', topics.STOP),
+        ('home', topics.HOME),
+        ('ready', topics.READY),
+        ('void', topics.VOID),
+        ('override', topics.OVERRIDE_LAYOUT),
+    )
 }
 
 

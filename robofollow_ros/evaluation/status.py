@@ -2,7 +2,9 @@
 
 ``status`` is ``running`` while trials are being written, ``complete`` at the end, ``interrupted`` after
 SIGINT / SIGTERM (with the signal as ``reason``) and ``failed`` after an error (with the error as
-``reason``). The counts are those of the records actually written.
+``reason``). The counts are those of the records actually written. On a real cell ``layout_checks`` sums up the
+trials' layout checks (``layout_check`` in each record): how many were checked, how many passed, and every override
+with its reason; a run without layout checks has no such field.
 """
 
 from __future__ import annotations
@@ -80,6 +82,27 @@ def counts_line(counts: Mapping[str, Any]) -> str:
     return f'{counts["trials"]} trials: {counts["scored"]} scored, {errors}, {counts["completed"]} completed'
 
 
+def layout_checks(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The layout checks of a real cell's records: ``checked``, ``passed`` and the ``overridden`` trials (task,
+    round, reason, the objects that failed), or None when no record has one."""
+    checks = [(record, record['layout_check']) for record in records if isinstance(record.get('layout_check'), Mapping)]
+    if not checks:
+        return None
+    overridden = [
+        {
+            'task_id': record.get('task_id'),
+            'round': record.get('round'),
+            'override': check['override'],
+            'failed': [o['name'] for o in check.get('objects', ()) if not o.get('passed')]
+            + list(check.get('missing', ())),
+        }
+        for record, check in checks
+        if check.get('override') is not None
+    ]
+    passed = sum(bool(check.get('passed')) for _record, check in checks)
+    return {'checked': len(checks), 'passed': passed, 'overridden': overridden}
+
+
 def write_status(
     out: Path,
     *,
@@ -91,6 +114,7 @@ def write_status(
     reason: str | None = None,
 ) -> dict[str, Any]:
     """Rewrite ``out/run.json`` atomically and return what was written."""
+    records = list(records)
     counts = trial_counts(records)
     run = {
         'status': status,
@@ -112,6 +136,9 @@ def write_status(
         'counts': counts,
         'peak_rss_mib': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
     }
+    layout = layout_checks(records)
+    if layout is not None:
+        run['layout_checks'] = layout
     write_atomically(out / RUN_NAME, json.dumps(run, indent=2, default=str) + '\n')
     return run
 

@@ -43,7 +43,7 @@ from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
-from robofollow_ros.ros.operator import RUNTIMES, CellSettings, RealCell
+from robofollow_ros.ros.operator import POSE_WAIT_SECONDS, RUNTIMES, CellSettings, LayoutGate, RealCell
 from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
@@ -57,6 +57,7 @@ from robofollow_ros.ros.protocol import (
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_report, remember, spin, wait_for
 from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops
 from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, Tolerances
 
 RESET_ATTEMPT_SECONDS = 15.0
 """How long one call of the reset service may stay unanswered before it is made again."""
@@ -168,6 +169,7 @@ class EvaluatorNode(Node):
         profile = str(param(self, 'robot_profile', '', description='real cell: its robot profile (config/robots)'))
         pose_source = str(param(self, 'pose_source', 'sim', description='real cell: sim, tracker or mocap'))
         fake = bool(param(self, 'fake_hardware', False, description='real cell: fake hardware resets the cell'))
+        layout = self._read_layout_gate()  # (declared in the simulated graph too, as the cell's other parameters)
         if runtime not in RUNTIMES:
             raise GraphError(f'runtime must be one of {", ".join(RUNTIMES)} (got {runtime!r})')
         if runtime == 'sim':
@@ -176,7 +178,40 @@ class EvaluatorNode(Node):
             raise GraphError('runtime real needs the robot_profile parameter')
         if len(self.domains) > 1:
             raise GraphError('runtime real drives one cell: workers must be 1')
-        return CellSettings(robot_profile=profile, pose_source=pose_source, fake_hardware=fake)
+        return CellSettings(robot_profile=profile, pose_source=pose_source, fake_hardware=fake, layout=layout)
+
+    def _read_layout_gate(self) -> LayoutGate:
+        """The layout check's parameters (used on a real cell)."""
+        enabled = bool(param(self, 'layout_check', True, description='real cell: check the layout before each trial'))
+        position = float(
+            param(
+                self,
+                'layout_position_mm',
+                DEFAULT_TOLERANCES.position_mm,
+                description='layout check: how far (mm) an object may be from its place',
+                minimum=0.001,
+            )
+        )
+        rotation = float(
+            param(
+                self,
+                'layout_rotation_deg',
+                DEFAULT_TOLERANCES.rotation_deg,
+                description='layout check: how far (degrees, modulo its symmetry) an object may be turned',
+                minimum=0.001,
+            )
+        )
+        pose_wait = float(
+            param(
+                self,
+                'layout_pose_wait',
+                POSE_WAIT_SECONDS,
+                description='layout check: seconds to wait for a fresh pose of every object (then: not seen)',
+                minimum=0.05,
+            )
+        )
+        tolerances = Tolerances(position_mm=position, rotation_deg=rotation)
+        return LayoutGate(enabled=enabled, tolerances=tolerances, pose_wait=pose_wait)
 
     def on_result(self, message: ResultMessage) -> None:
         record = read_report(self, record_from_result, message, topic=topics.RESULT)
@@ -378,16 +413,18 @@ class EvaluatorNode(Node):
         )
         self.ready = True
 
-    def prepare_episode(self, spec: EpisodeSpec) -> None:
-        """On a real cell, bring it to the trial's start: arms home, then fake hardware's reset or the operator
-        (``ros/operator.py``); nothing in the simulated graph (the sim resets in ``start_episode``)."""
+    def prepare_episode(self, spec: EpisodeSpec) -> dict[str, Any] | None:
+        """On a real cell, bring it to the trial's start: arms home, then fake hardware's reset or the operator,
+        then the layout check (``ros/operator.py``), whose result the trial's record gains (returned); nothing in
+        the simulated graph (the sim resets in ``start_episode``)."""
         if self.cell is None:
-            return
+            return None
         self.cell.home()
         if self.cell.reset_client.service_is_ready():
             self.reset(spec, deadline=time.monotonic() + self.timeout, client=self.cell.reset_client)
         else:
             self.cell.ask_operator(spec)
+        return self.cell.check_layout(spec)
 
     def void_reason(self, spec: EpisodeSpec) -> str | None:
         """Why the trial of ``spec`` is void (the operator voided it on a real cell), or None."""

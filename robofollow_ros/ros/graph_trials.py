@@ -9,10 +9,10 @@ taking trials; the others run them. A graph with nothing to take waits while ano
 may come back. When every graph is lost with trials left, the run stops with ``WorkerLostError``.
 
 On a real cell (``runtime: real``) the evaluator prepares the cell before each trial (``prepare_episode``: home, the
-fake hardware's reset or the operator placing the objects), so the last trial's result is collected after the
-next one is prepared: a trial the operator voids during or right after it (``void_reason``), or that the bridge's
-stop ended (``error_kind`` ``stopped``), is written marked void (``referee.aggregate.is_void``) and queued again,
-first in line.
+fake hardware's reset or the operator placing the objects, then the layout check, whose result the trial's record
+keeps), so the last trial's result is collected after the next one is prepared: a trial the operator voids during
+or right after it (``void_reason``), or that the bridge's stop ended (``error_kind`` ``stopped``), is written marked
+void (``referee.aggregate.is_void``) and queued again, first in line.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class GraphLink(Protocol):
     timeout: float
     stopping: bool
 
-    def prepare_episode(self, spec: EpisodeSpec) -> None: ...
+    def prepare_episode(self, spec: EpisodeSpec) -> Mapping[str, Any] | None: ...
 
     def start_episode(self, spec: EpisodeSpec, *, deadline: float) -> None: ...
 
@@ -104,8 +104,8 @@ class GraphTrials:
         spec = EpisodeSpec.for_trial(
             trial.task, seed=trial.seed, round=trial.round, variant=options.variant, layout=layout.name
         )
-        link.prepare_episode(spec)
-        flight = _InFlight(trial, spec, time.perf_counter(), time.monotonic() + link.timeout)
+        fields = dict(link.prepare_episode(spec) or {})
+        flight = _InFlight(trial, spec, time.perf_counter(), time.monotonic() + link.timeout, fields)
         link.start_episode(spec, deadline=flight.deadline)
         return flight
 
@@ -129,6 +129,7 @@ class GraphTrials:
         )
         if self.identity_fields:
             record.update({'runtime': self.runtime, **self.identity_fields})
+        record.update(flight.cell_fields)
         reason = link.void_reason(flight.spec) or (STOPPED if live['error_kind'] == STOPPED else None)
         if reason is not None:
             record.update({VOID_FIELD: True, 'void_reason': reason})
@@ -228,6 +229,8 @@ class _InFlight:
     spec: EpisodeSpec
     started: float
     deadline: float
+    cell_fields: dict[str, Any]
+    """What preparing the cell adds to the trial's record (a real cell's ``layout_check``)."""
 
 
 class _Dispatch:

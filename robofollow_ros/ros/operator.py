@@ -3,10 +3,16 @@
 Before each trial (docs/real-cell.md): the arms go home (``/robofollow/home``, the bridge's, when it is served);
 then fake hardware resets the cell (``/robofollow/cell/reset``, called by the evaluator node), or the operator is
 shown the task, the instruction and where each object goes (text here, a top-down picture in ``OUT/layouts``) and
-says ready (``/robofollow/ready``, or Enter on the evaluator's terminal). The episode then starts from a
-``SimStatus`` RESET stamped with this node's wall clock, which the bridge, referee and recorder follow as they
-follow the sim's. ``/robofollow/void`` marks the current trial void (from its start until the next one starts, or
-its record is written if it is the last): its record is written marked void and it is played again.
+says ready (``/robofollow/ready``, or Enter on the evaluator's terminal). Then the layout check (issue 21): the
+evaluator reads where the objects are from their pose topics (fake hardware's simulation truth, the tracker, or
+motion capture), compares them with the trial's places (``tracking.layout_check``), draws the picture with what it
+measured (``OUT/layouts/<stem>.check.png``) and prints what is off and by how much; outside tolerance the trial is
+held until the operator fixes it (``/robofollow/ready`` or Enter checks again) or overrides the check
+(``/robofollow/override_layout``, or ``override <why>`` typed on the terminal), which the trial's record keeps. The
+episode then starts from a ``SimStatus`` RESET stamped with this node's wall clock, which the bridge, referee and
+recorder follow as they follow the sim's. ``/robofollow/void`` marks the current trial void (from its start until
+the next one starts, or its record is written if it is the last): its record is written marked void and it is
+played again.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from rclpy.client import Client
 from rclpy.node import Node
@@ -32,7 +38,9 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.layout_picture import layout_text, write_layout_picture
 from robofollow_ros.evaluation.recording import LAYOUTS_DIR, episode_stem
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.object_poses import ObjectPoses
 from robofollow_ros.ros.protocol import ResetEpisode, SimStatus, SimStatusMessage, StatusEvent
+from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, LayoutCheck, Tolerances, check_layout
 
 HOME_SECONDS = 120.0
 """How long the bridge may take to bring both arms home (slowly, through the safety filter)."""
@@ -44,17 +52,41 @@ HOME_RETRY = 0.2
 RUNTIMES = ('sim', 'real')
 """The evaluator's ``runtime`` parameter: the simulated graph, or a real (or fake-hardware) cell."""
 
+POSE_WAIT_SECONDS = 2.0
+"""How long a layout check waits for a fresh pose of every object (the tracker publishes at the camera's rate)."""
+OVERRIDE_WORD = 'override'
+"""Typed on the evaluator's terminal (``override <why>``) while a failed layout check holds a trial: start it."""
+SERVICE_OVERRIDE = f'the operator called {topics.resolve(topics.OVERRIDE_LAYOUT)}'
+"""The reason recorded when the override came through the service (std_srvs/Trigger carries no text)."""
+TERMINAL_OVERRIDE = f"the operator typed {OVERRIDE_WORD!r} on the evaluator's terminal"
+"""The reason recorded for a bare ``override`` typed on the terminal."""
+CHECK_PICTURE_SUFFIX = '.check.png'
+"""``OUT/layouts/<stem>.check.png``: the layout check's picture (the places and what was measured)."""
+
 Wait = Callable[..., None]
 """``EvaluatorNode._wait``: ``wait(condition, *, timeout, what, notified)``."""
 
 
 @dataclass(frozen=True)
+class LayoutGate:
+    """The layout check before each trial (the evaluator's ``layout_check``, ``layout_position_mm``,
+    ``layout_rotation_deg`` and ``layout_pose_wait`` parameters): on or off, its tolerances, and how long it waits
+    for a fresh pose of every object before the ones without count as not seen."""
+
+    enabled: bool = True
+    tolerances: Tolerances = DEFAULT_TOLERANCES
+    pose_wait: float = POSE_WAIT_SECONDS
+
+
+@dataclass(frozen=True)
 class CellSettings:
-    """The real cell the evaluator drives (its ``robot_profile``, ``pose_source``, ``fake_hardware`` parameters)."""
+    """The real cell the evaluator drives (its ``robot_profile``, ``pose_source``, ``fake_hardware`` parameters,
+    and the layout check's)."""
 
     robot_profile: str
     pose_source: str
     fake_hardware: bool
+    layout: LayoutGate = LayoutGate()
 
     def identity_fields(self) -> dict[str, str]:
         """What the run identity, run.json and every record name besides ``runtime: real``."""
@@ -98,13 +130,21 @@ class RealCell:
         self.current: EpisodeSpec | None = None
         """The trial whose episode started last (what ``/robofollow/void`` voids)."""
         self.voided: dict[str, str] = {}
+        self.holding: str | None = None
+        """The episode a failed layout check holds (what ``/robofollow/override_layout`` starts)."""
+        self.override: str | None = None
+        """Why the operator overrode the held check (set while ``holding``)."""
+        self.poses = ObjectPoses(node) if settings.layout.enabled else None
         self.home_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.HOME)
         self.reset_client: Client[ResetEpisode.Request, ResetEpisode.Response] = node.create_client(
             ResetEpisode, topics.CELL_RESET
         )
         self.status_pub = node.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS)
-        if not settings.fake_hardware:
+        # Fake hardware resets the cell, but a layout check it fails still waits for the operator (or a test).
+        if not settings.fake_hardware or settings.layout.enabled:
             node.create_service(Trigger, topics.READY, self.on_ready)
+        if settings.layout.enabled:
+            node.create_service(Trigger, topics.OVERRIDE_LAYOUT, self.on_override)
         node.create_service(Trigger, topics.VOID, self.on_void)
         if terminal is not None:
             threading.Thread(target=self._read_terminal, args=(terminal,), daemon=True, name='operator').start()
@@ -118,6 +158,12 @@ class RealCell:
     def on_ready(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """``/robofollow/ready``: the objects are placed; the awaited trial starts."""
         response.success, response.message = self._say_ready()
+        return response
+
+    def on_override(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """``/robofollow/override_layout``: the trial a failed layout check holds starts with the objects as they
+        are; the override is recorded."""
+        response.success, response.message = self._say_override(SERVICE_OVERRIDE)
         return response
 
     def on_void(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -139,11 +185,28 @@ class RealCell:
                 return False, 'no trial is waiting for the cell'
             self.ready = self.awaiting
             self.condition.notify_all()
+            if self.holding is not None:
+                return True, 'the layout is checked again'
+            if self.settings.layout.enabled:
+                return True, 'the layout is checked; the trial starts if it is in place'
             return True, 'the trial starts'
 
+    def _say_override(self, reason: str) -> tuple[bool, str]:
+        with self.condition:
+            if self.holding is None:
+                return False, 'no layout check is holding a trial'
+            self.override = reason
+            self.condition.notify_all()
+            return True, 'the trial starts with the layout as it is (the override is recorded)'
+
     def _read_terminal(self, terminal: TextIO) -> None:
-        for _line in terminal:
-            self._say_ready()  # Enter outside a wait counts for nothing
+        for line in terminal:
+            word, _, rest = line.strip().partition(' ')
+            if word.lower() == OVERRIDE_WORD:
+                _accepted, answer = self._say_override(rest.strip() or TERMINAL_OVERRIDE)
+                self.say(answer)
+            else:
+                self._say_ready()  # Enter outside a wait counts for nothing
 
     # --- a trial's start (the trial thread) ---------------------------------------------------------------------
 
@@ -207,17 +270,105 @@ class RealCell:
                 ]
             )
         )
+        self._wait_for_operator(spec, held=False)
+        return picture
+
+    def _wait_for_operator(self, spec: EpisodeSpec, *, held: bool) -> str | None:
+        """Wait (no time limit) until the operator says ready for ``spec`` or, ``held`` by a failed layout check,
+        overrides it; returns the override's reason, or None for ready."""
+        with self.condition:
+            self.awaiting, self.ready = spec.episode_id, None
+            if held:
+                self.holding, self.override = spec.episode_id, None
+        what = f'the operator ({self.name(topics.READY)}' + (
+            f' or {self.name(topics.OVERRIDE_LAYOUT)})' if held else ')'
+        )
         try:
             self.wait(
-                lambda: self.ready == spec.episode_id,
+                lambda: self.ready == spec.episode_id or (held and self.override is not None),
                 timeout=math.inf,
-                what=f'the operator ({self.name(topics.READY)})',
+                what=what,
                 notified=True,
             )
+            with self.condition:
+                return self.override if held else None
         finally:
             with self.condition:
-                self.awaiting = None
-        return picture
+                self.awaiting = self.holding = self.override = None
+
+    def check_layout(self, spec: EpisodeSpec) -> dict[str, Any]:
+        """The layout check before ``spec``'s trial (the cell is reset or the operator said ready): read where the
+        objects are, compare with the trial's places, write the picture with what was measured and tell the
+        operator; outside tolerance hold the trial until a check passes (the operator fixed the objects and said
+        ready again) or the operator overrides it. Returns the fields the trial's record gains (``layout_check``:
+        the accepted check's ``to_dict()``, how many checks it took and the picture), or none with the check off.
+
+        Raises:
+            GraphError: the node shut down while waiting.
+        """
+        gate = self.settings.layout
+        if not gate.enabled or self.poses is None:
+            return {}
+        _task, layout = spec.resolve()
+        positions = perturbed_positions(layout, seed=spec.seed)
+        picture = self.out / LAYOUTS_DIR / f'{episode_stem(spec.task_id, spec.round)}{CHECK_PICTURE_SUFFIX}'
+        name = f'{spec.task_id} round {spec.round}'
+        attempts = 0
+        while True:
+            attempts += 1
+            measured = self._measure(layout.object_names, wait=gate.pose_wait)
+            check = check_layout(layout, measured, positions=positions, tolerances=gate.tolerances)
+            title = f'{name}\nlayout check {attempts}'
+            write_layout_picture(
+                layout, picture, positions=positions, measured=measured, tolerances=gate.tolerances, title=title
+            )
+            if check.passed:
+                self.say(f'{name}: {check.summary()}')
+                break
+            self._report_problems(name, check, picture)
+            reason = self._wait_for_operator(spec, held=True)
+            if reason is not None:
+                check = check_layout(layout, measured, positions=positions, tolerances=gate.tolerances, override=reason)
+                write_layout_picture(
+                    layout,
+                    picture,
+                    positions=positions,
+                    measured=measured,
+                    tolerances=gate.tolerances,
+                    title=f'{title}, overridden: {reason}',
+                )
+                self.say(f'{name}: {check.summary()}')
+                self.node.get_logger().warning(f'{name}: layout check overridden: {check.summary()}')
+                break
+        record = check.to_dict()
+        record.update(attempts=attempts, picture=str(picture.relative_to(self.out)))
+        return {'layout_check': record}
+
+    def _measure(self, names: tuple[str, ...], *, wait: float) -> dict[str, tuple[float, float, float]]:
+        """Every object's pose that arrives from now on, waiting up to ``wait`` seconds for all of ``names``."""
+        assert self.poses is not None
+        poses, start = self.poses, time.monotonic()
+        end = start + wait
+        self.wait(
+            lambda: time.monotonic() >= end or set(names) <= set(poses.since(start)),
+            timeout=wait + 60.0,  # (never reached: the condition holds from ``end`` on)
+            what='the object poses',
+            notified=False,
+        )
+        return poses.since(start)
+
+    def _report_problems(self, name: str, check: LayoutCheck, picture: Path) -> None:
+        tolerance = f'{check.tolerances.position_mm:g} mm, {check.tolerances.rotation_deg:g}°'
+        lines = [f'{name}: the layout is off (tolerance {tolerance}); the trial waits:']
+        lines += [f'  {failure}' for failure in check.failures]
+        lines += [
+            f'picture with what was measured: {picture}',
+            f'fix it, then press Enter here or call {self.name(topics.READY)} to check again; or start the trial as it '
+            f'is with "{OVERRIDE_WORD} <why>" typed here or {self.name(topics.OVERRIDE_LAYOUT)} (robofollow operator '
+            f"override; recorded in the trial's record)",
+        ]
+        self.say('\n'.join(lines))
+        self.node.get_logger().warning(f'{name}: {check.summary()}')
 
     def start(self, spec: EpisodeSpec) -> None:
         """The cell is at the trial's start: publish the RESET status (stamp: the wall clock now); the trial is now
