@@ -83,7 +83,7 @@ def test_the_real_graph_starts_the_nodes_its_arguments_ask_for_with_the_cells_pa
     }
     assert nodes['policy_bridge'].parameters['runtime'] == 'real' == nodes['evaluator'].parameters['runtime']
     assert nodes['ee_pose'].parameters['robot_profile'] == 'aloha_ros2_control'
-    assert nodes['referee'].parameters['joint_states'] == '/robofollow/joint_states'
+    assert nodes['referee'].parameters['joint_states'] == topics.CELL_JOINT_STATES
     assert nodes['evaluator'].parameters['fake_hardware'] is True and nodes['evaluator'].main
     assert 'workers' not in graph.arguments and graph.workers == 1
     assert [instance.domain for instance in graph_instances(graph, base=5)] == [None] * 5

@@ -56,6 +56,10 @@ class FakeGraph:
     def void_reason(self, spec: EpisodeSpec) -> str | None:
         return None
 
+    def wait_for_bag(self, spec: EpisodeSpec, *, timeout: float) -> bool:
+        """The recorder has published the episode's bag (a stand-in writes it with the result)."""
+        return True
+
     def wait_for_end(self, spec: EpisodeSpec, *, deadline: float) -> None:
         time.sleep(EPISODE_SECONDS)
         self._note('end', spec)
