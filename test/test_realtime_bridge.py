@@ -213,7 +213,7 @@ def assert_safe(received: list[Received]) -> None:
 
 
 def arm_commands(received: list[Received], arm: str) -> list[Received]:
-    topic = topics.arm_trajectory_topic(arm)  # type: ignore[arg-type]
+    topic = topics.resolve(topics.arm_trajectory_topic(arm))  # type: ignore[arg-type]
     return [item for item in received if item.topic == topic]
 
 
@@ -317,7 +317,7 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
     after = [item for item in received if item.arrived >= called]
     delays = {}
     for arm in ARMS:
-        commands = [item for item in after if item.topic == topics.arm_trajectory_topic(arm)]  # type: ignore[arg-type]
+        commands = [item for item in after if item.topic == topics.resolve(topics.arm_trajectory_topic(arm))]  # type: ignore[arg-type]
         (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
         assert commands and all(held_where_the_arm_was(item, chunk) for item in commands)
         delays[arm] = commands[0].arrived - called
