@@ -2,8 +2,10 @@
 
 Subscribes ``/<camera>/image_raw`` (rgb8) and ``/<camera>/camera_info``, the TCP poses ``/robofollow/ee/<arm>/pose``
 and the joint states (``joint_states``: ``/robofollow/joint_states`` as in the real-time graph, or the sim's
-``/joint_states``) for the grippers. Publishes, for each image, ``/robofollow/objects/<name>/pose`` (PoseStamped,
-world frame, the image's stamp) of every object whose pose passed the gates (``tracking.cell_tracker``:
+``/joint_states``) for the grippers, and ``/robofollow/episode`` for what stands on what in the layout (a support
+under a stacked object is published from the object on it). Publishes, for each image,
+``/robofollow/objects/<name>/pose`` (PoseStamped, world frame, the image's stamp) of every object whose pose passed
+the gates (``tracking.cell_tracker``:
 plane-constrained tag poses, poses following the TCP while grasped, flagged PnP only with ``pnp_fallback``), never
 an invented one; and ``/robofollow/tracker/status`` (std_msgs/String, JSON): each object's source or refusal this
 frame.
@@ -31,7 +33,8 @@ from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.camera_info_once import camera_info_document
 from robofollow_ros.ros.messages import from_time, image_array, pose_message
-from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.ros.protocol import EpisodeSpecMessage
+from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
 from robofollow_ros.tracking.calibration import calibrate_extrinsic
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
@@ -134,10 +137,24 @@ class ArucoTrackerNode(Node):
         self.create_subscription(CameraInfo, self.info_topic, self.on_camera_info, qos.SENSOR)
         self.create_subscription(Image, topics.image_topic(self.camera), self.on_image, qos.SENSOR)
         self.create_subscription(JointState, joint_topic, self.on_joint_state, qos.STATE)
+        self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         for arm in ARMS:
             self.create_subscription(
                 PoseStamped, topics.ee_pose_topic(arm), lambda m, arm=arm: self.on_tcp(arm, m), qos.STATE
             )
+
+    def on_episode(self, message: EpisodeSpecMessage) -> None:
+        """The episode's layout says what stands on what (a support's tag is covered by the object on it)."""
+        spec = read_episode(self, message)
+        if spec is None:
+            return
+        try:
+            _, layout = spec.resolve()
+        except RoboFollowError as error:
+            self.get_logger().error(f'episode {spec.episode_id}: no layout: {error}')
+            return
+        stacks = {p.name: p.on for p in layout.placements if p.on is not None}
+        self.tracker.set_stacks(layout.scene, stacks)
 
     def on_camera_info(self, message: CameraInfo) -> None:
         if self.frozen is not None:
