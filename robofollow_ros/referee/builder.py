@@ -19,7 +19,16 @@ import numpy as np
 from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import LayoutError, TrajectoryError
-from robofollow_ros.referee.timeline import MAX_GAP_S, NS_PER_S, Signal, frame_times, gaps, hold, hold_or_nan
+from robofollow_ros.referee.timeline import (
+    MAX_GAP_S,
+    NS_PER_S,
+    Signal,
+    bridge,
+    frame_times,
+    gaps,
+    hold,
+    hold_or_nan,
+)
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, Numbers, find_layout
 
@@ -182,7 +191,9 @@ class TrajectoryBuilder:
             t=(frames - origin_ns) / NS_PER_S,
             ee={arm: hold(ee[arm][0], frames) for arm in ARMS},
             grip={arm: hold(grip[arm], frames) / layout.gripper_scale for arm in ARMS},
-            obj_pos={name: hold(pose, frames) for name, (pose, _) in objects.items()},
+            # An object's position across a long silence (its tag hidden: a pose source that never invents one)
+            # is bridged linearly; its orientation is held.
+            obj_pos={name: bridge(pose, frames, max_gap_ns=self.max_gap_ns) for name, (pose, _) in objects.items()},
             ee_quat={arm: hold(ee[arm][1], frames) for arm in ARMS},
             obj_quat={name: hold(quat, frames) for name, (_, quat) in objects.items()},
             gaps=tuple(
