@@ -16,6 +16,9 @@ SIM_RESET = '/robofollow/sim/reset'
 CELL_RESET = '/robofollow/cell/reset'
 """robofollow_interfaces/srv/ResetEpisode in real mode: served by the fake hardware (objects laid out, arms home)."""
 OBJECT_POSE_PREFIX = '/robofollow/objects/'
+TRUTH_POSE_PREFIX = '/robofollow/truth/objects/'
+"""Fake hardware's simulation truth beside another pose source (``publish_truth_poses``): bags keep it, and
+``bags.read_episode_bag(..., object_poses=TRUTH_POSE_PREFIX)`` scores an episode from it, not from tracked poses."""
 EE_POSE_PREFIX = '/robofollow/ee/'
 WORLD_FRAME = 'world'
 TRACKER_STATUS = '/robofollow/tracker/status'
@@ -37,11 +40,17 @@ def object_pose_topic(name: str) -> str:
     return f'{OBJECT_POSE_PREFIX}{name}/pose'
 
 
-def object_name_from_topic(topic: str) -> str | None:
-    """Inverse of ``object_pose_topic``; ``None`` for any other topic."""
-    if topic.startswith(OBJECT_POSE_PREFIX) and topic.endswith('/pose'):
-        return topic[len(OBJECT_POSE_PREFIX) : -len('/pose')] or None
+def object_name_from_topic(topic: str, *, prefix: str = OBJECT_POSE_PREFIX) -> str | None:
+    """Inverse of ``object_pose_topic`` (of ``truth_pose_topic`` with ``prefix=TRUTH_POSE_PREFIX``); ``None`` for
+    any other topic."""
+    if topic.startswith(prefix) and topic.endswith('/pose'):
+        return topic[len(prefix) : -len('/pose')] or None
     return None
+
+
+def truth_pose_topic(name: str) -> str:
+    """``/robofollow/truth/objects/<name>/pose``: fake hardware's simulation truth beside a tracker."""
+    return f'{TRUTH_POSE_PREFIX}{name}/pose'
 
 
 def ee_pose_topic(arm: Arm) -> str:
