@@ -91,7 +91,7 @@ def test_a_covered_support_is_published_under_the_object_stacked_on_it() -> None
         observation = env.reset(task, seed=0, images=False)
         tracker = CellTracker(load_markers('default'), {s: registry.scene_objects(s) for s in SCENES})
         assert support not in track(env, tracker)  # its tag is under the object on it: nothing without the layout
-        tracker.set_stacks(layout.scene, stacks)
+        tracker.start_episode(layout.scene, stacks)
         poses = track(env, tracker)
         assert poses[support].source == 'support' and poses[top].source == 'marker'
         assert math.dist(poses[support].position, observation.object_pos[support]) < 0.003

@@ -125,6 +125,7 @@ class ArucoTrackerNode(Node):
                 )
             )
         )
+        self.episode_id: str | None = None
         self.tcps: dict[str, RigidPose] = {}
         self.closed: dict[str, bool] = {}
 
@@ -144,17 +145,19 @@ class ArucoTrackerNode(Node):
             )
 
     def on_episode(self, message: EpisodeSpecMessage) -> None:
-        """The episode's layout says what stands on what (a support's tag is covered by the object on it)."""
+        """A new episode: the cell was laid out anew (forget the poses known), and its layout says what stands on
+        what (a support's tag is covered by the object on it)."""
         spec = read_episode(self, message)
-        if spec is None:
-            return
+        if spec is None or spec.episode_id == self.episode_id:
+            return  # a spec delivered again (latched) must not forget the episode's grasps
+        self.episode_id = spec.episode_id
         try:
             _, layout = spec.resolve()
         except RoboFollowError as error:
             self.get_logger().error(f'episode {spec.episode_id}: no layout: {error}')
             return
         stacks = {p.name: p.on for p in layout.placements if p.on is not None}
-        self.tracker.set_stacks(layout.scene, stacks)
+        self.tracker.start_episode(layout.scene, stacks)
 
     def on_camera_info(self, message: CameraInfo) -> None:
         if self.frozen is not None:

@@ -177,12 +177,16 @@ class TrajectoryBuilder:
             signals = self._pose_signals(topic)
             if name is not None and signals is not None:
                 objects[name] = signals
-        required = [*(ee[arm][0] for arm in ARMS), *grip.values(), *(pose for pose, _ in objects.values())]
-        frames = frame_times([ee[arm][0] for arm in ARMS], required)
+        # Frames start once the arms are known; an object first seen a little later (a camera's first image after
+        # the reset) was where it is first seen since the start: its first pose is held back to the first frame,
+        # so that a tracked episode starts when the same episode from the simulation's truth does.
+        arms_known = [*(ee[arm][0] for arm in ARMS), *grip.values()]
+        required = [*arms_known, *(pose for pose, _ in objects.values())]
+        frames = frame_times([ee[arm][0] for arm in ARMS], arms_known)
         if since_ns is not None:
             frames = frames[frames >= since_ns]
-        if frames.size == 0:
-            latest = max(required, key=lambda signal: signal.first_ns)
+        latest = max(required, key=lambda signal: signal.first_ns)
+        if frames.size == 0 or latest.first_ns > frames[-1]:
             raise TrajectoryError(
                 f'no EE pose after every required signal has appeared '
                 f'({latest.name} starts at {latest.first_ns / NS_PER_S:.3f} s)'

@@ -54,11 +54,11 @@ def frame_times(clocks: Sequence[Signal], required: Sequence[Signal]) -> np.ndar
 
 
 def hold(signal: Signal, frames_ns: np.ndarray) -> np.ndarray:
-    """Zero-order hold: at each frame, the latest sample at or before it (the last of equal stamps).
-
-    Every frame must be at or after the first sample (``frame_times`` guarantees it for required signals).
+    """Zero-order hold: at each frame, the latest sample at or before it (the last of equal stamps); a frame before
+    the first sample takes the first sample (``frame_times`` starts after the arms' signals; an object's pose may
+    begin a little later, ``TrajectoryBuilder``).
     """
-    index = np.searchsorted(signal.stamp_ns, frames_ns, side='right') - 1
+    index = np.maximum(np.searchsorted(signal.stamp_ns, frames_ns, side='right') - 1, 0)
     return signal.values[index]
 
 
@@ -67,10 +67,10 @@ def bridge(signal: Signal, frames_ns: np.ndarray, *, max_gap_ns: int) -> np.ndar
     go linearly from the sample before to the sample after (an object whose tag a gripper hid while pushing it is
     seen to move during the push, not to jump when the tag shows again; a hidden object that did not move stays).
 
-    Every frame must be at or after the first sample, as for ``hold``.
+    Frames before the first sample take the first sample, as for ``hold``.
     """
     stamps, last = signal.stamp_ns, signal.stamp_ns.shape[0] - 1
-    index = np.searchsorted(stamps, frames_ns, side='right') - 1
+    index = np.maximum(np.searchsorted(stamps, frames_ns, side='right') - 1, 0)
     after = np.minimum(index + 1, last)
     span = stamps[after] - stamps[index]
     rows = np.flatnonzero((index < last) & (span > max_gap_ns))

@@ -14,7 +14,7 @@ seen offers no floor, and the object is then tracked on the table plane, ~6 mm o
 Every tracked object (all scenes' objects: tag ids are unique across scenes) gets a published pose only when its
 tag passed the gates on a chosen plane (``marker``), or while a gripper holds it (``gripper``, ``tracking.grasp``),
 or, with ``pnp_fallback``, from 6-DoF PnP when no plane passed (``pnp``, flagged: an order of magnitude coarser).
-A support whose tag the object stacked on it covers (``set_stacks``: the episode's layout says what stands on what;
+A support whose tag the object stacked on it covers (``start_episode``: the episode's layout says what stands on what;
 Scene 4's cylinder on a cube) is published under the object on top (``support``) while that object's tag is seen on
 the support's top plane: it is measured there, and the support is what holds it up; its xy is the top object's.
 """
@@ -214,9 +214,15 @@ class CellTracker:
         self.last_results: dict[str, PoseResult] = {}
         self._stacks: dict[str, str] = {}
 
-    def set_stacks(self, scene: int, stacks: Mapping[str, str]) -> None:
-        """What stands on what in ``scene`` now (object name -> its support's name; the episode's layout), replacing
-        what was said before; objects of another scene or without a tag are ignored."""
+    def start_episode(self, scene: int, stacks: Mapping[str, str]) -> None:
+        """A new episode in ``scene``: the cell was laid out anew, so every pose known so far is forgotten (a grasp
+        would otherwise take an object of the previous layout remembered where the gripper closes, and the jump
+        gate would hold back every object that moved); ``stacks`` says what stands on what (object name -> its
+        support's name, the episode's layout; objects of another scene or without a tag are ignored)."""
+        self._accepted.clear()
+        self._pending.clear()
+        self.follower = GraspFollower(grasp_radius=self.follower.grasp_radius)
+        self.last_results = {}
         tagged = self._markers.get(scene, {})
         self._stacks = {
             f'scene{scene}/{top}': f'scene{scene}/{support}'
