@@ -28,6 +28,7 @@ from std_msgs.msg import String
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import CalibrationError, RoboFollowError
+from robofollow_ros.referee.config import load_config
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
@@ -89,8 +90,11 @@ class ArucoTrackerNode(Node):
             param(
                 self,
                 'closed_below',
-                0.9,
-                description='a gripper is closed below this fraction of its finger travel',
+                # The referee's close threshold on the commanded grip (config/referee.yaml gripper.close): at 0.9
+                # the expert's pre-shaping to 0.75 before a small cube counted as the closing, 20 cm from the cube,
+                # and the grasp that followed was never seen (docs/real-cell.md, End to end).
+                load_config().gripper.close,
+                description='a gripper is closed below this fraction of its finger travel (the commanded grip)',
                 minimum=0.0,
                 maximum=1.0,
             )
