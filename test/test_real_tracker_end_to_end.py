@@ -1,13 +1,16 @@
 """The real-time graph with the camera as the pose source (``robofollow launch real pose_source:=tracker
 markers:=true``): fake hardware draws the ArUco tags and renders cam_high at 640x480, the ``aruco_tracker`` node
 solves the camera from the board and publishes the objects' poses, and the expert acts on them and the live referee
-scores from them. The trial completes and scores as the simulation's truth scores the same trial in-process, and as
-the same episode's bag scores from the truth fake hardware recorded beside the tracked poses.
+scores from them. Each trial completes and scores as the same episode's bag scores from the simulation truth fake
+hardware recorded beside the tracked poses, and the first has the completion and Intent (per stage) of the same
+trial scored in-process from the simulation's truth.
 
-The task is one where the expert's arm hides another object's tag and holds still while the bridge takes the
-next observation (the red sphere, under the arm that places the yellow block behind the green sphere): the bridge
-must use that object's last tracked pose rather than wait for a fresh one (docs/real-cell.md, Object poses).
-``bench/bench_tracker_e2e.py`` runs the 16 demo tasks with the expert and the blind baseline.
+The first task has the expert's arm hide another object's tag and hold still while the bridge takes the next
+observation (the red sphere, under the arm that places the yellow block behind the green sphere): the bridge must
+use that object's last tracked pose rather than wait for a fresh one. The second stacks a cylinder on another
+(the support's tag is covered: published from the object on it) and has the left arm pre-shape its gripper, then
+take a small cube out of the bowl and lift it (the tracker follows it from the closing). docs/real-cell.md, End to
+end; ``bench/bench_tracker_e2e.py`` runs the 16 demo tasks with the expert and the blind baseline.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 
 pytestmark = pytest.mark.ros
 
-TASK = 'L0_place_yellow_block_2_behind_green_sphere'
+OCCLUDED = 'L0_place_yellow_block_2_behind_green_sphere'
+STACKED = 'L1_scene4_6_09_l1_s46_seq_r_green_then_l_bowl'
 NOMINAL_DOMAIN = 41
 SCORES = ('intent_score', 'exec_score', 'completion_ok')
 
@@ -37,23 +41,32 @@ def test_the_expert_on_tracked_poses_scores_as_simulation_truth(tmp_path: Path) 
     done = run_launch(
         NOMINAL_DOMAIN,
         graph='real',
-        timeout=240.0,
+        timeout=300.0,
         pose_source='tracker',
         markers='true',
         policy='expert',
-        task_ids=TASK,
+        task_ids=f'{OCCLUDED},{STACKED}',
         record='bag',
         out=str(out),
     )
     assert done.returncode == 0, done.stdout[-4000:]
-    (live,) = read_records(out / 'results.jsonl')
-    assert (live['task_id'], live['runtime'], live['pose_source']) == (TASK, 'real', 'tracker')
-    assert live['policy_error'] is None and live['completion_ok'], live.get('intent_msg')
-    run_suite(SuiteOptions(out=tmp_path / 'truth', policy='expert', pattern=TASK), progress=False)
+    live = {record['task_id']: record for record in read_records(out / 'results.jsonl')}
+    assert sorted(live) == sorted((OCCLUDED, STACKED))
+    for task, record in live.items():
+        assert (record['runtime'], record['pose_source']) == ('real', 'tracker')
+        assert record['policy_error'] is None and record['completion_ok'], (task, record.get('intent_msg'))
+        # The same episode scored from the simulation truth fake hardware recorded beside the tracker.
+        same_episode = score_path(out / record['episode_file'], object_poses=topics.TRUTH_POSE_PREFIX)
+        assert [same_episode[key] for key in SCORES] == [record[key] for key in SCORES], task
+        assert _stages(same_episode) == _stages(record), task
+    run_suite(SuiteOptions(out=tmp_path / 'truth', policy='expert', pattern=OCCLUDED), progress=False)
     (truth,) = read_records(tmp_path / 'truth' / 'results.jsonl')
-    assert [live[key] for key in SCORES] == [truth[key] for key in SCORES]
-    assert _stages(live) == _stages(truth)
-    # The same episode scored from the simulation truth fake hardware recorded beside the tracker.
-    same_episode = score_path(out / live['episode_file'], object_poses=topics.TRUTH_POSE_PREFIX)
-    assert [same_episode[key] for key in SCORES] == [live[key] for key in SCORES]
-    assert _stages(same_episode) == _stages(live)
+    # Completion and Intent (issue 21's criterion): exec depends on how the real-time run went (under load an
+    # arm settles late), which the same-episode comparison above holds exactly.
+    assert (live[OCCLUDED]['completion_ok'], live[OCCLUDED]['intent_score']) == (
+        truth['completion_ok'],
+        truth['intent_score'],
+    )
+    assert [(name, intent) for name, intent, _ in _stages(live[OCCLUDED])] == [
+        (name, intent) for name, intent, _ in _stages(truth)
+    ]

@@ -131,6 +131,7 @@ class ArucoTrackerNode(Node):
         )
         self.episode_id: str | None = None
         self.tcps: dict[str, RigidPose] = {}
+        self.closing_tcps: dict[str, RigidPose] = {}
         self.closed: dict[str, bool] = {}
 
         names = sorted({name for scene in SCENES for name in self.config.scene(scene)})
@@ -182,7 +183,12 @@ class ArucoTrackerNode(Node):
         positions = dict(zip(message.name, message.position, strict=False))
         for arm, (finger, travel) in self.fingers.items():
             if finger in positions:
-                self.closed[arm] = positions[finger] / travel < self.closed_below
+                closed = positions[finger] / travel < self.closed_below
+                if closed and not self.closed.get(arm, False) and arm in self.tcps:
+                    # The grasp's offset is taken where the TCP is as the gripper closes, not where it is when the
+                    # next image has been processed (up to 0.1 s + latency later: the arm may be lifting already).
+                    self.closing_tcps[arm] = self.tcps[arm]
+                self.closed[arm] = closed
 
     def camera_pose(self, detections: dict) -> CameraPose | None:
         if self.frozen is not None:
@@ -216,7 +222,9 @@ class ArucoTrackerNode(Node):
         if camera is None:
             return
         stamp = from_time(message.header.stamp)
-        published = self.tracker.update(detections, self.intrinsics, camera, tcps=self.tcps, closed=self.closed)
+        tcps = {**self.tcps, **self.closing_tcps}
+        self.closing_tcps.clear()
+        published = self.tracker.update(detections, self.intrinsics, camera, tcps=tcps, closed=self.closed)
         for item in published:
             self.pose_pubs[item.name].publish(
                 pose_message(item.position, item.quat, stamp_ns=stamp, frame_id=topics.WORLD_FRAME)

@@ -39,6 +39,10 @@ EDGE_EVIDENCE = 0.02
 """How much nearer ``EXPECTED_EDGE`` a higher plane's edge must measure to be chosen over a lower one (a true
 stack of 2.6-5 cm differs by 4-7 %)."""
 CONFIRM_FRAMES = 3
+LIFTED_SIGHTING = 0.02
+"""A held object's tag seen from above while it is lifted: its plane pose (which assumes the object rests) lies
+where the camera's ray through the lifted tag meets that plane. A sighting within this distance (m) of that point is
+the held object seen lifted, and the grasp goes on; one elsewhere ends it (the object slipped out or was set down)."""
 
 
 @dataclass(frozen=True)
@@ -350,6 +354,13 @@ class CellTracker:
                 seen[key] = RigidPose.from_yaw(result.x, result.y, result.z + centre_offset[key], result.yaw)
             elif self.follower.last(key) is not None or self.follower.held_by(key) is not None:
                 seen[key] = None
+        for key in [k for k, pose in seen.items() if pose is not None]:
+            result = self.last_results[key]
+            held = self.follower.followed(key, tcps or {})
+            if held is None or not isinstance(result, ObjectPose):
+                continue
+            if lifted_sighting(result, held, camera, centre_offset=centre_offset[key]):
+                seen[key] = None
         supports = self._supports({key: scene for key, _, _, scene in self._entries})
         seen.update(supports)
         followed = self.follower.update(seen, tcps or {}, closed or {})
@@ -370,6 +381,17 @@ class CellTracker:
                 quat = tuple(float(v) for v in upright.quaternion())
                 published.append(Published(name, scene, tuple(upright.position.tolist()), quat, 'pnp'))  # type: ignore[arg-type]
         return published
+
+
+def lifted_sighting(result: ObjectPose, held: RigidPose, camera: CameraPose, *, centre_offset: float) -> bool:
+    """Whether ``result`` (a plane pose) is the tag of the object held at ``held`` (its centre; the tag
+    ``-centre_offset`` above it) seen where its plane puts it (``LIFTED_SIGHTING``)."""
+    tag = np.asarray(held.position, dtype=np.float64) - np.array([0.0, 0.0, centre_offset])
+    eye = np.asarray(camera.position, dtype=np.float64)
+    if abs(tag[2] - eye[2]) < 1e-9 or abs(tag[2] - result.z) < PLANE_MERGE:
+        return False  # not lifted off the plane: a sighting there is the object itself
+    on_plane = eye + (tag - eye) * (result.z - eye[2]) / (tag[2] - eye[2])
+    return math.hypot(on_plane[0] - result.x, on_plane[1] - result.y) <= LIFTED_SIGHTING
 
 
 def yaw_of(quat: tuple[float, float, float, float] | np.ndarray) -> float:
