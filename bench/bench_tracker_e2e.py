@@ -3,13 +3,19 @@
 For each policy (the expert and the blind baseline) the real-time graph runs the demo tasks (``cli.demo.
 demo_task_ids``: one per scene x level, round 1, so the same trial seeds) over fake hardware with the ArUco tags
 drawn, once with ``pose_source:=tracker`` (the ``aruco_tracker`` node's poses go to the policy and to the live
-referee) and once with ``pose_source:=sim`` (fake hardware's simulation truth). With ``--sim-repeats 2`` the truth
-pass runs twice, which measures what a real-time run varies by on its own (the episodes are not bit for bit
-repeatable: time runs on). Prints per task and policy the completion and Intent (IS) of each pass side by side, the
-stages whose intent or exec differs, and how many tasks agree.
+referee) and once with ``pose_source:=sim`` (fake hardware's simulation truth). Two comparisons per task:
+
+* **the same episode** (``tracker`` against ``truth``): the tracked run's bag scored again from the simulation
+  truth fake hardware recorded beside the tracked poses (``/robofollow/truth/objects``). Only the referee's object
+  poses differ, so this is the fair test of the referee on tracked poses;
+* **the tracker run against the truth run** (``tracker`` against ``sim``): what a user sees, the policy acting on
+  tracked poses too; real-time episodes are not repeatable (time runs on), so ``--sim-repeats 2`` runs the truth
+  pass twice to measure how much two truth runs differ by on their own.
+
+Prints per task the completion and Intent (IS) of each, the stages whose intent or exec differ, and the counts.
 
     MUJOCO_GL=egl ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST .venv/bin/python bench/bench_tracker_e2e.py \\
-        --out /tmp/tracker_e2e --domain 142 [--policies expert,blind] [--sim-repeats 1] [--calibration FILE]
+        --out /tmp/tracker_e2e --domain 142 [--policies expert,blind] [--sim-repeats 2] [--calibration FILE]
 
 Each pass is one ``robofollow launch real`` (``record:=bag``: the bags under ``OUT/<policy>/<pass>/episodes`` show
 every difference). A launch that fails is started again on the same folder (it plays only what is missing), at most
