@@ -1,9 +1,9 @@
 """The real-time graph with the camera as the pose source (``robofollow launch real pose_source:=tracker
 markers:=true``): fake hardware draws the ArUco tags and renders cam_high at 640x480, the ``aruco_tracker`` node
 solves the camera from the board and publishes the objects' poses, and the expert acts on them and the live referee
-scores from them. Each trial completes and scores as the same episode's bag scores from the simulation truth fake
-hardware recorded beside the tracked poses, and the first has the completion and Intent (per stage) of the same
-trial scored in-process from the simulation's truth.
+scores from them. Each trial completes with the completion and Intent (per stage) that the same episode's bag
+scores from the simulation truth fake hardware recorded beside the tracked poses, and the first with those of the
+same trial scored in-process from the simulation's truth.
 
 The first task has the expert's arm hide another object's tag and hold still while the bridge takes the next
 observation (the red sphere, under the arm that places the yellow block behind the green sphere): the bridge must
@@ -29,11 +29,14 @@ pytestmark = pytest.mark.ros
 OCCLUDED = 'L0_place_yellow_block_2_behind_green_sphere'
 STACKED = 'L1_scene4_6_09_l1_s46_seq_r_green_then_l_bowl'
 NOMINAL_DOMAIN = 41
-SCORES = ('intent_score', 'exec_score', 'completion_ok')
 
 
-def _stages(record: dict) -> list[tuple[str, float, float]]:
-    return [(stage['name'], stage['intent'], stage['exec']) for stage in record['stages']]
+def _intents(record: dict) -> tuple[bool, float, list[tuple[str, float]]]:
+    return (
+        record['completion_ok'],
+        record['intent_score'],
+        [(stage['name'], stage['intent']) for stage in record['stages']],
+    )
 
 
 def test_the_expert_on_tracked_poses_scores_as_simulation_truth(tmp_path: Path) -> None:
@@ -55,18 +58,12 @@ def test_the_expert_on_tracked_poses_scores_as_simulation_truth(tmp_path: Path) 
     for task, record in live.items():
         assert (record['runtime'], record['pose_source']) == ('real', 'tracker')
         assert record['policy_error'] is None and record['completion_ok'], (task, record.get('intent_msg'))
-        # The same episode scored from the simulation truth fake hardware recorded beside the tracker.
+        # The same episode scored from the simulation truth fake hardware recorded beside the tracker: completion
+        # and Intent per stage (exec of a place can differ: a block released above the table falls at once, and its
+        # tracked pose comes down only when its tag is seen again; docs/real-cell.md, End to end).
         same_episode = score_path(out / record['episode_file'], object_poses=topics.TRUTH_POSE_PREFIX)
-        assert [same_episode[key] for key in SCORES] == [record[key] for key in SCORES], task
-        assert _stages(same_episode) == _stages(record), task
+        assert _intents(same_episode) == _intents(record), task
     run_suite(SuiteOptions(out=tmp_path / 'truth', policy='expert', pattern=OCCLUDED), progress=False)
     (truth,) = read_records(tmp_path / 'truth' / 'results.jsonl')
-    # Completion and Intent (issue 21's criterion): exec depends on how the real-time run went (under load an
-    # arm settles late), which the same-episode comparison above holds exactly.
-    assert (live[OCCLUDED]['completion_ok'], live[OCCLUDED]['intent_score']) == (
-        truth['completion_ok'],
-        truth['intent_score'],
-    )
-    assert [(name, intent) for name, intent, _ in _stages(live[OCCLUDED])] == [
-        (name, intent) for name, intent, _ in _stages(truth)
-    ]
+    # Completion and Intent (issue 21's criterion; exec also depends on how the real-time run went).
+    assert _intents(live[OCCLUDED]) == _intents(truth)
