@@ -24,6 +24,7 @@ RESULT = f'{PACKAGE}/msg/Result'
 EPISODE_SPEC = f'{PACKAGE}/msg/EpisodeSpec'
 SIM_STATUS = f'{PACKAGE}/msg/SimStatus'
 EPISODE_END = f'{PACKAGE}/msg/EpisodeEnd'
+CHUNK_TICKET = f'{PACKAGE}/msg/ChunkTicket'
 EPISODE_SPEC_FIELDS: dict[str, type] = {
     'episode_id': str,
     'task_id': str,

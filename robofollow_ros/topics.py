@@ -65,6 +65,8 @@ def arm_trajectory_topic(arm: Arm) -> str:
 
 SIM_STATUS = '/robofollow/sim/status'
 """robofollow_interfaces/msg/SimStatus (ros/protocol.py): an observation is complete."""
+SIM_CHUNK = '/robofollow/sim/chunk'
+"""robofollow_interfaces/msg/ChunkTicket (ros/protocol.py): which observation the arms' latest commands answer."""
 EPISODE_END = '/robofollow/episode_end'
 """robofollow_interfaces/msg/EpisodeEnd (ros/protocol.py): the bridge's episode loop is over."""
 ROBOT_DESCRIPTION = '/robot_description'

@@ -70,3 +70,8 @@ def hold_then_too_fast() -> _Scripted:
 def slow_hold(delay: float = 0.5) -> _Scripted:
     """Holds still, taking ``delay`` seconds per query."""
     return _Scripted([_hold(20)], delay=float(delay))
+
+
+def hold_then_nan() -> _Scripted:
+    """Ten rows of holding still, then four, then a NaN (the bridge holds the arms)."""
+    return _Scripted([_hold(10), _hold(4), _nan])

@@ -110,7 +110,7 @@ def test_interface_package_is_installed_and_its_messages_import_after_sourcing(i
     install_base, _, env = install
     prefix = install_base / INTERFACES
     assert (prefix / 'share/ament_index/resource_index/packages' / INTERFACES).is_file()
-    for name in ('EpisodeSpec', 'SimStatus', 'EpisodeEnd', 'Stage', 'Adjustment', 'Result'):
+    for name in ('EpisodeSpec', 'SimStatus', 'EpisodeEnd', 'Stage', 'Adjustment', 'Result', 'ChunkTicket'):
         installed = prefix / 'share' / INTERFACES / 'msg' / f'{name}.msg'
         assert installed.read_bytes() == (ROOT / INTERFACES / 'msg' / f'{name}.msg').read_bytes()
     probe = (

@@ -30,6 +30,8 @@ from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.robot.description import home_state, joint_layout, known_joint_layouts, load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
 from robofollow_ros.ros.protocol import (
+    ChunkTicket,
+    ChunkTicketMessage,
     EpisodeEnd,
     EpisodeEndMessage,
     EpisodeSpecMessage,
@@ -210,6 +212,16 @@ def test_handshake_messages_round_trip_through_the_typed_messages_and_reject_gar
         )
     with pytest.raises(GraphError, match='no episode_id'):
         EpisodeEnd.from_message(EpisodeEndMessage(version=VERSION))
+    ticket = ChunkTicket(episode_id='e', for_stamp_ns=7, rows=50, digests={'left': 2**64 - 1, 'right': 3})
+    assert ChunkTicket.from_message(ticket.to_message()) == ticket
+    hold = ChunkTicket(episode_id='e', for_stamp_ns=-1, rows=1, digests={'left': 1, 'right': 2}, hold=True)
+    assert ChunkTicket.from_message(hold.to_message()) == hold  # a hold before any observation still holds
+    with pytest.raises(GraphError, match='no rows'):
+        ChunkTicket.from_message(ChunkTicketMessage(version=VERSION, episode_id='e', for_stamp_ns=7))
+    with pytest.raises(GraphError, match='without for_stamp_ns'):
+        ChunkTicket.from_message(ChunkTicketMessage(version=VERSION, episode_id='e', for_stamp_ns=-1, rows=3))
+    with pytest.raises(GraphError, match='ChunkTicket version 2 is not 1'):
+        ChunkTicket.from_message(ChunkTicketMessage(version=2, episode_id='e', rows=1))
 
 
 def test_episode_spec_and_result_round_trip_through_their_messages() -> None:
@@ -246,7 +258,7 @@ def test_episode_spec_and_result_round_trip_through_their_messages() -> None:
 
 
 def test_every_interface_definition_carries_the_version_the_code_speaks() -> None:
-    for kind in (SimStatusMessage, EpisodeEndMessage, EpisodeSpecMessage, ResultMessage):
+    for kind in (SimStatusMessage, EpisodeEndMessage, EpisodeSpecMessage, ResultMessage, ChunkTicketMessage):
         assert kind.VERSION == VERSION, kind
     assert {int(code) for code in ResetCode} == {
         ResetEpisode.Response.OK,

@@ -138,14 +138,15 @@ def test_on_demand_sources_are_polled_until_the_sample_is_there() -> None:
 
 
 @pytest.mark.ros
-def test_a_sim_or_controller_that_joins_late_receives_no_old_arm_command(monkeypatch) -> None:
+def test_a_sim_or_controller_that_joins_late_receives_no_old_arm_command_or_ticket(monkeypatch) -> None:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from trajectory_msgs.msg import JointTrajectory
 
     from robofollow_ros import topics as graph_topics
-    from robofollow_ros.nodes.policy_bridge import trajectory_publishers
-    from robofollow_ros.nodes.sim import subscribe_trajectories
+    from robofollow_ros.nodes.policy_bridge import ticket_publisher, trajectory_publishers
+    from robofollow_ros.nodes.sim import subscribe_tickets, subscribe_trajectories
+    from robofollow_ros.ros.protocol import ChunkTicket
     from robofollow_ros.ros.trajectory_cdr import decode_trajectory, encode_trajectory
 
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -155,16 +156,25 @@ def test_a_sim_or_controller_that_joins_late_receives_no_old_arm_command(monkeyp
     try:
         bridge = rclpy.create_node('policy_bridge', context=context)
         publishers = trajectory_publishers(bridge)
+        tickets = ticket_publisher(bridge)
 
-        def command(stamp_ns: int) -> bytes:
-            return encode_trajectory(['joint'], np.zeros((1, 1)), stamp_ns=stamp_ns, row_seconds=0.02)
+        def ticket(stamp_ns: int) -> object:
+            return ChunkTicket('e', for_stamp_ns=stamp_ns, rows=1, digests={'left': 0, 'right': 0}).to_message()
+
+        def command(position: float) -> bytes:
+            return encode_trajectory(['joint'], np.full((1, 1), position), row_seconds=0.02)
 
         for publisher in publishers.values():
             publisher.publish(command(1))  # the old command, sent before anyone listens
+        tickets.publish(ticket(1))
         late = rclpy.create_node('late_sim', context=context)
         executor.add_node(late)
         received: list[tuple[str, int]] = []
-        subscribe_trajectories(late, lambda arm, data: received.append((arm, decode_trajectory(data).stamp_ns)))
+        subscribe_trajectories(
+            late, lambda arm, data: received.append((arm, int(decode_trajectory(data).positions[0, 0])))
+        )
+        ticketed: list[int] = []
+        subscribe_tickets(late, lambda message: ticketed.append(message.for_stamp_ns))
         latched: list[object] = []
         controller = QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -173,20 +183,23 @@ def test_a_sim_or_controller_that_joins_late_receives_no_old_arm_command(monkeyp
             topic = graph_topics.arm_trajectory_topic(arm)
             late.create_subscription(JointTrajectory, topic, latched.append, controller)
         wait_until(
-            lambda: all(p.get_subscription_count() >= 1 for p in publishers.values()), timeout=10, what='the match'
+            lambda: all(p.get_subscription_count() >= 1 for p in [*publishers.values(), tickets]),
+            timeout=10,
+            what='the match',
         )
         for _ in range(10):
             executor.spin_once(timeout_sec=0.1)
-        assert received == [] and latched == []
+        assert received == [] and latched == [] and ticketed == []
         for publisher in publishers.values():
             publisher.publish(command(2))  # a live command still arrives
+        tickets.publish(ticket(2))
 
         def live_arrived() -> bool:
             executor.spin_once(timeout_sec=0.05)
-            return len(received) == len(publishers)
+            return len(received) == len(publishers) and len(ticketed) == 1
 
         wait_until(live_arrived, timeout=10, what='the live commands')
-        assert sorted(received) == sorted((arm, 2) for arm in publishers) and latched == []
+        assert sorted(received) == sorted((arm, 2) for arm in publishers) and latched == [] and ticketed == [2]
     finally:
         executor.shutdown()
         rclpy.shutdown(context=context)

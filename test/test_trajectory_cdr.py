@@ -11,15 +11,18 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from robofollow_ros.errors import GraphError
 from robofollow_ros.robot.description import joint_layout
 from robofollow_ros.ros.messages import to_time
-from robofollow_ros.ros.trajectory_cdr import decode_trajectory, encode_trajectory
+from robofollow_ros.ros.trajectory_cdr import decode_trajectory, encode_trajectory, row_times_ns, trajectory_digest
+from robofollow_ros.safety.jtc import check_trajectory
 
 STAMP_NS = 1_796_000_123 * 1_000_000_000 + 456_789_012
 ROW_SECONDS = 0.02
 
 
-def _message(names: list[str], rows: np.ndarray, *, frame_id: str = '', extras: bool = False) -> JointTrajectory:
+def _message(
+    names: list[str], rows: np.ndarray, *, frame_id: str = '', extras: bool = False, stamp_ns: int = STAMP_NS
+) -> JointTrajectory:
     message = JointTrajectory(joint_names=names)
-    message.header.stamp = to_time(STAMP_NS)
+    message.header.stamp = to_time(stamp_ns)
     message.header.frame_id = frame_id
     for index, row in enumerate(rows):
         due_ns = round((index + 1) * ROW_SECONDS * 1e9)
@@ -34,7 +37,7 @@ def _message(names: list[str], rows: np.ndarray, *, frame_id: str = '', extras: 
     return message
 
 
-@pytest.mark.parametrize('rows', [0, 1, 2, 7, 50])
+@pytest.mark.parametrize('rows', [1, 2, 7, 50])
 @pytest.mark.parametrize('robot', ['aloha', 'primitive'])
 def test_rclpy_reads_the_bytes_as_the_message_built_field_by_field(rows: int, robot: str) -> None:
     layout = joint_layout(robot)
@@ -42,8 +45,25 @@ def test_rclpy_reads_the_bytes_as_the_message_built_field_by_field(rows: int, ro
     for arm in ('left', 'right'):
         names = list(layout.command_joints(arm))
         positions = layout.arm_command(chunk, arm)
-        data = encode_trajectory(names, positions, stamp_ns=STAMP_NS, row_seconds=ROW_SECONDS)
-        assert deserialize_message(data, JointTrajectory) == _message(names, positions)
+        data = encode_trajectory(names, positions, row_seconds=ROW_SECONDS)
+        message = deserialize_message(data, JointTrajectory)
+        assert message == _message(names, positions, stamp_ns=0)  # zero: a JTC starts it on arrival
+        assert not check_trajectory(message, controller_joints=names)
+        times_ns = row_times_ns(rows, ROW_SECONDS)
+        digest = trajectory_digest(names, positions, times_ns)
+        assert decode_trajectory(serialize_message(message)).digest() == decode_trajectory(data).digest() == digest
+        moved = positions.copy()
+        moved[-1, -1] += 1e-12
+        assert trajectory_digest(names, moved, times_ns) != digest
+        assert trajectory_digest(names, positions, times_ns * 2) != digest
+
+
+def test_an_empty_trajectory_is_never_encoded() -> None:
+    # A JointTrajectoryController rejects it and the arm keeps going (ros2_controllers#902): a hold has one point.
+    with pytest.raises(GraphError, match='at least one row'):
+        encode_trajectory(['a', 'b'], np.zeros((0, 2)), row_seconds=ROW_SECONDS)
+    with pytest.raises(GraphError, match='positive row period'):
+        encode_trajectory(['a', 'b'], np.zeros((1, 2)), row_seconds=0.0)
 
 
 @pytest.mark.parametrize('frame_id', ['', 'world', 'a frame of odd length'])

@@ -31,6 +31,8 @@ SUBCOMMANDS: dict[str, str] = {
     'probe': 'robofollow_ros.cli.probe',
     'launch': 'robofollow_ros.cli.launch',
     'calibrate': 'robofollow_ros.cli.calibrate',
+    'operator': 'robofollow_ros.cli.operator',
+    'markers': 'robofollow_ros.cli.markers',
 }
 
 RESUMABLE = frozenset({'eval', 'demo'})
@@ -57,6 +59,8 @@ examples:
   robofollow compare runs/a runs/b         A vs B trial by trial: differences, intervals, verdicts
   robofollow collect --scene 1 --episodes 2 --out demos --format lerobot
   robofollow calibrate board.png --camera-info cam_high.yaml   camera extrinsic from the table board
+  robofollow markers --out tags/           printable ArUco tags for a real cell's objects and table
+  robofollow operator stop                 hold a real cell's arms now (also: home, ready, void)
 """
 
 

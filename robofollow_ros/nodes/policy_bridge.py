@@ -3,8 +3,9 @@
 An instruction on ``/robofollow/instruction`` starts an episode of the current ``/robofollow/episode``. A worker
 thread (never the executor's) runs ``run_episode`` on a ``RosEnvironment``: it assembles each observation (three
 images + 14-D state) from the topics, queries the policy with a timeout, checks every chunk (shape, finite, joint
-limits, per-row step) and publishes it per arm. A bad chunk is never forwarded: the arms are told to hold (an
-empty JointTrajectory) and the episode ends with the reason in ``/robofollow/episode_end``.
+limits, per-row step) and publishes it per arm as a JointTrajectoryController takes it, with a ``ChunkTicket`` for
+the sim (``ros/protocol.py``). A bad chunk is never forwarded: the arms are told to hold (one point at the latest
+measured position, never an empty trajectory) and the episode ends with the reason in ``/robofollow/episode_end``.
 
 Parameter ``runtime``: ``sim`` (the synchronous handshake with the sim node, above) or ``real`` with
 ``robot_profile``: the same loop in wall-clock time over the profile's drivers, every chunk through the safety
@@ -14,6 +15,7 @@ filter, a dead-man, ``/robofollow/stop`` and ``/robofollow/home`` (``ros/realtim
 from __future__ import annotations
 
 import dataclasses
+import functools
 import queue
 import threading
 
@@ -27,7 +29,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros import topics
-from robofollow_ros.bags.cdr import warm_decoders
+from robofollow_ros.bags.cdr import decode_joint_state, default_typestore, warm_decoders
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.constants import ACTIONS_PER_QUERY, MAX_QUERIES
 from robofollow_ros.benchmark.types import ARMS, Arm
@@ -46,6 +48,8 @@ from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import VOLATILE_NEWEST, OnDemandReaders
 from robofollow_ros.ros.protocol import (
+    ChunkTicket,
+    ChunkTicketMessage,
     EpisodeEnd,
     EpisodeEndMessage,
     EpisodeSpecMessage,
@@ -57,9 +61,14 @@ from robofollow_ros.ros.realtime_bridge import RUNTIMES, RealCell
 from robofollow_ros.ros.realtime_environment import WatchedPolicy
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_episode, read_report, remember, run_node, wait_for
 from robofollow_ros.ros.shutdown import STOP
-from robofollow_ros.ros.trajectory_cdr import encode_trajectory, warm_trajectory_codec
+from robofollow_ros.ros.trajectory_cdr import (
+    encode_trajectory,
+    row_times_ns,
+    trajectory_digest,
+    warm_trajectory_codec,
+)
 from robofollow_ros.sim.constants import ROW_SECONDS
-from robofollow_ros.state_layout import ACTION_DIM, CAMERAS
+from robofollow_ros.state_layout import CAMERAS
 
 STOP_JOIN_SECONDS = 2.0
 
@@ -69,6 +78,11 @@ def trajectory_publishers(node: Node) -> dict[Arm, Publisher]:
     return {
         arm: node.create_publisher(JointTrajectory, topics.arm_trajectory_topic(arm), qos.ARM_COMMANDS) for arm in ARMS
     }
+
+
+def ticket_publisher(node: Node) -> Publisher:
+    """The bridge's writer of ``ChunkTicket`` (``qos.ARM_COMMANDS`` too: it belongs to commands never replayed)."""
+    return node.create_publisher(ChunkTicketMessage, topics.SIM_CHUNK, qos.ARM_COMMANDS)
 
 
 class PolicyBridge(Node):
@@ -166,6 +180,8 @@ class PolicyBridge(Node):
 
         # Real mode writes the profile's command topics through its driver (RealCell), never these.
         self.trajectory_pubs = trajectory_publishers(self) if self.real is None else {}
+        self.ticket_pub = ticket_publisher(self) if self.real is None else None
+        self.typestore = default_typestore()
         self.end_pub = self.create_publisher(EpisodeEndMessage, topics.EPISODE_END, qos.EVENTS)
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
@@ -225,29 +241,52 @@ class PolicyBridge(Node):
             return
         self.cache.add_image(camera, from_time(message.header.stamp), pixels)
 
-    def publish_chunk(self, chunk: np.ndarray, stamp_ns: int) -> None:
-        """Both arms' trajectories, encoded first and then published back to back, so that the sim (which executes
-        once it has both) takes them in one wake-up."""
-        encoded = {
-            arm: encode_trajectory(
-                self.joint_layout.command_joints(arm),
-                self.joint_layout.arm_command(chunk, arm),
-                stamp_ns=stamp_ns,
-                row_seconds=ROW_SECONDS,
-            )
-            for arm in ARMS
-        }
-        if len(chunk) and any(publisher.get_subscription_count() == 0 for publisher in self.trajectory_pubs.values()):
+    def publish_chunk(self, chunk: np.ndarray, stamp_ns: int, *, episode_id: str, hold: bool = False) -> None:
+        """Both arms' trajectories (``header.stamp`` zero, one point per row, ``ROW_SECONDS`` apart), encoded first
+        and then published back to back, then the ``ChunkTicket`` saying they answer the observation stamped
+        ``stamp_ns``, so that the sim (which executes once it has all three) takes them in one wake-up."""
+        layout, times_ns = self.joint_layout, row_times_ns(len(chunk), ROW_SECONDS)
+        commands = {arm: (layout.command_joints(arm), layout.arm_command(chunk, arm)) for arm in ARMS}
+        encoded = {arm: encode_trajectory(*command, row_seconds=ROW_SECONDS) for arm, command in commands.items()}
+        ticket = ChunkTicket(
+            episode_id=episode_id,
+            for_stamp_ns=stamp_ns,
+            rows=len(chunk),
+            digests={arm: trajectory_digest(*command, times_ns) for arm, command in commands.items()},
+            hold=hold,
+        ).to_message()
+        assert self.ticket_pub is not None, 'the simulated runtime only'
+        writers = [*self.trajectory_pubs.values(), self.ticket_pub]
+        if not hold and any(publisher.get_subscription_count() == 0 for publisher in writers):
             # Commands are not replayed to a reader that matches late (qos.ARM_COMMANDS): wait for the sim's
             # (a hold, sent after a failure, goes out regardless).
             wait_for(
-                lambda: all(p.get_subscription_count() > 0 for p in self.trajectory_pubs.values()),
+                lambda: all(p.get_subscription_count() > 0 for p in writers),
                 timeout=self.sim_timeout,
-                what='the sim on the arm trajectory topics',
+                what='the sim on the arm trajectory and chunk ticket topics',
                 poll=0.01,
             )
         for arm, data in encoded.items():
             self.trajectory_pubs[arm].publish(data)
+        self.ticket_pub.publish(ticket)
+
+    def publish_hold(self, episode_id: str, stamp_ns: int) -> None:
+        """Tell the arms to hold where they are: one point at the latest measured joint state, due one row period
+        from now (``safety.command_filter.hold_command``'s convention); nothing when no joint state is usable."""
+        self.cache.refresh({topics.JOINT_STATES})
+        with self.cache.condition:
+            states = self.cache.states.items
+            data = states[max(states)] if states else None
+        if data is None:
+            self.get_logger().error(f'no {topics.JOINT_STATES} to hold the arms at: no hold sent')
+            return
+        try:
+            sample = decode_joint_state(self.typestore, data, topic=topics.JOINT_STATES)
+            state = self.joint_layout.state_from_joint_state(sample.names, sample.position)
+        except RoboFollowError as error:
+            self.get_logger().error(f'cannot hold the arms at the latest {topics.JOINT_STATES}: {error}')
+            return
+        self.publish_chunk(np.asarray(state, dtype=np.float64)[None, :], stamp_ns, episode_id=episode_id, hold=True)
 
     def work(self) -> None:
         try:
@@ -297,7 +336,7 @@ class PolicyBridge(Node):
             return
         env = RosEnvironment(
             self.cache,
-            self.publish_chunk,
+            functools.partial(self.publish_chunk, episode_id=spec.episode_id),
             joints=self.joint_layout,
             episode_id=spec.episode_id,
             privileged=self.privileged,
@@ -322,7 +361,7 @@ class PolicyBridge(Node):
             return
         if error is not None:
             self.get_logger().error(f'{spec.task_id}: {error}; holding the arms')
-            self.publish_chunk(np.zeros((0, ACTION_DIM)), env.stamp_ns)
+            self.publish_hold(spec.episode_id, env.stamp_ns)
         overheads = [
             round(1000.0 * (total - predicted), 3)
             for total, predicted in zip(env.timing.overheads, self.policy.predict_seconds, strict=False)

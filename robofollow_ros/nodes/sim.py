@@ -3,8 +3,10 @@
 Parameter ``robot`` picks the cell's robot (``robot.specs``); ``/joint_states`` and the trajectories carry its URDF's
 joint names (``JointLayout``). Publishes ``/clock``, ``/joint_states``, object and TCP poses for every executed row;
 camera images and CameraInfo after each reset and chunk (rendered only while someone subscribes, or always with
-``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics
-and serves ``/robofollow/sim/reset`` (``robofollow_interfaces/srv/ResetEpisode``: the request carries the episode).
+``images: always``); ``/robot_description`` and scene markers. Consumes the two arms' JointTrajectory topics as a
+ros2_control JointTrajectoryController would (``header.stamp`` zero, one point per row period) with the bridge's
+``ChunkTicket`` on ``/robofollow/sim/chunk`` (which observation they answer), and serves ``/robofollow/sim/reset``
+(``robofollow_interfaces/srv/ResetEpisode``: the request carries the episode).
 
 The node's writers publish asynchronously (``RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS`` unless the environment
 says otherwise): a publish only queues the message and Fast DDS delivers it from its own thread, on the other core,
@@ -17,6 +19,7 @@ import os
 import time
 from collections.abc import Callable
 
+import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from rclpy.publisher import Publisher
@@ -38,9 +41,18 @@ from robofollow_ros.ros import qos
 from robofollow_ros.ros.cdr_template import FrameMessages
 from robofollow_ros.ros.markers import scene_markers
 from robofollow_ros.ros.messages import camera_info_message, image_message
-from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, SimStatus, SimStatusMessage, StatusEvent, read_spec
-from robofollow_ros.ros.runtime import param, run_node
-from robofollow_ros.ros.trajectory_cdr import decode_trajectory, warm_trajectory_codec
+from robofollow_ros.ros.protocol import (
+    ChunkTicket,
+    ChunkTicketMessage,
+    ResetCode,
+    ResetEpisode,
+    SimStatus,
+    SimStatusMessage,
+    StatusEvent,
+    read_spec,
+)
+from robofollow_ros.ros.runtime import param, read_report, run_node
+from robofollow_ros.ros.trajectory_cdr import TrajectoryRows, decode_trajectory, warm_trajectory_codec
 from robofollow_ros.state_layout import CAMERAS
 
 MATCH_TIMEOUT_SECONDS = 5.0
@@ -58,6 +70,11 @@ def subscribe_trajectories(node: Node, callback: Callable[[Arm, bytes], None]) -
             qos.ARM_COMMANDS,
             raw=True,
         )
+
+
+def subscribe_tickets(node: Node, callback: Callable[[ChunkTicketMessage], None]) -> None:
+    """The sim's reader of the bridge's ``ChunkTicket`` (``qos.ARM_COMMANDS``, like the commands it belongs to)."""
+    node.create_subscription(ChunkTicketMessage, topics.SIM_CHUNK, callback, qos.ARM_COMMANDS)
 
 
 class SimNode(Node):
@@ -93,8 +110,10 @@ class SimNode(Node):
         self.clock = SimClock()
         self.current: EpisodeSpec | None = None
         self.observation_ns = -1
-        self.pending: dict[Arm, tuple[list[str], object]] = {}
-        self.pending_ns = -1
+        self.commands: dict[Arm, tuple[int, TrajectoryRows]] = {}
+        """Per arm, the latest trajectory received (its digest and rows) and not executed yet."""
+        self.ticket: ChunkTicket | None = None
+        """The ticket of the latest observation, while its commands have not all arrived."""
 
         self.frame_messages_cdr = FrameMessages(
             joint_names=self.joint_layout.published_names, frame_id=topics.WORLD_FRAME
@@ -119,6 +138,7 @@ class SimNode(Node):
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 
         subscribe_trajectories(self, self.on_trajectory)
+        subscribe_tickets(self, self.on_ticket)
         self.create_service(ResetEpisode, topics.SIM_RESET, self.on_reset)
 
     def on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
@@ -137,7 +157,8 @@ class SimNode(Node):
             response.code, response.message = int(ResetCode.RESET_FAILED), str(error)
             return response
         self.current = spec
-        self.pending.clear()
+        self.commands.clear()
+        self.ticket = None
         self.wait_for_readers()
         self.clock.start_episode()
         self.publish_frame()
@@ -181,26 +202,45 @@ class SimNode(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'{arm} arm trajectory ignored: {error}')
             return
-        names, rows, stamp = trajectory.names, trajectory.positions, trajectory.stamp_ns
-        if not len(rows):
-            return
-        if stamp != self.observation_ns:
-            self.get_logger().warning(f'{arm} arm trajectory for stamp {stamp} ns, not the latest observation: ignored')
-            return
-        if stamp != self.pending_ns:
-            self.pending, self.pending_ns = {}, stamp
-        self.pending[arm] = (names, rows)
-        if len(self.pending) == len(ARMS):
-            self.execute(stamp)
+        self.commands[arm] = (trajectory.digest(), trajectory)
+        self.run_ticket()
 
-    def execute(self, for_stamp_ns: int) -> None:
+    def on_ticket(self, message: ChunkTicketMessage) -> None:
+        ticket = read_report(self, ChunkTicket.from_message, message, topic=topics.SIM_CHUNK)
+        if ticket is None or self.current is None:
+            return
+        stale = ticket.episode_id != self.current.episode_id or ticket.for_stamp_ns != self.observation_ns
+        if stale and not ticket.hold:  # a hold answers whatever the bridge saw last: only its commands must match
+            self.get_logger().warning(
+                f'chunk for stamp {ticket.for_stamp_ns} ns of episode {ticket.episode_id}, not the latest '
+                'observation: ignored'
+            )
+            return
+        self.ticket = ticket
+        self.run_ticket()
+
+    def run_ticket(self) -> None:
+        """Execute the ticket's chunk once both arms' latest commands are the ones it names (a hold: stay still)."""
+        ticket = self.ticket
+        if ticket is None or any(
+            arm not in self.commands or self.commands[arm][0] != ticket.digests[arm] for arm in ARMS
+        ):
+            return
+        rows = {arm: self.commands[arm][1] for arm in ARMS}
+        self.ticket = None
+        self.commands.clear()
+        if ticket.hold:
+            # Simulated time advances only for a policy's chunk: holding still is what the paused cell does.
+            self.get_logger().debug(f'hold for episode {ticket.episode_id}: the arms stay where they are')
+            return
+        self.execute(ticket.for_stamp_ns, {arm: (rows[arm].names, rows[arm].positions) for arm in ARMS})
+
+    def execute(self, for_stamp_ns: int, commands: dict[Arm, tuple[list[str], np.ndarray]]) -> None:
         try:
-            chunk = self.joint_layout.chunk_from_arm_rows(self.pending)  # type: ignore[arg-type]
+            chunk = self.joint_layout.chunk_from_arm_rows(commands)
         except RoboFollowError as error:
             self.get_logger().error(f'chunk ignored: {error}')
-            self.pending.clear()
             return
-        self.pending.clear()
         self.env.execute(chunk, images=False, on_row=self.publish_frame)
         self.publish_observation()
         assert self.current is not None

@@ -13,13 +13,20 @@ an unknown event or an inconsistent field is refused with a ``GraphError`` namin
    unanswered call is made again (resetting twice to the same episode is harmless).
 2. The evaluator publishes the instruction (``std_msgs/String``) on ``/robofollow/instruction``; the bridge starts
    the episode.
-3. For each chunk the bridge publishes one ``JointTrajectory`` per arm whose ``header.stamp`` is the stamp of the
-   observation the chunk answers. The sim executes the rows once it holds both arms' trajectories with that stamp
-   (simulated time advances only here), publishing ``/clock``, ``/joint_states`` and the poses for every row,
-   then the images of the final state, then ``SimStatus(event=EVENT_EXECUTED, for_stamp_ns=<that stamp>)``. The
-   next observation is complete when the bridge holds the joint state (and, if its policy wants them, the images)
-   stamped ``stamp_ns`` of that status.
-4. When the budget is spent or the policy failed, the bridge publishes ``EpisodeEnd`` on ``/robofollow/episode_end``;
+3. For each chunk the bridge publishes one ``JointTrajectory`` per arm as a ros2_control JointTrajectoryController
+   takes it (``header.stamp`` zero: start now; point i due ``(i + 1)`` row periods later; every joint of the arm),
+   then a ``ChunkTicket`` on ``/robofollow/sim/chunk``: the episode, the stamp of the observation the chunk
+   answers, the rows, and a digest of each arm's trajectory (topics are not ordered with each other, so the sim
+   matches the commands to the ticket by their content, not by arrival). The sim executes the rows once it holds
+   both arms' trajectories and the ticket for its latest observation (simulated time advances only here; a ticket
+   for another observation or episode is ignored with a warning), publishing ``/clock``, ``/joint_states`` and the
+   poses for every row, then the images of the final state, then ``SimStatus(event=EVENT_EXECUTED,
+   for_stamp_ns=<that stamp>)``. The next observation is complete when the bridge holds the joint state (and, if
+   its policy wants them, the images) stamped ``stamp_ns`` of that status.
+4. When the policy failed, the bridge tells the arms to hold: one point at the latest measured position, due one
+   row period from now (a JTC rejects an empty trajectory), with a ticket whose ``hold`` is true. The sim holds
+   still: it steps nothing and reports nothing, so the episode's queries, rows and frames are the loop's.
+5. When the budget is spent or the policy failed, the bridge publishes ``EpisodeEnd`` on ``/robofollow/episode_end``;
    the referee scores every frame stamped from the reset up to ``end_stamp_ns`` and publishes ``Result`` on
    ``/robofollow/result``: the scores as typed fields (stages as a ``Stage[]``) and the whole record as
    ``record_json``, which is what the evaluator writes to ``results.jsonl``.
@@ -36,18 +43,22 @@ from enum import IntEnum
 from typing import Any
 
 from robofollow_interfaces.msg import Adjustment as AdjustmentMessage
+from robofollow_interfaces.msg import ChunkTicket as ChunkTicketMessage
 from robofollow_interfaces.msg import EpisodeEnd as EpisodeEndMessage
 from robofollow_interfaces.msg import EpisodeSpec as EpisodeSpecMessage
 from robofollow_interfaces.msg import Result as ResultMessage
 from robofollow_interfaces.msg import SimStatus as SimStatusMessage
 from robofollow_interfaces.msg import Stage as StageMessage
 from robofollow_interfaces.srv import ResetEpisode
+from robofollow_ros.benchmark.types import Arm
 from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.interfaces import VERSION, record_of_result, result_fields
 
 __all__ = [
     'VERSION',
+    'ChunkTicket',
+    'ChunkTicketMessage',
     'EpisodeEnd',
     'EpisodeEndMessage',
     'EpisodeSpecMessage',
@@ -119,6 +130,51 @@ class SimStatus:
         if event is StatusEvent.EXECUTED and message.for_stamp_ns < 0:
             raise GraphError('SimStatus EVENT_EXECUTED without for_stamp_ns')
         return cls(event, message.episode_id, message.stamp_ns, message.for_stamp_ns, message.rows)
+
+
+@dataclass(frozen=True)
+class ChunkTicket:
+    """The bridge's note, beside the arms' commands, of which observation they answer (``ChunkTicket.msg``).
+
+    Attributes:
+        episode_id: the episode.
+        for_stamp_ns: the stamp of the observation the chunk answers (a hold: the latest the bridge had, or -1).
+        rows: points of each arm's trajectory.
+        digests: by arm, ``trajectory_digest`` of its JointTrajectory (joint names, positions, point times).
+        hold: a hold after a failure, not a policy chunk.
+    """
+
+    episode_id: str
+    for_stamp_ns: int
+    rows: int
+    digests: Mapping[Arm, int]
+    hold: bool = False
+
+    def to_message(self) -> ChunkTicketMessage:
+        """The ``ChunkTicket`` message for ``/robofollow/sim/chunk``."""
+        return ChunkTicketMessage(
+            version=VERSION,
+            episode_id=self.episode_id,
+            for_stamp_ns=self.for_stamp_ns,
+            rows=self.rows,
+            hold=self.hold,
+            left_digest=self.digests['left'],
+            right_digest=self.digests['right'],
+        )
+
+    @classmethod
+    def from_message(cls, message: Any) -> ChunkTicket:
+        """Check and convert; raises ``GraphError`` on another version, a missing episode id, no rows, or a chunk
+        without the stamp it answers."""
+        _check_version(message, 'ChunkTicket')
+        if not message.episode_id:
+            raise GraphError('ChunkTicket has no episode_id')
+        if message.rows < 1:
+            raise GraphError('ChunkTicket has no rows (a hold has one)')
+        if not message.hold and message.for_stamp_ns < 0:
+            raise GraphError('ChunkTicket of a chunk without for_stamp_ns')
+        digests: dict[Arm, int] = {'left': message.left_digest, 'right': message.right_digest}
+        return cls(message.episode_id, message.for_stamp_ns, message.rows, digests, bool(message.hold))
 
 
 @dataclass(frozen=True)

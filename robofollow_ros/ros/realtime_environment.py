@@ -247,7 +247,7 @@ class RealTimeEnvironment:
             poses = {topic: next(reversed(self.cache.poses[topic].items.values())) for topic in wanted}
         observation = CellObservation(
             images=images,
-            state=cell.state,
+            state=self.motion.with_commanded_grips(cell.state),
             time=max(0.0, (cell.stamp_ns - self.origin_ns) / NS_PER_S),
             robot=self.motion.profile.robot or DEFAULT_ROBOT,
         )

@@ -36,6 +36,7 @@ from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 
 ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column not in GRIP_INDEX.values()])
 """The 12 arm joints of the 14-D layout (the settle check leaves the grippers out)."""
+GRIP_COLUMNS = np.array(sorted(GRIP_INDEX.values()))
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class SafeMotion:
         self.late_answer = False
         self.settle_error = math.inf
         self.interventions: Counter[str] = Counter()
+        self.commanded_grips: np.ndarray | None = None
         self.closed = False
         self.watcher = threading.Thread(target=self.watch, name='dead-man', daemon=True)
         self.watcher.start()
@@ -110,11 +112,26 @@ class SafeMotion:
     # --- measured state ---------------------------------------------------------------------------------------
 
     def measured(self) -> MeasuredState:
-        """The latest measured state and its age (non-finite when a driver was never heard: nothing can move)."""
+        """The latest measured state and its age (non-finite when a driver was never heard: nothing can move), with
+        the grippers at their last command once one was sent.
+
+        A gripper closed on an object measures its width (about 0.6 open on a 4 cm block), not its command: a hold
+        at the measured opening would let go of the object, and a streamed chunk interpolated from it would open
+        the gripper at every chunk's start. Arm joints follow their command closely, so theirs stay measured.
+        """
         cell: MeasuredCell | None = self.feedback.latest()
         if cell is None:
             return MeasuredState(positions=np.full(ACTION_DIM, np.nan), age_s=math.inf)
-        return MeasuredState(positions=cell.state, age_s=cell.age_s)
+        return MeasuredState(positions=self.with_commanded_grips(cell.state), age_s=cell.age_s)
+
+    def with_commanded_grips(self, state: np.ndarray) -> np.ndarray:
+        """A measured 14-D ``state`` with the grippers at their last command (as the simulated cell's state holds
+        them: measured joints, commanded grips), or as it is before any command."""
+        if self.commanded_grips is None:
+            return state
+        positions = np.array(state, dtype=np.float64)
+        positions[GRIP_COLUMNS] = self.commanded_grips
+        return positions
 
     # --- commands ---------------------------------------------------------------------------------------------
 
@@ -137,6 +154,7 @@ class SafeMotion:
                 raise MotionStoppedError('stopped by /robofollow/stop: motion refused until the next episode starts')
             if decision.command is not None:
                 self.driver.send(decision.command, start=state.positions)
+                self.commanded_grips = decision.command.positions[-1, GRIP_COLUMNS].copy()
 
     def send_chunk(self, chunk: np.ndarray, *, what: str) -> SafetyDecision:
         """Filter ``chunk`` (T, 14) from the measured state and write what may be sent (rows or a hold)."""
@@ -166,6 +184,7 @@ class SafeMotion:
             self.stop_event.set()
             if decision.command is not None:
                 self.driver.send(decision.command, start=state.positions)
+                self.commanded_grips = decision.command.positions[-1, GRIP_COLUMNS].copy()
         with self.condition:
             self.condition.notify_all()
         return decision

@@ -147,7 +147,7 @@ class StreamedTarget:
             return None
         limit = self.speed * self.scale * dt
         move = np.clip(self.target - current, -limit, limit)
-        return current + move, move / dt
+        return current + move, (move / dt if dt > 0.0 else np.zeros_like(move))
 
     def clear(self) -> None:
         """Forget the target (the columns hold where they are)."""

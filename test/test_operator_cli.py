@@ -1,0 +1,74 @@
+"""``robofollow operator``: one Trigger call into a running graph, without the ros2 CLI (real DDS, a private domain).
+
+A stand-in serves /robofollow/void (and refuses /robofollow/stop); the command's exit status and output follow
+the service's answer, and a service nobody serves is one line and status 2.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+import rclpy
+from graph_helpers import ROOT, graph_env, ros_domain
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from std_srvs.srv import Trigger
+
+from robofollow_ros import topics
+
+pytestmark = pytest.mark.ros
+
+DOMAIN = 52
+
+
+@pytest.fixture
+def services():
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain(DOMAIN))
+    node = rclpy.create_node('operator_stand_in', context=context)
+    calls: list[str] = []
+
+    def answer(name: str, success: bool, message: str):
+        def serve(_request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+            calls.append(name)
+            response.success, response.message = success, message
+            return response
+
+        return serve
+
+    node.create_service(Trigger, topics.VOID, answer('void', True, 'trial 3 voided'))
+    node.create_service(Trigger, topics.STOP, answer('stop', False, 'no robot here'))
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    yield calls
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.shutdown(context=context)
+    spinner.join(timeout=5)
+
+
+def _operator(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, '-m', 'robofollow_ros', 'operator', *args]
+    return subprocess.run(
+        command, env=graph_env(DOMAIN), cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_the_operator_calls_the_graphs_services(services) -> None:
+    voided = _operator('void', '--timeout', '20')
+    assert voided.returncode == 0, voided.stderr
+    assert voided.stdout.strip() == 'trial 3 voided'
+    refused = _operator('stop', '--timeout', '20')
+    assert refused.returncode == 1 and refused.stderr.strip() == 'no robot here'
+    assert services == ['void', 'stop']
+
+
+def test_a_service_nobody_serves_is_one_line() -> None:
+    done = _operator('home', '--timeout', '1')
+    assert done.returncode == 2
+    assert done.stderr.strip() == f'no {topics.HOME} service answered within 1 s'
