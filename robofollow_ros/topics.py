@@ -23,6 +23,9 @@ EPISODE_META = 'robofollow/episode_meta'
 """Bags only: the episode's meta data the EpisodeSpec does not hold, JSON in std_msgs/String (bags/episode_meta.py)."""
 CELL_RESET = 'robofollow/cell/reset'
 """robofollow_interfaces/srv/ResetEpisode in real mode: served by the fake hardware (objects laid out, arms home)."""
+TRUTH_POSE_PREFIX = 'robofollow/truth/objects/'
+"""Fake hardware's simulation truth beside another pose source (``publish_truth_poses``): bags keep it, and
+``bags.read_episode_bag(..., object_poses=TRUTH_POSE_PREFIX)`` scores an episode from it, not from tracked poses."""
 WORLD_FRAME = 'world'
 TRACKER_STATUS = 'robofollow/tracker/status'
 """The aruco_tracker's per-frame account (std_msgs/String, JSON): each object's pose source or refusal."""
@@ -51,12 +54,18 @@ def object_pose_topic(name: str) -> str:
     return f'{OBJECT_POSE_PREFIX}{name}/pose'
 
 
-def object_name_from_topic(topic: str) -> str | None:
-    """Inverse of ``object_pose_topic`` (or of its ``resolve``d name, as in a bag); ``None`` for any other topic."""
-    topic = topic.removeprefix('/')
-    if topic.startswith(OBJECT_POSE_PREFIX) and topic.endswith('/pose'):
-        return topic[len(OBJECT_POSE_PREFIX) : -len('/pose')] or None
+def object_name_from_topic(topic: str, *, prefix: str = OBJECT_POSE_PREFIX) -> str | None:
+    """Inverse of ``object_pose_topic`` (of ``truth_pose_topic`` with ``prefix=TRUTH_POSE_PREFIX``), or of its
+    ``resolve``d name, as in a bag; ``None`` for any other topic."""
+    topic, prefix = topic.removeprefix('/'), prefix.removeprefix('/')
+    if topic.startswith(prefix) and topic.endswith('/pose'):
+        return topic[len(prefix) : -len('/pose')] or None
     return None
+
+
+def truth_pose_topic(name: str) -> str:
+    """``/robofollow/truth/objects/<name>/pose``: fake hardware's simulation truth beside a tracker."""
+    return f'{TRUTH_POSE_PREFIX}{name}/pose'
 
 
 def ee_pose_topic(arm: Arm) -> str:

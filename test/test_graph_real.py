@@ -90,6 +90,7 @@ def test_the_real_graph_starts_the_nodes_its_arguments_ask_for_with_the_cells_pa
     tracked = load_graph('real', {'pose_source': 'tracker', 'markers': 'true'}).nodes[0]
     assert tracked.name == 'fake_hardware' and tracked.parameters['publish_object_poses'] is False
     assert tracked.parameters['markers'] is True
+    assert (tracked.parameters['head_width'], tracked.parameters['head_height']) == (640, 480)
     mocap_fake = load_graph('real', {'pose_source': 'mocap'}).nodes[0]
     assert mocap_fake.parameters['publish_object_poses'] is False and mocap_fake.remappings == ()
     assert _names(fake_hardware='True', pose_source='tracker', markers='true', record='bag') == [
@@ -133,6 +134,7 @@ def _refused(argument: str, capsys, monkeypatch) -> str:
         ('robot_profile:=nope', "launch argument robot_profile: unknown robot profile 'nope'"),
         ('pose_source:=gps', "pose_source must be one of sim, tracker, mocap (got 'gps')"),
         ('fake_hardware:=false', 'pose_source: sim (the simulation'),
+        ('pose_source:=tracker', 'pose_source: tracker over fake hardware needs markers:=true'),
         ('fake_hardware:=maybe', "fake_hardware must be true or false (got 'maybe')"),
         ('robot:=primitive', "robot profile 'aloha_ros2_control' drives the 'aloha' robot"),
         ('robot_profile:=piper', "'piper' names no robot description, and the real-time graph needs one"),
@@ -160,7 +162,7 @@ def test_real_launch_file_and_robofollow_launch_read_the_same_graph(tmp_path) ->
     spec = importlib.util.spec_from_file_location('real_launch', ROOT / 'launch' / 'real.launch.py')
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    arguments = {'pose_source': 'tracker', 'record': 'bag', 'out': str(tmp_path)}
+    arguments = {'pose_source': 'tracker', 'markers': 'true', 'record': 'bag', 'out': str(tmp_path)}
     assert module.declared_graph(arguments) == load_graph('real', arguments)
     try:
         import launch_ros  # noqa: F401

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from robofollow_ros.tracking.camera import CameraPose
+from robofollow_ros.tracking.cell_tracker import lifted_sighting
 from robofollow_ros.tracking.grasp import GraspFollower, RigidPose
+from robofollow_ros.tracking.pose import ObjectPose
 
 CUBE = RigidPose.from_yaw(0.10, 0.20, 0.76, 0.3)
 DOWN = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]])
@@ -66,3 +69,19 @@ def test_no_grasp_far_away_or_without_a_closing() -> None:
     follower.update({'cube': CUBE, 'near': near}, {}, {})
     out = follower.update({'cube': None, 'near': None}, {'right': tcp(0.1, 0.25, 0.78)}, {'right': True})
     assert set(out) == {'near'}
+
+
+def test_a_held_objects_own_tag_seen_lifted_does_not_end_the_grasp() -> None:
+    camera = CameraPose.look_at(position=(0.0, 0.4, 1.3), target=(0.0, -0.2, 0.74))
+    held = RigidPose.from_yaw(0.1, -0.1, 0.86, 0.0)  # a 4 cm cube lifted 10 cm, its top tag at 0.88
+    tag = np.array([0.1, -0.1, 0.88])
+    plane = 0.78  # the plane a resting cube's tag lies on
+    where = camera.position + (tag - camera.position) * (plane - camera.position[2]) / (tag[2] - camera.position[2])
+    lifted = ObjectPose('cube', 0, float(where[0]), float(where[1]), plane, 0.0, 'plane', 0.3, 1.0)
+    assert lifted_sighting(lifted, held, camera, centre_offset=-0.02)
+    # Seen at rest somewhere else (it slipped out): the sighting wins.
+    resting = ObjectPose('cube', 0, 0.1, -0.1, plane, 0.0, 'plane', 0.3, 1.0)
+    assert not lifted_sighting(resting, held, camera, centre_offset=-0.02)
+    # Held but not lifted: a sighting on its plane is the object itself.
+    on_table = RigidPose.from_yaw(0.1, -0.1, 0.76, 0.0)
+    assert not lifted_sighting(resting, on_table, camera, centre_offset=-0.02)

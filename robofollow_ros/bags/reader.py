@@ -91,12 +91,16 @@ class EpisodeRecording:
     cameras: dict[str, CameraStream] = field(default_factory=dict)
 
 
-def read_episode_bag(path: str | Path, *, max_gap: float = MAX_GAP_S) -> tuple[dict[str, Any], Trajectory]:
+def read_episode_bag(
+    path: str | Path, *, max_gap: float = MAX_GAP_S, object_poses: str = topics.OBJECT_POSE_PREFIX
+) -> tuple[dict[str, Any], Trajectory]:
     """Read an episode bag (directory, ``.mcap`` or ``.db3``) for scoring.
 
     Args:
         path: the bag directory or a single storage file.
         max_gap: silences of a required signal longer than this (seconds) go into ``Trajectory.gaps``.
+        object_poses: the prefix of the object pose topics to read: ``topics.TRUTH_POSE_PREFIX`` scores a
+            tracked episode from the simulation truth fake hardware published beside the tracker.
 
     Returns:
         The episode meta data (``meta['recovered']`` is set when a damaged bag had to be repaired) and the
@@ -106,7 +110,7 @@ def read_episode_bag(path: str | Path, *, max_gap: float = MAX_GAP_S) -> tuple[d
         BagError: not a bag, unknown storage, no /robofollow/episode, no EE or gripper data, or a damaged
             bag with nothing usable left.
     """
-    recording = load_episode(path, max_gap=max_gap)
+    recording = load_episode(path, max_gap=max_gap, object_poses=object_poses)
     return recording.meta, recording.trajectory
 
 
@@ -120,20 +124,47 @@ def read_episode_result(path: str | Path) -> dict[str, Any] | None:
     return _result(default_typestore(), raw, Path(path))
 
 
-def load_episode(path: str | Path, *, images: bool = False, max_gap: float = MAX_GAP_S) -> EpisodeRecording:
+def load_episode(
+    path: str | Path, *, images: bool = False, max_gap: float = MAX_GAP_S, object_poses: str = topics.OBJECT_POSE_PREFIX
+) -> EpisodeRecording:
     """Read everything of an episode bag: meta, trajectory, joint positions, result and optionally images.
 
     Args:
         path: the bag directory or a single storage file.
         images: also decode the camera images (``/<camera>/image_raw`` of ``CAMERAS``).
         max_gap: silences of a required signal longer than this (seconds) go into ``Trajectory.gaps``.
+        object_poses: the prefix of the object pose topics to read (as ``read_episode_bag``).
 
     Raises:
         BagError: as ``read_episode_bag``.
     """
     image_topics = {topics.resolve(topics.image_topic(camera)): camera for camera in CAMERAS} if images else {}
-    raw = read_raw(path, wanted=lambda topic: _is_episode_topic(topic) or topic in image_topics)
+    if object_poses == topics.OBJECT_POSE_PREFIX:
+        raw = read_raw(path, wanted=lambda topic: _is_episode_topic(topic) or topic in image_topics)
+    else:
+        raw = _other_object_poses(path, object_poses, image_topics)
     return _Assembler(Path(path), raw, default_typestore(), max_gap=max_gap).recording(image_topics)
+
+
+def _other_object_poses(path: str | Path, prefix: str, image_topics: dict[str, str]) -> RawBag:
+    """The bag's episode topics with the object poses of ``prefix`` under the object pose topics' names."""
+
+    def name(topic: str) -> str | None:
+        return topics.object_name_from_topic(topic, prefix=prefix)
+
+    def wanted(topic: str) -> bool:
+        if topics.object_name_from_topic(topic) is not None:
+            return False
+        return name(topic) is not None or _is_episode_topic(topic) or topic in image_topics
+
+    raw = read_raw(path, wanted=wanted)
+    renamed = {}
+    for topic, entry in raw.topics.items():
+        found = name(topic)
+        renamed[topics.resolve(topics.object_pose_topic(found)) if found is not None else topic] = entry
+    if not any(topics.object_name_from_topic(topic) is not None for topic in renamed):
+        raise BagError(f'{path}: no object poses under {prefix}')
+    return RawBag(storage=raw.storage, topics=renamed, recovered=raw.recovered)
 
 
 def _is_episode_topic(topic: str) -> bool:

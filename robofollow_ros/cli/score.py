@@ -59,18 +59,22 @@ def _special_kind(path: Path) -> str | None:
     return 'a device' if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else 'a special file'
 
 
-def _read(path: Path) -> tuple[str, str | None, dict[str, Any], Trajectory]:
+def _read(path: Path, object_poses: str | None = None) -> tuple[str, str | None, dict[str, Any], Trajectory]:
     kind = _special_kind(path)
     if kind is not None:
         raise RoboFollowError(f'{path}: is {kind}, not a file or folder; skipped without opening it')
     if path.is_dir() or path.suffix in BAG_SUFFIXES:
         from robofollow_ros.bags import read_episode_bag
 
-        meta, trajectory = read_episode_bag(path)
+        meta, trajectory = (
+            read_episode_bag(path) if object_poses is None else read_episode_bag(path, object_poses=object_poses)
+        )
         task_id = meta.get('task_id')
         if not isinstance(task_id, str):
             raise RoboFollowError(f'{path}: the episode meta data has no task_id')
         return task_id, meta.get('variant'), dict(meta), trajectory
+    if object_poses is not None:
+        raise RoboFollowError(f'{path}: object poses from {object_poses} are read from bags only')
     from robofollow_ros.referee.trajectory_json import load_trajectory
 
     document = load_trajectory(path)
@@ -108,13 +112,16 @@ def _other_layouts(task: Task) -> tuple[Layout, ...]:
     return tuple(registry.get_layout(task.scene, name) for name in registry.layout_names(task.scene))
 
 
-def score_path(path: Path, *, variant: str | None = None, config: Any = None) -> dict[str, Any]:
-    """Score one trajectory file or bag and return its result record."""
+def score_path(
+    path: Path, *, variant: str | None = None, config: Any = None, object_poses: str | None = None
+) -> dict[str, Any]:
+    """Score one trajectory file or bag and return its result record (a bag's object poses from the topics under
+    ``object_poses``, e.g. ``topics.TRUTH_POSE_PREFIX``, if given)."""
     from robofollow_ros.referee.layout_check import check_recorded_layout
     from robofollow_ros.referee.score import score_episode
     from robofollow_ros.referee.validation import check_physical
 
-    task_id, recorded_variant, meta, trajectory = _read(path)
+    task_id, recorded_variant, meta, trajectory = _read(path, object_poses)
     chosen = parse_variant(variant or recorded_variant or DEFAULT_VARIANT)
     task, layout = _task_and_layout(task_id, chosen, meta)
     check_physical(trajectory)  # before the layout check, which would call a 1e308 position merely misplaced

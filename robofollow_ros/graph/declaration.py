@@ -296,6 +296,15 @@ def _check_arguments(values: Mapping[str, str]) -> None:
             "launch argument pose_source: sim (the simulation's truth) needs fake_hardware:=true; "
             'a real cell takes pose_source:=tracker or mocap'
         )
+    if (
+        values.get('pose_source') == 'tracker'
+        and flag('fake_hardware', values.get('fake_hardware', 'false'))
+        and not flag('markers', values.get('markers', 'false'))
+    ):
+        raise GraphError(
+            'launch argument pose_source: tracker over fake hardware needs markers:=true (the tracker sees the tags '
+            'fake hardware draws; without them no object is ever tracked)'
+        )
     if 'robot_profile' in values:
         try:
             profile = load_profile(values['robot_profile'])

@@ -2,8 +2,10 @@
 
 Subscribes ``/<camera>/image_raw`` (rgb8) and ``/<camera>/camera_info``, the TCP poses ``/robofollow/ee/<arm>/pose``
 and the joint states (``joint_states``: ``/robofollow/joint_states`` as in the real-time graph, or the sim's
-``/joint_states``) for the grippers. Publishes, for each image, ``/robofollow/objects/<name>/pose`` (PoseStamped,
-world frame, the image's stamp) of every object whose pose passed the gates (``tracking.cell_tracker``:
+``/joint_states``) for the grippers, and ``/robofollow/episode`` for what stands on what in the layout (a support
+under a stacked object is published from the object on it). Publishes, for each image,
+``/robofollow/objects/<name>/pose`` (PoseStamped, world frame, the image's stamp) of every object whose pose passed
+the gates (``tracking.cell_tracker``:
 plane-constrained tag poses, poses following the TCP while grasped, flagged PnP only with ``pnp_fallback``), never
 an invented one; and ``/robofollow/tracker/status`` (std_msgs/String, JSON): each object's source or refusal this
 frame.
@@ -26,12 +28,14 @@ from std_msgs.msg import String
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import CalibrationError, RoboFollowError
+from robofollow_ros.referee.config import load_config
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.camera_info_once import camera_info_document
 from robofollow_ros.ros.messages import from_time, image_array, pose_message
-from robofollow_ros.ros.runtime import param, run_node
+from robofollow_ros.ros.protocol import EpisodeSpecMessage
+from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
 from robofollow_ros.tracking.calibration import calibrate_extrinsic
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
@@ -86,8 +90,11 @@ class ArucoTrackerNode(Node):
             param(
                 self,
                 'closed_below',
-                0.9,
-                description='a gripper is closed below this fraction of its finger travel',
+                # The referee's close threshold on the commanded grip (config/referee.yaml gripper.close): at 0.9
+                # the expert's pre-shaping to 0.75 before a small cube counted as the closing, 20 cm from the cube,
+                # and the grasp that followed was never seen (docs/real-cell.md, End to end).
+                load_config().gripper.close,
+                description='a gripper is closed below this fraction of its finger travel (the commanded grip)',
                 minimum=0.0,
                 maximum=1.0,
             )
@@ -122,7 +129,9 @@ class ArucoTrackerNode(Node):
                 )
             )
         )
+        self.episode_id: str | None = None
         self.tcps: dict[str, RigidPose] = {}
+        self.closing_tcps: dict[str, RigidPose] = {}
         self.closed: dict[str, bool] = {}
 
         names = sorted({name for scene in SCENES for name in self.config.scene(scene)})
@@ -134,10 +143,26 @@ class ArucoTrackerNode(Node):
         self.create_subscription(CameraInfo, self.info_topic, self.on_camera_info, qos.SENSOR)
         self.create_subscription(Image, topics.image_topic(self.camera), self.on_image, qos.SENSOR)
         self.create_subscription(JointState, joint_topic, self.on_joint_state, qos.STATE)
+        self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         for arm in ARMS:
             self.create_subscription(
                 PoseStamped, topics.ee_pose_topic(arm), lambda m, arm=arm: self.on_tcp(arm, m), qos.STATE
             )
+
+    def on_episode(self, message: EpisodeSpecMessage) -> None:
+        """A new episode: the cell was laid out anew (forget the poses known), and its layout says what stands on
+        what (a support's tag is covered by the object on it)."""
+        spec = read_episode(self, message)
+        if spec is None or spec.episode_id == self.episode_id:
+            return  # a spec delivered again (latched) must not forget the episode's grasps
+        self.episode_id = spec.episode_id
+        try:
+            _, layout = spec.resolve()
+        except RoboFollowError as error:
+            self.get_logger().error(f'episode {spec.episode_id}: no layout: {error}')
+            return
+        stacks = {p.name: p.on for p in layout.placements if p.on is not None}
+        self.tracker.start_episode(layout.scene, stacks)
 
     def on_camera_info(self, message: CameraInfo) -> None:
         if self.frozen is not None:
@@ -158,7 +183,12 @@ class ArucoTrackerNode(Node):
         positions = dict(zip(message.name, message.position, strict=False))
         for arm, (finger, travel) in self.fingers.items():
             if finger in positions:
-                self.closed[arm] = positions[finger] / travel < self.closed_below
+                closed = positions[finger] / travel < self.closed_below
+                if closed and not self.closed.get(arm, False) and arm in self.tcps:
+                    # The grasp's offset is taken where the TCP is as the gripper closes, not where it is when the
+                    # next image has been processed (up to 0.1 s + latency later: the arm may be lifting already).
+                    self.closing_tcps[arm] = self.tcps[arm]
+                self.closed[arm] = closed
 
     def camera_pose(self, detections: dict) -> CameraPose | None:
         if self.frozen is not None:
@@ -192,7 +222,9 @@ class ArucoTrackerNode(Node):
         if camera is None:
             return
         stamp = from_time(message.header.stamp)
-        published = self.tracker.update(detections, self.intrinsics, camera, tcps=self.tcps, closed=self.closed)
+        tcps = {**self.tcps, **self.closing_tcps}
+        self.closing_tcps.clear()
+        published = self.tracker.update(detections, self.intrinsics, camera, tcps=tcps, closed=self.closed)
         for item in published:
             self.pose_pubs[item.name].publish(
                 pose_message(item.position, item.quat, stamp_ns=stamp, frame_id=topics.WORLD_FRAME)

@@ -8,8 +8,11 @@ topics in the driver's names and units, stamped with this node's clock. A contro
 (``sim/controllers.py``) and the physics by exactly one control period, then publishes the joint states.
 
 Also publishes ``/robofollow/objects/<name>/pose`` from simulation truth (``publish_object_poses``, at
-``object_pose_rate`` Hz) and the three cameras' images and CameraInfo (at ``camera_rate`` Hz, ``width`` x
-``height``, rendered on their own thread only while someone subscribes), and serves ``/robofollow/cell/reset``
+``object_pose_rate`` Hz; with ``publish_truth_poses`` also on ``/robofollow/truth/objects/<name>/pose``, beside
+another pose source, so that the same episode can be scored from truth) and the cameras' images and CameraInfo (at
+``camera_rate`` Hz, ``width`` x ``height``, cam_high at ``head_width`` x ``head_height``; rendered on their own
+thread, each camera only while someone subscribes to it), with the ArUco tags drawn on the objects and the table
+when ``markers`` is true (what the ``aruco_tracker`` sees; issue 21), and serves ``/robofollow/cell/reset``
 (``robofollow_interfaces/srv/ResetEpisode``): the episode's objects placed as the benchmark places them, the arms
 at the profile's home pose, every command dropped. It starts with the arms at home over an empty table.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -36,7 +40,10 @@ from robofollow_ros.ros.fake_driver import DRIVER_STATE, CommandTopic, FakeDrive
 from robofollow_ros.ros.messages import camera_info_message, image_message, joint_state_message, pose_message
 from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, read_spec
 from robofollow_ros.ros.runtime import param, run_node
-from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.state_layout import CAMERAS, HEAD_CAMERA
+
+if TYPE_CHECKING:
+    from robofollow_ros.sim.render import CameraRig
 
 DEFAULT_SIM_ROBOT = 'aloha'
 """The simulated cell behind a profile that names no robot description (the Piper's)."""
@@ -60,16 +67,37 @@ class FakeHardwareNode(Node):
         height = int(
             param(self, 'height', IMAGE_HEIGHT, description='camera image height, pixels', minimum=1, maximum=4096)
         )
+        self.head_size = (
+            int(param(self, 'head_width', width, description='cam_high image width, pixels', minimum=1, maximum=4096)),
+            int(
+                param(self, 'head_height', height, description='cam_high image height, pixels', minimum=1, maximum=4096)
+            ),
+        )
+        markers = bool(
+            param(self, 'markers', False, description='draw the default ArUco tags on objects and table (issue 21)')
+        )
         camera_rate = float(param(self, 'camera_rate', 10.0, description='camera images per second', minimum=0.1))
         self.publish_objects = bool(
             param(self, 'publish_object_poses', True, description='publish object poses from simulation truth')
+        )
+        self.publish_truth = bool(
+            param(
+                self,
+                'publish_truth_poses',
+                False,
+                description='also publish simulation truth on /robofollow/truth/objects/<name>/pose (beside a tracker)',
+            )
         )
         pose_rate = float(param(self, 'object_pose_rate', 50.0, description='object poses per second', minimum=0.1))
         self.period = 1.0 / self.profile.control_rate
         self.pose_every = max(1, round(self.profile.control_rate / pose_rate))
 
         self.cell = RealTimeCell(
-            robot=self.profile.robot or DEFAULT_SIM_ROBOT, control_period=self.period, width=width, height=height
+            robot=self.profile.robot or DEFAULT_SIM_ROBOT,
+            control_period=self.period,
+            width=width,
+            height=height,
+            markers='default' if markers else None,
         )
         first = registry.eval_tasks()[0]
         self.lock = threading.Lock()
@@ -84,6 +112,14 @@ class FakeHardwareNode(Node):
             name: self.create_publisher(PoseStamped, topics.object_pose_topic(name), qos.STATE)
             for name in topics.all_object_names()
         }
+        self.truth_pubs = (
+            {
+                name: self.create_publisher(PoseStamped, topics.truth_pose_topic(name), qos.STATE)
+                for name in topics.all_object_names()
+            }
+            if self.publish_truth
+            else {}
+        )
         self.image_pubs = {
             camera: self.create_publisher(Image, topics.image_topic(camera), qos.SENSOR) for camera in CAMERAS
         }
@@ -147,16 +183,17 @@ class FakeHardwareNode(Node):
             position, velocity = self.driver.setpoints.advance(self.now_ns(), self.period)
             self.cell.step(position, velocity)
             measured = self.cell.measured()
-            poses = self.cell.object_poses() if self.publish_objects and self.cell.steps % self.pose_every == 0 else {}
+            due = (self.publish_objects or self.publish_truth) and self.cell.steps % self.pose_every == 0
+            poses = self.cell.object_poses() if due else {}
         stamp = self.now_ns()
         for topic, (names, values) in self.driver.joint_states(measured).items():
             self.joint_pubs[topic].publish(joint_state_message(names, values, stamp_ns=stamp))
         for name, (pos, quat) in poses.items():
-            publisher = self.object_pubs.get(name)
-            if publisher is not None:
-                publisher.publish(
-                    pose_message(pos.tolist(), quat.tolist(), stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
-                )
+            message = pose_message(pos.tolist(), quat.tolist(), stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
+            for publishers, wanted in ((self.object_pubs, self.publish_objects), (self.truth_pubs, self.publish_truth)):
+                publisher = publishers.get(name)
+                if wanted and publisher is not None:
+                    publisher.publish(message)
 
     def on_loop_error(self, error: Exception) -> None:
         """A robot whose control loop died is not there any more: end the process (exit code 1)."""
@@ -164,19 +201,29 @@ class FakeHardwareNode(Node):
         self.exit_code = 1
         rclpy.try_shutdown(context=self.context)
 
-    def wants_images(self) -> bool:
-        return any(publisher.get_subscription_count() > 0 for publisher in self.image_pubs.values())
+    def watched_cameras(self) -> tuple[str, ...]:
+        """The cameras someone subscribes to (their image or their CameraInfo)."""
+        publishers = (self.image_pubs, self.info_pubs)
+        return tuple(c for c in CAMERAS if any(pubs[c].get_subscription_count() > 0 for pubs in publishers))
+
+    def camera_size(self, camera: str) -> tuple[int, int]:
+        """(width, height) of ``camera``'s images."""
+        return self.head_size if camera == HEAD_CAMERA else (self.cell.env.width, self.cell.env.height)
 
     def run_cameras(self, period: float) -> None:
-        """Render and publish the cameras every ``period`` seconds while someone subscribes (own thread: EGL
-        contexts belong to the thread that made them, and rendering must not hold up the control loop)."""
-        rig, scratch, rendered_cell = None, None, None
+        """Render and publish, every ``period`` seconds, the cameras someone subscribes to (own thread: EGL
+        contexts belong to the thread that made them, and rendering must not hold up the control loop). Only the
+        watched cameras are drawn: with the tracker alone reading cam_high at 640x480, the wrist cameras cost
+        nothing."""
+        rigs: dict[str, CameraRig] = {}
+        scratch, rendered_cell = None, None
         next_due = time.monotonic()
         while not self.stop_cameras.wait(max(0.0, next_due - time.monotonic())):
             next_due += period
             if next_due < time.monotonic():
                 next_due = time.monotonic() + period
-            if not self.wants_images():
+            watched = self.watched_cameras()
+            if not watched:
                 continue
             with self.lock:
                 cell = self.cell.cell
@@ -187,19 +234,22 @@ class FakeHardwareNode(Node):
                 stamp = self.now_ns()
             if cell is not rendered_cell:
                 # Outside the lock: building the render model takes long enough to hold up the control loop.
-                if rig is not None:
-                    rig.close()
-                rig, rendered_cell = self.cell.camera_rig(cell), cell
-            assert rig is not None
-            images = rig.render(scratch)
-            for camera, pixels in images.items():
+                for old in rigs.values():
+                    old.close()
+                rigs, rendered_cell = {}, cell
+            for camera in watched:
+                if camera not in rigs:
+                    width, height = self.camera_size(camera)
+                    rigs[camera] = self.cell.camera_rig(cell, cameras=(camera,), width=width, height=height)
+                rig = rigs[camera]
+                pixels = rig.render(scratch)[camera]
                 frame = camera_frame(camera)
                 fovy = float(cell.model.camera(camera).fovy[0])
                 intrinsics = pinhole_from_fovy(fovy, width=rig.width, height=rig.height)
                 self.info_pubs[camera].publish(camera_info_message(intrinsics, stamp_ns=stamp, frame_id=frame))
                 self.image_pubs[camera].publish(image_message(np.asarray(pixels), stamp_ns=stamp, frame_id=frame))
-        if rig is not None:
-            rig.close()
+        for done in rigs.values():
+            done.close()
 
     def close(self) -> None:
         self.loop.stop()

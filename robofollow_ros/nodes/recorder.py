@@ -120,6 +120,8 @@ class RecorderNode(Node):
         self._raw(JointState, self.joint_states, JOINT_STATE, qos.STATE)
         for topic in topics.pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
+        for name in topics.all_object_names():  # fake hardware's truth beside a tracker (publish_truth_poses)
+            self._raw(PoseStamped, topics.truth_pose_topic(name), POSE_STAMPED, qos.STATE)
         if bool(param(self, 'images', False, description='record the camera images and CameraInfo')):
             for camera in CAMERAS:
                 self._raw(Image, topics.image_topic(camera), IMAGE, qos.SENSOR)

@@ -19,7 +19,16 @@ import numpy as np
 from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import LayoutError, TrajectoryError
-from robofollow_ros.referee.timeline import MAX_GAP_S, NS_PER_S, Signal, frame_times, gaps, hold, hold_or_nan
+from robofollow_ros.referee.timeline import (
+    MAX_GAP_S,
+    NS_PER_S,
+    Signal,
+    bridge,
+    frame_times,
+    gaps,
+    hold,
+    hold_or_nan,
+)
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, Numbers, find_layout
 
@@ -172,12 +181,16 @@ class TrajectoryBuilder:
             signals = self._pose_signals(topic)
             if name is not None and signals is not None:
                 objects[name] = signals
-        required = [*(ee[arm][0] for arm in ARMS), *grip.values(), *(pose for pose, _ in objects.values())]
-        frames = frame_times([ee[arm][0] for arm in ARMS], required)
+        # Frames start once the arms are known; an object first seen a little later (a camera's first image after
+        # the reset) was where it is first seen since the start: its first pose is held back to the first frame,
+        # so that a tracked episode starts when the same episode from the simulation's truth does.
+        arms_known = [*(ee[arm][0] for arm in ARMS), *grip.values()]
+        required = [*arms_known, *(pose for pose, _ in objects.values())]
+        frames = frame_times([ee[arm][0] for arm in ARMS], arms_known)
         if since_ns is not None:
             frames = frames[frames >= since_ns]
-        if frames.size == 0:
-            latest = max(required, key=lambda signal: signal.first_ns)
+        latest = max(required, key=lambda signal: signal.first_ns)
+        if frames.size == 0 or latest.first_ns > frames[-1]:
             raise TrajectoryError(
                 f'no EE pose after every required signal has appeared '
                 f'({latest.name} starts at {latest.first_ns / NS_PER_S:.3f} s)'
@@ -186,7 +199,9 @@ class TrajectoryBuilder:
             t=(frames - origin_ns) / NS_PER_S,
             ee={arm: hold(ee[arm][0], frames) for arm in ARMS},
             grip={arm: hold(grip[arm], frames) / layout.gripper_scale for arm in ARMS},
-            obj_pos={name: hold(pose, frames) for name, (pose, _) in objects.items()},
+            # An object's position across a long silence (its tag hidden: a pose source that never invents one)
+            # is bridged linearly; its orientation is held.
+            obj_pos={name: bridge(pose, frames, max_gap_ns=self.max_gap_ns) for name, (pose, _) in objects.items()},
             ee_quat={arm: hold(ee[arm][1], frames) for arm in ARMS},
             obj_quat={name: hold(quat, frames) for name, (_, quat) in objects.items()},
             gaps=tuple(

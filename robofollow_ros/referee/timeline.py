@@ -1,4 +1,4 @@
-"""Putting asynchronous signals on one frame timeline: zero-order hold and gap detection (pure numpy).
+"""Putting asynchronous signals on one frame timeline: zero-order hold, gaps bridged, gap detection (pure numpy).
 
 Used by ``TrajectoryBuilder`` for live episodes (referee node) and recorded ones (bag reader).
 """
@@ -54,12 +54,32 @@ def frame_times(clocks: Sequence[Signal], required: Sequence[Signal]) -> np.ndar
 
 
 def hold(signal: Signal, frames_ns: np.ndarray) -> np.ndarray:
-    """Zero-order hold: at each frame, the latest sample at or before it (the last of equal stamps).
-
-    Every frame must be at or after the first sample (``frame_times`` guarantees it for required signals).
+    """Zero-order hold: at each frame, the latest sample at or before it (the last of equal stamps); a frame before
+    the first sample takes the first sample (``frame_times`` starts after the arms' signals; an object's pose may
+    begin a little later, ``TrajectoryBuilder``).
     """
-    index = np.searchsorted(signal.stamp_ns, frames_ns, side='right') - 1
+    index = np.maximum(np.searchsorted(signal.stamp_ns, frames_ns, side='right') - 1, 0)
     return signal.values[index]
+
+
+def bridge(signal: Signal, frames_ns: np.ndarray, *, max_gap_ns: int) -> np.ndarray:
+    """Zero-order hold, except across a silence longer than ``max_gap_ns`` between two samples: there the values
+    go linearly from the sample before to the sample after (an object whose tag a gripper hid while pushing it is
+    seen to move during the push, not to jump when the tag shows again; a hidden object that did not move stays).
+
+    Frames before the first sample take the first sample, as for ``hold``.
+    """
+    stamps, last = signal.stamp_ns, signal.stamp_ns.shape[0] - 1
+    index = np.maximum(np.searchsorted(stamps, frames_ns, side='right') - 1, 0)
+    after = np.minimum(index + 1, last)
+    span = stamps[after] - stamps[index]
+    rows = np.flatnonzero((index < last) & (span > max_gap_ns))
+    values = np.array(signal.values[index], dtype=np.float64)
+    if rows.size:
+        before, following = index[rows], after[rows]
+        weight = ((frames_ns[rows] - stamps[before]) / span[rows]).reshape((-1,) + (1,) * (values.ndim - 1))
+        values[rows] = (1.0 - weight) * signal.values[before] + weight * signal.values[following]
+    return values
 
 
 def hold_or_nan(signal: Signal | None, frames_ns: np.ndarray) -> np.ndarray:

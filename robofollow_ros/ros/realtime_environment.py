@@ -5,10 +5,8 @@ and takes the first observation; ``execute`` sends a chunk through ``SafeMotion`
 driver), waits until its rows are executed (their wall time, then the measured state reaching the last row or a
 short extra limit) and takes the next observation. An observation is the latest camera images, the latest measured
 joint state (the profile's driver ``joint_states``, ``ros/driver_feedback.py``) and, for privileged policies, the
-latest object and TCP poses; any part older than ``max_age``, or stamped before the episode's reset, is refused: the
-environment waits for a fresher one up to ``timeout``, then ends the episode with a ``GraphError`` naming what is
-old. Never used stale: right after a reset the previous layout's poses and joints are still younger than
-``max_age``, and a policy planning from them goes for where the objects were.
+latest object and TCP poses; any part older than ``max_age`` is refused: the environment waits for a fresher one
+up to ``timeout``, then ends the episode with a ``GraphError`` naming what is old. Never used stale.
 
 ``WatchedPolicy`` tells ``SafeMotion``'s dead-man when each query is sent and answered; an answer after the
 dead-man's deadline is dropped (the arms already hold) and the next observation is taken.
@@ -16,9 +14,8 @@ dead-man's deadline is dropped (the arms already hold) and the next observation 
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -41,6 +38,40 @@ from robofollow_ros.state_layout import CAMERAS
 NS_PER_S = 1_000_000_000
 FRESH_POLL = 0.005
 """Seconds between looks for a fresh enough observation (images and poses notify nobody in real mode)."""
+
+
+def unusable_parts(
+    stamps: Mapping[str, int | None],
+    *,
+    now_ns: int,
+    max_age: float,
+    latest_known: Collection[str] = (),
+    since_ns: int = 0,
+) -> dict[str, str]:
+    """The parts of an observation that may not be used, each with why (empty: the observation may be taken).
+
+    ``stamps`` holds each part's latest stamp (ns; None: it never arrived). A part must be at most ``max_age``
+    seconds old, except those in ``latest_known`` (the objects' poses): these must only have been stamped at or after
+    ``since_ns`` (the episode's start: never a pose of the layout before), however long ago. The joint state and
+    the TCP poses drive the arms and the images are what a policy sees now, so they must be fresh; an object's pose
+    stops updating whenever its tag is hidden (a gripper above it, another object in the way), and the tracker
+    never invents one, so its latest pose is the best there is, and waiting for a fresh one would wait for ever
+    when the arm that hides it holds still until the next observation.
+    Every part stamped before ``since_ns`` belongs to the previous episode (a real cell's last state and poses are
+    still young when the next episode starts: its first observation would show the last layout) and is unusable.
+    """
+    problems: dict[str, str] = {}
+    for part, stamp in stamps.items():
+        if part in latest_known:
+            if stamp is None or stamp < since_ns:
+                problems[part] = 'not seen since the episode started'
+        elif stamp is None:
+            problems[part] = 'never received'
+        elif stamp < since_ns:
+            problems[part] = 'none since the episode started'
+        elif (age := (now_ns - stamp) / NS_PER_S) > max_age:
+            problems[part] = f'{age:.3g} s old (limit {max_age:g} s)'
+    return problems
 
 
 class WatchedPolicy(LimitedPolicy):
@@ -162,45 +193,57 @@ class RealTimeEnvironment:
             topics.object_pose_topic(name) for name in self.layout.object_names
         ]
 
-    def _ages(self, wanted: Collection[str]) -> dict[str, float]:
-        """The age (s) of each part of the observation (``inf`` when none arrived since the episode's reset)."""
-        now_ns = self.clock_ns()
-
-        def age(stamp: int | None) -> float:
-            return float('inf') if stamp is None or stamp < self.origin_ns else (now_ns - stamp) / NS_PER_S
-
+    def _stamps(self, wanted: Collection[str], now_ns: int) -> dict[str, int | None]:
+        """The latest stamp (ns) of each part of the observation (None when it never arrived); the joint state's is
+        now minus its age (the driver feedback's: a driver that stamps zero is aged by arrival)."""
         state = self.motion.feedback.latest()
-        ages = {'joint state': state.age_s if state is not None and state.stamp_ns >= self.origin_ns else float('inf')}
+        stamps: dict[str, int | None] = {
+            'joint state': now_ns - round(state.age_s * NS_PER_S) if state is not None else None
+        }
         if self.images:
             for camera in CAMERAS:
                 items = self.cache.images.get(camera)
-                ages[topics.image_topic(camera)] = age(
-                    next(reversed(items.items)) if items is not None and items.items else None
-                )
+                stamps[topics.image_topic(camera)] = next(reversed(items.items)) if items and items.items else None
         for topic in wanted:
             recent = self.cache.poses.get(topic)
-            ages[topic] = age(next(reversed(recent.items)) if recent is not None and recent.items else None)
-        return ages
+            stamps[topic] = next(reversed(recent.items)) if recent is not None and recent.items else None
+        return stamps
 
     def _observation(self) -> CellObservation:
         wanted = self._pose_topics() if self.privileged else []
-        ages: dict[str, float] = {}
+        objects = {topic for topic in wanted if topics.object_name_from_topic(topic) is not None}
+        problems: dict[str, str] = {}
+        stamps: dict[str, int | None] = {}
 
         def fresh() -> bool:
             self.cache.refresh(wanted)
-            ages.clear()
-            ages.update(self._ages(wanted))
-            return all(age <= self.max_age for age in ages.values())
+            stamps.clear()
+            now_ns = self.clock_ns()
+            stamps.update(self._stamps(wanted, now_ns))
+            problems.clear()
+            problems.update(
+                unusable_parts(
+                    stamps, now_ns=now_ns, max_age=self.max_age, latest_known=objects, since_ns=self.origin_ns
+                )
+            )
+            return not problems
 
         try:
             self.cache.wait(fresh, timeout=self.timeout, what='a fresh observation', poll=FRESH_POLL)
         except GraphError as error:
-            old = ', '.join(
-                f'{part} {age:.3g} s' if math.isfinite(age) else f'{part}: none since the reset'
-                for part, age in ages.items()
-                if not age <= self.max_age
+            raise GraphError(f'{error}: {"; ".join(f"{part} {why}" for part, why in problems.items())}') from None
+        now_ns = self.clock_ns()
+        held = {
+            topics.object_name_from_topic(topic): (now_ns - stamp) / NS_PER_S
+            for topic in sorted(objects)
+            if (stamp := stamps[topic]) is not None and now_ns - stamp > self.max_age * NS_PER_S
+        }
+        if held:
+            # Not an error: an occluded object keeps its last tracked pose (docs/real-cell.md, Object poses).
+            self.log(
+                f'after chunk {self.queries}: the last known pose of '
+                + ', '.join(f'{name} ({age:.2g} s old)' for name, age in held.items())
             )
-            raise GraphError(f'{error}: older than {self.max_age:g} s: {old}') from None
         cell = self.motion.feedback.latest()
         assert cell is not None
         with self.cache.condition:

@@ -32,7 +32,7 @@ from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints
 from robofollow_ros.sim.render import CameraRig
-from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX, STATE_DIM
+from robofollow_ros.state_layout import ARM_SLICE, CAMERAS, GRIP_INDEX, STATE_DIM
 
 
 def empty_layout(scene: int) -> Layout:
@@ -46,15 +46,19 @@ class RealTimeCell:
     Args:
         robot: registered robot of the simulated cell (``robot.specs``).
         control_period: seconds per ``step``.
-        width, height: camera image size (``render``).
+        width, height: camera image size (``camera_rig``'s default).
+        markers: draw the ArUco tags of this marker configuration on the objects and the table (``CellEnv``'s
+            ``markers``; issue 21), or none.
 
     Not thread-safe: the caller serialises ``reset``, ``step`` and the reads (the fake hardware holds one lock).
     """
 
-    def __init__(self, *, robot: str, control_period: float, width: int, height: int) -> None:
+    def __init__(
+        self, *, robot: str, control_period: float, width: int, height: int, markers: str | None = None
+    ) -> None:
         if not control_period > 0.0:
             raise SimulationError(f'control period must be positive, got {control_period}')
-        self.env = CellEnv(render=False, width=width, height=height, robot=robot)
+        self.env = CellEnv(render=False, width=width, height=height, robot=robot, markers=markers)
         self.env.preload()
         self.control_period = control_period
         self.substeps = max(1, math.ceil(control_period / TIMESTEP - 1e-9))
@@ -139,14 +143,23 @@ class RealTimeCell:
         into.mocap_quat[:] = data.mocap_quat
         into.time = data.time
 
-    def camera_rig(self, cell: CellModel) -> CameraRig:
-        """A camera rig for ``cell`` (the current model when it was taken), drawn as the synchronous cell draws it
-        (create and use it in the rendering thread)."""
+    def camera_rig(
+        self,
+        cell: CellModel,
+        *,
+        cameras: tuple[str, ...] = CAMERAS,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> CameraRig:
+        """A camera rig of ``cameras`` for ``cell`` (the current model when it was taken), drawn as the synchronous
+        cell draws it, at ``width`` x ``height`` (default: the cell's size); create and use it in the rendering
+        thread."""
         env = self.env
         return CameraRig(
             cell.model,
-            width=env.width,
-            height=env.height,
+            width=env.width if width is None else width,
+            height=env.height if height is None else height,
+            cameras=cameras,
             hulls=env.visual_hulls,
             render_model=cell.render_model() if env.light_meshes else None,
         )

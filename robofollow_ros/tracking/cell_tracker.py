@@ -14,6 +14,9 @@ seen offers no floor, and the object is then tracked on the table plane, ~6 mm o
 Every tracked object (all scenes' objects: tag ids are unique across scenes) gets a published pose only when its
 tag passed the gates on a chosen plane (``marker``), or while a gripper holds it (``gripper``, ``tracking.grasp``),
 or, with ``pnp_fallback``, from 6-DoF PnP when no plane passed (``pnp``, flagged: an order of magnitude coarser).
+A support whose tag the object stacked on it covers (``start_episode``: the episode's layout says what stands on what;
+Scene 4's cylinder on a cube) is published under the object on top (``support``) while that object's tag is seen on
+the support's top plane: it is measured there, and the support is what holds it up; its xy is the top object's.
 """
 
 from __future__ import annotations
@@ -36,12 +39,16 @@ EDGE_EVIDENCE = 0.02
 """How much nearer ``EXPECTED_EDGE`` a higher plane's edge must measure to be chosen over a lower one (a true
 stack of 2.6-5 cm differs by 4-7 %)."""
 CONFIRM_FRAMES = 3
+LIFTED_SIGHTING = 0.02
+"""A held object's tag seen from above while it is lifted: its plane pose (which assumes the object rests) lies
+where the camera's ray through the lifted tag meets that plane. A sighting within this distance (m) of that point is
+the held object seen lifted, and the grasp goes on; one elsewhere ends it (the object slipped out or was set down)."""
 
 
 @dataclass(frozen=True)
 class Published:
     """One object's pose to publish: centre ``position`` (world m), ``quat`` (w, x, y, z), ``source`` (``marker``,
-    ``pnp`` or ``gripper``)."""
+    ``pnp``, ``gripper`` or ``support``)."""
 
     name: str
     scene: int
@@ -209,6 +216,42 @@ class CellTracker:
         self._pending: dict[str, list[ObjectPose]] = {}
         self.follower = GraspFollower(grasp_radius=grasp_radius)
         self.last_results: dict[str, PoseResult] = {}
+        self._stacks: dict[str, str] = {}
+
+    def start_episode(self, scene: int, stacks: Mapping[str, str]) -> None:
+        """A new episode in ``scene``: the cell was laid out anew, so every pose known so far is forgotten (a grasp
+        would otherwise take an object of the previous layout remembered where the gripper closes, and the jump
+        gate would hold back every object that moved); ``stacks`` says what stands on what (object name -> its
+        support's name, the episode's layout; objects of another scene or without a tag are ignored)."""
+        self._accepted.clear()
+        self._pending.clear()
+        self.follower = GraspFollower(grasp_radius=self.follower.grasp_radius)
+        self.last_results = {}
+        tagged = self._markers.get(scene, {})
+        self._stacks = {
+            f'scene{scene}/{top}': f'scene{scene}/{support}'
+            for top, support in stacks.items()
+            if top in tagged and support in tagged
+        }
+
+    def _supports(self, scene_of: Mapping[str, int]) -> dict[str, RigidPose]:
+        """The covered supports under objects whose tags are seen on their top plane this frame."""
+        inferred: dict[str, RigidPose] = {}
+        for top, support in self._stacks.items():
+            above, below = self.last_results.get(top), self.last_results.get(support)
+            if not isinstance(above, ObjectPose) or not (isinstance(below, Refusal) and below.gate == 'not_detected'):
+                continue
+            if self.follower.held_by(support) is not None:
+                continue
+            scene = scene_of[support]
+            objects, markers = self._scene_objects[scene], self._markers[scene]
+            spec, top_name = objects[support.split('/', 1)[1]], top.split('/', 1)[1]
+            if abs(above.z - (TABLE_Z + top_height(spec) + markers[top_name].height)) >= PLANE_MERGE:
+                continue  # the object on top was moved off it
+            last = self.follower.last(support)
+            yaw = above.yaw if last is None else yaw_of(last.quaternion())
+            inferred[support] = RigidPose.from_yaw(above.x, above.y, TABLE_Z + spec.half_height, yaw)
+        return inferred
 
     def _gated(
         self, key: str, detection: Detection, marker: ObjectMarker, planes: tuple[Plane, ...], view: tuple
@@ -311,6 +354,15 @@ class CellTracker:
                 seen[key] = RigidPose.from_yaw(result.x, result.y, result.z + centre_offset[key], result.yaw)
             elif self.follower.last(key) is not None or self.follower.held_by(key) is not None:
                 seen[key] = None
+        for key in [k for k, pose in seen.items() if pose is not None]:
+            result = self.last_results[key]
+            held = self.follower.followed(key, tcps or {})
+            if held is None or not isinstance(result, ObjectPose):
+                continue
+            if lifted_sighting(result, held, camera, centre_offset=centre_offset[key]):
+                seen[key] = None
+        supports = self._supports({key: scene for key, _, _, scene in self._entries})
+        seen.update(supports)
         followed = self.follower.update(seen, tcps or {}, closed or {})
         published: list[Published] = []
         for key, _, _, _ in self._entries:
@@ -321,13 +373,25 @@ class CellTracker:
                 pose = item.pose
                 position = (float(pose.position[0]), float(pose.position[1]), float(pose.position[2]))
                 quat = tuple(float(v) for v in pose.quaternion())
-                published.append(Published(name, scene, position, quat, item.source))  # type: ignore[arg-type]
+                source = 'support' if key in supports and item.source == 'marker' else item.source
+                published.append(Published(name, scene, position, quat, source))  # type: ignore[arg-type]
             elif key in fallback:
                 pnp = fallback[key]
                 upright = RigidPose.from_yaw(pnp.x, pnp.y, pnp.z + centre_offset[key], pnp.yaw)
                 quat = tuple(float(v) for v in upright.quaternion())
                 published.append(Published(name, scene, tuple(upright.position.tolist()), quat, 'pnp'))  # type: ignore[arg-type]
         return published
+
+
+def lifted_sighting(result: ObjectPose, held: RigidPose, camera: CameraPose, *, centre_offset: float) -> bool:
+    """Whether ``result`` (a plane pose) is the tag of the object held at ``held`` (its centre; the tag
+    ``-centre_offset`` above it) seen where its plane puts it (``LIFTED_SIGHTING``)."""
+    tag = np.asarray(held.position, dtype=np.float64) - np.array([0.0, 0.0, centre_offset])
+    eye = np.asarray(camera.position, dtype=np.float64)
+    if abs(tag[2] - eye[2]) < 1e-9 or abs(tag[2] - result.z) < PLANE_MERGE:
+        return False  # not lifted off the plane: a sighting there is the object itself
+    on_plane = eye + (tag - eye) * (result.z - eye[2]) / (tag[2] - eye[2])
+    return math.hypot(on_plane[0] - result.x, on_plane[1] - result.y) <= LIFTED_SIGHTING
 
 
 def yaw_of(quat: tuple[float, float, float, float] | np.ndarray) -> float:

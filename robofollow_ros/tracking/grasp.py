@@ -9,7 +9,9 @@ tracker alone would hold the object at its last seen pose and the referee would 
   closing, so what the arm does afterwards (a lift) moves the object with it;
 * while the grasp lasts and the tag stays unseen, the object's pose is the TCP's pose composed with that offset;
 * the grasp ends when that gripper opens or the tag is seen again (its seen pose wins at once); after an opening
-  the object has no pose until its tag is seen (it fell or was put down somewhere: nothing is invented).
+  the object has no pose until its tag is seen (it fell or was put down somewhere: nothing is invented). (The cell
+  tracker does not count as seen again a tag that is the held object's own, lifted, seen where a resting plane
+  would put it: ``cell_tracker.LIFTED_SIGHTING``.)
 
 Pure: poses in, poses out (``GraspFollower.update``); the node feeds it TCP poses and gripper states.
 """
@@ -105,6 +107,13 @@ class GraspFollower:
         """The arm holding ``name`` now, or None."""
         grasp = self._grasps.get(name)
         return grasp.arm if grasp is not None else None
+
+    def followed(self, name: str, tcps: Mapping[str, RigidPose]) -> RigidPose | None:
+        """Where ``name`` is while an arm in ``tcps`` holds it (the TCP composed with the grasp's offset), or None."""
+        grasp = self._grasps.get(name)
+        if grasp is None or grasp.arm not in tcps:
+            return None
+        return tcps[grasp.arm].compose(grasp.offset)
 
     def last(self, name: str) -> RigidPose | None:
         """The last pose given for ``name`` (seen or followed), or None."""
