@@ -47,6 +47,9 @@ def test_the_expert_on_tracked_poses_scores_as_simulation_truth(tmp_path: Path) 
         timeout=300.0,
         pose_source='tracker',
         markers='true',
+        # Scene 4's stack hides a tag from cam_high at the reset, so the layout check would wait for the operator
+        # (test_layout_gate covers the check); this test is about the episode.
+        layout_check='false',
         policy='expert',
         task_ids=f'{OCCLUDED},{STACKED}',
         record='bag',

@@ -115,5 +115,5 @@ def test_nothing_since_the_reset_ends_the_episode_naming_the_parts() -> None:
     publish(cache, motion, list(layout.object_names), stamp_ns=time.time_ns(), value=0.1)
     time.sleep(0.01)
     cache.add_status(SimStatus(StatusEvent.RESET, EPISODE, time.time_ns()))
-    with pytest.raises(GraphError, match='joint state: none since the reset'):
+    with pytest.raises(GraphError, match='joint state none since the episode started'):
         env.reset(task, seed=0, layout=layout, images=False)

@@ -194,12 +194,12 @@ class RealTimeEnvironment:
         ]
 
     def _stamps(self, wanted: Collection[str], now_ns: int) -> dict[str, int | None]:
-        """The latest stamp (ns) of each part of the observation (None when it never arrived); the joint state's is
-        now minus its age (the driver feedback's: a driver that stamps zero is aged by arrival)."""
+        """The latest stamp (ns) of each part of the observation (None when it never arrived); a driver that stamps its
+        joint states zero has them aged by arrival (now minus the driver feedback's age)."""
         state = self.motion.feedback.latest()
-        stamps: dict[str, int | None] = {
-            'joint state': now_ns - round(state.age_s * NS_PER_S) if state is not None else None
-        }
+        stamps: dict[str, int | None] = {'joint state': None}
+        if state is not None:
+            stamps['joint state'] = state.stamp_ns if state.stamp_ns > 0 else now_ns - round(state.age_s * NS_PER_S)
         if self.images:
             for camera in CAMERAS:
                 items = self.cache.images.get(camera)
