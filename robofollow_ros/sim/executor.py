@@ -43,6 +43,12 @@ class JointExecutor:
         self._lower = np.concatenate([cell.robot.arms[a].lower for a in ARMS])
         self._upper = np.concatenate([cell.robot.arms[a].upper for a in ARMS])
         self._dt = float(cell.model.opt.timestep)
+        # Where a 14-D row keeps the 12 arm targets and the two grips: one fancy index each instead of building
+        # them per row (the executor's per-row Python runs ~100 times per episode).
+        self._row_arms = np.concatenate([np.arange(STATE_DIM)[ARM_SLICE[a]] for a in ARMS])
+        self._row_grips = np.array([GRIP_INDEX[a] for a in ARMS])
+        self._standstill = np.zeros(len(self._qpos))
+        self._grip_travel = self._travel[self._finger_arm]
 
     def joints(self) -> np.ndarray:
         """The 12 arm joint positions (left 1-6, right 1-6)."""
@@ -64,9 +70,11 @@ class JointExecutor:
         self._command(targets, np.zeros_like(targets), grip)
 
     def _split(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        targets = np.concatenate([row[ARM_SLICE[a]] for a in ARMS])
-        grip = np.array([row[GRIP_INDEX[a]] for a in ARMS])
-        return np.clip(targets, self._lower, self._upper), np.clip(grip, 0.0, 1.0)
+        # np.clip bit for bit (NaN and signed zeros too) without its dispatch: with array bounds clip keeps the bound
+        # where the value equals it, with scalar bounds the value, and maximum/minimum keep their second argument.
+        row = np.asarray(row, dtype=np.float64)
+        targets = np.minimum(np.maximum(row[self._row_arms], self._lower), self._upper)
+        return targets, np.minimum(1.0, np.maximum(0.0, row[self._row_grips]))
 
     def _command(self, q: np.ndarray, qdot: np.ndarray, grip: np.ndarray) -> None:
         ctrl = self.data.ctrl
@@ -81,7 +89,7 @@ class JointExecutor:
         return self._steps(targets - self.joints(), grip - self.grip)
 
     def _steps(self, dq: np.ndarray, dgrip: np.ndarray) -> int:
-        seconds = max(ROW_SECONDS, float(np.max(np.abs(dq) / self._vmax)), float(np.max(np.abs(dgrip))) / GRIP_SPEED)
+        seconds = max(ROW_SECONDS, float((np.abs(dq) / self._vmax).max()), float(np.abs(dgrip).max()) / GRIP_SPEED)
         return max(1, math.ceil(seconds / self._dt - 1e-9))
 
     def execute_row(self, row: np.ndarray) -> int:
@@ -101,12 +109,12 @@ class JointExecutor:
         controls[:, self._pos_act] = start + s * dq
         controls[:, self._vel_act] = qdot
         grips = grip_start + s * dgrip
-        controls[:, self._finger_all] = grips[:, self._finger_arm] * self._travel[self._finger_arm]
+        controls[:, self._finger_all] = grips[:, self._finger_arm] * self._grip_travel
         ctrl = data.ctrl
         for control in controls:
             ctrl[:] = control
             mujoco.mj_step(model, data)
-        self._command(targets, np.zeros_like(qdot), grip_target)
+        self._command(targets, self._standstill, grip_target)
         self.grip = grip_target
         mujoco.mj_kinematics(model, data)
         return steps

@@ -18,7 +18,7 @@ import numpy as np
 from robofollow_ros.benchmark.types import Arm
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.sim.model import CellModel
-from robofollow_ros.sim.rotations import quat_from_matrix, rotation_error, top_down, wrap_angle
+from robofollow_ros.sim.rotations import quat_from_matrix, rotation_error, top_down, vector_norm, wrap_angle
 
 POSITION_TOLERANCE = 2e-4
 """IK success: TCP within 0.2 mm of the target."""
@@ -73,6 +73,12 @@ class Kinematics:
         self.data = mujoco.MjData(cell.model)
         self._jacp = np.zeros((3, cell.model.nv))
         self._jacr = np.zeros((3, cell.model.nv))
+        # Fortran order like the np.vstack of the two column-indexed Jacobian blocks it replaces: BLAS rounds
+        # jac @ jac.T differently for the other layout, and the IK's solutions (so every trajectory) must keep
+        # their bits.
+        self._jac = np.zeros((6, 6), order='F')
+        self._err = np.zeros(6)
+        self._damping = DAMPING * np.eye(6)
         self.geometry = {arm: self._measure(arm) for arm in cell.arms}
 
     def _measure(self, arm: Arm) -> ArmGeometry:
@@ -144,27 +150,39 @@ class Kinematics:
     def _refine(
         self, arm: Arm, pos: np.ndarray, rot: np.ndarray, q0: np.ndarray
     ) -> tuple[np.ndarray, float, float, int]:
+        # The expert spends most of its planning here (~130 iterations per trial), so numpy's per-call wrappers
+        # are avoided where an equivalent call gives the same bits: vector_norm is np.linalg.norm's arithmetic,
+        # minimum(maximum(x, lower), upper) is clip with array bounds (NaN and signed zeros too), the Jacobian
+        # and the error fill preallocated arrays (the Jacobian in the layout vstack gave it) and the damping
+        # matrix is built once.
         index = self.cell.arms[arm]
         desc = self.cell.robot.arms[arm]
-        q = np.clip(q0, desc.lower, desc.upper)
+        lower, upper = desc.lower, desc.upper
+        model, data = self.model, self.data
+        site = index.tcp_site
+        site_xpos, site_xmat = data.site_xpos[site], data.site_xmat[site].reshape(3, 3)
+        jacp, jacr, jac, err = self._jacp, self._jacr, self._jac, self._err
+        dof = index.dof
+        q = np.minimum(np.maximum(q0, lower), upper)
         err_p = err_r = math.inf
         for iteration in range(1, MAX_ITERATIONS + 1):
             self._set(arm, q)
-            site = index.tcp_site
-            dp = pos - self.data.site_xpos[site]
-            dr = rotation_error(rot, self.data.site_xmat[site].reshape(3, 3))
-            err_p, err_r = float(np.linalg.norm(dp)), float(np.linalg.norm(dr))
+            dp = pos - site_xpos
+            dr = rotation_error(rot, site_xmat)
+            err_p, err_r = vector_norm(dp), vector_norm(dr)
             if err_p < POSITION_TOLERANCE and err_r < ROTATION_TOLERANCE:
                 return q, err_p, err_r, iteration
-            mujoco.mj_comPos(self.model, self.data)
-            mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, site)
-            jac = np.vstack([self._jacp[:, index.dof], self._jacr[:, index.dof]])
-            err = np.concatenate([dp, dr])
-            dq = jac.T @ np.linalg.solve(jac @ jac.T + DAMPING * np.eye(6), err)
-            scale = np.max(np.abs(dq)) / MAX_JOINT_STEP
+            mujoco.mj_comPos(model, data)
+            mujoco.mj_jacSite(model, data, jacp, jacr, site)
+            jac[:3] = jacp[:, dof]
+            jac[3:] = jacr[:, dof]
+            err[:3] = dp
+            err[3:] = dr
+            dq = jac.T @ np.linalg.solve(jac @ jac.T + self._damping, err)
+            scale = float(np.abs(dq).max()) / MAX_JOINT_STEP
             if scale > 1.0:
                 dq /= scale
-            q = np.clip(q + dq, desc.lower, desc.upper)
+            q = np.minimum(np.maximum(q + dq, lower), upper)
         return q, err_p, err_r, MAX_ITERATIONS
 
     def solve(

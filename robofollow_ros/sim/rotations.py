@@ -40,14 +40,24 @@ def top_down(yaw: float = 0.0) -> np.ndarray:
     return rot_z(yaw) @ TOP_DOWN
 
 
+def vector_norm(vector: np.ndarray) -> float:
+    """Euclidean norm of a 1-D float64 array, with the same arithmetic as ``np.linalg.norm`` (so the same bits)
+    without its dispatch overhead; the IK calls it several times per iteration."""
+    return math.sqrt(float(vector.dot(vector)))
+
+
 def rotation_error(target: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Rotation vector (world frame, rad) that turns ``current`` into ``target``."""
-    quat_err = quat_from_matrix(target @ current.T)
-    sin_half = np.linalg.norm(quat_err[1:])
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, (target @ current.T).reshape(9))
+    if quat[0] < 0.0:
+        quat = -quat
+    vector = quat[1:]
+    sin_half = vector_norm(vector)
     if sin_half < 1e-12:
         return np.zeros(3)
-    angle = 2.0 * math.atan2(sin_half, quat_err[0])
-    return quat_err[1:] / sin_half * angle
+    angle = 2.0 * math.atan2(sin_half, float(quat[0]))
+    return vector / sin_half * angle
 
 
 def yaw_of(quat: np.ndarray) -> float:
