@@ -42,7 +42,7 @@ from robofollow_ros.policy.base import validate_chunk
 from robofollow_ros.policy.server.openpi_server import OpenpiServer
 from robofollow_ros.policy.server.served import ServedPolicy
 from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
-from robofollow_ros.sim import recorder, render
+from robofollow_ros.sim import render, trajectory_frames
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.expert import ExpertPolicy
 
@@ -140,8 +140,8 @@ def main() -> int:
     timers.wrap(render.CameraRig, 'render', 'rendering')
     timers.wrap(guard.GuardedPolicy, 'predict', 'policy wire')
     timers.wrap(runner, 'make_record', 'scoring')
-    timers.wrap(recorder.FrameRecorder, 'record', 'recording')
-    timers.wrap(recorder.FrameRecorder, 'trajectory', 'recording')
+    timers.wrap(trajectory_frames.FrameRecorder, 'record', 'recording')
+    timers.wrap(trajectory_frames.FrameRecorder, 'trajectory', 'recording')
     print(f'load average before: {" ".join(f"{v:.2f}" for v in os.getloadavg())} on {os.cpu_count()} CPUs')
     trials_runner = runner.InProcessTrials(options, identity=run_identity(options, privileged=False))
     results = []

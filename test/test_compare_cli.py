@@ -18,7 +18,7 @@ from test_html_report import QuietHandler, open_browser
 
 from robofollow_ros.cli import main
 from robofollow_ros.diagnostics.mirage import mirage_gap, mirage_markdown
-from robofollow_ros.referee.report import Table, figure_of
+from robofollow_ros.referee.table1 import Table, figure_of
 from robofollow_ros.statistics.cells import table_intervals
 from robofollow_ros.statistics.compare import compare_records
 from robofollow_ros.statistics.paired import A_BETTER, NO_DIFFERENCE

@@ -36,9 +36,9 @@ from std_srvs.srv import Trigger
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import GraphError
+from robofollow_ros.evaluation.episode_files import episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.identity import RunIdentity, read_identity
-from robofollow_ros.evaluation.recording import episode_stem
 from robofollow_ros.evaluation.records import Trial, unscored_record
 from robofollow_ros.evaluation.results import RESULTS_NAME, ResultsFile
 from robofollow_ros.evaluation.suite import SuiteOptions, run_identity, run_suite

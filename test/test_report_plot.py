@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from robofollow_ros.referee.aggregate import GroupSummary
-from robofollow_ros.referee.report import Table, build_table, figure_of, to_markdown
+from robofollow_ros.referee.table1 import Table, build_table, figure_of, to_markdown
 
 EQUAL = {'S1': {'L0': (100.0, 100.0, 100.0), 'L1': (50.0, 50.0, 0.0)}}
 

@@ -22,8 +22,8 @@ from robofollow_ros.sim import kinematics
 from robofollow_ros.sim.executor import JointExecutor
 from robofollow_ros.sim.kinematics import Kinematics
 from robofollow_ros.sim.model import CellModel
-from robofollow_ros.sim.recorder import FrameRecorder
 from robofollow_ros.sim.rotations import quat_from_matrix, rotation_error, top_down, vector_norm
+from robofollow_ros.sim.trajectory_frames import FrameRecorder
 from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX, STATE_DIM
 
 pytestmark = pytest.mark.sim

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from robofollow_ros.cli.options import add_robot_argument
 
 if TYPE_CHECKING:
-    from robofollow_ros.referee.report import Table
+    from robofollow_ros.referee.table1 import Table
 
 HELP = 'demo evaluation in simulation: expert vs language-blind baseline, one task per scene and level'
 DESCRIPTION = """\
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.cli.report import one_run
     from robofollow_ros.errors import RoboFollowError
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
-    from robofollow_ros.referee.report import plot_comparison, write_report
+    from robofollow_ros.referee.table1 import plot_comparison, write_report
 
     if args.rounds < 1:
         raise RoboFollowError('--rounds must be at least 1')

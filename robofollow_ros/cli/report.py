@@ -102,9 +102,9 @@ def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dic
 
 def run(args: argparse.Namespace) -> int:
     """Read, deduplicate, summarise, write the tables and the plot, print the Markdown."""
-    from robofollow_ros.diagnostics.report import write_diagnostics
+    from robofollow_ros.diagnostics.mirage_and_confusion import write_diagnostics
     from robofollow_ros.referee.aggregate import deduplicate, read_result_records
-    from robofollow_ros.referee.report import write_report
+    from robofollow_ros.referee.table1 import write_report
 
     confidence = confidence_fraction(args.confidence)
     if args.plan_width is not None and not 0.0 < args.plan_width < 100.0:
@@ -173,7 +173,7 @@ def _baseline(
     given: list[dict[str, Any]] | None,
 ) -> tuple[list[dict[str, Any]] | None, str | None]:
     """The baseline's records for the mirage gap (``given``: read from --baseline), or ``None`` and why not."""
-    from robofollow_ros.diagnostics.report import BASELINE_DIR, BASELINE_POLICY, blind_baseline
+    from robofollow_ros.diagnostics.mirage_and_confusion import BASELINE_DIR, BASELINE_POLICY, blind_baseline
 
     if choice == 'none':
         return None, 'no baseline (--baseline none)'

@@ -16,8 +16,8 @@ from typing import Any
 
 from robofollow_ros.diagnostics.confusion import CATEGORIES
 from robofollow_ros.diagnostics.mirage import ALL_LEVELS, gap_interval_triple, gap_verdict_triple, percent_triple
-from robofollow_ros.diagnostics.report import PLOT_NAME, Diagnostics
-from robofollow_ros.referee.report import METRICS, Table, bounds_text
+from robofollow_ros.diagnostics.mirage_and_confusion import PLOT_NAME, Diagnostics
+from robofollow_ros.referee.table1 import METRICS, Table, bounds_text
 from robofollow_ros.statistics.cells import Intervals, methods_used
 
 PAGE_NAME = 'index.html'
@@ -184,7 +184,7 @@ def write_html_report(
 ) -> Path:
     """Write ``page_dir/index.html`` for the run whose records (and linked files) live in ``run_dir``.
 
-    With ``diagnostics`` (``robofollow_ros.diagnostics.report.write_diagnostics``, written to ``page_dir``), the page
+    With ``diagnostics`` (``diagnostics.mirage_and_confusion.write_diagnostics``, written to ``page_dir``), the page
     also shows the mirage gap and the intent confusion; with ``intervals`` (``robofollow_ros.statistics.cells``),
     the confidence interval of every figure of Table 1.
     """

@@ -18,8 +18,8 @@ import shutil
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
+from robofollow_ros.evaluation.episode_files import EPISODES_DIR, VIDEOS_DIR
 from robofollow_ros.evaluation.identity import IDENTITY_NAME
-from robofollow_ros.evaluation.recording import EPISODES_DIR, VIDEOS_DIR
 from robofollow_ros.evaluation.results import RESULTS_NAME
 from robofollow_ros.evaluation.status import RUN_NAME
 from robofollow_ros.textfiles import partial_owner
@@ -69,7 +69,7 @@ def clean_run_leftovers(out: Path, *, stems: Collection[str], referenced: Iterab
 
     Args:
         out: the run folder.
-        stems: ``recording.episode_stem`` of every trial of the run.
+        stems: ``episode_files.episode_stem`` of every trial of the run.
         referenced: ``episode_file`` values of the records (paths relative to ``out``).
     """
     out = Path(out)

@@ -9,8 +9,8 @@ from typing import Any
 
 from robofollow_ros.benchmark.types import Variant
 from robofollow_ros.evaluation.episode import EpisodeLimits
+from robofollow_ros.evaluation.episode_files import RecordMode
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT
-from robofollow_ros.evaluation.recording import RecordMode
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.errors import RunFolderError
+from robofollow_ros.evaluation.episode_files import EPISODES_DIR, VIDEOS_DIR
 from robofollow_ros.evaluation.identity import aside_folder, move_into
-from robofollow_ros.evaluation.recording import EPISODES_DIR, VIDEOS_DIR
 from robofollow_ros.evaluation.results import ResultsFile, TrialKey, jsonl_text, trial_key
 from robofollow_ros.textfiles import write_atomically
 

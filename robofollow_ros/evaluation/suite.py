@@ -21,12 +21,12 @@ from robofollow_ros.benchmark.types import Task
 from robofollow_ros.errors import RoboFollowError, RunFolderError
 from robofollow_ros.evaluation.dispatch import run_pool
 from robofollow_ros.evaluation.endpoints import ServerWatch
+from robofollow_ros.evaluation.episode_files import EPISODES_DIR, LAYOUTS_DIR, episode_stem, save_episode
 from robofollow_ros.evaluation.identity import RunIdentity, claim_run_folder
 from robofollow_ros.evaluation.leftovers import clean_run_leftovers
 from robofollow_ros.evaluation.lock import RunLock
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.progress import Progress
-from robofollow_ros.evaluation.recording import EPISODES_DIR, LAYOUTS_DIR, episode_stem, save_episode
 from robofollow_ros.evaluation.records import Trial, episode_meta
 from robofollow_ros.evaluation.results import RESULTS_NAME, ResultsFile, trial_key
 from robofollow_ros.evaluation.retry import set_aside_failed_trials

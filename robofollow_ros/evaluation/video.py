@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from robofollow_ros.errors import DatasetError
-from robofollow_ros.evaluation.recording import VIDEOS_DIR
+from robofollow_ros.evaluation.episode_files import VIDEOS_DIR
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.textfiles import partial_path
 

@@ -32,9 +32,9 @@ from std_msgs.msg import String
 
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, GraphLostError, RoboFollowError
+from robofollow_ros.evaluation.episode_files import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.options import SuiteOptions
-from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.status import amend_status
 from robofollow_ros.evaluation.suite import RunInterrupted, plan_trials, run_suite
 from robofollow_ros.graph.domains import base_domain, graph_domains

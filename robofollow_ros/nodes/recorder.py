@@ -38,8 +38,8 @@ from robofollow_ros.bags.conventions import IMAGE, JOINT_STATE, MARKER_ARRAY, PO
 from robofollow_ros.bags.writer import EpisodeBagWriter
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.evaluation.episode_files import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.robot.specs import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import from_time

@@ -30,11 +30,11 @@ from typing import Any, Protocol
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import GraphLostError, WorkerLostError
 from robofollow_ros.evaluation.dispatch import TrialQueue
+from robofollow_ros.evaluation.episode_files import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.evaluation.leftovers import process_gone
 from robofollow_ros.evaluation.options import SuiteOptions
-from robofollow_ros.evaluation.recording import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.records import Trial, bookkeeping
 from robofollow_ros.evaluation.runner import TrialResult
 from robofollow_ros.referee.aggregate import VOID_FIELD, is_void

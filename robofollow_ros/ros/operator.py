@@ -34,9 +34,9 @@ from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.seeds import perturbed_positions
 from robofollow_ros.errors import GraphError
+from robofollow_ros.evaluation.episode_files import LAYOUTS_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.layout_picture import layout_text, write_layout_picture
-from robofollow_ros.evaluation.recording import LAYOUTS_DIR, episode_stem
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.object_poses import ObjectPoses
 from robofollow_ros.ros.protocol import ResetEpisode, SimStatus, SimStatusMessage, StatusEvent

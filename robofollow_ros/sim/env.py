@@ -23,9 +23,9 @@ from robofollow_ros.sim.kinematics import Kinematics
 from robofollow_ros.sim.markers import cell_markers
 from robofollow_ros.sim.model import CellModel
 from robofollow_ros.sim.physics import finger_opening, object_pose, set_arm_joints, tcp_pose
-from robofollow_ros.sim.recorder import FrameRecorder, RecordedFrame
 from robofollow_ros.sim.render import CameraRig
 from robofollow_ros.sim.spawn import spawn
+from robofollow_ros.sim.trajectory_frames import FrameRecorder, RecordedFrame
 from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
 from robofollow_ros.tracking.markers import load_markers
 
