@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +234,36 @@ def stop_listener(process: subprocess.Popen[str], *, grace: float = 20.0) -> Non
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def private_node(domain: int, name: str, *, spin: bool = False) -> Iterator[tuple[Any, Any]]:
+    """An rclpy node of its own context in the test's private ``domain`` (localhost discovery, the shipped Fast DDS
+    profile), with a single-threaded executor it was added to, spun on a thread when ``spin``; torn down after."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+
+    saved = {key: os.environ.get(key) for key in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE')}
+    os.environ.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', FASTDDS_DEFAULT_PROFILES_FILE=str(PROFILE))
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain(domain))
+    node = rclpy.create_node(name, context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True) if spin else None
+    if spinner is not None:
+        spinner.start()
+    try:
+        yield node, executor
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        if spinner is not None:
+            spinner.join(timeout=5)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -8,10 +8,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-import rclpy
 from geometry_msgs.msg import PoseStamped
-from graph_helpers import PROFILE, ROOT, graph_env, ros_domain, wait_until
-from rclpy.context import Context
+from graph_helpers import ROOT, graph_env, private_node, wait_until
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -45,18 +43,9 @@ def stop_node(process: subprocess.Popen[str]) -> str:
 
 
 @pytest.fixture
-def ros(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Node, SingleThreadedExecutor]]:
-    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    monkeypatch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', str(PROFILE))
-    context = Context()
-    rclpy.init(context=context, domain_id=ros_domain(NOMINAL_DOMAIN))
-    node = rclpy.create_node('ee_pose_test', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    yield node, executor
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown(context=context)
+def ros() -> Iterator[tuple[Node, SingleThreadedExecutor]]:
+    with private_node(NOMINAL_DOMAIN, 'ee_pose_test', spin=False) as (node, executor):
+        yield node, executor
 
 
 def exchange(

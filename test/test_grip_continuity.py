@@ -13,10 +13,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import rclpy
 from builtin_interfaces.msg import Duration
-from graph_helpers import PROFILE, ros_domain
-from rclpy.context import Context
+from graph_helpers import private_node
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -31,15 +29,9 @@ HOLDING = 0.6
 
 
 @pytest.fixture
-def ros(monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
-    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    monkeypatch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', str(PROFILE))
-    context = Context()
-    rclpy.init(context=context, domain_id=ros_domain(NOMINAL_DOMAIN))
-    node = rclpy.create_node('grip_continuity_test', context=context)
-    yield node
-    node.destroy_node()
-    rclpy.shutdown(context=context)
+def ros() -> Iterator[Node]:
+    with private_node(NOMINAL_DOMAIN, 'grip_continuity_test', spin=False) as (node, _executor):
+        yield node
 
 
 def closed_gripper_trajectory(joint: str, value: float) -> JointTrajectory:

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
-import rclpy
-from graph_helpers import PROFILE, ros_domain, wait_until
-from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
+from graph_helpers import private_node, wait_until
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
@@ -29,21 +25,9 @@ NOMINAL_DOMAIN = 56
 
 
 @pytest.fixture
-def ros(monkeypatch: pytest.MonkeyPatch) -> Iterator[Node]:
-    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    monkeypatch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', str(PROFILE))
-    context = Context()
-    rclpy.init(context=context, domain_id=ros_domain(NOMINAL_DOMAIN))
-    node = rclpy.create_node('drivers_test', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    yield node
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown(context=context)
-    spinner.join(timeout=5)
+def ros() -> Iterator[Node]:
+    with private_node(NOMINAL_DOMAIN, 'drivers_test', spin=True) as (node, _executor):
+        yield node
 
 
 def test_ros2_control_driver_writes_one_trajectory_per_controller_in_driver_units(ros: Node) -> None:
