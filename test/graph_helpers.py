@@ -267,3 +267,21 @@ def private_node(domain: int, name: str, *, spin: bool = False) -> Iterator[tupl
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def start_node_process(domain: int, node: str, *parameters: str) -> subprocess.Popen[str]:
+    """Node ``robofollow_ros.nodes.<node>`` in its own process in the test's private ``domain``, with ``name:=value``
+    parameters (stdout and stderr piped; ``stop_node_process`` ends it)."""
+    arguments = [arg for parameter in parameters for arg in ('-p', parameter)]
+    command = [sys.executable, '-m', f'robofollow_ros.nodes.{node}', '--ros-args', *arguments]
+    return subprocess.Popen(
+        command, env=graph_env(domain), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def stop_node_process(process: subprocess.Popen[str]) -> str:
+    """Terminate a node started by ``start_node_process`` (if still running); its stderr."""
+    if process.poll() is None:
+        process.terminate()
+    _, err = process.communicate(timeout=30)
+    return err

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from geometry_msgs.msg import PoseStamped
-from graph_helpers import ROOT, graph_env, private_node, wait_until
+from graph_helpers import private_node, start_node_process, stop_node_process, wait_until
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -28,18 +27,10 @@ STAMP_NS = 1_234_567_890
 
 
 def start_node(*parameters: str) -> subprocess.Popen[str]:
-    arguments = [arg for p in parameters for arg in ('-p', p)]
-    command = [sys.executable, '-m', 'robofollow_ros.nodes.ee_pose', '--ros-args', *arguments]
-    return subprocess.Popen(
-        command, env=graph_env(NOMINAL_DOMAIN), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return start_node_process(NOMINAL_DOMAIN, 'ee_pose', *parameters)
 
 
-def stop_node(process: subprocess.Popen[str]) -> str:
-    if process.poll() is None:
-        process.terminate()
-    _, err = process.communicate(timeout=30)
-    return err
+stop_node = stop_node_process
 
 
 @pytest.fixture

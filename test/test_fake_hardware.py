@@ -8,7 +8,6 @@ test waited, so a loaded machine only makes the test slower.
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
@@ -17,7 +16,7 @@ import pytest
 import rclpy
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import PoseStamped
-from graph_helpers import PROFILE, ROOT, graph_env, ros_domain, wait_until
+from graph_helpers import PROFILE, ros_domain, start_node_process, stop_node_process, wait_until
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -43,18 +42,10 @@ ROS2_CONTROL = load_profile('aloha_ros2_control')
 
 
 def start_node(profile: str, *parameters: str) -> subprocess.Popen[str]:
-    arguments = [arg for p in (f'robot_profile:={profile}', *parameters) for arg in ('-p', p)]
-    command = [sys.executable, '-m', 'robofollow_ros.nodes.fake_hardware', '--ros-args', *arguments]
-    return subprocess.Popen(
-        command, env=graph_env(NOMINAL_DOMAIN), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return start_node_process(NOMINAL_DOMAIN, 'fake_hardware', f'robot_profile:={profile}', *parameters)
 
 
-def stop_node(process: subprocess.Popen[str]) -> str:
-    if process.poll() is None:
-        process.terminate()
-    _, err = process.communicate(timeout=30)
-    return err
+stop_node = stop_node_process
 
 
 @dataclass

@@ -39,7 +39,27 @@ class QueryTiming:
     overheads: list[float] = field(default_factory=list)
 
 
-class RosEnvironment:
+class GraphEpisode:
+    """What one episode over the graph keeps, in the simulator's handshake (``RosEnvironment``) or in real time
+    (``ros.realtime_environment.RealTimeEnvironment``): the bridge's cache, the episode, its layout once reset, the
+    stamps of its start (``origin_ns``) and latest observation (``stamp_ns``), the queries made and rows executed.
+    """
+
+    def __init__(self, cache: ObservationCache, *, episode_id: str, privileged: bool, timeout: float) -> None:
+        self.cache = cache
+        self.episode_id = episode_id
+        self.privileged = privileged
+        self.timeout = timeout
+        self.images = False
+        self.layout: Layout | None = None
+        self.origin_ns = 0
+        self.stamp_ns = -1
+        self.queries = 0
+        self.executed_rows = 0
+        self.typestore = default_typestore()
+
+
+class RosEnvironment(GraphEpisode):
     """One episode over the graph.
 
     Args:
@@ -61,20 +81,10 @@ class RosEnvironment:
         privileged: bool,
         timeout: float,
     ) -> None:
-        self.cache = cache
+        super().__init__(cache, episode_id=episode_id, privileged=privileged, timeout=timeout)
         self.publish_chunk = publish_chunk
         self.joints = joints
-        self.episode_id = episode_id
-        self.images = False
-        self.privileged = privileged
-        self.timeout = timeout
-        self.layout: Layout | None = None
-        self.origin_ns = 0
-        self.stamp_ns = -1
-        self.queries = 0
-        self.executed_rows = 0
         self.timing = QueryTiming()
-        self.typestore = default_typestore()
 
     def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> CellObservation:
         """The initial observation of the episode the sim was reset to (with the camera images if ``images``)."""

@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from robofollow_ros import topics
-from robofollow_ros.bags.cdr import decode_poses, default_typestore
+from robofollow_ros.bags.cdr import decode_poses
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import GraphError, MotionStoppedError
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
+from robofollow_ros.ros.environment import GraphEpisode
 from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import StatusEvent
@@ -90,7 +91,7 @@ class WatchedPolicy(LimitedPolicy):
                 self.motion.answer_arrived()
 
 
-class RealTimeEnvironment:
+class RealTimeEnvironment(GraphEpisode):
     """One episode on a real cell.
 
     Args:
@@ -116,21 +117,11 @@ class RealTimeEnvironment:
         max_age: float,
         log: Callable[[str], object],
     ) -> None:
-        self.cache = cache
+        super().__init__(cache, episode_id=episode_id, privileged=privileged, timeout=timeout)
         self.motion = motion
         self.clock_ns = clock_ns
-        self.episode_id = episode_id
-        self.privileged = privileged
-        self.timeout = timeout
         self.max_age = max_age
         self.log = log
-        self.images = False
-        self.layout: Layout | None = None
-        self.origin_ns = 0
-        self.stamp_ns = -1
-        self.queries = 0
-        self.executed_rows = 0
-        self.typestore = default_typestore()
 
     def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> CellObservation:
         """The first observation of the episode the evaluator reset the cell for; motion is allowed again."""
