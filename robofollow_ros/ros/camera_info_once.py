@@ -39,18 +39,13 @@ def camera_info_document(message: Any) -> dict[str, Any]:
 
 def read_one(topic: str, *, timeout_s: float) -> Any | None:
     """The first CameraInfo on ``topic`` within ``timeout_s`` seconds, or None."""
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.task import Future
     from sensor_msgs.msg import CameraInfo
 
     from robofollow_ros.ros import qos
+    from robofollow_ros.ros.runtime import one_shot_node
 
-    context = Context()
-    rclpy.init(context=context)
-    try:
-        node = rclpy.create_node('robofollow_calibrate_camera_info', context=context)
+    with one_shot_node('robofollow_calibrate_camera_info') as (node, executor):
         heard: Future = Future()
 
         def take(message: CameraInfo) -> None:
@@ -58,14 +53,8 @@ def read_one(topic: str, *, timeout_s: float) -> Any | None:
                 heard.set_result(message)
 
         node.create_subscription(CameraInfo, topic, take, qos.SENSOR)
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
         executor.spin_until_future_complete(heard, timeout_sec=timeout_s)
-        executor.shutdown()
-        node.destroy_node()
         return heard.result() if heard.done() else None
-    finally:
-        rclpy.shutdown(context=context)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

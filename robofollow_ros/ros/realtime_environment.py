@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from robofollow_ros import topics
-from robofollow_ros.bags.cdr import decode_poses
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import GraphError, MotionStoppedError
@@ -247,13 +246,5 @@ class RealTimeEnvironment(GraphEpisode):
             robot=self.motion.profile.robot or DEFAULT_ROBOT,
         )
         if self.privileged:
-            assert self.layout is not None
-            series = decode_poses(self.typestore, [poses[topic] for topic in wanted], topic='the privileged poses')
-            row = {topic: index for index, topic in enumerate(wanted)}
-            for arm in ARMS:
-                at = row[topics.ee_pose_topic(arm)]
-                observation.ee_pos[arm], observation.ee_quat[arm] = series.position[at], series.quat[at]
-            for name in self.layout.object_names:
-                at = row[topics.object_pose_topic(name)]
-                observation.object_pos[name], observation.object_quat[name] = series.position[at], series.quat[at]
+            self.attach_poses(observation, [poses[topic] for topic in wanted], wanted)
         return observation

@@ -18,32 +18,20 @@ EXIT_NO_SERVICE = 2
 
 def call(service: str, *, timeout_s: float) -> tuple[bool, str] | None:
     """(success, message) of one call of the Trigger ``service``, or None when it did not answer in time."""
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
     from std_srvs.srv import Trigger
 
-    context = Context()
-    rclpy.init(context=context)
-    try:
-        node = rclpy.create_node('robofollow_operator', context=context)
+    from robofollow_ros.ros.runtime import one_shot_node
+
+    with one_shot_node('robofollow_operator') as (node, executor):
         client: Any = node.create_client(Trigger, service)
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
-        try:
-            if not client.wait_for_service(timeout_sec=timeout_s):
-                return None
-            future = client.call_async(Trigger.Request())
-            executor.spin_until_future_complete(future, timeout_sec=timeout_s)
-            answer: Any = future.result() if future.done() else None
-            if answer is None:
-                return None
-            return bool(answer.success), str(answer.message)
-        finally:
-            executor.shutdown()
-            node.destroy_node()
-    finally:
-        rclpy.shutdown(context=context)
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            return None
+        future = client.call_async(Trigger.Request())
+        executor.spin_until_future_complete(future, timeout_sec=timeout_s)
+        answer: Any = future.result() if future.done() else None
+        if answer is None:
+            return None
+        return bool(answer.success), str(answer.message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
