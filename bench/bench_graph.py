@@ -33,7 +33,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -43,8 +42,8 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+from graph_launch import ROOT, graph_env, launch_command
 
-ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
 RSS_PERIOD = 0.2
 RESULT_POLL = 0.005
@@ -101,7 +100,7 @@ def launch(
 ) -> tuple[float, int, str]:
     """Run ``robofollow launch sim``; its wall seconds, peak summed node RSS and output. ``arrivals`` receives the
     seconds from the launch at which result lines appeared (polled)."""
-    command = [sys.executable, '-m', 'robofollow_ros', 'launch', 'sim', *(f'{k}:={v}' for k, v in arguments.items())]
+    command = launch_command('sim', **arguments)
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -207,12 +206,7 @@ def main() -> None:
     from robofollow_ros.cli.demo import demo_task_ids
 
     tasks = demo_task_ids()
-    env = {
-        **os.environ,
-        'ROS_DOMAIN_ID': str(args.domain),
-        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
-        'PYTHONPATH': os.pathsep.join([str(ROOT / 'bench'), os.environ.get('PYTHONPATH', '')]).rstrip(os.pathsep),
-    }
+    env = graph_env(args.domain, python_path=(ROOT / 'bench',))
     os.environ.update({key: env[key] for key in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
     print(f'load average at start: {_load()}')
     with tempfile.TemporaryDirectory() as folder:

@@ -46,7 +46,6 @@ import os
 import pickle
 import re
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -54,13 +53,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from graph_launch import ROOT, graph_env, launch_command
 
 from robofollow_ros.cli.demo import demo_task_ids
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.state_layout import ARMS
 
-ROOT = Path(__file__).resolve().parents[1]
 SCORES = ('intent_score', 'exec_score', 'completion_ok')
 SETTLE_TOLERANCE = 0.02
 """The bridge's default ``settle_tolerance`` (rad): how close the arm joints must come to a chunk's last row."""
@@ -313,33 +312,16 @@ def streamed_timing(profile: RobotProfile, recording: Recording) -> Timing:
 # --- runs -----------------------------------------------------------------------------------------------------
 
 
-def graph_env(domain: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        ROS_DOMAIN_ID=str(domain),
-        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-        FASTDDS_DEFAULT_PROFILES_FILE=str(ROOT / 'config' / 'fastdds_shm.xml'),
-        MUJOCO_GL=env.get('MUJOCO_GL', 'egl'),
-        PYTHONPATH=os.pathsep.join([str(ROOT), env.get('PYTHONPATH', '')]).rstrip(os.pathsep),
-    )
-    env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
-    return env
-
-
 def launch_real(profile_name: str, tasks: list[str], out: Path, domain: int) -> tuple[int, str, float]:
-    command = [
-        sys.executable,
-        '-m',
-        'robofollow_ros',
-        'launch',
+    command = launch_command(
         'real',
-        f'robot_profile:={profile_name}',
-        'policy:=expert',
-        f'task_ids:={",".join(tasks)}',
-        f'out:={out}',
-        'record:=bag',
-        'force_new:=true',
-    ]
+        robot_profile=profile_name,
+        policy='expert',
+        task_ids=','.join(tasks),
+        out=str(out),
+        record='bag',
+        force_new='true',
+    )
     start = time.monotonic()
     done = subprocess.run(command, env=graph_env(domain), cwd=ROOT, capture_output=True, text=True, timeout=3600)
     return done.returncode, done.stdout + done.stderr, time.monotonic() - start

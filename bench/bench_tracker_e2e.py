@@ -28,40 +28,33 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from robofollow_ros.cli.demo import demo_task_ids
+from graph_launch import ROOT, graph_env, launch_command
 
-ROOT = Path(__file__).resolve().parents[1]
+from robofollow_ros.cli.demo import demo_task_ids
 
 
 def run_pass(
     *, policy: str, source: str, out: Path, domain: int, tasks: list[str], calibration: str, attempts: int
 ) -> tuple[float, int]:
     """One launch of the real graph (again on failure); its wall time and the number of launches it took."""
-    command = [
-        sys.executable,
-        '-m',
-        'robofollow_ros',
-        'launch',
+    calibrated = {'calibration': calibration} if source == 'tracker' and calibration else {}
+    command = launch_command(
         'real',
-        f'pose_source:={source}',
-        'markers:=true',
-        'layout_check:=false',  # a hidden tag at the reset (Scene 4's stack) would hold the trial for an operator
-        f'policy:={policy}',
-        f'task_ids:={",".join(tasks)}',
-        'record:=bag',
-        f'out:={out}',
-        'progress:=true',
-    ]
-    if source == 'tracker' and calibration:
-        command.append(f'calibration:={calibration}')
-    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
-    env.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    env.setdefault('MUJOCO_GL', 'egl')
+        pose_source=source,
+        markers='true',
+        layout_check='false',  # a hidden tag at the reset (Scene 4's stack) would hold the trial for an operator
+        policy=policy,
+        task_ids=','.join(tasks),
+        record='bag',
+        out=str(out),
+        progress='true',
+        **calibrated,
+    )
+    env = graph_env(domain)
     start = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, attempts + 1):

@@ -269,6 +269,33 @@ def private_node(domain: int, name: str, *, spin: bool = False) -> Iterator[tupl
                 os.environ[key] = value
 
 
+@contextlib.contextmanager
+def spinning(context: Any, *nodes: Any, threads: int = 1) -> Iterator[None]:
+    """Spin ``nodes`` (of rclpy ``context``, ``None`` for the default one) on a thread, with a multi-threaded
+    executor when ``threads`` > 1, for the block; then stop the executor, destroy the nodes and shut ``context``
+    down."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
+    executor = (
+        MultiThreadedExecutor(num_threads=threads, context=context)
+        if threads > 1
+        else SingleThreadedExecutor(context=context)
+    )
+    for node in nodes:
+        executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        yield
+    finally:
+        executor.shutdown(timeout_sec=5)
+        spinner.join(timeout=5)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
 def start_node_process(domain: int, node: str, *parameters: str) -> subprocess.Popen[str]:
     """Node ``robofollow_ros.nodes.<node>`` in its own process in the test's private ``domain``, with ``name:=value``
     parameters (stdout and stderr piped; ``stop_node_process`` ends it)."""

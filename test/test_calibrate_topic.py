@@ -1,19 +1,17 @@
 """``robofollow calibrate --camera-info-topic``: the intrinsics from one CameraInfo of a live topic (read by
-``ros.camera_info_once`` in its own process over real DDS, private domain), and one line with exit 2 when none
+``ros.ask_once`` in its own process over real DDS, private domain), and one line with exit 2 when none
 comes."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import rclpy
-from graph_helpers import PROFILE, ros_domain
+from graph_helpers import PROFILE, ros_domain, spinning
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import CameraInfo
 
 from robofollow_ros.cli import main
@@ -54,15 +52,8 @@ def simulator_camera_info(domain: int) -> Iterator[None]:
     node = rclpy.create_node('camera_info_publisher', context=context)
     publisher = node.create_publisher(CameraInfo, TOPIC, qos.SENSOR)
     node.create_timer(0.05, lambda: publisher.publish(message))
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    yield
-    executor.shutdown()
-    spinner.join(timeout=10)
-    node.destroy_node()
-    rclpy.shutdown(context=context)
+    with spinning(context, node):
+        yield
 
 
 def test_the_intrinsics_come_from_the_live_topic(

@@ -7,17 +7,16 @@ test waited, so a loaded machine only makes the test slower.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
-import rclpy
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import PoseStamped
-from graph_helpers import PROFILE, ros_domain, start_node_process, stop_node_process, wait_until
-from rclpy.context import Context
+from graph_helpers import private_node, start_node_process, stop_node_process, wait_until
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -41,11 +40,12 @@ NS = 1_000_000_000
 ROS2_CONTROL = load_profile('aloha_ros2_control')
 
 
-def start_node(profile: str, *parameters: str) -> subprocess.Popen[str]:
-    return start_node_process(NOMINAL_DOMAIN, 'fake_hardware', f'robot_profile:={profile}', *parameters)
+@dataclass
+class Hardware:
+    """A fake hardware node in its own process; its stderr once it stopped."""
 
-
-stop_node = stop_node_process
+    process: subprocess.Popen[str]
+    err: str = ''
 
 
 @dataclass
@@ -82,20 +82,24 @@ class Client:
     def heard_after(self, topic: str, stamp_ns: int) -> bool:
         return bool(self.states[topic]) and from_time(self.states[topic][-1].header.stamp) > stamp_ns
 
+    @contextlib.contextmanager
+    def hardware(self, profile: str, topic: str, *parameters: str) -> Iterator[Hardware]:
+        """Fake hardware for ``profile`` (``name:=value`` ``parameters``) for the block, its joint states on
+        ``topic`` heard from the start and one of them in before the block runs; stopped after it."""
+        self.listen(topic)
+        process = start_node_process(NOMINAL_DOMAIN, 'fake_hardware', f'robot_profile:={profile}', *parameters)
+        hardware = Hardware(process)
+        try:
+            self.spin_until(lambda: self.states[topic], what=f'joint states from the fake hardware on {topic}')
+            yield hardware
+        finally:
+            hardware.err = stop_node_process(process)
+
 
 @pytest.fixture
-def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Client]:
-    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    monkeypatch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', str(PROFILE))
-    context = Context()
-    rclpy.init(context=context, domain_id=ros_domain(NOMINAL_DOMAIN))
-    node = rclpy.create_node('fake_hardware_test', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    yield Client(node, executor)
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown(context=context)
+def client() -> Iterator[Client]:
+    with private_node(NOMINAL_DOMAIN, 'fake_hardware_test') as (node, executor):
+        yield Client(node, executor)
 
 
 def trajectory(
@@ -168,10 +172,7 @@ def test_driver_units_go_through_the_profile_signs_offsets_and_gripper_scale() -
 def test_ros2_control_trajectories_move_the_arm_and_gripper_in_time(client: Client) -> None:
     """A timed JTC goal (future start, two points) and a gripper goal in metres; joint states with URDF names."""
     left = ROS2_CONTROL.arms['left']
-    client.listen('/joint_states')
-    process = start_node('aloha_ros2_control')
-    try:
-        client.spin_until(lambda: client.states['/joint_states'], what='joint states from the fake hardware')
+    with client.hardware('aloha_ros2_control', '/joint_states') as hardware:
         first = client.states['/joint_states'][-1]
         assert list(first.name) == driver_names(ROS2_CONTROL, 'left') + driver_names(ROS2_CONTROL, 'right')
         home = client.latest('/joint_states')
@@ -189,9 +190,7 @@ def test_ros2_control_trajectories_move_the_arm_and_gripper_in_time(client: Clie
         gripper.publish(trajectory(('left_left_finger',), [(0.5, [0.012])]))
         end_ns = start_ns + int(1.2 * NS)
         client.spin_until(lambda: client.heard_after('/joint_states', end_ns + NS // 2), what='the trajectory to end')
-        assert process.poll() is None
-    finally:
-        err = stop_node(process)
+        assert hardware.process.poll() is None
     states = client.states['/joint_states']
     # Held before the first point, halfway at the middle of the segment, at the target from its end on.
     assert position_at(states, start_ns, 'left_waist') == pytest.approx(start[0], abs=0.01)
@@ -201,21 +200,18 @@ def test_ros2_control_trajectories_move_the_arm_and_gripper_in_time(client: Clie
     np.testing.assert_allclose([final[j] for j in left.joints], target, atol=0.01)
     assert final['left_left_finger'] == pytest.approx(0.012, abs=1e-3)
     assert final['right_waist'] == pytest.approx(0.0, abs=2e-3)  # the other arm held
-    assert 'refused' not in err
+    assert 'refused' not in hardware.err
 
 
 def test_empty_and_partial_trajectories_are_refused_and_the_arm_holds(client: Client) -> None:
     """The JTC's refusals (an empty trajectory no longer stops an arm: ros2_controllers#902); its readers' QoS."""
     left = ROS2_CONTROL.arms['left']
-    client.listen('/joint_states')
-    process = start_node('aloha_ros2_control')
-    try:
+    with client.hardware('aloha_ros2_control', '/joint_states') as hardware:
         arm = client.publisher(JointTrajectory, left.command.topic)
         for topic in (left.command.topic, left.gripper.interface.topic):
             (reader,) = client.node.get_subscriptions_info_by_topic(topic)
             qos_of = reader.qos_profile
             assert not check_command_qos(durability=int(qos_of.durability), reliability=int(qos_of.reliability))
-        client.spin_until(lambda: client.states['/joint_states'], what='joint states from the fake hardware')
         before = client.latest('/joint_states')
         moved = [before[j] + 0.3 for j in left.joints]
         arm.publish(trajectory(left.joints, []))  # the sim graph's old "hold": a real JTC refuses it
@@ -223,8 +219,7 @@ def test_empty_and_partial_trajectories_are_refused_and_the_arm_holds(client: Cl
         arm.publish(trajectory(left.joints, [(0.3, [float('nan')] * 6)]))
         sent_ns = client.now_ns()
         client.spin_until(lambda: client.heard_after('/joint_states', sent_ns + NS), what='a second of joint states')
-    finally:
-        err = stop_node(process)
+    err = hardware.err
     after = client.latest('/joint_states')
     np.testing.assert_allclose([after[j] for j in left.joints], [before[j] for j in left.joints], atol=2e-3)
     assert 'command refused: Empty trajectory received.' in err
@@ -243,16 +238,13 @@ def test_reset_places_the_layout_and_homes_the_arms(client: Client) -> None:
             PoseStamped, topics.object_pose_topic(name), lambda m, name=name: poses.__setitem__(name, m), qos.STATE
         )
     left = ROS2_CONTROL.arms['left']
-    client.listen('/joint_states')
     images: list[Image] = []
     infos: list[CameraInfo] = []
     client.node.create_subscription(Image, topics.image_topic('cam_high'), images.append, qos.SENSOR)
     client.node.create_subscription(CameraInfo, topics.camera_info_topic('cam_high'), infos.append, qos.SENSOR)
     reset = client.node.create_client(ResetEpisode, topics.CELL_RESET)
-    process = start_node('aloha_ros2_control', 'width:=160', 'height:=120')
-    try:
+    with client.hardware('aloha_ros2_control', '/joint_states', 'width:=160', 'height:=120'):
         arm = client.publisher(JointTrajectory, left.command.topic)
-        client.spin_until(lambda: client.states['/joint_states'], what='joint states from the fake hardware')
         away = [v + 0.3 for v in left.home[:6]]
         arm.publish(trajectory(left.joints, [(0.3, away)]))
         client.spin_until(lambda: abs(client.latest('/joint_states')['left_waist'] - away[0]) < 0.01, what='the move')
@@ -267,8 +259,6 @@ def test_reset_places_the_layout_and_homes_the_arms(client: Client) -> None:
             lambda: client.heard_after('/joint_states', reset_ns + NS // 5) and len(poses) == len(expected) and images,
             what='joint states, object poses and a camera image after the reset',
         )
-    finally:
-        stop_node(process)
     home = client.latest('/joint_states')
     np.testing.assert_allclose([home[j] for j in left.joints], left.home[:6], atol=0.01)  # commands were dropped
     for name, xy in expected.items():
@@ -287,11 +277,8 @@ def test_reset_places_the_layout_and_homes_the_arms(client: Client) -> None:
 def test_piper_joint_ctrl_single_in_radians_and_metres(client: Client) -> None:
     piper = load_profile('piper')
     left = piper.arms['left']
-    client.listen(left.joint_states)
-    process = start_node('piper')
-    try:
+    with client.hardware('piper', left.joint_states) as hardware:
         command = client.publisher(JointState, left.command.topic)
-        client.spin_until(lambda: client.states[left.joint_states], what='piper joint states')
         assert list(client.states[left.joint_states][-1].name) == driver_names(piper, 'left')
         target = [0.4, 0.5, -0.3, 0.2, -0.3, 0.5]
         command.publish(JointState(position=[*target, 0.02], velocity=[0.0] * 6 + [100.0]))
@@ -305,11 +292,9 @@ def test_piper_joint_ctrl_single_in_radians_and_metres(client: Client) -> None:
         command.publish(JointState(position=[0.1, 0.2]))  # fewer than six joints: refused
         sent_ns = client.now_ns()
         client.spin_until(lambda: client.heard_after(left.joint_states, sent_ns + NS // 2), what='joint states')
-    finally:
-        err = stop_node(process)
     final = client.latest(left.joint_states)
     np.testing.assert_allclose([final[j] for j in left.joints], target, atol=0.01)
-    assert 'command refused: joint_ctrl_single needs 6 joint positions, got 2' in err
+    assert 'command refused: joint_ctrl_single needs 6 joint positions, got 2' in hardware.err
 
 
 def test_interbotix_joint_group_and_gripper_commands(client: Client) -> None:
@@ -318,12 +303,9 @@ def test_interbotix_joint_group_and_gripper_commands(client: Client) -> None:
 
     profile = load_profile('aloha_interbotix')
     right = profile.arms['right']
-    client.listen(right.joint_states)
-    process = start_node('aloha_interbotix')
-    try:
+    with client.hardware('aloha_interbotix', right.joint_states) as hardware:
         group = client.publisher(JointGroupCommand, right.command.topic)
         single = client.publisher(JointSingleCommand, right.gripper.interface.topic)
-        client.spin_until(lambda: client.states[right.joint_states], what='xs_sdk joint states')
         assert list(client.states[right.joint_states][-1].name) == [*driver_names(profile, 'right'), 'gripper']
         target = [v + 0.25 for v in right.home[:6]]
         group.publish(JointGroupCommand(name='arm', cmd=target))
@@ -338,9 +320,7 @@ def test_interbotix_joint_group_and_gripper_commands(client: Client) -> None:
         group.publish(JointGroupCommand(name='left_arm', cmd=[0.0] * 6))
         sent_ns = client.now_ns()
         client.spin_until(lambda: client.heard_after(right.joint_states, sent_ns + NS // 2), what='joint states')
-    finally:
-        err = stop_node(process)
     final = client.latest(right.joint_states)
     np.testing.assert_allclose([final[j] for j in right.joints], target, atol=0.01)
     assert final['gripper'] == pytest.approx(0.6197, abs=0.02)
-    assert "command refused: joint group 'left_arm' does not exist" in err
+    assert "command refused: joint group 'left_arm' does not exist" in hardware.err

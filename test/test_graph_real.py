@@ -26,9 +26,8 @@ from typing import Any
 import pytest
 import rclpy
 import yaml
-from graph_helpers import ROOT, graph_env, ros_domain, wait_until
+from graph_helpers import ROOT, graph_env, ros_domain, spinning, wait_until
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -336,20 +335,11 @@ def running_cell_graph(
         rclpy.create_node('operator', context=context),
         *extra(context),
     ]
-    executor = MultiThreadedExecutor(num_threads=4, context=context)
-    for node in nodes:
-        executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    try:
-        yield (*nodes[:4], terminal, *nodes[4:])
-    finally:
-        nodes[0].stopping = True
-        executor.shutdown(timeout_sec=5)
-        spinner.join(timeout=5)
-        for node in nodes:
-            node.destroy_node()
-        rclpy.shutdown(context=context)
+    with spinning(context, *nodes, threads=4):
+        try:
+            yield (*nodes[:4], terminal, *nodes[4:])
+        finally:
+            nodes[0].stopping = True
 
 
 @pytest.fixture
@@ -473,12 +463,7 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
 
     hardware.create_service(ResetEpisode, topics.CELL_RESET, on_reset)
     hardware.create_service(Trigger, topics.HOME, on_home)
-    executor = MultiThreadedExecutor(num_threads=3, context=context)
-    executor.add_node(node)
-    executor.add_node(hardware)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    try:
+    with spinning(context, node, hardware, threads=3):
         wait_until(
             lambda: node.cell.reset_client.service_is_ready() and node.cell.home_client.service_is_ready(),
             timeout=20,
@@ -490,12 +475,6 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
         assert calls == ['home', 'home', f'reset {TASKS[0]}'] and node.cell.awaiting is None
         assert called[2] - called[1] >= 0.5, 'the cell is reset once the arms are home'
         assert not (tmp_path / 'layouts').exists(), 'no operator, no picture'
-    finally:
-        executor.shutdown(timeout_sec=5)
-        spinner.join(timeout=5)
-        node.destroy_node()
-        hardware.destroy_node()
-        rclpy.shutdown(context=context)
 
 
 def test_a_simulated_evaluator_refuses_a_wrong_runtime_and_a_real_one_needs_one_graph(monkeypatch) -> None:
@@ -654,32 +633,23 @@ def test_the_evaluator_resets_the_fake_hardware_node_and_starts_the_episode_on_i
     listener.create_subscription(
         SimStatusMessage, topics.SIM_STATUS, lambda m: statuses.append(SimStatus.from_message(m)), qos.EVENTS
     )
-    executor = MultiThreadedExecutor(num_threads=3, context=context)
-    executor.add_node(node)
-    executor.add_node(listener)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
     try:
-        wait_until(node.cell.reset_client.service_is_ready, timeout=120, what='the fake hardware node')
-        wait_until(lambda: node.cell.status_pub.get_subscription_count() > 0, timeout=20, what='the listener')
-        spec = EpisodeSpec.for_trial(registry.get_task(TASKS[1]), seed=5, round=1, variant='published')
-        fields = node.prepare_episode(spec)  # raises unless the fake hardware answered OK for this episode
-        check = fields['layout_check']  # on the simulation's truth after the reset: every object in place
-        layout = registry.layout_of(registry.get_task(TASKS[1]))
-        assert check['passed'] and check['missing'] == [] and check['attempts'] == 1, check
-        assert [o['name'] for o in check['objects']] == list(layout.object_names)
-        assert all(o['displacement_mm'] < 2.0 for o in check['objects']), check
-        assert (tmp_path / check['picture']).is_file()
-        before = node.get_clock().now().nanoseconds
-        node.start_episode(spec, deadline=time.monotonic() + 60)
-        wait_until(lambda: statuses, timeout=20, what='the RESET status')
-        assert statuses[0].event is StatusEvent.RESET and statuses[0].episode_id == spec.episode_id
-        assert statuses[0].stamp_ns >= before > 10**18, 'stamped with the wall clock, not a simulated time'
+        with spinning(context, node, listener, threads=3):
+            wait_until(node.cell.reset_client.service_is_ready, timeout=120, what='the fake hardware node')
+            wait_until(lambda: node.cell.status_pub.get_subscription_count() > 0, timeout=20, what='the listener')
+            spec = EpisodeSpec.for_trial(registry.get_task(TASKS[1]), seed=5, round=1, variant='published')
+            fields = node.prepare_episode(spec)  # raises unless the fake hardware answered OK for this episode
+            check = fields['layout_check']  # on the simulation's truth after the reset: every object in place
+            layout = registry.layout_of(registry.get_task(TASKS[1]))
+            assert check['passed'] and check['missing'] == [] and check['attempts'] == 1, check
+            assert [o['name'] for o in check['objects']] == list(layout.object_names)
+            assert all(o['displacement_mm'] < 2.0 for o in check['objects']), check
+            assert (tmp_path / check['picture']).is_file()
+            before = node.get_clock().now().nanoseconds
+            node.start_episode(spec, deadline=time.monotonic() + 60)
+            wait_until(lambda: statuses, timeout=20, what='the RESET status')
+            assert statuses[0].event is StatusEvent.RESET and statuses[0].episode_id == spec.episode_id
+            assert statuses[0].stamp_ns >= before > 10**18, 'stamped with the wall clock, not a simulated time'
     finally:
-        executor.shutdown(timeout_sec=5)
-        spinner.join(timeout=5)
-        node.destroy_node()
-        listener.destroy_node()
-        rclpy.shutdown(context=context)
         hardware.terminate()
         hardware.communicate(timeout=30)

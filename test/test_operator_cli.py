@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 
 import pytest
 import rclpy
-from graph_helpers import ROOT, graph_env, ros_domain
+from graph_helpers import ROOT, graph_env, ros_domain, spinning
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
@@ -41,15 +39,8 @@ def services():
 
     node.create_service(Trigger, topics.VOID, answer('void', True, 'trial 3 voided'))
     node.create_service(Trigger, topics.STOP, answer('stop', False, 'no robot here'))
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    yield calls
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown(context=context)
-    spinner.join(timeout=5)
+    with spinning(context, node):
+        yield calls
 
 
 def _operator(*args: str) -> subprocess.CompletedProcess[str]:

@@ -19,11 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-import rclpy
-from graph_helpers import PROFILE, ROOT, graph_env, ros_domain, wait_until
+from graph_helpers import ROOT, graph_env, private_node, wait_until
 from jtc_stand_in import JtcStandIn, Received
-from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from realtime_policies import GAUNTLET_ROWS, LONG_ROWS
 from std_msgs.msg import String
@@ -84,52 +81,39 @@ class Cell:
 def cell() -> Iterator[Cell]:
     profile = load_profile(str(TEST_PROFILE))
     env = graph_env(NOMINAL_DOMAIN)
-    context = Context()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-        patch.setenv('FASTDDS_DEFAULT_PROFILES_FILE', str(PROFILE))
-        rclpy.init(context=context, domain_id=ros_domain(NOMINAL_DOMAIN))
-        node = rclpy.create_node('realtime_test', context=context)
-    driver = JtcStandIn(node, profile, start=profile.home_state())
-    ends: list[EpisodeEnd] = []
-    node.create_subscription(
-        EpisodeEndMessage, topics.EPISODE_END, lambda m: ends.append(EpisodeEnd.from_message(m)), qos.EVENTS
-    )
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    arguments = [arg for name, value in PARAMETERS.items() for arg in ('-p', f'{name}:={value}')]
-    bridge = subprocess.Popen(
-        [sys.executable, '-m', 'robofollow_ros.nodes.policy_bridge', '--ros-args', *arguments],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        yield Cell(
-            node=node,
-            driver=driver,
-            bridge=bridge,
-            ends=ends,
-            spec_pub=node.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED),
-            status_pub=node.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS),
-            instruction_pub=node.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS),
+    with private_node(NOMINAL_DOMAIN, 'realtime_test', spin=True) as (node, _executor):
+        driver = JtcStandIn(node, profile, start=profile.home_state())
+        ends: list[EpisodeEnd] = []
+        node.create_subscription(
+            EpisodeEndMessage, topics.EPISODE_END, lambda m: ends.append(EpisodeEnd.from_message(m)), qos.EVENTS
         )
-    finally:
-        if bridge.poll() is None:
-            bridge.terminate()
+        arguments = [arg for name, value in PARAMETERS.items() for arg in ('-p', f'{name}:={value}')]
+        bridge = subprocess.Popen(
+            [sys.executable, '-m', 'robofollow_ros.nodes.policy_bridge', '--ros-args', *arguments],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
-            bridge.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            bridge.kill()
-            bridge.communicate()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=context)
-        spinner.join(timeout=5)
+            yield Cell(
+                node=node,
+                driver=driver,
+                bridge=bridge,
+                ends=ends,
+                spec_pub=node.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED),
+                status_pub=node.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS),
+                instruction_pub=node.create_publisher(String, topics.INSTRUCTION, qos.COMMANDS),
+            )
+        finally:
+            if bridge.poll() is None:
+                bridge.terminate()
+            try:
+                bridge.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                bridge.kill()
+                bridge.communicate()
 
 
 def run_episode(

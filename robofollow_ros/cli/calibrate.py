@@ -69,7 +69,7 @@ def read_image(path: str) -> Any:
 
 
 def live_camera_info(topic: str, *, timeout_s: float) -> object:
-    """The parsed YAML document of one CameraInfo from ``topic``, read by ``ros.camera_info_once`` in its own
+    """The parsed YAML document of one CameraInfo from ``topic``, read by ``ros.ask_once`` in its own
     process (the command line never imports rclpy).
 
     Raises:
@@ -82,7 +82,7 @@ def live_camera_info(topic: str, *, timeout_s: float) -> object:
 
     if timeout_s <= 0.0:
         raise CalibrationError(f'--timeout must be positive, got {timeout_s:g}')
-    command = [sys.executable, '-m', 'robofollow_ros.ros.camera_info_once', topic, '--timeout', str(timeout_s)]
+    command = [sys.executable, '-m', 'robofollow_ros.ros.ask_once', 'camera_info', topic, '--timeout', str(timeout_s)]
     # rclpy's start-up and shutdown take seconds on a loaded machine: allow a minute beyond the wait.
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s + 60.0, check=False)
     if done.returncode != 0:

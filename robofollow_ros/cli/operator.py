@@ -48,6 +48,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.timeout <= 0.0:
         raise GraphError(f'--timeout must be positive, got {args.timeout:g}')
-    command = [sys.executable, '-m', 'robofollow_ros.ros.trigger_once', SERVICES[args.action]]
+    command = [sys.executable, '-m', 'robofollow_ros.ros.ask_once', 'trigger', SERVICES[args.action]]
     done = subprocess.run([*command, '--timeout', str(args.timeout)], timeout=args.timeout + 60.0, check=False)
     return done.returncode

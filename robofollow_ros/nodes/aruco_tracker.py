@@ -32,8 +32,7 @@ from robofollow_ros.referee.config import load_config
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.camera_info_once import camera_info_document
-from robofollow_ros.ros.messages import from_time, image_array, pose_message
+from robofollow_ros.ros.messages import camera_info_document, from_time, image_array, pose_message
 from robofollow_ros.ros.protocol import EpisodeSpecMessage
 from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.state_layout import ARMS, HEAD_CAMERA

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -88,3 +89,22 @@ def joint_state_message(names: Sequence[str], positions: Sequence[float], *, sta
     message = JointState(name=list(names), position=[float(v) for v in positions])
     message.header.stamp = to_time(stamp_ns)
     return message
+
+
+def camera_info_document(message: CameraInfo) -> dict[str, Any]:
+    """A sensor_msgs/CameraInfo as camera_info_manager writes it to YAML (``camera_name`` is the frame id)."""
+
+    def matrix(rows: int, cols: int, values: Sequence[float]) -> dict[str, Any]:
+        return {'rows': rows, 'cols': cols, 'data': [float(v) for v in values]}
+
+    distortion = list(message.d)
+    return {
+        'image_width': int(message.width),
+        'image_height': int(message.height),
+        'camera_name': str(message.header.frame_id),
+        'camera_matrix': matrix(3, 3, message.k),
+        'distortion_model': str(message.distortion_model),
+        'distortion_coefficients': matrix(1, len(distortion), distortion),
+        'rectification_matrix': matrix(3, 3, message.r),
+        'projection_matrix': matrix(3, 4, message.p),
+    }

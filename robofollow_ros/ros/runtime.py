@@ -6,7 +6,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any, TypeVar
 
 import rclpy
@@ -14,7 +14,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
 from rclpy.context import Context
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 
@@ -76,25 +76,6 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
         node.destroy_node()
         rclpy.try_shutdown()
     return int(getattr(node, 'exit_code', 0))
-
-
-@contextlib.contextmanager
-def one_shot_node(name: str) -> Iterator[tuple[Node, SingleThreadedExecutor]]:
-    """A node of its own context with a single-threaded executor, for a command run as its own process that asks
-    the graph one thing and exits (``ros.camera_info_once``, ``ros.trigger_once``); shut down on leaving."""
-    context = Context()
-    rclpy.init(context=context)
-    try:
-        node = rclpy.create_node(name, context=context)
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
-        try:
-            yield node, executor
-        finally:
-            executor.shutdown()
-            node.destroy_node()
-    finally:
-        rclpy.shutdown(context=context)
 
 
 def spin(executor: Executor) -> None:
