@@ -46,7 +46,6 @@ def run_pass(
         'real',
         pose_source=source,
         markers='true',
-        layout_check='false',  # a hidden tag at the reset (Scene 4's stack) would hold the trial for an operator
         policy=policy,
         task_ids=','.join(tasks),
         record='bag',

@@ -21,6 +21,11 @@ OBJECT_POSE_PREFIX = 'robofollow/objects/'
 EE_POSE_PREFIX = 'robofollow/ee/'
 EPISODE_META = 'robofollow/episode_meta'
 """Bags only: the episode's meta data the EpisodeSpec does not hold, JSON in std_msgs/String (bags/episode_meta.py)."""
+CELL_LAYOUT = 'robofollow/cell/layout'
+"""robofollow_interfaces/msg/EpisodeSpec, latched, in real mode: the trial the cell is being laid out for, published
+by the evaluator before the arms go home and the cell is reset (or the operator places the objects), so that a pose
+source knows the new layout before the layout check reads it (the aruco_tracker forgets the last episode's poses and
+learns what stands on what). The episode itself starts later, on ``robofollow/episode`` and the RESET status."""
 CELL_RESET = 'robofollow/cell/reset'
 """robofollow_interfaces/srv/ResetEpisode in real mode: served by the fake hardware (objects laid out, arms home)."""
 TRUTH_POSE_PREFIX = 'robofollow/truth/objects/'

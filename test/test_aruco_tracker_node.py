@@ -21,9 +21,11 @@ from std_msgs.msg import String
 
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
+from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import camera_info_message, from_time, image_message
+from robofollow_ros.ros.protocol import EpisodeSpecMessage, spec_message
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
 from robofollow_ros.tracking.calibration import calibrate_extrinsic, pose_difference
@@ -86,11 +88,23 @@ def start_tracker(*parameters: str) -> subprocess.Popen[str]:
 
 
 def check_tracker(
-    ros: tuple[Node, SingleThreadedExecutor], process: subprocess.Popen[str], frames: list
+    ros: tuple[Node, SingleThreadedExecutor],
+    process: subprocess.Popen[str],
+    frames: list,
+    *,
+    announced: EpisodeSpec | None = None,
 ) -> dict[int, list[str]]:
-    """Feed each frame to the running node until it answers; assert its poses; each scene's published objects."""
+    """Feed each frame to the running node until it answers (after announcing the trial ``announced`` on
+    ``robofollow/cell/layout``, as the evaluator does before a layout check: then until the supports its layout
+    covers are published); assert its poses; each scene's published objects."""
     node, executor = ros
     published: dict[int, list[str]] = {}
+    supports: set[str] = set()
+    if announced is not None:
+        _, layout = announced.resolve()
+        supports = {p.on for p in layout.placements if p.on is not None}
+        layout_pub = node.create_publisher(EpisodeSpecMessage, topics.CELL_LAYOUT, qos.LATCHED)
+        layout_pub.publish(spec_message(announced))
     try:
         received: dict[str, PoseStamped] = {}
         statuses: list[dict] = []
@@ -115,19 +129,26 @@ def check_tracker(
             info = camera_info_message(intrinsics, stamp_ns=stamp, frame_id='cam_high')
             image = image_message(pixels, stamp_ns=stamp, frame_id='cam_high')
 
-            def answered(info: CameraInfo = info, image: Image = image, stamp: int = stamp) -> bool:
+            covered = {f'scene{scene}/{name}' for name in supports & set(truth)}
+
+            def answered(
+                info: CameraInfo = info, image: Image = image, stamp: int = stamp, covered: set[str] = covered
+            ) -> bool:
                 info_pub.publish(info)
                 image_pub.publish(image)
                 # One callback per spin: drain what the node sent (a status and a pose per object per image).
                 for _ in range(40):
                     executor.spin_once(timeout_sec=0.01)
-                return any(s['stamp_ns'] == stamp for s in statuses)
+                return any(
+                    s['stamp_ns'] == stamp and all(s['objects'].get(key) == 'support' for key in covered)
+                    for s in statuses
+                )
 
             wait_until(answered, timeout=120, what=f'scene {scene} poses from the aruco_tracker node')
             for _ in range(40):
                 executor.spin_once(timeout_sec=0.01)
             mine = {n: m for n, m in received.items() if from_time(m.header.stamp) == stamp and n in truth}
-            status = next(s for s in statuses if s['stamp_ns'] == stamp)['objects']
+            status = next(s for s in reversed(statuses) if s['stamp_ns'] == stamp)['objects']
             published[scene] = sorted(mine)
             for name, message in mine.items():
                 x, y, yaw = truth[name]
@@ -137,7 +158,7 @@ def check_tracker(
                 error_deg = abs(math.degrees(math.remainder(yaw_of((o.w, o.x, o.y, o.z)) - yaw, 2 * math.pi)))
                 assert message.header.frame_id == topics.WORLD_FRAME
                 assert error_mm <= MAX_XY_MM and error_deg <= MAX_YAW_DEG, (scene, name, error_mm, error_deg)
-                assert status[f'scene{scene}/{name}'] == 'marker', status
+                assert status[f'scene{scene}/{name}'] == ('support' if name in supports else 'marker'), status
     finally:
         process.terminate()
         _, err = process.communicate(timeout=30)
@@ -156,6 +177,20 @@ def test_tracker_node_publishes_gated_poses_near_truth(
     for scene, _, truth, _ in frames:
         missing = set(truth) - set(published[scene])
         assert missing == ({'blue_cube_right'} if scene == 4 else set()), (scene, missing)
+
+
+def test_a_trial_announced_on_the_cell_layout_topic_lets_the_node_publish_its_covered_support(
+    ros: tuple[Node, SingleThreadedExecutor], tmp_path: Path, frames: list
+) -> None:
+    """The evaluator announces a trial before its layout check: the support whose tag the object on it covers is
+    published then, under that object, near truth (without the announcement it is not: the test above)."""
+    path = tmp_path / 'cam_high_calibration.yaml'
+    save_calibration(frames[0][3], path)
+    task = next(t for t in registry.eval_tasks() if t.scene == 4)  # the layout of ``scene_frames``'s Scene 4 frame
+    spec = EpisodeSpec.for_trial(task, seed=0, round=1, variant='published')
+    scene4 = [frame for frame in frames if frame[0] == 4]
+    published = check_tracker(ros, start_tracker(f'calibration:={path}'), scene4, announced=spec)
+    assert set(published[4]) == set(scene4[0][2]), 'every object, the covered blue cube too'
 
 
 def test_tracker_node_without_a_calibration_solves_the_camera_from_the_board(

@@ -142,15 +142,17 @@ class ArucoTrackerNode(Node):
         self.create_subscription(CameraInfo, self.info_topic, self.on_camera_info, qos.SENSOR)
         self.create_subscription(Image, topics.image_topic(self.camera), self.on_image, qos.SENSOR)
         self.create_subscription(JointState, joint_topic, self.on_joint_state, qos.STATE)
-        self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
+        for topic in (topics.CELL_LAYOUT, topics.EPISODE):
+            self.create_subscription(EpisodeSpecMessage, topic, self.on_episode, qos.LATCHED_READER)
         for arm in ARMS:
             self.create_subscription(
                 PoseStamped, topics.ee_pose_topic(arm), lambda m, arm=arm: self.on_tcp(arm, m), qos.STATE
             )
 
     def on_episode(self, message: EpisodeSpecMessage) -> None:
-        """A new episode: the cell was laid out anew (forget the poses known), and its layout says what stands on
-        what (a support's tag is covered by the object on it)."""
+        """A new episode (announced on ``robofollow/cell/layout`` before the cell is laid out for it, then on
+        ``robofollow/episode`` when it starts): forget the poses known, and learn from its layout what stands on what
+        (a support's tag is covered by the object on it)."""
         spec = read_episode(self, message)
         if spec is None or spec.episode_id == self.episode_id:
             return  # a spec delivered again (latched) must not forget the episode's grasps

@@ -414,11 +414,12 @@ class EvaluatorNode(Node):
         self.ready = True
 
     def prepare_episode(self, spec: EpisodeSpec) -> dict[str, Any] | None:
-        """On a real cell, bring it to the trial's start: arms home, then fake hardware's reset or the operator,
-        then the layout check (``ros/operator.py``), whose result the trial's record gains (returned); nothing in
-        the simulated graph (the sim resets in ``start_episode``)."""
+        """On a real cell, bring it to the trial's start: announce its layout, arms home, then fake hardware's reset
+        or the operator, then the layout check (``ros/operator.py``), whose result the trial's record gains
+        (returned); nothing in the simulated graph (the sim resets in ``start_episode``)."""
         if self.cell is None:
             return None
+        self.cell.announce(spec)
         self.cell.home()
         if self.cell.reset_client.service_is_ready():
             self.reset(spec, deadline=time.monotonic() + self.timeout, client=self.cell.reset_client)

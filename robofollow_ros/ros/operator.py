@@ -39,7 +39,14 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.layout_picture import layout_text, write_layout_picture
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.object_poses import ObjectPoses
-from robofollow_ros.ros.protocol import ResetEpisode, SimStatus, SimStatusMessage, StatusEvent
+from robofollow_ros.ros.protocol import (
+    EpisodeSpecMessage,
+    ResetEpisode,
+    SimStatus,
+    SimStatusMessage,
+    StatusEvent,
+    spec_message,
+)
 from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, LayoutCheck, Tolerances, check_layout
 
 HOME_SECONDS = 120.0
@@ -140,6 +147,7 @@ class RealCell:
             ResetEpisode, topics.CELL_RESET
         )
         self.status_pub = node.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS)
+        self.layout_pub = node.create_publisher(EpisodeSpecMessage, topics.CELL_LAYOUT, qos.LATCHED)
         # Fake hardware resets the cell, but a layout check it fails still waits for the operator (or a test).
         if not settings.fake_hardware or settings.layout.enabled:
             node.create_service(Trigger, topics.READY, self.on_ready)
@@ -209,6 +217,10 @@ class RealCell:
                 self._say_ready()  # Enter outside a wait counts for nothing
 
     # --- a trial's start (the trial thread) ---------------------------------------------------------------------
+
+    def announce(self, spec: EpisodeSpec) -> None:
+        """The cell is about to be laid out for ``spec``'s trial (``robofollow/cell/layout``)."""
+        self.layout_pub.publish(spec_message(spec))
 
     def home(self) -> None:
         """Bring both arms home through the bridge, when it serves ``/robofollow/home``.
