@@ -2,8 +2,10 @@
 evaluator's layout check before a trial (``ros/operator.py``).
 
 A pose counts only if it arrived after a given moment (the check's start: after the cell was reset or the operator
-said ready), so an object the pose source stopped reporting, or a pose from before the objects were placed, is
-not taken for where the object is now. The reader is best effort, volatile, depth 1: it matches any publisher
+said ready) and, when it is stamped, was stamped after that moment too, so an object the pose source stopped
+reporting, or a pose from before the objects were placed, is not taken for where the object is now (a tracker
+answers an image some time after it was taken: the image of the cell before its reset can be answered after the
+check began). The reader is best effort, volatile, depth 1: it matches any publisher
 (fake hardware's and the tracker's reliable, transient-local writers as well as a motion-capture driver's best-effort
 ones) and is never handed old samples.
 """
@@ -20,6 +22,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from robofollow_ros import topics
+from robofollow_ros.ros.messages import from_time
 
 READER_QOS = QoSProfile(
     depth=1,
@@ -59,11 +62,16 @@ class ObjectPoses:
         with self.lock:
             self.latest[name] = (time.monotonic(), message)
 
-    def since(self, moment: float) -> dict[str, tuple[float, float, float]]:
-        """Each object's (x, y, yaw) from the newest pose that arrived after ``moment`` (``time.monotonic``); a pose
+    def since(self, moment: float, *, stamp_ns: int = 0) -> dict[str, tuple[float, float, float]]:
+        """Each object's (x, y, yaw) from the newest pose that arrived after ``moment`` (``time.monotonic``) and is
+        stamped at or after ``stamp_ns`` (ROS time; a pose with a zero stamp counts by its arrival alone); a pose
         that is not finite is left out (and logged once per object)."""
         with self.lock:
-            fresh = {name: message for name, (arrived, message) in self.latest.items() if arrived > moment}
+            fresh = {
+                name: message
+                for name, (arrived, message) in self.latest.items()
+                if arrived > moment and ((stamped := from_time(message.header.stamp)) == 0 or stamped >= stamp_ns)
+            }
         poses: dict[str, tuple[float, float, float]] = {}
         for name, message in fresh.items():
             p, q = message.pose.position, message.pose.orientation

@@ -357,17 +357,18 @@ class RealCell:
         return {'layout_check': record}
 
     def _measure(self, names: tuple[str, ...], *, wait: float) -> dict[str, tuple[float, float, float]]:
-        """Every object's pose that arrives from now on, waiting up to ``wait`` seconds for all of ``names``."""
+        """Every object's pose that arrives from now on, stamped from now on, waiting up to ``wait`` seconds for all of
+        ``names``."""
         assert self.poses is not None
-        poses, start = self.poses, time.monotonic()
+        poses, start, stamp_ns = self.poses, time.monotonic(), self.node.get_clock().now().nanoseconds
         end = start + wait
         self.wait(
-            lambda: time.monotonic() >= end or set(names) <= set(poses.since(start)),
+            lambda: time.monotonic() >= end or set(names) <= set(poses.since(start, stamp_ns=stamp_ns)),
             timeout=wait + 60.0,  # (never reached: the condition holds from ``end`` on)
             what='the object poses',
             notified=False,
         )
-        return poses.since(start)
+        return poses.since(start, stamp_ns=stamp_ns)
 
     def _report_problems(self, name: str, check: LayoutCheck, picture: Path) -> None:
         tolerance = f'{check.tolerances.position_mm:g} mm, {check.tolerances.rotation_deg:g}°'
