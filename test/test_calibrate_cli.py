@@ -28,7 +28,7 @@ from robofollow_ros.tracking.markers import load_markers
 from robofollow_ros.tracking.synthetic import TagInWorld, cam_high, render
 
 # A second pose, off the cell's axis and tilted sideways, so that a result that merely echoes cam_high fails.
-SIDE_CAMERA = CameraPose.look_at(position=(0.25, -0.55, 1.25), target=(-0.05, 0.05, 0.74))
+SIDE_CAMERA = CameraPose.look_at(position=(0.25, -0.60, 1.30), target=(0.0, 0.06, 0.74))
 
 
 def _write_board_images(folder: Path, intrinsics: Intrinsics, camera: CameraPose, *, count: int, ids=None) -> list[str]:

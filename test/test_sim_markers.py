@@ -13,7 +13,7 @@ from robofollow_ros.benchmark.types import TABLE_Z, Task
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
 from robofollow_ros.tracking.calibration import calibrate_extrinsic, pose_difference
-from robofollow_ros.tracking.markers import load_markers
+from robofollow_ros.tracking.markers import load_markers, printed_side
 from robofollow_ros.tracking.pose import ObjectPose, detect, estimate_pose, make_detector
 
 
@@ -73,3 +73,32 @@ def test_tags_change_no_physics_and_only_their_own_pixels() -> None:
 
 def task_objects(task: Task) -> list[str]:
     return [p.name for p in registry.layout_of(task).placements]
+
+
+def test_every_board_tag_lies_printed_on_the_table_and_clear_of_every_layout() -> None:
+    """An operator must be able to tape the board where the configuration says: each tag's printed square (quiet
+    zone included) on the table top of the cell model, and no object of any evaluation trial (rounds 1 and 2, its
+    seed's places) standing on it or within 3 cm of it."""
+    config = load_markers('default')
+    with CellEnv(render=False) as env:
+        env.reset(first_task(1), seed=0, images=False)
+        assert env.cell is not None and env.data is not None
+        table = env.cell.table_geom
+        half = env.cell.model.geom_size[table][:2]
+        centre = env.data.geom_xpos[table][:2]
+    places = [
+        np.asarray(xy, dtype=float)
+        for task in registry.eval_tasks()
+        for round_ in (1, 2)
+        for xy in registry.perturbed_positions(
+            registry.layout_of(task), seed=registry.trial_seed(task.task_id, round_)
+        ).values()
+    ]
+    for tag in config.board:
+        side = printed_side(tag.size)
+        c, s = math.cos(tag.yaw), math.sin(tag.yaw)
+        square = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * side / 2 @ np.array([[c, s], [-s, c]])
+        corners = square + np.array([tag.x, tag.y])
+        assert np.all(np.abs(corners - centre) <= half), (tag.id, corners.tolist(), (centre - half, centre + half))
+        nearest = min(float(np.max(np.abs(xy - (tag.x, tag.y)))) for xy in places)
+        assert nearest > side / 2 + 0.03, (tag.id, nearest)

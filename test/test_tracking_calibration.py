@@ -11,7 +11,7 @@ import pytest
 
 from robofollow_ros.errors import CalibrationError
 from robofollow_ros.tracking.calibration import calibrate_extrinsic, pose_difference, single_tag_pose
-from robofollow_ros.tracking.markers import load_markers
+from robofollow_ros.tracking.markers import BoardTag, load_markers
 from robofollow_ros.tracking.pose import Detection, detect, make_detector
 from robofollow_ros.tracking.synthetic import TagInWorld, cam_high, render
 
@@ -56,3 +56,22 @@ def test_a_moved_tag_is_refused_by_the_fit_error(board_view: tuple) -> None:
     board[0] = dataclasses.replace(board[0], x=board[0].x + 0.05)
     with pytest.raises(CalibrationError, match=r'^board reprojection error .* px > 1.5 px: check the board'):
         calibrate_extrinsic(detections, board, intrinsics)
+
+
+def test_a_board_seen_from_one_side_is_solved_not_mirrored() -> None:
+    """Three tags, two near the camera and one far (what a user's own board may be): the mirror pose fits the
+    corners' first guess as well; both are refined and the one that fits all corners is kept (it used to settle on
+    the mirror pose, 0.9 m off, and refuse the board at 37 px)."""
+    board = [
+        BoardTag(40, 0.08, -0.30, -0.14, 0.0),
+        BoardTag(41, 0.08, 0.30, -0.14, 0.0),
+        BoardTag(44, 0.08, 0.0, 0.25, 0.0),
+    ]
+    intrinsics, camera = cam_high(640, 480)
+    image = render(
+        intrinsics, camera, [TagInWorld(t.id, t.size, t.corners_world()) for t in board], rng=np.random.default_rng(0)
+    )
+    extrinsic = calibrate_extrinsic(detect(make_detector(), image), board, intrinsics)
+    distance, angle = pose_difference(extrinsic.camera, camera)
+    assert extrinsic.tag_ids == (40, 41, 44) and extrinsic.rms_px < 0.5
+    assert distance < 0.003 and angle < 0.2

@@ -56,18 +56,27 @@ def calibrate_extrinsic(
         )
     world = np.concatenate([tag.corners_world() for tag in seen])
     pixels = np.concatenate([np.asarray(detections[tag.id].corners, dtype=np.float64).reshape(4, 2) for tag in seen])
-    # IPPE gives the planar solution without an initial guess; Levenberg-Marquardt then refines it on all corners.
-    ok, rvec, tvec = cv2.solvePnP(
-        world.reshape(-1, 1, 3), pixels.reshape(-1, 1, 2), intrinsics.matrix, intrinsics.dist, flags=cv2.SOLVEPNP_IPPE
+    # IPPE gives both planar solutions without an initial guess; Levenberg-Marquardt refines each on all corners and
+    # the one that fits better is kept. The corners are taken about their centroid: in world coordinates (the plane
+    # 0.74 m up, far from the origin) IPPE's start was off by hundreds of pixels and LM could settle on the mirror
+    # pose for a board whose tags the camera sees from one side.
+    centre = world.mean(axis=0)
+    local = (world - centre).reshape(-1, 1, 3)
+    found, rvecs, tvecs, _ = cv2.solvePnPGeneric(
+        local, pixels.reshape(-1, 1, 2), intrinsics.matrix, intrinsics.dist, flags=cv2.SOLVEPNP_IPPE
     )
-    if not ok:
+    if not found:
         raise CalibrationError('PnP found no camera pose for the board')
-    rvec, tvec = cv2.solvePnPRefineLM(
-        world.reshape(-1, 1, 3), pixels.reshape(-1, 1, 2), intrinsics.matrix, intrinsics.dist, rvec, tvec
-    )
-    camera = CameraPose.from_world_to_camera(rvec, tvec)
-    residuals = np.linalg.norm(project(intrinsics, camera, world) - pixels, axis=1)
-    rms = float(np.sqrt(np.mean(residuals**2)))
+    fits = []
+    for start_r, start_t in zip(rvecs, tvecs, strict=True):
+        rvec, tvec = cv2.solvePnPRefineLM(
+            local, pixels.reshape(-1, 1, 2), intrinsics.matrix, intrinsics.dist, start_r.copy(), start_t.copy()
+        )
+        rotation, _ = cv2.Rodrigues(rvec)
+        camera = CameraPose.from_world_to_camera(rvec, tvec.reshape(3) - rotation @ centre)
+        residuals = np.linalg.norm(project(intrinsics, camera, world) - pixels, axis=1)
+        fits.append((float(np.sqrt(np.mean(residuals**2))), camera, residuals))
+    rms, camera, residuals = min(fits, key=lambda fit: fit[0])
     if rms > max_rms_px:
         raise CalibrationError(
             f'board reprojection error {rms:.2f} px > {max_rms_px} px: check the board and intrinsics'
