@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Iterator
 
@@ -123,3 +124,33 @@ def test_interbotix_driver_streams_the_arm_group_and_the_gripper_motor_angle(ros
     wait_until(lambda: gripper and gripper[-1].cmd == pytest.approx(0.6197), timeout=30, what='the closed gripper')
     assert arm[-1].name == 'arm' and len(arm[-1].cmd) == 6
     assert gripper[0].name == 'gripper' and 0.6197 <= gripper[0].cmd <= 1.6214  # motor angle, rad
+
+
+def test_the_stream_keeps_its_rate_while_the_bridges_callbacks_are_busy(ros: Node) -> None:
+    """The bridge's callbacks run one at a time (an events executor): the stream has a thread of its own, so a
+    callback that takes half a second (a camera image to decode on a loaded machine) does not stall the arm."""
+    profile = load_profile('piper')
+    driver = make_driver(ros, profile)
+    assert isinstance(driver, StreamedDriver)
+    topic = '/left_piper/joint_ctrl_single'
+    with private_node(NOMINAL_DOMAIN, 'drivers_listener', spin=True) as (listener, _executor):
+        arrivals: list[float] = []
+        listener.create_subscription(JointState, topic, lambda _m: arrivals.append(time.monotonic()), 100)
+        wait_until(lambda: driver.pubs[topic].get_subscription_count() > 0, timeout=60, what='the reader')
+        busy = threading.Event()
+
+        def block() -> None:
+            timer.cancel()
+            busy.set()
+            time.sleep(0.6)
+
+        timer = ros.create_timer(0.001, block)
+        wait_until(busy.is_set, timeout=30, what="the bridge's executor to be busy")
+        start = profile.home_state()
+        rows = np.tile(start, (8, 1))
+        rows[:, 0] += np.linspace(0.01, 0.08, 8)
+        driver.send(Command(positions=rows, times=np.arange(1, 9) * 0.06, hold=False), start=start)
+        wait_until(lambda: len(arrivals) >= 0.4 * profile.control_rate, timeout=30, what='the streamed rows')
+        driver.close()
+    gaps = np.diff(arrivals[: int(0.4 * profile.control_rate)])
+    assert gaps.max() < 0.25, f'the stream stalled for {gaps.max():.3f} s'

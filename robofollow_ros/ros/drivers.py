@@ -10,13 +10,16 @@ profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins
   and keeps moving, ros2_controllers#902).
 * ``piper`` (sensor_msgs/JointState on ``joint_ctrl_single``: six joints and the gripper in ``position``, the speed
   percent in ``velocity[6]``) and ``interbotix_xs`` (JointGroupCommand ``arm`` and JointSingleCommand ``gripper``):
-  position streams, so the rows are streamed at the profile's ``control_rate`` by a ROS timer, interpolating linearly
-  from the measured state to the first row and between rows. A new command replaces the one streaming.
+  position streams, so the rows are streamed at the profile's ``control_rate`` by a thread of the driver's own,
+  interpolating linearly from the measured state to the first row and between rows. A new command replaces the one
+  streaming. (On a ROS timer the stream waited behind every other callback of the bridge, which one events executor
+  runs one at a time: camera images, joint states, poses.)
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import threading
 import time
 from typing import Any, Protocol
@@ -49,6 +52,9 @@ class Driver(Protocol):
 
     def topics(self) -> list[str]:
         """The command topics written."""
+
+    def close(self) -> None:
+        """Stop writing (the node is closing)."""
 
 
 def message_class(type_name: str) -> Any:
@@ -98,6 +104,9 @@ class JtcDriver:
             topic: node.create_publisher(JointTrajectory, topic, qos.ARM_COMMANDS) for topic in self.joints
         }
 
+    def close(self) -> None:
+        """Nothing to stop: each command is one message."""
+
     def controller_joints(self) -> dict[str, tuple[str, ...]]:
         """Each command topic's joints, in the order its trajectories list them."""
         return {topic: tuple(joints) for topic, joints in self.joints.items()}
@@ -129,11 +138,13 @@ class JtcDriver:
 
 
 class StreamedDriver:
-    """Position-streaming drivers (piper_ros, interbotix xs_sdk): the rows go out at ``control_rate``, interpolated."""
+    """Position-streaming drivers (piper_ros, interbotix xs_sdk): the rows go out at ``control_rate``, interpolated,
+    from a thread of the driver's own (``close`` ends it)."""
 
     def __init__(self, node: Node, profile: RobotProfile) -> None:
         self.profile = profile
-        self.lock = threading.Lock()
+        self.period = 1.0 / profile.control_rate
+        self.lock = threading.Condition()
         self.pubs: dict[str, Publisher] = {}
         for arm in ARMS:
             spec = profile.arms[arm]
@@ -149,8 +160,9 @@ class StreamedDriver:
             for arm in ARMS
         }
         self.plan: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self.timer = node.create_timer(1.0 / profile.control_rate, self.tick)
-        self.timer.cancel()
+        self.closed = False
+        self.streamer = threading.Thread(target=self.stream, name='driver-stream', daemon=True)
+        self.streamer.start()
 
     def topics(self) -> list[str]:
         return list(self.pubs)
@@ -166,8 +178,10 @@ class StreamedDriver:
                 np.asarray(command.positions, dtype=np.float64),
                 np.asarray(command.times, dtype=np.float64),
             )
-        self.tick()  # the first target goes out now, not one period later (a stop holds at once)
-        self.timer.reset()
+            # The first target goes out now, not one period later (a stop holds at once), and under the lock: no row
+            # of the plan it replaces can follow it.
+            self.tick()
+            self.lock.notify_all()
 
     def target(self, elapsed: float) -> tuple[np.ndarray, bool]:
         """The interpolated 14-D target ``elapsed`` seconds into the plan, and whether the plan is over."""
@@ -180,16 +194,35 @@ class StreamedDriver:
         return np.array([np.interp(elapsed, knots, points[:, c]) for c in range(points.shape[1])]), False
 
     def tick(self) -> None:
-        """Publish the current target; stop the timer once the last row went out."""
-        with self.lock:
-            if self.plan is None:
-                self.timer.cancel()
-                return
-            row, done = self.target(time.monotonic() - self.plan[0])
-            if done:
-                self.plan = None
-                self.timer.cancel()
+        """Publish the plan's current target (the lock held); the plan ends once its last row went out."""
+        assert self.plan is not None
+        row, done = self.target(time.monotonic() - self.plan[0])
+        if done:
+            self.plan = None
         self.publish(row)
+
+    def stream(self) -> None:
+        """The streaming thread: a tick every control period of the plan's own clock, until it is over; idle
+        between plans."""
+        with self.lock:
+            while not self.closed:
+                if self.plan is None:
+                    self.lock.wait()
+                    continue
+                started = self.plan[0]
+                now = time.monotonic()
+                due = started + (math.floor((now - started) / self.period) + 1) * self.period
+                self.lock.wait(timeout=due - now)
+                if self.closed or self.plan is None or self.plan[0] != started or time.monotonic() < due:
+                    continue  # closed, replaced (a new plan's grid), or woken early
+                self.tick()
+
+    def close(self) -> None:
+        """Stop streaming and end the thread."""
+        with self.lock:
+            self.closed, self.plan = True, None
+            self.lock.notify_all()
+        self.streamer.join(timeout=1.0)
 
     def publish(self, row: np.ndarray) -> None:
         per_arm = to_driver(self.profile, row)

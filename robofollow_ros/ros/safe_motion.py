@@ -300,8 +300,9 @@ class SafeMotion:
             self.write(decision, state, moving=False)
 
     def close(self) -> None:
-        """Stop the dead-man's thread."""
+        """Stop the dead-man's thread and the driver's."""
         with self.condition:
             self.closed = True
             self.condition.notify_all()
         self.watcher.join(timeout=1.0)
+        self.driver.close()
