@@ -90,6 +90,21 @@ def test_round_objects_may_have_any_yaw() -> None:
     assert {c.name for c in check.objects if not c.passed} == set(layout.object_names) - round_ones
 
 
+def test_a_covered_support_is_checked_by_its_place_only_when_its_yaw_is_not_measured() -> None:
+    """The tracker publishes a stack's support (Scene 4's blue cube under the green cylinder) with the yaw of the
+    round object on it, which an operator may turn at will: the evaluator names it, and only its place counts."""
+    layout, positions = _truth(4, 'scene4_1')
+    (support,) = {p.on for p in layout.placements if p.on is not None}
+    assert symmetry_deg(next(p.spec for p in layout.placements if p.name == support)) == 90.0
+    measured = {n: (x, y, 0.0) for n, (x, y) in positions.items()}
+    measured[support] = (*positions[support], math.radians(30.0))
+    assert not check_layout(layout, measured, positions=positions).passed
+    check = check_layout(layout, measured, positions=positions, yaw_unmeasured={support})
+    assert check.passed and next(c for c in check.objects if c.name == support).rotation_deg is None
+    moved = dict(measured, **{support: (positions[support][0] + 0.03, positions[support][1], 0.0)})
+    assert not check_layout(layout, moved, positions=positions, yaw_unmeasured={support}).passed
+
+
 def test_missing_objects_fail_and_unexpected_ones_are_only_reported() -> None:
     layout, positions = _truth(2, 'default')
     measured = {n: (x, y, 0.0) for n, (x, y) in positions.items() if n != 'green_bowl'}

@@ -323,13 +323,19 @@ class RealCell:
             return {}
         _task, layout = spec.resolve()
         positions = perturbed_positions(layout, seed=spec.seed)
+        # A camera sees a stack's top, not its support: the tracker publishes the support under the object on it,
+        # with that object's yaw.
+        tracked = self.settings.pose_source == 'tracker'
+        covered = {p.on for p in layout.placements if p.on is not None} if tracked else set()
         picture = self.out / LAYOUTS_DIR / f'{episode_stem(spec.task_id, spec.round)}{CHECK_PICTURE_SUFFIX}'
         name = f'{spec.task_id} round {spec.round}'
         attempts = 0
         while True:
             attempts += 1
             measured = self._measure(layout.object_names, wait=gate.pose_wait)
-            check = check_layout(layout, measured, positions=positions, tolerances=gate.tolerances)
+            check = check_layout(
+                layout, measured, positions=positions, tolerances=gate.tolerances, yaw_unmeasured=covered
+            )
             title = f'{name}\nlayout check {attempts}'
             write_layout_picture(
                 layout, picture, positions=positions, measured=measured, tolerances=gate.tolerances, title=title
@@ -340,7 +346,14 @@ class RealCell:
             self._report_problems(name, check, picture)
             reason = self._wait_for_operator(spec, held=True)
             if reason is not None:
-                check = check_layout(layout, measured, positions=positions, tolerances=gate.tolerances, override=reason)
+                check = check_layout(
+                    layout,
+                    measured,
+                    positions=positions,
+                    tolerances=gate.tolerances,
+                    override=reason,
+                    yaw_unmeasured=covered,
+                )
                 write_layout_picture(
                     layout,
                     picture,

@@ -18,7 +18,7 @@ A tag on the object breaks none of these for the benchmark: the referee scores t
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,10 +190,13 @@ def check_layout(
     positions: Mapping[str, tuple[float, float]] | None = None,
     tolerances: Tolerances = Tolerances(),
     override: str | None = None,
+    yaw_unmeasured: Collection[str] = (),
 ) -> LayoutCheck:
     """Compare ``measured`` poses (name -> (x, y, yaw): metres, radians) with ``layout``'s places.
 
     ``positions`` are the trial's perturbed xy (``benchmark.perturbed_positions``); without them the nominal xy.
+    ``yaw_unmeasured`` names objects whose measured yaw says nothing about them, so only their place is checked (a
+    support whose tag the object on it covers: the tracker gives it the yaw of the object on top).
     ``override`` is the operator's reason for accepting a failed check: it is recorded in the result (and makes
     ``accepted`` true), never silently applied.
 
@@ -217,7 +220,7 @@ def check_layout(
         dx, dy = (pose[0] - tx) * 1000.0, (pose[1] - ty) * 1000.0
         distance = math.hypot(dx, dy)
         period = symmetry_deg(placement.spec)
-        rotation = None if period is None else yaw_difference_deg(pose[2], tyaw, period)
+        rotation = None if period is None or name in yaw_unmeasured else yaw_difference_deg(pose[2], tyaw, period)
         checks.append(
             ObjectCheck(
                 name=name,
