@@ -18,7 +18,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -96,20 +96,31 @@ def _print_trigger_answer(answer: tuple[bool, str]) -> int:
     return 0 if success else EXIT_REFUSED
 
 
-_QUESTIONS: dict[str, tuple[str, float, Callable[..., Any], Callable[[Any], int], str]] = {
-    'camera_info': (
-        'the CameraInfo topic, e.g. /cam_high/camera_info',
-        10.0,
-        read_camera_info,
-        _print_camera_info,
-        'no CameraInfo on {target} within {timeout:g} s',
+class Question(NamedTuple):
+    """One kind of question: its target's help text, the default wait, how to ask, how to print the answer (returns
+    the exit code) and what to say when nothing answered (formatted with ``target`` and ``timeout``)."""
+
+    target_help: str
+    timeout: float
+    ask: Callable[..., Any]
+    answer: Callable[[Any], int]
+    silence: str
+
+
+QUESTIONS = {
+    'camera_info': Question(
+        target_help='the CameraInfo topic, e.g. /cam_high/camera_info',
+        timeout=10.0,
+        ask=read_camera_info,
+        answer=_print_camera_info,
+        silence='no CameraInfo on {target} within {timeout:g} s',
     ),
-    'trigger': (
-        'the std_srvs/Trigger service, e.g. /robofollow/stop',
-        5.0,
-        call_trigger,
-        _print_trigger_answer,
-        'no {target} service answered within {timeout:g} s',
+    'trigger': Question(
+        target_help='the std_srvs/Trigger service, e.g. /robofollow/stop',
+        timeout=5.0,
+        ask=call_trigger,
+        answer=_print_trigger_answer,
+        silence='no {target} service answered within {timeout:g} s',
     ),
 }
 
@@ -118,17 +129,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Ask, print the answer; the exit code says how it went (module docstring)."""
     parser = argparse.ArgumentParser(prog='ask_once', description=__doc__)
     questions = parser.add_subparsers(dest='question', required=True)
-    for question, (target_help, timeout, *_) in _QUESTIONS.items():
-        sub = questions.add_parser(question)
-        sub.add_argument('target', help=target_help)
-        sub.add_argument('--timeout', type=float, default=timeout, help=f'seconds to wait (default {timeout:g})')
+    for name, question in QUESTIONS.items():
+        sub = questions.add_parser(name)
+        sub.add_argument('target', help=question.target_help)
+        sub.add_argument(
+            '--timeout', type=float, default=question.timeout, help=f'seconds to wait (default {question.timeout:g})'
+        )
     args = parser.parse_args(argv)
-    _, _, ask, answer, silence = _QUESTIONS[args.question]
-    result = ask(args.target, timeout_s=args.timeout)
+    question = QUESTIONS[args.question]
+    result = question.ask(args.target, timeout_s=args.timeout)
     if result is None:
-        print(silence.format(target=args.target, timeout=args.timeout), file=sys.stderr)
+        print(question.silence.format(target=args.target, timeout=args.timeout), file=sys.stderr)
         return EXIT_NO_ANSWER
-    return answer(result)
+    return question.answer(result)
 
 
 if __name__ == '__main__':
