@@ -109,18 +109,18 @@ class Question(NamedTuple):
 
 QUESTIONS = {
     'camera_info': Question(
-        target_help='the CameraInfo topic, e.g. /cam_high/camera_info',
-        timeout=10.0,
-        ask=read_camera_info,
-        answer=_print_camera_info,
-        silence='no CameraInfo on {target} within {timeout:g} s',
+        'the CameraInfo topic, e.g. /cam_high/camera_info',
+        10.0,
+        read_camera_info,
+        _print_camera_info,
+        'no CameraInfo on {target} within {timeout:g} s',
     ),
     'trigger': Question(
-        target_help='the std_srvs/Trigger service, e.g. /robofollow/stop',
-        timeout=5.0,
-        ask=call_trigger,
-        answer=_print_trigger_answer,
-        silence='no {target} service answered within {timeout:g} s',
+        'the std_srvs/Trigger service, e.g. /robofollow/stop',
+        5.0,
+        call_trigger,
+        _print_trigger_answer,
+        'no {target} service answered within {timeout:g} s',
     ),
 }
 
