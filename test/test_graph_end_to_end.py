@@ -125,7 +125,7 @@ def test_live_records_equal_in_process_records(expert_runs: Runs) -> None:
 
 def test_joint_states_carry_the_joint_names_of_the_robot_description(expert_runs: Runs) -> None:
     listened = expert_runs.listened
-    assert set(listened) == {'names', 'urdf', 'results'}, listened.keys()
+    assert set(listened) == {'names', 'urdf', 'results', 'result_writers_seen'}, listened.keys()
     root = ET.fromstring(listened['urdf'])
     movable = [joint.get('name') for joint in root.iter('joint') if joint.get('type') != 'fixed']
     assert root.get('name') == ET.parse(load_robot(expert_runs.robot).spec.urdf).getroot().get('name')
@@ -137,7 +137,8 @@ def test_the_result_topic_carries_typed_fields_equal_to_the_records(expert_runs:
     # What `ros2 topic echo /robofollow/result` shows: a subscriber through rclpy reads result.stages[i].intent.
     typed = {result['task_id']: result for result in expert_runs.listened['results']}
     records = {record['task_id']: record for record in read_records(expert_runs.live / 'results.jsonl')}
-    assert set(typed) == set(records) == set(expert_runs.tasks)
+    writers = expert_runs.listened['result_writers_seen']
+    assert set(typed) == set(records) == set(expert_runs.tasks), f'the listener discovered {writers} result writer(s)'
     for task_id, result in typed.items():
         record = records[task_id]
         assert result['stages'] and result['stages'] == [
