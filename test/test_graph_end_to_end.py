@@ -86,13 +86,19 @@ def graph_runs(tmp_path_factory):
 
     def runs(robot: str) -> Runs:
         if robot not in made:
-            live = tmp_path_factory.mktemp(f'live_{robot}')
-            names = live.parent / f'{live.name}_joint_names.json'
-            listener = start_joint_names_listener(DOMAINS[robot], names, results=len(TASKS[robot]))
-            try:
-                _run_graph(robot, live)
-            finally:
-                stop_listener(listener)
+            # In about one full-suite run in three (never with this file alone) the listener discovered the graph's
+            # sim but never its referee (`result_writers_seen` 0) and heard no result: the graph then runs once more,
+            # and the tests judge that run. A listener that misses the referee twice still fails them.
+            for _attempt in range(2):
+                live = tmp_path_factory.mktemp(f'live_{robot}')
+                names = live.parent / f'{live.name}_joint_names.json'
+                listener = start_joint_names_listener(DOMAINS[robot], names, results=len(TASKS[robot]))
+                try:
+                    _run_graph(robot, live)
+                finally:
+                    stop_listener(listener)
+                if json.loads(names.read_text())['result_writers_seen'] > 0:
+                    break
             offline = tmp_path_factory.mktemp(f'in_process_{robot}')
             options = SuiteOptions(out=offline, policy='expert', task_ids=TASKS[robot], record='json', robot=robot)
             run_suite(options, progress=False)
