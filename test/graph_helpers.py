@@ -246,26 +246,16 @@ def private_node(domain: int, name: str, *, spin: bool = False) -> Iterator[tupl
     profile), with a single-threaded executor it was added to, spun on a thread when ``spin``; torn down after."""
     import rclpy
     from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
 
     saved = {key: os.environ.get(key) for key in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE')}
     os.environ.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', FASTDDS_DEFAULT_PROFILES_FILE=str(PROFILE))
-    context = Context()
-    rclpy.init(context=context, domain_id=ros_domain(domain))
-    node = rclpy.create_node(name, context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True) if spin else None
-    if spinner is not None:
-        spinner.start()
     try:
-        yield node, executor
+        context = Context()
+        rclpy.init(context=context, domain_id=ros_domain(domain))
+        node = rclpy.create_node(name, context=context)
+        with spinning(context, node, spin=spin) as executor:
+            yield node, executor
     finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=context)
-        if spinner is not None:
-            spinner.join(timeout=5)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -274,10 +264,10 @@ def private_node(domain: int, name: str, *, spin: bool = False) -> Iterator[tupl
 
 
 @contextlib.contextmanager
-def spinning(context: Any, *nodes: Any, threads: int = 1) -> Iterator[None]:
-    """Spin ``nodes`` (of rclpy ``context``, ``None`` for the default one) on a thread, with a multi-threaded
-    executor when ``threads`` > 1, for the block; then stop the executor, destroy the nodes and shut ``context``
-    down."""
+def spinning(context: Any, *nodes: Any, threads: int = 1, spin: bool = True) -> Iterator[Any]:
+    """An executor of ``nodes`` (of rclpy ``context``, ``None`` for the default one), multi-threaded when ``threads``
+    > 1, spun on a thread for the block when ``spin`` (else the caller spins it); then the executor is stopped, the
+    nodes destroyed and ``context`` shut down."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 
@@ -288,13 +278,15 @@ def spinning(context: Any, *nodes: Any, threads: int = 1) -> Iterator[None]:
     )
     for node in nodes:
         executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
+    spinner = threading.Thread(target=executor.spin, daemon=True) if spin else None
+    if spinner is not None:
+        spinner.start()
     try:
-        yield
+        yield executor
     finally:
         executor.shutdown(timeout_sec=5)
-        spinner.join(timeout=5)
+        if spinner is not None:
+            spinner.join(timeout=5)
         for node in nodes:
             node.destroy_node()
         rclpy.shutdown(context=context)

@@ -159,7 +159,8 @@ class StreamedDriver:
             )
             for arm in ARMS
         }
-        self.plan: tuple[float, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.plan: tuple[float, np.ndarray, np.ndarray] | None = None
+        """(start, monotonic; knot times from 0, seconds; the 14-D points at them, the start state first)."""
         self.closed = False
         self.streamer = threading.Thread(target=self.stream, name='driver-stream', daemon=True)
         self.streamer.start()
@@ -171,13 +172,10 @@ class StreamedDriver:
         return all(publisher.get_subscription_count() > 0 for publisher in self.pubs.values())
 
     def send(self, command: Command, *, start: np.ndarray) -> None:
+        knots = np.concatenate([[0.0], np.asarray(command.times, dtype=np.float64)])
+        points = np.vstack([np.asarray(start, dtype=np.float64)[None, :], np.asarray(command.positions, np.float64)])
         with self.lock:
-            self.plan = (
-                time.monotonic(),
-                np.asarray(start, dtype=np.float64),
-                np.asarray(command.positions, dtype=np.float64),
-                np.asarray(command.times, dtype=np.float64),
-            )
+            self.plan = (time.monotonic(), knots, points)
             # The first target goes out now, not one period later (a stop holds at once), and under the lock: no row
             # of the plan it replaces can follow it.
             self.tick()
@@ -186,9 +184,7 @@ class StreamedDriver:
     def target(self, elapsed: float) -> tuple[np.ndarray, bool]:
         """The interpolated 14-D target ``elapsed`` seconds into the plan, and whether the plan is over."""
         assert self.plan is not None
-        _, start, rows, times = self.plan
-        knots = np.concatenate([[0.0], times])
-        points = np.vstack([start[None, :], rows])
+        _, knots, points = self.plan
         if elapsed >= knots[-1]:
             return points[-1], True
         return np.array([np.interp(elapsed, knots, points[:, c]) for c in range(points.shape[1])]), False
