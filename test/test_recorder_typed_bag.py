@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from graph_helpers import ROOT, graph_env
@@ -19,6 +20,7 @@ from rosbags.rosbag2 import Reader
 from test_referee_cli import TASK_ID, pickup_trajectory
 
 from robofollow_ros.bags import read_episode_bag, read_episode_result, write_episode_bag
+from robofollow_ros.bags.cdr import default_typestore
 
 pytestmark = pytest.mark.ros
 
@@ -31,6 +33,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 from test_referee_cli import pickup_trajectory
 from robofollow_ros import topics
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -44,6 +47,7 @@ from robofollow_ros.ros.protocol import (
 from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 
 out = Path(sys.argv[1])
+late_description = sys.argv[3:] == ['late-description']
 rclpy.init(args=['--ros-args', '-p', f'out:={out}', '-p', 'robot:=aloha'])
 recorder = RecorderNode()
 driver = rclpy.create_node('driver')
@@ -60,8 +64,13 @@ status_pub = driver.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EV
 result_pub = driver.create_publisher(ResultMessage, topics.RESULT, qos.EVENTS)
 joints_pub = driver.create_publisher(JointState, topics.JOINT_STATES, qos.STATE)
 poses = {topic: driver.create_publisher(PoseStamped, topic, qos.STATE) for topic in topics.pose_topics()}
+description_pub = driver.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED) if late_description else None
 deadline = time.monotonic() + 60
-while spec_pub.get_subscription_count() == 0 or joints_pub.get_subscription_count() == 0:
+while (
+    spec_pub.get_subscription_count() == 0
+    or joints_pub.get_subscription_count() == 0
+    or (late_description and recorder.count_publishers(topics.ROBOT_DESCRIPTION) == 0)
+):
     assert time.monotonic() < deadline, 'the recorder never subscribed'
     executor.spin_once(timeout_sec=0.05)
 spec_pub.publish(spec_message(spec))
@@ -83,6 +92,12 @@ for i, stamp in enumerate(stamps):
 record = {'episode_id': spec.episode_id, 'task_id': spec.task_id, 'seed': 439, 'round': 1, 'end_stamp_ns': stamps[-1]}
 result_pub.publish(result_message(record))
 bag = out / 'episodes' / f'{spec.task_id}__r01'
+if description_pub is not None:
+    held = time.monotonic() + 1.5
+    while time.monotonic() < held:
+        assert not bag.is_dir(), 'the bag was published before the robot description a known publisher holds'
+        executor.spin_once(timeout_sec=0.05)
+    description_pub.publish(String(data='<robot name="late"/>'))
 while not bag.is_dir():
     assert time.monotonic() < deadline, 'the recorder never published its bag'
     executor.spin_once(timeout_sec=0.05)
@@ -91,9 +106,10 @@ print(spec.episode_id, bag, flush=True)
 """
 
 
-def test_the_recorder_node_writes_the_typed_episode_and_its_bag_scores(tmp_path) -> None:
+def drive_recorder(out: Path, *options: str) -> tuple[str, str]:
+    """Run the recorder against the driver node; the episode id and the bag it published."""
     done = subprocess.run(
-        [sys.executable, '-c', DRIVE, str(tmp_path / 'run'), TASK_ID],
+        [sys.executable, '-c', DRIVE, str(out), TASK_ID, *options],
         env=graph_env(DOMAIN),
         cwd=ROOT,
         capture_output=True,
@@ -102,6 +118,11 @@ def test_the_recorder_node_writes_the_typed_episode_and_its_bag_scores(tmp_path)
     )
     assert done.returncode == 0, done.stderr[-3000:]
     episode_id, recorded = done.stdout.split()
+    return episode_id, recorded
+
+
+def test_the_recorder_node_writes_the_typed_episode_and_its_bag_scores(tmp_path) -> None:
+    episode_id, recorded = drive_recorder(tmp_path / 'run')
     with Reader(recorded) as reader:
         types = {connection.topic: connection.msgtype for connection in reader.connections}
     assert types['/robofollow/episode'] == 'robofollow_interfaces/msg/EpisodeSpec'
@@ -131,3 +152,14 @@ def test_the_recorder_node_writes_the_typed_episode_and_its_bag_scores(tmp_path)
         record.pop('source')
     assert records[0] == records[1]
     assert (records[0]['task_id'], records[0]['window_units'], records[0]['intent_score']) == (TASK_ID, 'frames', 1.0)
+
+
+def test_a_bag_waits_for_the_robot_description_a_known_publisher_has_not_delivered(tmp_path) -> None:
+    """A latched URDF lost on a busy machine comes again only at its writer's next heartbeat: the episode's bag is
+    held (up to the recorder's end timeout) until it is in, not published without it."""
+    _, recorded = drive_recorder(tmp_path / 'run', 'late-description')
+    typestore = default_typestore()
+    with Reader(recorded) as reader:
+        (description,) = [c for c in reader.connections if c.topic == '/robot_description']
+        (_, _, data), *_ = reader.messages(connections=[description])
+    assert typestore.deserialize_cdr(data, description.msgtype).data == '<robot name="late"/>'

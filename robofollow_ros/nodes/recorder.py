@@ -164,6 +164,12 @@ class RecorderNode(Node):
         self.description = message.data
         for bag in self.bags.values():
             bag.writer.write_robot_description(message.data, stamp_ns=time.time_ns())
+        self.try_finish()
+
+    def description_awaited(self) -> bool:
+        """A publisher of the robot description is known but its latched URDF has not arrived (a reliable sample
+        lost on a busy machine is sent again only at the writer's next heartbeat)."""
+        return self.description is None and self.count_publishers(topics.ROBOT_DESCRIPTION) > 0
 
     def on_markers(self, message: MarkerArray) -> None:
         if message.markers:
@@ -232,12 +238,16 @@ class RecorderNode(Node):
 
     def try_finish(self, *, slack: float = 0.0) -> None:
         """Publish every bag whose result is in once its TCP poses and joint states up to the result's end stamp are
-        written (a reader matched late gets the frames it missed, ``qos.STATE``) (or
-        ``END_TIMEOUT_SECONDS`` after its result arrived with what is written)."""
+        written (a reader matched late gets the frames it missed, ``qos.STATE``) and the robot description a known
+        publisher holds is in (or ``END_TIMEOUT_SECONDS`` after its result arrived with what is written)."""
         for episode_id, bag in list(self.bags.items()):
             if bag.result is None:
                 continue
-            complete = len(bag.frame_ns) == len(ARMS) + 1 and min(bag.frame_ns.values()) >= (bag.end_ns or 0)
+            complete = (
+                len(bag.frame_ns) == len(ARMS) + 1
+                and min(bag.frame_ns.values()) >= (bag.end_ns or 0)
+                and not self.description_awaited()
+            )
             if complete or time.monotonic() + slack - bag.result_seen >= END_TIMEOUT_SECONDS:
                 bag.writer.write_result(bag.result, stamp_ns=time.time_ns())
                 self.finish(episode_id, publish=True)
