@@ -151,6 +151,21 @@ def alive(pid: int) -> bool:
     return state != 'Z'
 
 
+def where_they_wait(processes: dict[str, int]) -> str:
+    """The processes still alive, each with its threads' names and kernel wait channels (what a process that does not
+    exit is blocked in), for a failure message."""
+    lines = []
+    for name, pid in processes.items():
+        if not alive(pid):
+            continue
+        threads = []
+        for task in sorted(Path(f'/proc/{pid}/task').glob('*')):
+            with contextlib.suppress(OSError):
+                threads.append(f'{(task / "comm").read_text().strip()}@{(task / "wchan").read_text().strip() or "-"}')
+        lines.append(f'{name} (pid {pid}): {", ".join(threads)}')
+    return '; '.join(lines) or 'none'
+
+
 def wait_until(condition, *, timeout: float, what: str, poll: float = 0.05) -> None:
     """Poll ``condition`` until true, or fail naming ``what``."""
     deadline = time.monotonic() + timeout
