@@ -54,12 +54,23 @@ from robofollow_ros.ros.protocol import (
     record_from_result,
     spec_message,
 )
-from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_report, remember, spin, wait_for
+from robofollow_ros.ros.runtime import (
+    MIN_TIMEOUT,
+    param,
+    publish_acknowledged,
+    read_report,
+    remember,
+    spin,
+    wait_for,
+)
 from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_stops
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, Tolerances
 
 RESET_ATTEMPT_SECONDS = 15.0
+SPEC_DELIVERY_SECONDS = 5.0
+"""How long an episode's spec waits for its readers' acknowledgement before the episode goes on without it (the
+next spec would replace one still undelivered, and the referee would drop that episode's end as unknown)."""
 """How long one call of the reset service may stay unanswered before it is made again."""
 LOSS_CHECK_SECONDS = 0.05
 """How often a wait looks whether its graph is still there (several graphs only)."""
@@ -383,7 +394,13 @@ class EvaluatorNode(Node):
     def start_episode(self, spec: EpisodeSpec, *, deadline: float) -> None:
         """Publish ``spec``, reset the sim to it and send the instruction: the bridge starts the episode (on a
         real cell the cell is reset already, ``prepare_episode``: the RESET status starts it)."""
-        self.episode_pub.publish(spec_message(spec))
+        if not publish_acknowledged(
+            self.episode_pub, spec_message(spec), timeout=SPEC_DELIVERY_SECONDS, context=self.context
+        ):
+            self.get_logger().warning(
+                f'{spec.task_id}: not every reader of {topics.EPISODE}{self.where} acknowledged its spec in '
+                f'{SPEC_DELIVERY_SECONDS:g} s'
+            )
         if self.cell is None:
             self.reset(spec, deadline=deadline)
         else:

@@ -47,8 +47,11 @@ from robofollow_ros.ros.protocol import (
     StatusEvent,
     spec_message,
 )
+from robofollow_ros.ros.runtime import publish_acknowledged
 from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, LayoutCheck, Tolerances, check_layout
 
+ANNOUNCE_SECONDS = 5.0
+"""How long a trial's layout announcement waits for its readers' acknowledgement before the trial goes on."""
 HOME_SECONDS = 120.0
 """How long the bridge may take to bring both arms home (slowly, through the safety filter)."""
 HOME_MOVE = re.compile(r'moving home in ([0-9.]+) s')
@@ -219,8 +222,15 @@ class RealCell:
     # --- a trial's start (the trial thread) ---------------------------------------------------------------------
 
     def announce(self, spec: EpisodeSpec) -> None:
-        """The cell is about to be laid out for ``spec``'s trial (``robofollow/cell/layout``)."""
-        self.layout_pub.publish(spec_message(spec))
+        """The cell is about to be laid out for ``spec``'s trial (``robofollow/cell/layout``), acknowledged by its
+        readers (the tracker) before the trial goes on."""
+        if not publish_acknowledged(
+            self.layout_pub, spec_message(spec), timeout=ANNOUNCE_SECONDS, context=self.node.context
+        ):
+            self.node.get_logger().warning(
+                f'{spec.task_id}: not every reader of {topics.CELL_LAYOUT} acknowledged its layout in '
+                f'{ANNOUNCE_SECONDS:g} s'
+            )
 
     def home(self) -> None:
         """Bring both arms home through the bridge, when it serves ``/robofollow/home``.

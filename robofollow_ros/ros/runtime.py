@@ -13,10 +13,12 @@ import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
 from rclpy.context import Context
+from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 
 from robofollow_ros import topics
 from robofollow_ros.errors import GraphError, RoboFollowError
@@ -27,6 +29,7 @@ from robofollow_ros.ros.shutdown import STOP, die_with_parent, ignore_further_st
 SPIN_PERIOD = 0.1
 KEEP_EPISODES = 16
 """Episodes a node remembers by id (specs, resets): their messages may arrive in any order across topics."""
+ACK_POLL_SECONDS = 0.005
 MIN_TIMEOUT = 0.001
 """The smallest timeout parameter a node accepts, seconds (zero or less would give up before starting)."""
 _K = TypeVar('_K')
@@ -185,6 +188,23 @@ def wait_for(
                 time.sleep(poll)
             else:
                 notified_by.wait(min(poll, remaining))
+
+
+def publish_acknowledged(publisher: Publisher, message: Any, *, timeout: float, context: Context | None = None) -> bool:
+    """Publish ``message`` on a reliable ``publisher`` and wait until every matched reader has acknowledged it, or
+    ``timeout`` seconds; whether they did (False also when rclpy shuts down or the process is asked to stop).
+
+    A reliable KEEP_LAST writer of depth 1 (``qos.LATCHED``) replaces a sample that a reader has not acknowledged
+    yet with the next one: a reader that lost the first delivery on a busy machine would never get it. Polled,
+    because rclpy's ``wait_for_all_acked`` holds the GIL while it waits.
+    """
+    publisher.publish(message)
+    deadline = time.monotonic() + timeout
+    while not publisher.wait_for_all_acked(Duration()):
+        if time.monotonic() > deadline or not rclpy.ok(context=context) or STOP.is_set():
+            return False
+        time.sleep(ACK_POLL_SECONDS)
+    return True
 
 
 class Timeout:
