@@ -214,15 +214,15 @@ node.create_subscription(Result, '/robofollow/result', on_result, qos.EVENTS)
 print('ready', flush=True)
 deadline = time.monotonic() + float(sys.argv[2])
 expected = int(sys.argv[3])
-writers = 0
+writers = dict.fromkeys(('/joint_states', '/robot_description', '/robofollow/result'), 0)
 try:
     while (len(seen) < 2 or len(results) < expected) and time.monotonic() < deadline:
         rclpy.spin_once(node, timeout_sec=0.1)
-        writers = max(writers, node.count_publishers('/robofollow/result'))
+        writers = {topic: max(count, node.count_publishers(topic)) for topic, count in writers.items()}
 except KeyboardInterrupt:
     pass
 with open(sys.argv[1], 'w', encoding='utf-8') as out:
-    json.dump({**seen, 'results': results, 'result_writers_seen': writers}, out)
+    json.dump({**seen, 'results': results, 'writers_seen': writers}, out)
 """
 
 
@@ -231,10 +231,9 @@ def start_joint_names_listener(
 ) -> subprocess.Popen[str]:
     """A process in ``domain`` that writes to ``path`` the names of the first /joint_states message, the
     /robot_description text and the typed fields of the ``/robofollow/result`` messages (read through rclpy's
-    ``robofollow_interfaces/msg/Result``) as JSON (``names``, ``urdf``, ``results``; and ``result_writers_seen``, the
-    most /robofollow/result writers it discovered at once, to tell a missed match from lost messages), once it has
-    the first two and
-    ``results`` results, or on SIGINT with what it has; returns once it is subscribed."""
+    ``robofollow_interfaces/msg/Result``) as JSON (``names``, ``urdf``, ``results``; and ``writers_seen``, the most
+    writers of each of the three topics it discovered at once, to tell a missed match from lost messages), once it
+    has the first two and ``results`` results, or on SIGINT with what it has; returns once it is subscribed."""
     process = subprocess.Popen(
         [sys.executable, '-c', LISTEN_JOINT_NAMES, str(path), str(timeout), str(results)],
         env=graph_env(domain),

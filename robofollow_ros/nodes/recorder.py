@@ -108,7 +108,7 @@ class RecorderNode(Node):
         self.recorded_pub = self.create_publisher(String, topics.RECORDED, qos.EVENTS)
         self.description: str | None = None
         self.create_subscription(String, topics.ROBOT_DESCRIPTION, self.on_description, qos.LATCHED)
-        self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.MARKERS_READER)
+        self.create_subscription(MarkerArray, topics.SCENE_MARKERS, self.on_markers, qos.MARKERS)
         self.joint_states = str(
             param(
                 self,

@@ -152,7 +152,7 @@ class SimNode(Node):
             for camera in CAMERAS
         }
         self.status_pub = self.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS)
-        self.markers_pub = self.watched_publisher(MarkerArray, topics.SCENE_MARKERS, qos.LATCHED)
+        self.markers_pub = self.watched_publisher(MarkerArray, topics.SCENE_MARKERS, qos.MARKERS)
         description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 

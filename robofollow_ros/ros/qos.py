@@ -56,12 +56,13 @@ LATCHED_READER = QoSProfile(
 """Readers of /robofollow/episode: a keyless topic keeps one history for all writers, so with depth 1 a message
 from another writer arriving before the callback ran would replace the evaluator's episode spec unseen."""
 CLOCK = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
-MARKERS_READER = QoSProfile(
+MARKERS = QoSProfile(
     depth=100,
     history=HistoryPolicy.KEEP_LAST,
     reliability=ReliabilityPolicy.RELIABLE,
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
-"""The recorder's reader of /robofollow/scene_markers (written ``LATCHED``): one message per observation, every one
-recorded, while the recorder may fall behind for a moment when it closes a bag (with depth 1 it kept only the
-newest of those that arrived meanwhile, and a bag missed an episode's markers)."""
+"""/robofollow/scene_markers, written and read: one message per observation, every one recorded. The recorder may
+fall behind for a moment when it closes a bag (a reader of depth 1 kept only the newest of those that arrived
+meanwhile), and a reader may match the sim's writer a moment after the writer matched it (discovery is not
+symmetric): a writer of depth 1 then handed it only the newest, and a bag missed its episode's markers."""
