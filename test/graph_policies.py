@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,9 +12,10 @@ import numpy as np
 class _Scripted:
     needs_images = False
 
-    def __init__(self, chunks: list[Any], *, delay: float = 0.0) -> None:
+    def __init__(self, chunks: list[Any], *, delay: float = 0.0, ready_file: str = '') -> None:
         self.chunks = chunks
         self.delay = delay
+        self.ready_file = Path(ready_file) if ready_file else None
         self.calls = 0
 
     def reset(self) -> None:
@@ -23,11 +25,19 @@ class _Scripted:
         self.instruction = text
 
     def predict(self, observation: Any) -> np.ndarray:
+        self._wait_until_ready()
         time.sleep(self.delay)
         state = np.asarray(observation.state, dtype=np.float64)
         chunk = self.chunks[min(self.calls, len(self.chunks) - 1)]
         self.calls += 1
         return chunk(state) if callable(chunk) else chunk
+
+    def _wait_until_ready(self, timeout: float = 20.0) -> None:
+        """Before the first answer, wait for the test's ``ready_file`` (its listener of the volatile arm commands has
+        matched the bridge's writers: a command sent before that match never reaches it)."""
+        deadline = time.monotonic() + timeout
+        while self.ready_file is not None and not self.ready_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 def _hold(rows: int):
@@ -72,6 +82,7 @@ def slow_hold(delay: float = 0.5) -> _Scripted:
     return _Scripted([_hold(20)], delay=float(delay))
 
 
-def hold_then_nan() -> _Scripted:
-    """Ten rows of holding still, then four, then a NaN (the bridge holds the arms)."""
-    return _Scripted([_hold(10), _hold(4), _nan])
+def hold_then_nan(ready_file: str = '') -> _Scripted:
+    """Ten rows of holding still, then four, then a NaN (the bridge holds the arms); the first once ``ready_file``
+    exists, when given."""
+    return _Scripted([_hold(10), _hold(4), _nan], ready_file=ready_file)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import numpy as np
@@ -42,32 +43,58 @@ def test_every_arm_command_and_the_hold_after_a_failure_are_what_a_jtc_accepts(t
 
     def on_command(message: JointTrajectory, arm: str) -> None:
         commands[arm].append((message, node.get_clock().now().nanoseconds))
-        writers.setdefault(arm, node.get_publishers_info_by_topic(topics.arm_trajectory_topic(arm)))
 
-    for arm in ARMS:
-        topic = topics.arm_trajectory_topic(arm)
-        node.create_subscription(JointTrajectory, topic, lambda m, arm=arm: on_command(m, arm), qos.ARM_COMMANDS)
-    node.create_subscription(ChunkTicketMessage, topics.SIM_CHUNK, tickets.append, qos.ARM_COMMANDS)
+    def bridge_writers_known() -> bool:
+        """Whether the bridge's writer of each arm is listed under its node name (that name comes with the graph
+        information, which may arrive after the DDS match)."""
+        for arm in ARMS:
+            infos = node.get_publishers_info_by_topic(topics.arm_trajectory_topic(arm))
+            if arm not in writers and any(info.node_name == 'policy_bridge' for info in infos):
+                writers[arm] = infos
+        return len(writers) == len(ARMS)
+
+    volatile = [
+        node.create_subscription(
+            JointTrajectory,
+            topics.arm_trajectory_topic(arm),
+            lambda m, arm=arm: on_command(m, arm),
+            qos.ARM_COMMANDS,
+        )
+        for arm in ARMS
+    ]
+    volatile.append(node.create_subscription(ChunkTicketMessage, topics.SIM_CHUNK, tickets.append, qos.ARM_COMMANDS))
     node.create_subscription(JointState, topics.JOINT_STATES, states.append, qos.STATE)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     done = threading.Event()
 
+    ready = tmp_path / 'listener_matched'
+
     def spin() -> None:
         while not done.is_set():
             executor.spin_once(timeout_sec=0.05)
+            matched = all(subscription.get_publisher_count() > 0 for subscription in volatile)
+            if not ready.exists() and matched and bridge_writers_known():
+                ready.touch()  # the policy answers its first query only now (commands are never replayed)
 
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
-        result = run_launch(DOMAIN, policy='graph_policies:hold_then_nan', task_ids=TASK, out=str(tmp_path))
+        kwargs = json.dumps({'ready_file': str(ready)})
+        result = run_launch(
+            DOMAIN,
+            policy='graph_policies:hold_then_nan',
+            policy_kwargs=kwargs,
+            task_ids=TASK,
+            out=str(tmp_path / 'run'),
+        )
     finally:
         done.set()
         spinner.join(timeout=10)
         executor.shutdown()
         rclpy.shutdown(context=context)
     assert result.returncode == 0, result.stdout[-4000:]
-    (record,) = read_records(tmp_path / 'results.jsonl')
+    (record,) = read_records(tmp_path / 'run' / 'results.jsonl')
     assert 'non-finite value' in record['policy_error'] and 'holding the arms' in result.stdout
     assert record['queries'] == 2 and record['executed_rows'] == 14  # the hold is no query and steps no row
 
