@@ -68,10 +68,10 @@ from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, Tolerances
 
 RESET_ATTEMPT_SECONDS = 15.0
+"""How long one call of the reset service may stay unanswered before it is made again."""
 SPEC_DELIVERY_SECONDS = 5.0
 """How long an episode's spec waits for its readers' acknowledgement before the episode goes on without it (the
 next spec would replace one still undelivered, and the referee would drop that episode's end as unknown)."""
-"""How long one call of the reset service may stay unanswered before it is made again."""
 LOSS_CHECK_SECONDS = 0.05
 """How often a wait looks whether its graph is still there (several graphs only)."""
 
