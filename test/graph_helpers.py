@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,12 +166,14 @@ def where_they_wait(processes: dict[str, int]) -> str:
     return '; '.join(lines) or 'none'
 
 
-def wait_until(condition, *, timeout: float, what: str, poll: float = 0.05) -> None:
-    """Poll ``condition`` until true, or fail naming ``what``."""
+def wait_until(
+    condition, *, timeout: float, what: str, poll: float = 0.05, detail: Callable[[], str] | None = None
+) -> None:
+    """Poll ``condition`` until true, or fail naming ``what`` (and what ``detail`` says at that moment)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
+            raise AssertionError(f'timed out waiting for {what}' + ('' if detail is None else f': {detail()}'))
         time.sleep(poll)
 
 

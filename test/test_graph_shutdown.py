@@ -6,7 +6,6 @@ process outlives its launcher, and the run resumes to a complete one whose bags 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -274,9 +273,12 @@ def test_nodes_orphaned_by_a_killed_launcher_exit_and_the_run_says_sigterm(tmp_p
         launcher.kill()
         launcher.wait()
         pids = {name: int(pid) for name, pid in nodes.items()}
-        with contextlib.suppress(AssertionError):
-            wait_until(lambda: not any(alive(pid) for pid in pids.values()), timeout=30, what='the nodes to exit')
-        assert not any(alive(pid) for pid in pids.values()), f'orphaned nodes still running: {where_they_wait(pids)}'
+        wait_until(
+            lambda: not any(alive(pid) for pid in pids.values()),
+            timeout=30,
+            what='the orphaned nodes to exit',
+            detail=lambda: f'still running: {where_they_wait(pids)}',
+        )
     finally:
         for pid in nodes.values():
             if alive(int(pid)):
