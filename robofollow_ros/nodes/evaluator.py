@@ -558,9 +558,11 @@ def main(args: list[str] | None = None) -> int:
     finally:
         ignore_further_stops()
         STOP.set(STOP.name or 'exit')
-        _shut_down(links)
+        # The spinners see STOP between waits and return; shutting a context down while one waits on it can raise
+        # in that thread (a traceback in the launch output of a SIGTERM mid-trial, once under load).
         for spinner in spinners:
             spinner.join(timeout=5.0)
+        _shut_down(links)
         for executor in executors:
             executor.shutdown(timeout_sec=1.0)
         for link in links:
