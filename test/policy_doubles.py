@@ -301,3 +301,28 @@ class Describer(HoldingPolicy):
         with open(self.report, 'a', encoding='utf-8') as stream:
             stream.write(json.dumps(entry) + '\n')
         return super().predict(observation)
+
+
+class NetworkProbe(HoldingPolicy):
+    """Prints whether 127.0.0.1:``port`` answers (it should: ``--policy-network``) and 127.0.0.1:``other_port``
+    does not."""
+
+    def __init__(self, port: int, other_port: int) -> None:
+        super().__init__()
+        self.port, self.other_port = int(port), int(other_port)
+
+    def predict(self, observation):
+        import socket
+
+        try:
+            with socket.create_connection(('127.0.0.1', self.port), timeout=10) as connection:
+                connection.sendall(b'hello')
+                print(f'allowed 127.0.0.1:{self.port} answered {connection.recv(64).decode()}', flush=True)
+        except OSError as error:
+            print(f'allowed 127.0.0.1:{self.port} failed: {error}', flush=True)
+        try:
+            socket.create_connection(('127.0.0.1', self.other_port), timeout=5).close()
+            print(f'other 127.0.0.1:{self.other_port} answered', flush=True)
+        except OSError:
+            print(f'other 127.0.0.1:{self.other_port} refused', flush=True)
+        return super().predict(observation)

@@ -125,8 +125,10 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.evaluation.status import counts_line, trial_counts
     from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
     from robofollow_ros.policy.factory import parse_policy_kwargs
+    from robofollow_ros.policy.isolation.sandbox import protect_this_process
     from robofollow_ros.policy.preflight import check_policy_options
 
+    protect_this_process()
     policy_kwargs = parse_policy_kwargs(args.policy_kwargs)
     check_policy_options(args.policy, policy_kwargs)  # before the run folder is touched
     options = SuiteOptions(
@@ -145,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         query_timeout=args.query_timeout,
         trusted_policy=args.trusted_policy,
         policy_memory_limit=args.policy_memory_limit,
+        policy_scratch=args.policy_scratch,
+        policy_network=args.policy_network,
         force_new=args.force_new,
         retry_errors=args.retry_errors,
         workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB
@@ -40,11 +41,25 @@ def confidence_fraction(percent: float) -> float:
 
 
 def add_isolation_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--trusted-policy`` and ``--policy-memory-limit MIB``: how a ``module:function`` policy runs."""
+    """``--trusted-policy``, ``--policy-memory-limit MIB``, ``--policy-scratch DIR`` and ``--policy-network
+    HOST:PORT``: how a ``module:function`` policy runs (in its sandbox unless trusted)."""
     parser.add_argument(
         '--trusted-policy',
         action='store_true',
-        help="run a module:function policy in the simulator's process instead of its own (no isolation)",
+        help="run a module:function policy in the simulator's process instead of its sandbox (no protection)",
+    )
+    parser.add_argument(
+        '--policy-scratch',
+        type=Path,
+        metavar='DIR',
+        help='a folder outside --out the sandboxed policy may write, kept between its processes (default: a '
+        'private tmpfs /tmp that ends with each process)',
+    )
+    parser.add_argument(
+        '--policy-network',
+        metavar='HOST:PORT',
+        help='let the sandboxed policy open TCP connections to HOST:PORT, reached at 127.0.0.1:PORT inside its '
+        'sandbox (nothing else; every record and report says so)',
     )
     parser.add_argument(
         '--policy-memory-limit',

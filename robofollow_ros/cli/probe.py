@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.errors import RoboFollowError
     from robofollow_ros.evaluation.guard import GuardedPolicy
     from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
+    from robofollow_ros.policy.isolation.sandbox import SandboxOptions, check_sandbox_options
     from robofollow_ros.sim.env import CellEnv
 
     if args.rounds < 1:
@@ -64,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     if args.policy_memory_limit < 0:
         raise RoboFollowError('--policy-memory-limit must be a number of MiB, or 0 for no limit')
     factory = resolve_policy(args.policy, kwargs=parse_policy_kwargs(args.policy_kwargs), trusted=args.trusted_policy)
-    policy = GuardedPolicy(factory, memory_limit_mib=args.policy_memory_limit)
+    sandbox = SandboxOptions(scratch=args.policy_scratch, network=args.policy_network)
+    check_sandbox_options(sandbox)
+    policy = GuardedPolicy(factory, memory_limit_mib=args.policy_memory_limit, sandbox=sandbox)
     done = 0
 
     def progress(run_: ProbeRun) -> None:

@@ -4,13 +4,13 @@ A policy is user code. Whatever it does (raises, returns garbage, sleeps forever
 ``os._exit``, runs out of memory) is turned into a ``PolicyFailure`` that the episode records, and the run goes
 on with a fresh instance for the next trial.
 
-A ``module:function`` policy runs in its own process (``robofollow_ros.policy.isolation``; ``isolation ==
-'process'``): a call that misses its deadline kills that process at once, and a process that dies is a
-``crash``. Built-in policies, and user policies under ``--trusted-policy``, run in this process on their own
-worker thread; a Python thread cannot be killed, so a call of theirs that misses its deadline is left running
-on its daemon thread and the instance is abandoned. Either way the evaluator never calls an abandoned instance
-again (``GuardedPolicy.abandoned``), and Ctrl-C and SIGTERM reach the main thread, so they stop the run cleanly
-however busy the policy is.
+A ``module:function`` policy runs in its own process inside the policy sandbox
+(``robofollow_ros.policy.isolation``; ``isolation == 'sandbox'``): a call that misses its deadline kills that
+process and everything it started at once, and a process that dies is a ``crash``. Built-in policies, and user
+policies under ``--trusted-policy``, run in this process on their own worker thread; a Python thread cannot be
+killed, so a call of theirs that misses its deadline is left running on its daemon thread and the instance is
+abandoned. Either way the evaluator never calls an abandoned instance again (``GuardedPolicy.abandoned``), and
+Ctrl-C and SIGTERM reach the main thread, so they stop the run cleanly however busy the policy is.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 from robofollow_ros.errors import PolicyChunkError, PolicyError, PolicyProcessError, PolicyRaisedError
 from robofollow_ros.policy.base import needs_images, validate_chunk
 from robofollow_ros.policy.factory import PolicyFactory
+from robofollow_ros.policy.isolation.sandbox import SandboxOptions
 
 FailureKind = Literal[
     'build', 'reset', 'set_instruction', 'bind_task', 'predict', 'invalid_chunk', 'timeout', 'crash', 'memory', 'close'
@@ -35,7 +36,7 @@ DEFAULT_QUERY_TIMEOUT = 300.0
 BUILD_TIMEOUT_FACTOR = 10.0
 """Building an instance (loading a checkpoint) may take this many times the per-call deadline."""
 DEFAULT_POLICY_MEMORY_MIB = 8192
-"""The default data-segment cap of a policy's own process (``--policy-memory-limit``), in MiB.
+"""The default address-space cap of each process of a sandboxed policy (``--policy-memory-limit``), in MiB.
 
 Generous on purpose: 8 GiB holds a CPU model of about two billion float32 parameters with room for its
 activations (GPU memory is not counted), while a runaway policy fails its trial before it takes a typical
@@ -106,12 +107,14 @@ class _Worker:
 
 class GuardedPolicy:
     """One policy instance, built and called with a deadline per call: in its own process
-    (``factory.isolation == 'process'``) or on its own worker thread.
+    (``factory.isolation`` ``sandbox``, or ``process`` without the sandbox) or on its own worker thread.
 
     Args:
         factory: the resolved policy (its name, privilege, isolation and keyword arguments).
         timeout: seconds each ``reset``, ``set_instruction``, ``bind_task`` and ``predict`` may take.
-        memory_limit_mib: data-segment cap of the policy's own process in MiB (0: none; in-process: unused).
+        memory_limit_mib: address-space cap of each of the policy's processes in MiB (0: none; in-process: unused).
+        sandbox: where the sandboxed policy's output goes, what it must not see, what network it may reach
+            (``None``: the defaults of ``SandboxOptions``).
 
     Raises:
         PolicyFailure: (kind ``build``, ``timeout``, ``crash`` or ``memory``) the factory failed, returned an
@@ -125,8 +128,10 @@ class GuardedPolicy:
         *,
         timeout: float = DEFAULT_QUERY_TIMEOUT,
         memory_limit_mib: int = DEFAULT_POLICY_MEMORY_MIB,
+        sandbox: SandboxOptions | None = None,
     ) -> None:
         self.name = factory.name
+        self.sandbox = sandbox
         self.privileged = factory.privileged
         self.isolation = factory.isolation
         self.timeout = timeout
@@ -137,7 +142,7 @@ class GuardedPolicy:
         self._policy: Any = None
         build_timeout = BUILD_TIMEOUT_FACTOR * timeout
         try:
-            if factory.isolation == 'process':
+            if factory.isolation in ('sandbox', 'process'):
                 self._start_process(factory, timeout=build_timeout)
             else:
                 self._worker = _Worker(f'policy {factory.name}')
@@ -152,13 +157,19 @@ class GuardedPolicy:
 
         from robofollow_ros.policy.isolation.client import PolicyProcess
 
+        sandbox = (self.sandbox or SandboxOptions()) if factory.isolation == 'sandbox' else None
         try:
-            self._process = PolicyProcess(memory_limit_mib=self.memory_limit_mib)
+            self._process = PolicyProcess(memory_limit_mib=self.memory_limit_mib, sandbox=sandbox)
         except PolicyProcessError as error:
             raise PolicyFailure(str(error), kind='build') from error
         request = {'name': factory.name, 'kwargs': dict(factory.kwargs), 'path': list(sys.path)}
         built = self._remote('build', 'build', request, timeout=timeout)
         self.needs_images = bool(built.get('needs_images', True)) if isinstance(built, dict) else True
+
+    @property
+    def log_path(self) -> Any:
+        """The log file of the policy process's output (``None`` in-process)."""
+        return None if self._process is None else self._process.log.path
 
     @property
     def pid(self) -> int | None:

@@ -25,11 +25,13 @@ from robofollow_ros.errors import RunFolderError
 from robofollow_ros.textfiles import read_utf8, write_atomically
 
 IDENTITY_NAME = 'identity.json'
-OPTIONAL_FIELDS = ('runtime', 'robot', 'isolation', 'robot_profile', 'pose_source')
+OPTIONAL_FIELDS = ('runtime', 'robot', 'isolation', 'robot_profile', 'pose_source', 'policy_network')
 """Fields older identity files may lack (their defaults apply)."""
 CELL_FIELDS = ('robot_profile', 'pose_source')
 """Fields only a run on a real (or fake-hardware) cell has: absent, not null, elsewhere, so that the identities of
 simulated runs are what they were before real cells existed."""
+ABSENT_WHEN_NONE = (*CELL_FIELDS, 'policy_network')
+"""Fields left out of ``as_dict`` when None, so that identities written before they existed keep their digest."""
 DIGEST_LENGTH = 12
 
 
@@ -41,7 +43,8 @@ class RunIdentity:
         policy: policy name (built-in or ``module:function``).
         policy_kwargs: keyword arguments the policy was built with.
         privileged: whether the policy received the task and ground-truth poses.
-        isolation: where the policy ran (``policy.factory.Isolation``: ``process``, ``trusted``, ``built-in``);
+        isolation: where the policy ran (``policy.factory.Isolation``: ``sandbox``, ``process``, ``trusted``,
+            ``built-in``);
             identities written before isolation existed ran every policy in-process (``built-in`` or
             ``trusted``).
         variant: ground-truth / scoring variant, as the user chose it.
@@ -55,6 +58,8 @@ class RunIdentity:
             the primitive one.
         robot_profile: the real cell's robot profile (``robot.profiles``; runtime ``real``), else None.
         pose_source: where the real cell's object poses came from (``sim``, ``tracker``, ``mocap``), else None.
+        policy_network: the one ``host:port`` a sandboxed policy was allowed to reach (``--policy-network``), else
+            None.
     """
 
     policy: str
@@ -71,10 +76,11 @@ class RunIdentity:
     isolation: str = 'built-in'
     robot_profile: str | None = None
     pose_source: str | None = None
+    policy_network: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The identity as plain JSON values (without the ``CELL_FIELDS`` that are None)."""
-        values = {key: value for key, value in asdict(self).items() if key not in CELL_FIELDS or value is not None}
+        """The identity as plain JSON values (without the ``ABSENT_WHEN_NONE`` fields that are None)."""
+        values = {key: value for key, value in asdict(self).items() if key not in ABSENT_WHEN_NONE or value is not None}
         return json.loads(json.dumps(values, sort_keys=True, default=str))
 
     @property

@@ -20,11 +20,26 @@ from robofollow_ros.errors import RunFolderError
 LOCK_NAME = '.lock'
 
 
+def make_out_folder(out: Path) -> None:
+    """Create the run folder (and its parents).
+
+    Raises:
+        RunFolderError: it cannot be created, or ``out`` is a file or a symbolic link to nowhere.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        kind = 'a file' if out.exists() else 'a symbolic link that leads nowhere (dangling, or a loop)'
+        raise RunFolderError(f'--out {out} is {kind}, not a folder') from None
+    except OSError as error:
+        raise RunFolderError(f'cannot create --out {out}: {error.strerror or error}') from error
+
+
 class RunLock:
     """An exclusive lock on a run folder, taken on ``__enter__`` (or ``acquire``) and released on exit.
 
     Raises:
-        RunFolderError: another live process holds the folder.
+        RunFolderError: another live process holds the folder, or the folder cannot be written.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -34,7 +49,10 @@ class RunLock:
 
     def acquire(self) -> None:
         """Take the lock or raise ``RunFolderError`` naming the process that holds it."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise RunFolderError(f'cannot write in {self.folder}: {error.strerror or error}') from error
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -11,6 +11,8 @@ from robofollow_ros.benchmark.types import Variant
 from robofollow_ros.evaluation.episode import EpisodeLimits
 from robofollow_ros.evaluation.episode_files import RecordMode
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.policy.isolation.output_log import LOG_FOLDER
+from robofollow_ros.policy.isolation.sandbox import SandboxOptions
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 
 
@@ -23,8 +25,10 @@ class SuiteOptions:
     ``None``; ``workers`` 0 means one actor per CPU of the cluster). One process (the caller) writes every
     file in either case.
 
-    A ``module:function`` policy runs in its own process capped at ``policy_memory_limit`` MiB (0: no cap),
-    unless ``trusted_policy`` runs it in the simulator's process (``robofollow_ros.evaluation.guard``).
+    A ``module:function`` policy runs in its own sandboxed process capped at ``policy_memory_limit`` MiB (0: no
+    cap), unless ``trusted_policy`` runs it in the simulator's process (``robofollow_ros.evaluation.guard``); it
+    may write only to ``policy_scratch`` (a folder outside ``out``; ``None``: a private tmpfs) and reach only
+    ``policy_network`` (``host:port``; ``None``: no network).
     """
 
     out: Path
@@ -43,9 +47,17 @@ class SuiteOptions:
     query_timeout: float = DEFAULT_QUERY_TIMEOUT
     trusted_policy: bool = False
     policy_memory_limit: int = DEFAULT_POLICY_MEMORY_MIB
+    policy_scratch: Path | None = None
+    policy_network: str | None = None
     force_new: bool = False
     retry_errors: bool = False
     robot: str = DEFAULT_ROBOT
     workers: int = 1
     ray_address: str | None = None
     use_ray: bool = False
+
+    def sandbox(self) -> SandboxOptions:
+        """The sandbox of this suite's policy: its logs in ``out/policy-logs``, ``out`` itself out of its sight."""
+        return SandboxOptions(
+            log_dir=self.out / LOG_FOLDER, hidden=(self.out,), scratch=self.policy_scratch, network=self.policy_network
+        )

@@ -22,6 +22,7 @@ from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.records import Trial, build_failure_record, make_record
 from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
+from robofollow_ros.policy.isolation.sandbox import SandboxOptions, protect_this_process
 from robofollow_ros.referee.trajectory import Trajectory
 
 WALL_CLOCK_FIELDS = frozenset({'wall_seconds'})
@@ -41,17 +42,22 @@ class TrialResult:
 class PolicySlot:
     """Holds the current policy instance; builds a fresh one when there is none or it was abandoned."""
 
-    def __init__(self, factory: PolicyFactory, *, timeout: float, memory_limit_mib: int) -> None:
+    def __init__(
+        self, factory: PolicyFactory, *, timeout: float, memory_limit_mib: int, sandbox: SandboxOptions | None = None
+    ) -> None:
         self.factory = factory
         self.timeout = timeout
         self.memory_limit_mib = memory_limit_mib
+        self.sandbox = sandbox
         self.policy: GuardedPolicy | None = None
 
     def get(self) -> GuardedPolicy:
         """The live instance, built on first use or after the previous one was abandoned."""
         if self.policy is None or self.policy.abandoned:
             self.close()
-            self.policy = GuardedPolicy(self.factory, timeout=self.timeout, memory_limit_mib=self.memory_limit_mib)
+            self.policy = GuardedPolicy(
+                self.factory, timeout=self.timeout, memory_limit_mib=self.memory_limit_mib, sandbox=self.sandbox
+            )
         return self.policy
 
     def close(self) -> str | None:
@@ -75,6 +81,7 @@ class TrialRunner:
     ) -> None:
         from robofollow_ros.sim.env import CellEnv
 
+        protect_this_process()
         self.options = options
         self.identity = identity
         self.slot = self._slot(policy_kwargs)
@@ -90,7 +97,10 @@ class TrialRunner:
         kwargs = self.options.policy_kwargs if policy_kwargs is None else policy_kwargs
         factory = resolve_policy(self.options.policy, kwargs=kwargs, trusted=self.options.trusted_policy)
         return PolicySlot(
-            factory, timeout=self.options.query_timeout, memory_limit_mib=self.options.policy_memory_limit
+            factory,
+            timeout=self.options.query_timeout,
+            memory_limit_mib=self.options.policy_memory_limit,
+            sandbox=self.options.sandbox(),
         )
 
     def rebind(self, policy_kwargs: dict[str, Any] | None) -> str | None:

@@ -12,7 +12,6 @@ import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any, Protocol
 
 from robofollow_ros import __version__
@@ -24,7 +23,7 @@ from robofollow_ros.evaluation.endpoints import ServerWatch
 from robofollow_ros.evaluation.episode_files import EPISODES_DIR, LAYOUTS_DIR, episode_stem, save_episode
 from robofollow_ros.evaluation.identity import RunIdentity, claim_run_folder
 from robofollow_ros.evaluation.leftovers import clean_run_leftovers
-from robofollow_ros.evaluation.lock import RunLock
+from robofollow_ros.evaluation.lock import RunLock, make_out_folder
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.progress import Progress
 from robofollow_ros.evaluation.records import Trial, episode_meta
@@ -34,6 +33,7 @@ from robofollow_ros.evaluation.runner import InProcessTrials, TrialResult
 from robofollow_ros.evaluation.status import RUN_NAME, write_status
 from robofollow_ros.interrupts import interrupt_behind
 from robofollow_ros.policy.factory import resolve_policy
+from robofollow_ros.policy.isolation.sandbox import check_sandbox_options
 from robofollow_ros.referee.aggregate import is_void
 from robofollow_ros.referee.config import default_config
 
@@ -133,6 +133,7 @@ def run_identity(options: SuiteOptions, *, privileged: bool, isolation: str = 'b
         package_version=__version__,
         metric_version=default_config().metric_version,
         robot=options.robot,
+        policy_network=options.policy_network if isolation == 'sandbox' else None,
     )
 
 
@@ -141,7 +142,8 @@ def check_options(options: SuiteOptions) -> None:
 
     Raises:
         RoboFollowError: a limit below 1, a timeout not above 0, malformed pool endpoints, or an ``out`` that
-            is a file.
+            is a file; a policy scratch folder that is missing or shares files with ``out``; a policy network
+            address that is not ``host:port``.
     """
     if options.rounds < 1 or options.first_round < 1:
         raise RoboFollowError('--rounds and --first-round must be at least 1')
@@ -156,18 +158,7 @@ def check_options(options: SuiteOptions) -> None:
         raise RoboFollowError('--policy-memory-limit must be a number of MiB, or 0 for no limit')
     if options.out.exists() and not options.out.is_dir():
         raise RunFolderError(f'--out {options.out} is a file, not a folder')
-
-
-def make_out_folder(out: Path) -> None:
-    """Create the run folder (and its parents).
-
-    Raises:
-        RunFolderError: it cannot be created.
-    """
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise RunFolderError(f'cannot create --out {out}: {error.strerror or error}') from error
+    check_sandbox_options(options.sandbox())
 
 
 class TrialExecutor(Protocol):

@@ -41,6 +41,7 @@ from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.suite_parameters import SUITE_MINIMUMS, SUITE_PARAMETERS, suite_options
 from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.policy.factory import resolve_policy
+from robofollow_ros.policy.isolation.sandbox import protect_this_process
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
 from robofollow_ros.ros.operator import POSE_WAIT_SECONDS, RUNTIMES, CellSettings, LayoutGate, RealCell
@@ -488,7 +489,9 @@ class EvaluatorNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the suite over the graph (or the graphs); exit 0 when it is complete, 2 on an error, 130/143 when
-    interrupted (SIGINT/SIGTERM, or SIGTERM because the launcher died)."""
+    interrupted (SIGINT/SIGTERM, or SIGTERM because the launcher died). Not dumpable: no process of the same user
+    reads or traces it."""
+    protect_this_process()
     started = False
 
     def on_signal(number: int, _frame: object) -> None:

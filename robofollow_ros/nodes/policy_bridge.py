@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import queue
 import threading
+from pathlib import Path
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -39,6 +40,8 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
+from robofollow_ros.policy.isolation.output_log import LOG_FOLDER
+from robofollow_ros.policy.isolation.sandbox import SandboxOptions, check_sandbox_options, protect_this_process
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
@@ -116,6 +119,7 @@ class PolicyBridge(Node):
                 minimum=0,
             )
         )
+        self.sandbox = self.sandbox_options()
         self.sim_timeout = float(
             param(
                 self,
@@ -206,10 +210,40 @@ class PolicyBridge(Node):
             f'isolation: {self.factory.isolation})'
         )
 
+    def sandbox_options(self) -> SandboxOptions:
+        """The sandbox of a custom policy: its output logged in ``out/policy-logs``, ``out`` out of its sight.
+
+        Raises:
+            PolicyError: a scratch folder that is missing or lies in ``out``, a network address not ``host:port``.
+        """
+        out = Path(
+            str(param(self, 'out', '', description='run folder: policy logs go there, the policy never sees it'))
+        )
+        scratch = str(param(self, 'policy_scratch', '', description='folder the sandboxed policy may write'))
+        network = str(param(self, 'policy_network', '', description='host:port the sandboxed policy may reach'))
+        hidden: tuple[Path, ...] = ()
+        if str(out) not in ('', '.'):
+            out.mkdir(parents=True, exist_ok=True)
+            hidden = (out,)
+        options = SandboxOptions(
+            log_dir=out / LOG_FOLDER if hidden else None,
+            hidden=hidden,
+            scratch=Path(scratch) if scratch else None,
+            network=network or None,
+        )
+        check_sandbox_options(options)
+        return options
+
     def build_policy(self) -> LimitedPolicy:
         """A fresh policy instance (at start, and after an instance was abandoned on a timeout)."""
         kind = LimitedPolicy if self.real is None else WatchedPolicy
-        return kind(self.factory, limits=self.chunk_limits, timeout=self.timeout, memory_limit_mib=self.memory_limit)
+        return kind(
+            self.factory,
+            limits=self.chunk_limits,
+            timeout=self.timeout,
+            memory_limit_mib=self.memory_limit,
+            sandbox=self.sandbox,
+        )
 
     def on_episode(self, message: EpisodeSpecMessage) -> None:
         spec = read_episode(self, message)
@@ -402,7 +436,8 @@ class PolicyBridge(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run the policy bridge until shutdown."""
+    """Run the policy bridge until shutdown (not dumpable: no process of the same user reads or traces it)."""
+    protect_this_process()
     return run_node(PolicyBridge, args)
 
 

@@ -26,13 +26,16 @@ PRIVILEGED_POLICIES = frozenset({'expert', 'blind'})
 Privilege is granted by name here and nowhere else: a ``module:function`` policy is never privileged,
 whatever it defines (``bind_task``) or returns (even the expert's class)."""
 
-Isolation = Literal['process', 'trusted', 'built-in']
+Isolation = Literal['sandbox', 'process', 'trusted', 'built-in']
 """How a policy runs, as every record, ``run.json`` and report says (``isolation``):
 
-``process``: a ``module:function`` policy in its own process (``robofollow_ros.policy.isolation``), which holds
-nothing of the simulator, the task or the referee; ``trusted``: a ``module:function`` policy in the evaluator's
-process, because the user said ``--trusted-policy``; ``built-in``: one of ``BUILTIN_POLICIES``, project code in
-the evaluator's process (``openpi`` and ``robotwin-tcp`` are clients of a policy that runs elsewhere anyway)."""
+``sandbox``: a ``module:function`` policy in its own process inside the policy sandbox
+(``robofollow_ros.policy.isolation.sandbox``: own user, PID, network, IPC and mount namespaces), which holds
+nothing of the simulator, the task or the referee and reaches neither the graph nor the run's files; ``process``:
+the same process without the sandbox (runs recorded before the sandbox existed); ``trusted``: a
+``module:function`` policy in the evaluator's process, because the user said ``--trusted-policy``; ``built-in``:
+one of ``BUILTIN_POLICIES``, project code in the evaluator's process (``openpi`` and ``robotwin-tcp`` are clients
+of a policy that runs elsewhere anyway)."""
 
 
 def _split(reference: str) -> tuple[str, str]:
@@ -96,7 +99,7 @@ class PolicyFactory:
         name: the name given (built-in or ``module:function``).
         privileged: whether the policy receives the task and ground-truth poses (``PRIVILEGED_POLICIES``).
         factory: the class or function that builds an instance in this process; ``None`` for a policy that
-            runs in its own process (``isolation == 'process'``), whose module this process never imports.
+            runs in its own process (``isolation == 'sandbox'``), whose module this process never imports.
         kwargs: keyword arguments for every instance.
         isolation: where instances run (``Isolation``).
     """
@@ -129,27 +132,35 @@ class PolicyFactory:
 
 
 def policy_isolation(name: str, *, trusted: bool) -> Isolation:
-    """Where the policy ``name`` runs: built-ins in-process, others in their own process unless ``trusted``."""
+    """Where the policy ``name`` runs: built-ins in-process, others in the sandbox unless ``trusted``."""
     if name in BUILTIN_POLICIES:
         return 'built-in'
-    return 'trusted' if trusted else 'process'
+    return 'trusted' if trusted else 'sandbox'
 
 
 def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, trusted: bool = False) -> PolicyFactory:
     """Look ``name`` up (a built-in or an importable ``module:function``) without building anything.
 
-    A ``module:function`` policy runs in its own process unless ``trusted`` (``--trusted-policy``): its module
-    is then never imported here, only its top-level package is looked for.
+    A ``module:function`` policy runs in its own sandboxed process unless ``trusted`` (``--trusted-policy``): its
+    module is then never imported here, only its top-level package is looked for.
 
     Raises:
-        PolicyError: unknown name, module not importable, or (in-process) no such attribute.
+        PolicyError: unknown name, module not importable, (in-process) no such attribute, or a policy to sandbox
+            on a machine where the sandbox cannot be made (``--trusted-policy`` is then the user's decision).
     """
     reference = BUILTIN_POLICIES.get(name, name)
     if ':' not in reference:
         known = ', '.join(sorted(BUILTIN_POLICIES))
         raise PolicyError(f'unknown policy {name!r}: use one of {known} or "module:function"')
     isolation = policy_isolation(name, trusted=trusted)
-    if isolation == 'process':
+    if isolation == 'sandbox':
+        from robofollow_ros.policy.isolation.sandbox import sandbox_problem
+
+        problem = sandbox_problem()
+        if problem is not None:
+            raise PolicyError(
+                f'{problem}; without the sandbox, --trusted-policy runs {name!r} in this process, unprotected'
+            )
         _check_findable(reference)
         factory = None
     else:

@@ -272,7 +272,8 @@ class Report:
 
 
 ISOLATION_LABELS: dict[str, str] = {
-    'process': 'own process',
+    'sandbox': 'sandboxed process',
+    'process': 'own process, no sandbox',
     'trusted': 'in-process, trusted',
     'built-in': 'built-in, in-process',
 }

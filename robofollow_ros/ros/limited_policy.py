@@ -10,6 +10,7 @@ import numpy as np
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, GuardedPolicy, PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.policy.factory import PolicyFactory
+from robofollow_ros.policy.isolation.sandbox import SandboxOptions
 
 
 class LimitedPolicy(GuardedPolicy):
@@ -28,8 +29,9 @@ class LimitedPolicy(GuardedPolicy):
         limits: ChunkLimits,
         timeout: float,
         memory_limit_mib: int = DEFAULT_POLICY_MEMORY_MIB,
+        sandbox: SandboxOptions | None = None,
     ) -> None:
-        super().__init__(factory, timeout=timeout, memory_limit_mib=memory_limit_mib)
+        super().__init__(factory, timeout=timeout, memory_limit_mib=memory_limit_mib, sandbox=sandbox)
         self.limits = limits
         self.predict_seconds: list[float] = []
 

@@ -1,11 +1,13 @@
 """``PolicyProcess``: the evaluator's handle on one policy process (start, call with a deadline, kill).
 
-The process is a fresh interpreter started with ``subprocess.Popen`` (``python -m
-robofollow_ros.policy.isolation.host``), in its own session so that Ctrl-C in a terminal reaches only the
-evaluator, which then stops it. Calls are strictly one at a time. Anything that leaves the conversation in an
-unknown state (a missed deadline, a broken pipe, an interrupt while waiting) kills the process at once. Another
-thread may ``kill`` the process while a call is under way (a node shutting down): the call then ends with
-``PolicyProcessError`` and releases the pipes itself.
+The process is a fresh interpreter (``python -m robofollow_ros.policy.isolation.host``) inside the policy
+sandbox (``sandbox``: its own user, PID, network, IPC and mount namespaces) unless it is started without one
+(``sandbox=None``: the benchmark's baseline, and the project's own tests of the plain process). Its stdout and
+stderr go to a capped log file (``output_log``), never to the terminal. Calls are strictly one at a time.
+Anything that leaves the conversation in an unknown state (a missed deadline, a broken pipe, an interrupt while
+waiting) kills the process, and with it every process it started, at once. Another thread may ``kill`` the
+process while a call is under way (a node shutting down): the call then ends with ``PolicyProcessError`` and
+releases the pipes itself.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from typing import Any
 import numpy as np
 
 from robofollow_ros.errors import PolicyChunkError, PolicyError, PolicyProcessError, PolicyRaisedError
+from robofollow_ros.policy.isolation.network import OuterRelay
+from robofollow_ros.policy.isolation.output_log import OutputLog, log_path_in
+from robofollow_ros.policy.isolation.sandbox import SandboxOptions, bwrap_command, bwrap_environment
 from robofollow_ros.policy.isolation.shared_images import SharedImages
 from robofollow_ros.policy.isolation.transport import Channel, FrameTooLarge
 
@@ -31,15 +36,22 @@ EXIT_WAIT_SECONDS = 5.0
 """How long a process that closed its pipe may take to exit before it is killed (its exit code is reported)."""
 
 
-def exit_description(returncode: int | None) -> str:
+SIGNAL_EXIT_BASE = 128
+"""``bwrap`` exits with 128 + the signal number when the policy's process was killed by a signal."""
+
+
+def exit_description(returncode: int | None, *, sandboxed: bool = False) -> str:
     """``exit code 3``, ``killed by SIGKILL``, or ``still running``."""
     if returncode is None:
         return 'still running'
-    if returncode < 0:
+    number = -returncode if returncode < 0 else None
+    if sandboxed and returncode > SIGNAL_EXIT_BASE:
+        number = returncode - SIGNAL_EXIT_BASE
+    if number is not None:
         try:
-            return f'killed by {signal.Signals(-returncode).name}'
+            return f'killed by {signal.Signals(number).name}'
         except ValueError:
-            return f'killed by signal {-returncode}'
+            return f'killed by signal {number}'
     return f'exit code {returncode}'
 
 
@@ -47,15 +59,20 @@ class PolicyProcess:
     """One user policy in its own process.
 
     Args:
-        memory_limit_mib: the process's data-segment cap in MiB (0: none); see ``host.limit_memory``.
+        memory_limit_mib: the cap on each of its processes' address space in MiB (0: none); see
+            ``host.limit_memory``.
+        sandbox: the sandbox to run it in (``None``: a plain child process, with none of the sandbox's walls).
 
     Raises:
-        PolicyProcessError: the interpreter cannot be started.
+        PolicyProcessError: the interpreter (or its sandbox) cannot be started.
     """
 
-    def __init__(self, *, memory_limit_mib: int) -> None:
+    def __init__(self, *, memory_limit_mib: int, sandbox: SandboxOptions | None) -> None:
         self.memory_limit_mib = memory_limit_mib
+        self.sandboxed = sandbox is not None
         self.images = SharedImages()
+        self.relay = OuterRelay(sandbox.network) if sandbox is not None and sandbox.network else None
+        self.log = OutputLog(log_path_in(sandbox.log_dir if sandbox is not None else None))
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         command = [
@@ -65,20 +82,37 @@ class PolicyProcess:
             f'--requests={request_read}',
             f'--replies={reply_write}',
             f'--images={self.images.fd}',
-            f'--parent={os.getpid()}',
+            f'--parent={0 if self.sandboxed else os.getpid()}',
             f'--memory-limit-mib={int(memory_limit_mib)}',
         ]
+        if self.relay is not None:
+            command.append(f'--relay={self.relay.port}:{self.relay.socket_path}')
+        if sandbox is not None:
+            relay_dir = None if self.relay is None else self.relay.folder
+            command = bwrap_command(command, options=sandbox, search_path=sys.path, relay_dir=relay_dir)
         passed = (request_read, reply_write, *((self.images.fd,) if self.images.fd >= 0 else ()))
         try:
-            self.process = subprocess.Popen(command, pass_fds=passed, stdin=subprocess.DEVNULL, start_new_session=True)
+            self.process = subprocess.Popen(
+                command,
+                pass_fds=passed,
+                stdin=subprocess.DEVNULL,
+                stdout=self.log.write_fd,
+                stderr=self.log.write_fd,
+                start_new_session=True,
+                env=bwrap_environment() if self.sandboxed else None,
+            )
         except OSError as error:
             for fd in (request_write, reply_read):
                 os.close(fd)
             self.images.close()
+            self.log.close()
+            if self.relay is not None:
+                self.relay.close()
             raise PolicyProcessError(f'cannot start the policy process: {error}') from error
         finally:
             os.close(request_read)
             os.close(reply_write)
+            self.log.release_writer()
         os.set_blocking(request_write, False)
         self.channel = Channel(reply_read, request_write)
         self.alive = True
@@ -117,7 +151,7 @@ class PolicyProcess:
             PolicyChunkError: the policy's chunk is not a valid action chunk (with the reason).
         """
         if not self.alive or self.process.returncode is not None:
-            raise PolicyProcessError(f'the policy process is not running ({exit_description(self.process.poll())})')
+            raise PolicyProcessError(f'the policy process is not running ({self.how_it_ended()})')
         with self._calling():
             return self._exchange(op, fields, timeout=timeout)
 
@@ -162,7 +196,7 @@ class PolicyProcess:
         images = dict(getattr(observation, 'images', None) or {})
         fields: dict[str, Any] = {'state': np.asarray(observation.state, dtype=np.float32).reshape(-1)}
         if not self.alive:
-            raise PolicyProcessError(f'the policy process is not running ({exit_description(self.process.poll())})')
+            raise PolicyProcessError(f'the policy process is not running ({self.how_it_ended()})')
         with self._calling():
             if self.images.fd >= 0:
                 fields['images'] = [list(slot) for slot in self.images.write(images)]
@@ -171,17 +205,23 @@ class PolicyProcess:
                 fields['inline_images'] = {name: np.asarray(image, dtype=np.uint8) for name, image in images.items()}
             return np.asarray(self.call('predict', fields, timeout=timeout))
 
+    def how_it_ended(self) -> str:
+        """``still running``, ``exit code 3`` or ``killed by SIGKILL``."""
+        return exit_description(self.process.poll(), sandboxed=self.sandboxed)
+
     def _ended(self) -> str:
         """Wait briefly for a process that closed its pipe, kill it if it lingers; how it ended."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=EXIT_WAIT_SECONDS)
         code = self.process.returncode
         self.kill()
-        return exit_description(code if code is not None else self.process.returncode)
+        ended = exit_description(code if code is not None else self.process.returncode, sandboxed=self.sandboxed)
+        return f'{ended}; its output is in {self.log.path}'
 
     def kill(self) -> None:
-        """Kill the process (and whatever it started in its session) now and release the pipes (or leave that to
-        the call another thread has under way, which the kill ends)."""
+        """Kill the process now, and with it whatever it started (the sandbox's PID namespace ends with it; a plain
+        process takes its session down), and release the pipes (or leave that to the call another thread has
+        under way, which the kill ends)."""
         if self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -200,3 +240,6 @@ class PolicyProcess:
             self.alive = False
             self.channel.close()
             self.images.close()
+            self.log.close()
+            if self.relay is not None:
+                self.relay.close()

@@ -1,9 +1,9 @@
 """The policy process: ``python -m robofollow_ros.policy.isolation.host`` builds one user policy and answers calls.
 
-It is started by ``client.PolicyProcess`` as a fresh interpreter and imports only the policy interface, the
-wire codec and what the user's policy imports itself: no simulator, no evaluator, no task. Its memory is
-capped (``RLIMIT_DATA``) before anything is imported, it ignores Ctrl-C (the evaluator decides when it
-stops) and it exits when the evaluator's process is gone.
+It is started by ``client.PolicyProcess`` as a fresh interpreter, inside the policy sandbox, and imports only
+the policy interface, the wire codec and what the user's policy imports itself: no simulator, no evaluator, no
+task. Its address space is capped (``RLIMIT_AS``) before anything is imported, it ignores Ctrl-C (the evaluator
+decides when it stops) and it exits when its parent is gone.
 
 Requests are ``{'op': ...}`` maps: ``build`` (name, keyword arguments, the evaluator's ``sys.path``),
 ``reset``, ``set_instruction`` (text), ``predict`` (state, images) and ``close``. Each gets one reply:
@@ -14,6 +14,7 @@ with the exception's type and message only (no traceback: nothing of this proces
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import resource
 import signal
@@ -28,21 +29,29 @@ MAX_MESSAGE_CHARS = 2000
 
 
 def limit_memory(mebibytes: int) -> None:
-    """Cap this process's data segment (heap and private writable mappings) at ``mebibytes`` MiB (0: no cap).
+    """Cap this process's address space at ``mebibytes`` MiB (0: no cap); the processes it forks inherit the cap.
 
-    ``RLIMIT_DATA`` rather than ``RLIMIT_AS``: it counts what a policy allocates, not the address space that
-    CUDA, allocators and thread pools reserve without using. Soft and hard limit alike, so the policy cannot
-    raise it again.
+    ``RLIMIT_AS`` counts every mapping, shared memory and files mapped included (``RLIMIT_DATA`` let a policy
+    map 1 GiB of shared memory under a 300 MiB cap). It also counts address space reserved and never touched
+    (thread stacks, allocator arenas; CUDA reserves far more), which is why the default cap is generous. Soft and
+    hard limit alike, so the policy cannot raise it again.
     """
     if mebibytes <= 0:
         return
-    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = mebibytes * MIB if hard == resource.RLIM_INFINITY else min(hard, mebibytes * MIB)
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is the memory cap speaking (``MemoryError``, or ``ENOMEM`` from ``mmap`` and friends)."""
+    return isinstance(error, MemoryError) or (isinstance(error, OSError) and error.errno == errno.ENOMEM)
 
 
 def watch_parent(parent: int) -> None:
-    """Exit as soon as the evaluator's process is gone (even while the policy is busy in ``predict``)."""
+    """Exit as soon as the parent process is gone (even while the policy is busy in ``predict``); ``parent`` 0
+    means the parent this process has now (in the sandbox, the namespace's init)."""
+    parent = parent or os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -62,7 +71,7 @@ def describe(error: BaseException) -> dict[str, Any]:
             'message': str(error)[:MAX_MESSAGE_CHARS],
             'own': isinstance(error, PolicyError),
             'fatal': not isinstance(error, Exception),
-            'memory': isinstance(error, MemoryError),
+            'memory': out_of_memory(error),
         }
     }
 
@@ -156,8 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--images', type=int, default=-1)
     parser.add_argument('--parent', type=int, required=True)
     parser.add_argument('--memory-limit-mib', type=int, default=0)
+    parser.add_argument('--relay', default='', help='PORT:SOCKET: serve 127.0.0.1:PORT through the relay socket')
     args = parser.parse_args(argv)
     limit_memory(args.memory_limit_mib)
+    if args.relay:
+        from robofollow_ros.policy.isolation.network import start_inner_relay
+
+        port, _, socket_path = args.relay.partition(':')
+        start_inner_relay(int(port), socket_path)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     watch_parent(args.parent)
     return serve(args.requests, args.replies, args.images)
