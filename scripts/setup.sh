@@ -53,8 +53,26 @@ ensure_browser() {
     fi
 }
 
+ensure_bubblewrap() {
+    # User policies run in a bubblewrap sandbox (robofollow_ros/policy/isolation/sandbox.py); without it they run
+    # only with --trusted-policy.
+    if command -v bwrap >/dev/null; then
+        return
+    fi
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: installing bubblewrap for the policy sandbox"
+        if ! { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                bubblewrap >/dev/null; }; then
+            echo "setup: warning: could not install bubblewrap; custom policies will need --trusted-policy" >&2
+        fi
+    else
+        echo "setup: warning: bubblewrap missing; install it (apt install bubblewrap) to sandbox custom policies" >&2
+    fi
+}
+
 ensure_gl_libraries
 ensure_browser
+ensure_bubblewrap
 bash scripts/setup_openpi_client.sh
 
 if [ -f "$VENV/.robofollow-stamp" ] && [ "$(cat "$VENV/.robofollow-stamp")" = "$(stamp_of)" ]; then

@@ -14,15 +14,18 @@ built: list[object] = []
 
 
 class HoldingPolicy:
-    """Holds the observed state for three rows; ``ROBOFOLLOW_TEST_SLEEP`` seconds of thinking per query.
+    """Holds the observed state for three rows; ``sleep`` (or ``ROBOFOLLOW_TEST_SLEEP``, which reaches only a trusted
+    policy: the sandbox clears the environment) seconds of thinking per query.
 
-    With ``ROBOFOLLOW_TEST_THINKING`` set to a path, each query first creates that file.
+    With ``thinking`` (or ``ROBOFOLLOW_TEST_THINKING``) set to a path, each query first creates that file.
     """
 
     needs_images = False
 
-    def __init__(self, rows: int = 3) -> None:
+    def __init__(self, rows: int = 3, sleep: float | None = None, thinking: str | None = None) -> None:
         self.rows = rows
+        self.sleep = float(os.environ.get('ROBOFOLLOW_TEST_SLEEP', '0')) if sleep is None else float(sleep)
+        self.thinking = os.environ.get('ROBOFOLLOW_TEST_THINKING') if thinking is None else thinking
         built.append(self)
 
     def reset(self) -> None:
@@ -32,10 +35,9 @@ class HoldingPolicy:
         instructions.append(text)
 
     def predict(self, observation):
-        thinking = os.environ.get('ROBOFOLLOW_TEST_THINKING')
-        if thinking:  # tells a test, without guessing at timing, that a query is under way
-            open(thinking, 'a').close()
-        time.sleep(float(os.environ.get('ROBOFOLLOW_TEST_SLEEP', '0')))
+        if self.thinking:  # tells a test, without guessing at timing, that a query is under way
+            open(self.thinking, 'a').close()
+        time.sleep(self.sleep)
         return np.tile(np.asarray(observation.state, dtype=np.float32), (self.rows, 1))
 
     def close(self) -> None:

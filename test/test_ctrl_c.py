@@ -9,7 +9,7 @@ import sys
 
 import eval_process
 import pytest
-from test_run_identity import eval_args
+from test_run_identity import eval_args, sleeping
 
 # The console script runs ``robofollow_ros.cli:main``; this adds one subcommand module that is slow to import.
 WITH_A_SLOW_SUBCOMMAND = """
@@ -43,7 +43,7 @@ def test_ctrl_c_as_the_run_starts_is_an_interrupt_not_a_failure(tmp_path):
     # run.json appears just before the first trial imports and builds the simulator: a Ctrl-C landing inside
     # MuJoCo's import used to come out as "ImportError: initialization failed" (exit 1, run.json "failed").
     out = tmp_path / 'run'
-    process = eval_process.start(eval_args(out), ROBOFOLLOW_TEST_SLEEP='600')
+    process = eval_process.start(eval_args(out, *sleeping(600)))
     eval_process.wait_for_file(out / 'run.json', process)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)

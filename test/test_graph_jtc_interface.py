@@ -68,7 +68,8 @@ def test_every_arm_command_and_the_hold_after_a_failure_are_what_a_jtc_accepts(t
     executor.add_node(node)
     done = threading.Event()
 
-    ready = tmp_path / 'listener_matched'
+    ready = tmp_path / 'scratch' / 'listener_matched'  # in the one folder the sandboxed policy sees of the test's
+    ready.parent.mkdir()
 
     def spin() -> None:
         while not done.is_set():
@@ -85,6 +86,7 @@ def test_every_arm_command_and_the_hold_after_a_failure_are_what_a_jtc_accepts(t
             DOMAIN,
             policy='graph_policies:hold_then_nan',
             policy_kwargs=kwargs,
+            policy_scratch=str(ready.parent),
             task_ids=TASK,
             out=str(tmp_path / 'run'),
         )

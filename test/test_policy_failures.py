@@ -51,9 +51,11 @@ def test_every_policy_failure_is_recorded_per_trial_and_the_run_completes(tmp_pa
 
 
 def test_a_query_past_the_deadline_is_a_timeout_and_the_next_trial_gets_a_fresh_instance(tmp_path, capsys):
-    marker = tmp_path / 'slow'
+    scratch = tmp_path / 'scratch'  # the one folder a sandboxed policy may write
+    scratch.mkdir()
+    marker = scratch / 'slow'
     kwargs = json.dumps({'marker': str(marker)})
-    args = ('--query-timeout', '0.5', '--policy-kwargs', kwargs)
+    args = ('--query-timeout', '0.5', '--policy-kwargs', kwargs, '--policy-scratch', str(scratch))
     status, records, _ = evaluate(tmp_path, 'policy_doubles:SlowFirstInstance', *args)
     assert status == 0
     first, second = records

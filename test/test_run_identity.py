@@ -26,6 +26,17 @@ def eval_args(out, *extra, policy=HOLD):
     return ['eval', '--in-process', '--policy', policy, '--tasks', TASKS, '--out', str(out), '--quiet', *extra]
 
 
+def sleeping(seconds, *, thinking=None):
+    """Options that make the sandboxed HOLD policy think ``seconds`` per query (and touch ``thinking`` as it starts:
+    the file lies in the ``--policy-scratch`` folder, the one place the policy may write)."""
+    values = {'sleep': seconds}
+    options = []
+    if thinking is not None:
+        values['thinking'] = str(thinking)
+        options = ['--policy-scratch', str(thinking.parent)]
+    return [*options, '--policy-kwargs', json.dumps(values)]
+
+
 def one_line(err):
     assert err.count('\n') == 1 and 'Traceback' not in err, err
     return err
@@ -127,9 +138,9 @@ def test_a_busy_folder_is_refused_and_a_dead_holder_is_taken_over(tmp_path, caps
 
 def test_two_concurrent_runs_into_one_folder_write_every_trial_once(tmp_path):
     out = tmp_path / 'run'
-    first = eval_process.start(eval_args(out), ROBOFOLLOW_TEST_SLEEP='0.5')
+    first = eval_process.start(eval_args(out, *sleeping(0.5)))
     eval_process.wait_for_file(out / 'run.json', first)
-    second = eval_process.run(eval_args(out))
+    second = eval_process.run(eval_args(out, *sleeping(0.5)))
     assert first.poll() is None, 'the first run must still be running while the second starts'
     assert second.returncode == 2
     assert second.stderr.count('\n') == 1 and f'in use by another run (pid {first.pid}' in second.stderr
@@ -141,7 +152,7 @@ def test_two_concurrent_runs_into_one_folder_write_every_trial_once(tmp_path):
 @pytest.mark.parametrize(('signal_number', 'status'), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_leaves_run_json_interrupted_and_the_run_resumes(tmp_path, signal_number, status):
     out = tmp_path / 'run'
-    process = eval_process.start(eval_args(out), ROBOFOLLOW_TEST_SLEEP='0.2')
+    process = eval_process.start(eval_args(out, *sleeping(0.2)))
     eval_process.wait_for_records(out, 1, process)
     process.send_signal(signal_number)
     _, err = process.communicate(timeout=120)
@@ -152,7 +163,7 @@ def test_a_signal_leaves_run_json_interrupted_and_the_run_resumes(tmp_path, sign
     written = eval_process.result_lines(out)
     assert run['status'] == 'interrupted' and run['reason'] == name
     assert run['completed_trials'] == len(written) >= 1 and run['expected_trials'] == 2
-    assert main(eval_args(out)) == 0
+    assert main(eval_args(out, *sleeping(0.2))) == 0
     assert len(eval_process.result_lines(out)) == 2
     assert json.loads((out / 'run.json').read_text(encoding='utf-8'))['status'] == 'complete'
 
@@ -202,8 +213,9 @@ def test_report_refuses_to_merge_runs_of_different_policies(tmp_path, capsys):
 
 def test_ctrl_c_while_the_policy_is_thinking_stops_without_waiting_for_it(tmp_path):
     out = tmp_path / 'run'
-    thinking = tmp_path / 'thinking'
-    process = eval_process.start(eval_args(out), ROBOFOLLOW_TEST_SLEEP='600', ROBOFOLLOW_TEST_THINKING=str(thinking))
+    thinking = tmp_path / 'scratch' / 'thinking'
+    thinking.parent.mkdir()
+    process = eval_process.start(eval_args(out, *sleeping(600, thinking=thinking)))
     eval_process.wait_for_file(thinking, process)  # written by predict itself: the policy is thinking now
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)  # a run that waited for the policy would hang for 600 s
