@@ -18,6 +18,7 @@ from robofollow_ros import __version__
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import Task
 from robofollow_ros.errors import RoboFollowError, RunFolderError
+from robofollow_ros.evaluation.digests import DIGESTS_NAME, RunDigests, check_unchanged
 from robofollow_ros.evaluation.dispatch import run_pool
 from robofollow_ros.evaluation.endpoints import ServerWatch
 from robofollow_ros.evaluation.episode_files import EPISODES_DIR, LAYOUTS_DIR, episode_stem, save_episode
@@ -39,7 +40,7 @@ from robofollow_ros.referee.config import default_config
 
 __all__ = ['RunInterrupted', 'SuiteOptions', 'Trial', 'plan_trials', 'run_suite']
 
-RUN_FILES = (RESULTS_NAME, RUN_NAME, EPISODES_DIR, LAYOUTS_DIR, 'report')
+RUN_FILES = (RESULTS_NAME, RUN_NAME, DIGESTS_NAME, EPISODES_DIR, LAYOUTS_DIR, 'report')
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -196,8 +197,11 @@ def make_executor(options: SuiteOptions, *, identity: RunIdentity) -> TrialExecu
     return InProcessTrials(options, identity=identity)
 
 
-def write_result(options: SuiteOptions, result: TrialResult, *, trial: Trial, results: ResultsFile) -> None:
-    """Publish the trial's episode and video (when asked), then append its record: the single writer's step."""
+def write_result(
+    options: SuiteOptions, result: TrialResult, *, trial: Trial, results: ResultsFile, digests: RunDigests
+) -> None:
+    """Publish the trial's episode and video (when asked), append its record, then digest what was written: the
+    single writer's step."""
     record = result.record
     stem = episode_stem(trial.task.task_id, trial.round)
     if options.record != 'none' and result.trajectory is not None:
@@ -215,6 +219,8 @@ def write_result(options: SuiteOptions, result: TrialResult, *, trial: Trial, re
 
         record['video_file'] = save_trial_video(options.out, stem, result.video_frames, record=record)
     results.append(record)
+    written = [record.get('episode_file'), record.get('video_file')]
+    digests.update([RESULTS_NAME, *(str(path) for path in written if path)])
 
 
 def run_suite(
@@ -258,6 +264,14 @@ def run_suite(
         if moved is not None:
             print(f'--force-new: the previous run in {options.out} was moved to {moved}', file=sys.stderr)
             results = ResultsFile(options.out / RESULTS_NAME)
+        for note in check_unchanged(
+            options.out, what=f'cannot resume the run in {options.out}', advice='restore them or use --force-new'
+        ):
+            print(
+                f'warning: {note} (unverified: a run stopped between a record and its digest, or an edit)',
+                file=sys.stderr,
+            )
+        digests = RunDigests(options.out)
         if options.retry_errors:
             count, aside = set_aside_failed_trials(options.out, results, wanted=wanted)
             if aside is not None:
@@ -270,6 +284,8 @@ def run_suite(
             stems=[episode_stem(trial.task.task_id, trial.round) for trial in trials],
             referenced=(str(r['episode_file']) for r in results.records if 'episode_file' in r),
         )
+        digests.forget(name for name in list(digests.entries) if not (options.out / name).exists())
+        digests.update([RESULTS_NAME] if (options.out / RESULTS_NAME).exists() else [])
         done = results.done()
         todo = [trial for trial in trials if trial.key not in done]
         option_values = {**asdict(options), 'out': str(options.out)}
@@ -287,6 +303,7 @@ def run_suite(
                 records=suite_records(),
                 reason=reason,
             )
+            digests.update([RUN_NAME])
 
         display = Progress(len(trials), already_done=len(trials) - len(todo)) if progress else None
 
@@ -306,7 +323,7 @@ def run_suite(
                 try:
                     for result in stream:
                         with stop.shield():
-                            write_result(options, result, trial=by_key[result.key], results=results)
+                            write_result(options, result, trial=by_key[result.key], results=results, digests=digests)
                             if is_void(result.record):
                                 continue  # kept in the file; the executor plays the trial again
                             on_record(result.record, float(result.record.get('wall_seconds', 0.0)))
