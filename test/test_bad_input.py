@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 from test_referee_cli import TASK_ID, pickup_trajectory
 
 from robofollow_ros.bags import write_episode_bag
 from robofollow_ros.cli import main
+from robofollow_ros.evaluation.results import ResultsFile
 from robofollow_ros.referee.trajectory_json import dump_trajectory
 
 NOT_UTF8 = b'{"format": "robofollow-trajectory/1", "task_id": "caf\xe9"}\n'
@@ -106,6 +108,68 @@ def test_a_truncated_bag_still_scores_with_a_warning_on_stderr(tmp_path, capsys)
     record = json.loads(captured.out)
     assert record['recovered'] and record['task_id'] == TASK_ID
     assert captured.err.startswith(f'warning: {bag}: damaged bag, scored what was recovered')
+
+
+def result_record(task_id='L0_pickup_a', **change):
+    record = {
+        'task_id': task_id, 'scene': 1, 'level_tag': 'L0', 'round': 1, 'seed': 42, 'intent_score': 1.0,
+        'exec_score': 1.0, 'intent_ok': True, 'exec_ok': True, 'completion_ok': True, 'variant': 'published',
+        'policy': 'p', 'run_id': 'r', 'privileged': False,
+    }  # fmt: skip
+    return {**record, **change}
+
+
+def results_with(path, field):
+    """A results file whose second record has ``field`` (JSON text, e.g. ``"intent_score": NaN``)."""
+    name = field.split(':')[0]
+    bad = json.dumps(result_record('L0_pickup_b'))
+    start = bad.index(name)
+    end = bad.index(',', start)
+    path.write_text(json.dumps(result_record()) + '\n' + bad[:start] + field + bad[end:] + '\n', encoding='utf-8')
+    return path
+
+
+IMPOSSIBLE = [
+    ('"intent_score": 5.0', '"intent_score" must be a number from 0 to 1, got 5.0'),  # reported as 300.0
+    ('"intent_score": NaN', '"intent_score" must be a number from 0 to 1, got NaN'),
+    ('"exec_score": Infinity', '"exec_score" must be a number from 0 to 1, got Infinity'),
+    ('"completion_ok": null', '"completion_ok" must be true or false, got null'),
+    ('"intent_score": "abc"', '"intent_score" must be a number from 0 to 1, got \'abc\''),
+    ('"scene": 9', '"scene" must be one of the scenes 1, 2, 3, 4, got 9'),
+    (
+        '"seed": ' + '7' * 1_000_000,
+        f'not a result record (it holds an integer of more than {sys.get_int_max_str_digits()} digits)',
+    ),
+]
+
+
+@pytest.mark.parametrize(('field', 'message'), IMPOSSIBLE, ids=[field[:24] for field, _ in IMPOSSIBLE])
+def test_report_refuses_an_impossible_record_naming_file_line_and_field(tmp_path, capsys, field, message):
+    results = results_with(tmp_path / 'results.jsonl', field)
+    assert main(['report', str(results), '--baseline', 'none', '--out', str(tmp_path / 'out')]) == 2
+    captured = capsys.readouterr()
+    assert one_line(captured.err) == f'robofollow report: error: {results}:2: {message}\n'
+    assert captured.out == '' and not (tmp_path / 'out').exists()
+
+
+def test_a_cut_off_last_record_is_refused_by_report_and_dropped_by_a_resumed_run(tmp_path, capsys):
+    results = tmp_path / 'results.jsonl'
+    whole = json.dumps(result_record()) + '\n'
+    results.write_text(whole + json.dumps(result_record('L0_pickup_b'))[:60], encoding='utf-8')
+    assert main(['report', str(results), '--baseline', 'none', '--out', str(tmp_path / 'out')]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f'robofollow report: error: {results}:2: the last record is cut short (a run killed ')
+    assert 'resume the run (robofollow eval, same --out) to play that trial again, or delete the line' in line
+    assert results.read_text(encoding='utf-8').startswith(whole + '{'), 'nothing is deleted'
+
+    resumed = ResultsFile(results)  # what `robofollow eval` resuming the run does: drop it, say so, play it again
+    assert resumed.done() == {('L0_pickup_a', 1)}
+    assert one_line(capsys.readouterr().err).startswith(f'warning: {results}:2: the last record was cut short')
+    assert results.read_text(encoding='utf-8') == json.dumps(result_record(), sort_keys=True) + '\n'
+
+    results.write_text(whole + json.dumps(result_record('L0_pickup_b')), encoding='utf-8')  # whole, no newline
+    assert main(['report', str(results), '--baseline', 'none', '--out', str(tmp_path / 'out')]) == 0
+    assert '2 episodes in 1 groups' in capsys.readouterr().err
 
 
 def test_version(capsys):

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from test_score_bad_input import BILLION_LAUGHS, robofollow, unprivileged
 
 from robofollow_ros.cli import main
 from robofollow_ros.errors import CalibrationError
@@ -128,6 +129,54 @@ def test_bad_input_is_one_line_exit_2_and_keeps_the_old_file(tmp_path: Path, cap
     no_info = ['--camera-info', str(tmp_path / 'none.yaml'), '--out', str(out)]
     assert 'cannot read camera info' in _refused(['calibrate', *good, *no_info], capsys)
     assert out.read_text() == 'old calibration\n'
+
+
+def test_a_broken_png_is_one_line_without_the_decoders_own(tmp_path: Path, capfd: pytest.CaptureFixture[str]):
+    import cv2
+
+    info = tmp_path / 'info.yaml'
+    info.write_text(camera_info_text(cam_high(640, 480)[0], name='cam_high'))
+    broken = tmp_path / 'broken.png'
+    cv2.imwrite(str(broken), np.full((480, 640), 140, dtype=np.uint8))
+    data = bytearray(broken.read_bytes())
+    data[20] ^= 0xFF  # in the IHDR chunk: its CRC no longer matches
+    broken.write_bytes(bytes(data))
+    assert main(['calibrate', str(broken), '--camera-info', str(info), '--out', str(tmp_path / 'cal.yaml')]) == 2
+    captured = capfd.readouterr()  # file descriptor 2 itself, where libpng writes
+    assert _one_line(captured.err) == (
+        f'robofollow calibrate: error: cannot read image {broken}: not an image OpenCV can decode '
+        '(libpng error: IHDR: CRC error)'
+    )
+
+
+def _blank_image(folder: Path) -> Path:
+    import cv2
+
+    image = folder / 'board.png'
+    cv2.imwrite(str(image), np.full((480, 640), 140, dtype=np.uint8))
+    return image
+
+
+def test_an_unreadable_image_is_named_with_the_reason(tmp_path: Path):
+    image = _blank_image(tmp_path)
+    info = tmp_path / 'info.yaml'
+    info.write_text(camera_info_text(cam_high(640, 480)[0], name='cam_high'))
+    image.chmod(0)
+    done = robofollow('calibrate', str(image), '--camera-info', str(info), prefix=tuple(unprivileged()))
+    assert (done.returncode, done.stdout) == (2, ''), done.stderr
+    assert _one_line(done.stderr) == f'robofollow calibrate: error: cannot read image {image}: Permission denied'
+
+
+def test_a_billion_laughs_camera_info_is_refused_at_once(tmp_path: Path):
+    """The file of test_score_bad_input's ``BILLION_LAUGHS`` (2.3 GB, then a MemoryError, before the fix)."""
+    image = _blank_image(tmp_path)
+    laughs = tmp_path / 'laughs.yaml'
+    laughs.write_text(BILLION_LAUGHS + 'image_width: 640\nimage_height: 480\ncamera_matrix: {data: *i}\n')
+    done = robofollow('calibrate', str(image), '--camera-info', str(laughs))
+    assert (done.returncode, done.stdout) == (2, ''), done.stderr
+    assert _one_line(done.stderr).startswith(
+        f'robofollow calibrate: error: camera info {laughs}: not valid YAML (aliases expand it past 1000000 values '
+    )
 
 
 def test_a_moved_board_tag_is_refused_by_the_fit_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

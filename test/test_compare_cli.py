@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_bad_input import IMPOSSIBLE, one_line, result_record, results_with
 from test_html_report import QuietHandler, open_browser
 
 from robofollow_ros.cli import main
@@ -102,6 +103,35 @@ def test_compare_refuses_runs_that_are_not_comparable(tmp_path, capsys, field, v
     assert main(['compare', str(a), str(b), '--out', str(tmp_path / 'cmp')]) == 2
     error = capsys.readouterr().err.strip()
     assert message in error and error.count('\n') == 0
+    assert not (tmp_path / 'cmp').exists()
+
+
+@pytest.mark.parametrize(('field', 'message'), IMPOSSIBLE, ids=[field[:24] for field, _ in IMPOSSIBLE])
+def test_compare_refuses_an_impossible_record_naming_file_line_and_field(tmp_path, capsys, field, message):
+    a = run_folder(tmp_path, 'a', records_of('a', 0.5))
+    b = results_with(tmp_path / 'b.jsonl', field)
+    assert main(['compare', str(a), str(b), '--out', str(tmp_path / 'cmp')]) == 2
+    captured = capsys.readouterr()
+    assert one_line(captured.err) == f'robofollow compare: error: {b}:2: {message}\n'
+    assert captured.out == '' and not (tmp_path / 'cmp').exists()
+
+
+def test_compare_refuses_a_cut_off_last_record_and_a_run_json_it_cannot_read(tmp_path, capsys):
+    a = run_folder(tmp_path, 'a', records_of('a', 0.5))
+    b = run_folder(tmp_path, 'b', records_of('b', 0.5))
+    with (b / 'results.jsonl').open('a', encoding='utf-8') as stream:
+        stream.write(json.dumps(result_record())[:50])
+    assert main(['compare', str(a), str(b), '--out', str(tmp_path / 'cmp')]) == 2
+    lines = len(records_of('b', 0.5)) + 1
+    assert f'{b / "results.jsonl"}:{lines}: the last record is cut short' in one_line(capsys.readouterr().err)
+    (a / 'run.json').write_text('{"identity": {"max_queries": ' + '9' * 1_000_000 + '}}', encoding='utf-8')
+    assert main(['compare', str(a), str(a), '--out', str(tmp_path / 'cmp')]) == 2
+    assert f'{a / "run.json"}: not a run description (it holds an integer of more than ' in one_line(
+        capsys.readouterr().err
+    )
+    (a / 'run.json').write_text('[]', encoding='utf-8')
+    assert main(['compare', str(a), str(a), '--out', str(tmp_path / 'cmp')]) == 2
+    assert f'{a / "run.json"}: not a run description (expected an object' in one_line(capsys.readouterr().err)
     assert not (tmp_path / 'cmp').exists()
 
 

@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from test_referee_cli import TASK_ID, pickup_trajectory
 
 from robofollow_ros.bags import write_episode_bag
 from robofollow_ros.benchmark import registry
 from robofollow_ros.cli import main
+from robofollow_ros.referee import trajectory_json
 from robofollow_ros.referee.trajectory_json import dump_trajectory
 
 META = {'task_id': TASK_ID, 'seed': 1, 'round': 1, 'layout': 'default'}
+BILLION_LAUGHS = 'a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n' + ''.join(
+    f'{name}: &{name} [{", ".join([f"*{chr(ord(name) - 1)}"] * 9)}]\n' for name in 'bcdefghi'
+)
+"""Nine levels of nine aliases: 10⁹ values from 400 bytes of YAML (top-level keys ``a`` to ``i``)."""
 
 
 def one_line(err):
@@ -164,3 +172,113 @@ def test_a_task_of_another_layout_is_refused_naming_the_mismatch(tmp_path, capsy
     assert 'from its place (-0.140, -0.040)' in errors[1] and errors[1].endswith("the frames fit layout 'default'")
     assert 'but the frames do not hold its objects (objects not in that layout: green_sphere, ' in errors[2]
     assert 'layout objects never recorded: blue_cube_right, blue_sphere, bowl, ' in errors[2]
+
+
+def unprivileged() -> list[str]:
+    """A command prefix under which a file of mode 000 cannot be read, even by root: it drops the capabilities that
+    let root read any file (the file's owner, root, has no permission on it either)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which('setpriv') is None:
+        pytest.skip('root cannot be denied a file without setpriv')
+    return ['setpriv', '--bounding-set=-dac_override,-dac_read_search']
+
+
+def robofollow(*argv: str, prefix: tuple[str, ...] = (), memory_gib: int = 4) -> subprocess.CompletedProcess[str]:
+    """``robofollow *argv`` in its own process, within ``memory_gib`` of address space and two minutes, so that a
+    reader that hangs or blows up fails the test instead of taking the machine."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_gib << 30, memory_gib << 30))
+
+    command = [*prefix, sys.executable, '-m', 'robofollow_ros', *argv]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, preexec_fn=limit)
+
+
+def test_an_unreadable_bag_file_is_named_with_the_reason(tmp_path):
+    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=pickup_trajectory())
+    (mcap,) = bag.glob('*.mcap')
+    lone = tmp_path / 'lone.mcap'
+    shutil.copyfile(mcap, lone)
+    for path in (mcap, lone):
+        path.chmod(0)
+    done = robofollow('score', str(bag), str(lone), prefix=tuple(unprivileged()))
+    assert done.returncode == 2 and 'Traceback' not in done.stderr, done.stderr
+    assert done.stderr.splitlines() == [
+        f'robofollow score: error: cannot read bag file {mcap}: Permission denied',
+        f'robofollow score: error: cannot read bag file {lone}: Permission denied',
+        'robofollow score: 2 of 2 episodes could not be scored',
+    ]
+
+
+DIGITS = sys.get_int_max_str_digits()
+
+
+@pytest.mark.parametrize(
+    ('meta', 'message'),
+    [
+        ('"seed": NaN', 'meta "seed" must be an integer or null, got NaN'),
+        ('"round": true', 'meta "round" must be an integer or null, got true'),
+        ('"warnings": 1.5', 'meta "warnings" must be a list of texts or null, got 1.5'),
+        ('"seed": ' + '7' * 1_000_000, f'not a trajectory (it holds an integer of more than {DIGITS} digits)'),
+    ],
+    ids=['nan-seed', 'boolean-round', 'number-warnings', 'huge-integer'],
+)
+def test_meta_values_a_record_cannot_hold_are_one_line(tmp_path, capsys, meta, message):
+    path = good_file(tmp_path / 'episode.json', meta={'layout': 'default', 'seed': 1})
+    path.write_text(path.read_text(encoding='utf-8').replace('"seed":1', meta), encoding='utf-8')
+    assert main(['score', str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ''
+    assert one_line(captured.err) == f'robofollow score: error: {path}: {message}\n'
+
+
+def test_oversized_metadata_and_trajectory_are_refused_without_parsing_them(tmp_path):
+    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=pickup_trajectory())
+    with (bag / 'metadata.yaml').open('ab') as stream:  # 200 MiB of comment: PyYAML would scan it for hours
+        comment = b'#' * ((1 << 20) - 1) + b'\n'
+        for _ in range(200):
+            stream.write(comment)
+    big = good_file(tmp_path / 'big.json')
+    with big.open('ab') as stream:
+        stream.write(b' ' * (32 << 20))  # trajectory_json.MAX_BYTES
+    done = robofollow('score', str(bag), str(big))
+    assert done.returncode == 2, done.stderr
+    metadata = bag / 'metadata.yaml'
+    assert done.stderr.splitlines() == [
+        f'robofollow score: error: bag metadata {metadata} is 200.0 MiB, over the limit of 1 MiB; not read '
+        '(rosbag2 writes a few KiB)',
+        f'robofollow score: error: trajectory {big} is {big.stat().st_size / 2**20:.1f} MiB, over the limit of 32 MiB; '
+        'not read',
+        'robofollow score: 2 of 2 episodes could not be scored',
+    ]
+
+
+def test_reading_frames_costs_the_same_per_frame_however_many_there_are(monkeypatch):
+    """Each signal's column is made once, not once per frame (a 69 MB file took minutes to reach frame 73)."""
+    document = trajectory_json.trajectory_to_dict(pickup_trajectory(), task_id=TASK_ID)
+    real, made = np.full, []
+
+    def full(shape, value):
+        made.append(shape)
+        return real(shape, value)
+
+    monkeypatch.setattr(np, 'full', full)
+    counts = []
+    for count in (10, 80):
+        made.clear()
+        trajectory_json.trajectory_from_dict({**document, 'frames': document['frames'][:count]})
+        counts.append(len(made))
+    assert counts[0] == counts[1], counts
+
+
+def test_yaml_aliases_expanding_without_bound_are_refused(tmp_path):
+    """``BILLION_LAUGHS`` in a bag's metadata.yaml (``calibrate`` reads the same file: test_calibrate_cli)."""
+    bag = write_episode_bag(tmp_path / 'bag', meta=META, trajectory=pickup_trajectory())
+    (bag / 'metadata.yaml').write_text(
+        BILLION_LAUGHS + 'rosbag2_bagfile_information: {storage_identifier: mcap, relative_file_paths: *i}\n',
+        encoding='utf-8',
+    )
+    done = robofollow('score', str(bag))
+    assert done.returncode == 0, done.stderr  # the storage file is intact: scored, with one warning line
+    assert 'metadata.yaml is not valid YAML (aliases expand it past 1000000 values at line' in one_line(done.stderr)

@@ -20,7 +20,7 @@ from robofollow_ros.bags.mcap_recovery import scan_mcap
 from robofollow_ros.bags.raw import RawBag, RawTopic, TopicFilter, topic_entry
 from robofollow_ros.bags.sqlite_recovery import has_wal, scan_sqlite
 from robofollow_ros.errors import BagError
-from robofollow_ros.textfiles import yaml_problem
+from robofollow_ros.textfiles import YAML_MAX_BYTES, parse_yaml, too_large, yaml_problem
 
 try:
     from compression import zstd
@@ -115,8 +115,11 @@ def _metadata(bag: Path) -> tuple[_Metadata | None, str]:
     if not source.exists():
         return None, f'{METADATA_FILE} missing (recording not closed)'
     _refuse_special(bag, (source,))
+    problem = too_large(source, what='bag metadata', max_bytes=YAML_MAX_BYTES)
+    if problem is not None:
+        raise BagError(f'{problem} (rosbag2 writes a few KiB)')
     try:
-        document = yaml.safe_load(source.read_text(encoding='utf-8'))
+        document = parse_yaml(source.read_text(encoding='utf-8'))
     except OSError as err:
         return None, f'{METADATA_FILE} unreadable ({err.strerror or err})'
     except UnicodeDecodeError as err:
@@ -187,6 +190,10 @@ def _read_files(
 def _read_file(
     path: Path, storage: str, wanted: TopicFilter, *, compression_mode: str, try_rosbags: bool
 ) -> tuple[dict[str, RawTopic], str]:
+    try:
+        path.open('rb').close()
+    except OSError as err:  # not damage: recovery would fail the same way
+        raise BagError(f'cannot read bag file {path}: {err.strerror or err}') from None
     reasons = []
     if storage == 'sqlite3' and has_wal(path):
         reasons.append('left with a write-ahead log')

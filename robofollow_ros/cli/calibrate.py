@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -55,17 +58,48 @@ def read_image(path: str) -> Any:
     """The image at ``path`` in grey.
 
     Raises:
-        CalibrationError: no such file, or not an image OpenCV can read.
+        CalibrationError: no such file, a file that cannot be read (the reason, e.g. permission denied), or not an
+            image OpenCV can decode (with the decoder's complaint, e.g. ``libpng error: IHDR: CRC error``).
     """
-    import cv2
+    import numpy as np
 
     file = Path(path)
     if not file.is_file():
         raise CalibrationError(f'cannot read image {path}: {"not a file" if file.exists() else "no such file"}')
-    image = cv2.imread(str(file), cv2.IMREAD_GRAYSCALE)
+    try:
+        data = np.frombuffer(file.read_bytes(), dtype=np.uint8)
+    except OSError as error:
+        raise CalibrationError(f'cannot read image {path}: {error.strerror or error}') from None
+    image, complaint = _decode_quietly(data) if data.size else (None, 'an empty file')
     if image is None:
-        raise CalibrationError(f'cannot read image {path}: not an image OpenCV can decode')
+        raise CalibrationError(
+            f'cannot read image {path}: not an image OpenCV can decode' + (f' ({complaint})' if complaint else '')
+        )
     return image
+
+
+def _decode_quietly(data: Any) -> tuple[Any, str]:
+    """``cv2.imdecode`` of ``data`` in grey, and the last line its native decoders wrote on stderr meanwhile (libpng
+    prints ``libpng error: ...`` there itself): caught in a file, so that the terminal shows only our own line.
+
+    File descriptor 2 is redirected while it decodes; the command line reads its images before starting any thread.
+    """
+    import cv2
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as caught:
+            os.dup2(caught.fileno(), 2)
+            try:
+                image = cv2.imdecode(data, cv2.IMREAD_GRAYSCALE)
+            finally:
+                os.dup2(saved, 2)
+            caught.seek(0)
+            said = caught.read(4096).decode('utf-8', errors='replace').strip().splitlines()
+    finally:
+        os.close(saved)
+    return image, said[-1].strip() if said else ''
 
 
 def live_camera_info(topic: str, *, timeout_s: float) -> object:
@@ -76,9 +110,10 @@ def live_camera_info(topic: str, *, timeout_s: float) -> object:
         CalibrationError: no message within ``timeout_s``, or the reader failed (its last line of stderr).
     """
     import subprocess
-    import sys
 
     import yaml
+
+    from robofollow_ros.textfiles import parse_yaml, yaml_problem
 
     if timeout_s <= 0.0:
         raise CalibrationError(f'--timeout must be positive, got {timeout_s:g}')
@@ -88,7 +123,10 @@ def live_camera_info(topic: str, *, timeout_s: float) -> object:
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         raise CalibrationError(lines[-1] if lines else f'the CameraInfo reader exited with status {done.returncode}')
-    return yaml.safe_load(done.stdout)
+    try:
+        return parse_yaml(done.stdout)
+    except yaml.YAMLError as error:
+        raise CalibrationError(f'the CameraInfo of {topic} is not valid YAML ({yaml_problem(error)})') from None
 
 
 def run(args: argparse.Namespace) -> int:

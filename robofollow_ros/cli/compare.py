@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,6 +59,7 @@ def load_run(source: str) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
         RoboFollowError: no results file, or no records in it.
     """
     from robofollow_ros.referee.aggregate import read_result_records
+    from robofollow_ros.textfiles import parse_json, read_utf8
 
     path = Path(source)
     results = path / 'results.jsonl' if path.is_dir() else path
@@ -71,10 +71,11 @@ def load_run(source: str) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
     identity: dict[str, Any] = {}
     run_file = results.parent / 'run.json'
     if run_file.is_file():
-        try:
-            identity = dict(json.loads(run_file.read_text(encoding='utf-8')).get('identity') or {})
-        except (json.JSONDecodeError, AttributeError) as error:
-            raise RoboFollowError(f'{run_file}: not a run description ({error})') from error
+        text = read_utf8(run_file, what='run description')
+        document = parse_json(text, where=str(run_file), what='a run description')
+        identity = (document.get('identity') if isinstance(document, dict) else None) or {}
+        if not isinstance(document, dict) or not isinstance(identity, dict):
+            raise RoboFollowError(f'{run_file}: not a run description (expected an object with an "identity" object)')
     policy = identity.get('policy') or records[0].get('policy') or 'run'
     name = f'{policy} ({results.parent.name})'
     return records, identity, name

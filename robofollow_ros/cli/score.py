@@ -14,6 +14,7 @@ from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import Layout, Task, Variant
 from robofollow_ros.errors import RoboFollowError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.textfiles import shown
 
 HELP = 'score trajectory files or episode bags with the referee'
 DESCRIPTION = """\
@@ -106,6 +107,30 @@ def _task_and_layout(task_id: str, variant: Variant, meta: dict[str, Any]) -> tu
     return task, layout
 
 
+KEPT_META: dict[str, tuple[type, str]] = {
+    'seed': (int, 'an integer'),
+    'round': (int, 'an integer'),
+    'recovered': (str, 'text'),
+    'warnings': (list, 'a list of texts'),
+}
+"""The episode meta data a result record carries, and what each must be when it is not null."""
+
+
+def _kept_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """The ``KEPT_META`` entries of ``meta`` that are not null.
+
+    Raises:
+        TrajectoryError: one of them is not of its kind (a NaN seed, a boolean round, a warning that is not text).
+    """
+    kept = {key: meta[key] for key in KEPT_META if meta.get(key) is not None}
+    for key, value in kept.items():
+        kind, expected = KEPT_META[key]
+        wrong = isinstance(value, bool) or not isinstance(value, kind)
+        if wrong or (kind is list and not all(isinstance(item, str) for item in value)):
+            raise TrajectoryError(f'meta "{key}" must be {expected} or null, got {shown(value)}')
+    return kept
+
+
 def _other_layouts(task: Task) -> tuple[Layout, ...]:
     from robofollow_ros.benchmark import registry
 
@@ -126,7 +151,7 @@ def score_path(
     task, layout = _task_and_layout(task_id, chosen, meta)
     check_physical(trajectory)  # before the layout check, which would call a 1e308 position merely misplaced
     check_recorded_layout(trajectory, task=task, layout=layout, others=_other_layouts(task))
-    keep = {key: meta[key] for key in ('seed', 'round', 'recovered', 'warnings') if meta.get(key) is not None}
+    keep = _kept_meta(meta)
     result = score_episode(task, trajectory, layout=layout, config=config, meta=keep, variant=chosen)
     record = result.to_record()
     record['source'] = str(path)

@@ -18,7 +18,7 @@ RESULTS_NAME = 'results.jsonl'
 
 def trial_key(record: dict[str, Any]) -> TrialKey:
     """The (task id, round) pair that identifies a trial."""
-    return str(record['task_id']), int(record.get('round', 0))
+    return str(record['task_id']), int(record.get('round') or 0)
 
 
 def jsonl_text(records: Iterable[dict[str, Any]]) -> str:
@@ -37,7 +37,7 @@ class ResultsFile:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        every = read_result_records(self.path, void=True) if self.path.exists() else []
+        every = read_result_records(self.path, void=True, drop_cut_tail=True) if self.path.exists() else []
         self.records: list[dict[str, Any]] = [record for record in every if not is_void(record)]
         self.void: list[dict[str, Any]] = [record for record in every if is_void(record)]
         self._repair_truncated_tail()

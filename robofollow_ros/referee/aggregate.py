@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from robofollow_ros.benchmark.constants import LEVEL_ORDER
+from robofollow_ros.benchmark.constants import LEVEL_ORDER, SCENES
 from robofollow_ros.errors import RoboFollowError
-from robofollow_ros.textfiles import read_utf8
+from robofollow_ros.textfiles import parse_json, read_utf8, shown
 
 REQUIRED = ('task_id', 'scene', 'level_tag', 'intent_score', 'exec_score', 'intent_ok', 'exec_ok', 'completion_ok')
 VOID_FIELD = 'void'
@@ -54,24 +54,64 @@ class GroupSummary:
         return {'group': self.group, **asdict(self)}
 
 
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _fraction(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+FIELDS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ('task_id', _text, 'a task id'),
+    ('scene', lambda value: _integer(value) and value in SCENES, f'one of the scenes {", ".join(map(str, SCENES))}'),
+    ('level_tag', lambda value: value in LEVEL_ORDER, f'one of the levels {", ".join(LEVEL_ORDER)}'),
+    ('intent_score', _fraction, 'a number from 0 to 1'),
+    ('exec_score', _fraction, 'a number from 0 to 1'),
+    ('intent_ok', lambda value: isinstance(value, bool), 'true or false'),
+    ('exec_ok', lambda value: isinstance(value, bool), 'true or false'),
+    ('completion_ok', lambda value: isinstance(value, bool), 'true or false'),
+    ('round', lambda value: value is None or _integer(value), 'an integer or null'),
+    ('seed', lambda value: value is None or _integer(value), 'an integer or null'),
+    ('variant', lambda value: value is None or _text(value), 'a variant name or null'),
+    (VOID_FIELD, lambda value: isinstance(value, bool), 'true or false'),
+)
+"""The fields a summary, a comparison or a resumed run reads, what each must be (optional from ``round`` on)."""
+
+
 def _check(record: Any, where: str) -> dict[str, Any]:
+    """``record`` if it is a result record a summary can count.
+
+    Raises:
+        RoboFollowError: not an object, a field of ``REQUIRED`` missing, or a field of ``FIELDS`` that no referee
+            writes (an Intent of 5, NaN, ``null`` for a boolean, text for a number); one line naming ``where``.
+    """
     if not isinstance(record, dict):
         raise RoboFollowError(f'{where}: a result record must be a JSON object')
     missing = [key for key in REQUIRED if key not in record]
     if missing:
         raise RoboFollowError(f'{where}: result record lacks {", ".join(missing)}')
+    for key, valid, expected in FIELDS:
+        if key in record and not valid(record[key]):
+            raise RoboFollowError(f'{where}: "{key}" must be {expected}, got {shown(record[key])}')
     return record
 
 
-def read_result_records(path: str | Path, *, void: bool = False) -> list[dict[str, Any]]:
+def read_result_records(path: str | Path, *, void: bool = False, drop_cut_tail: bool = False) -> list[dict[str, Any]]:
     """Records of a results file: a JSON array, a single JSON object, or JSON Lines; voided trials (``is_void``)
     only with ``void``, so that no summary, report or comparison counts them.
 
-    In JSON Lines, a last line cut short without its newline (a run killed while writing) is skipped with
-    a warning, so that every record written before it is kept.
+    In JSON Lines, a last line cut short without its newline (a run killed while writing it) is refused, naming
+    the ways on; with ``drop_cut_tail`` (a run resuming, which then writes the file again without it and plays
+    that trial again) it is dropped with a warning on stderr.
 
     Raises:
-        RoboFollowError: unreadable file, invalid JSON, or a record without the fields a summary needs.
+        RoboFollowError: unreadable file, invalid JSON, a record without the fields a summary needs or with a value
+            no referee writes (``FIELDS``), or a last line cut short; one line naming the file, line and field.
     """
     path = Path(path)
     text = read_utf8(path, what='results', error=RoboFollowError)
@@ -79,12 +119,7 @@ def read_result_records(path: str | Path, *, void: bool = False) -> list[dict[st
     if not stripped:
         return []
     if stripped[0] == '[':
-        try:
-            items = json.loads(stripped)
-        except json.JSONDecodeError as error:
-            raise RoboFollowError(f'{path}: not a valid JSON array ({error.msg} at line {error.lineno})') from error
-        except RecursionError:
-            raise RoboFollowError(f'{path}: not result records (JSON nested too deeply to read)') from None
+        items = parse_json(stripped, where=str(path), what='result records')
         checked = [_check(item, f'{path}[{i}]') for i, item in enumerate(items)]
         return [record for record in checked if void or not is_void(record)]
     records = []
@@ -92,17 +127,32 @@ def read_result_records(path: str | Path, *, void: bool = False) -> list[dict[st
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            if number == len(lines) and not text.endswith('\n'):
-                print(f'warning: {path}:{number}: ignoring a last record cut short (crashed run?)', file=sys.stderr)
-                break
-            raise RoboFollowError(f'{path}:{number}: not a JSON record ({error.msg})') from error
-        except RecursionError:
-            raise RoboFollowError(f'{path}:{number}: not a result record (JSON nested too deeply to read)') from None
+        if number == len(lines) and not text.endswith('\n') and _cut_short(line):
+            if not drop_cut_tail:
+                raise RoboFollowError(
+                    f'{path}:{number}: the last record is cut short (a run killed while writing it?); resume the run '
+                    '(robofollow eval, same --out) to play that trial again, or delete the line to go without it'
+                )
+            print(
+                f'warning: {path}:{number}: the last record was cut short (a run killed while writing it?); '
+                'dropped, and its trial is played again',
+                file=sys.stderr,
+            )
+            break
+        record = parse_json(line, where=f'{path}:{number}', what='a result record')
         records.append(_check(record, f'{path}:{number}'))
     return [record for record in records if void or not is_void(record)]
+
+
+def _cut_short(line: str) -> bool:
+    """Whether ``line`` ends before its JSON value does (the last line of a run killed while writing it)."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError:
+        return True
+    except (RecursionError, ValueError):
+        return False
+    return False
 
 
 def trial_identity(record: dict[str, Any]) -> tuple[Any, ...]:

@@ -13,10 +13,8 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from robofollow_ros.errors import RoboFollowError
-from robofollow_ros.textfiles import read_utf8
+from robofollow_ros.textfiles import read_yaml
 
 CONFIG_NAME = 'referee.yaml'
 
@@ -248,10 +246,7 @@ def default_config_path() -> Path:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(read_utf8(path, what='referee config'))
-    except yaml.YAMLError as error:
-        raise RoboFollowError(f'referee config {path} is not valid YAML: {error}') from error
+    data = read_yaml(path, what='referee config')
     if not isinstance(data, dict):
         raise RoboFollowError(f'referee config {path} must be a mapping of sections')
     return data

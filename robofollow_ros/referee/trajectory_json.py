@@ -22,10 +22,12 @@ from robofollow_ros.benchmark.parsing import parse_variant
 from robofollow_ros.benchmark.types import ARMS, Variant
 from robofollow_ros.errors import RegistryError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
-from robofollow_ros.textfiles import read_utf8
+from robofollow_ros.textfiles import parse_json, read_utf8
 
 FORMAT = 'robofollow-trajectory/1'
 NAN = float('nan')
+MAX_BYTES = 32 << 20
+"""The largest trajectory file read: 20 000 frames of the largest layout at full precision (200 s at 100 Hz)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,14 @@ def _per_arm(frame: Mapping[str, Any], key: str, size: int, where: str, *, requi
     return result
 
 
+def _column(columns: dict[str, np.ndarray], name: str, n: int, size: int) -> np.ndarray:
+    """The ``(n, size)`` array of ``name`` in ``columns``, made (all NaN) the first time it is asked for."""
+    column = columns.get(name)
+    if column is None:
+        column = columns[name] = np.full((n, size), NAN)
+    return column
+
+
 def _parse_frames(frames: Sequence[Any], source: str) -> Trajectory:
     n = len(frames)
     times = np.empty(n)
@@ -101,7 +111,7 @@ def _parse_frames(frames: Sequence[Any], source: str) -> Trajectory:
             grip[arm][i] = grips[arm]
         if quats is not None:
             for arm in ARMS:
-                ee_quat.setdefault(arm, np.full((n, 4), NAN))[i] = quats[arm]
+                _column(ee_quat, arm, n, 4)[i] = quats[arm]
         if 'objects' not in frame:
             raise TrajectoryError(f'{where}: missing field "objects"')
         objects = frame['objects']
@@ -113,9 +123,9 @@ def _parse_frames(frames: Sequence[Any], source: str) -> Trajectory:
                 continue
             if not isinstance(pose, Mapping) or 'p' not in pose:
                 raise TrajectoryError(f'{here}: expected {{"p": [x, y, z]}} with an optional "q"')
-            obj_pos.setdefault(name, np.full((n, 3), NAN))[i] = _vector(pose['p'], 3, f'{here}.p')
+            _column(obj_pos, name, n, 3)[i] = _vector(pose['p'], 3, f'{here}.p')
             if 'q' in pose:
-                obj_quat.setdefault(name, np.full((n, 4), NAN))[i] = _vector(pose['q'], 4, f'{here}.q')
+                _column(obj_quat, name, n, 4)[i] = _vector(pose['q'], 4, f'{here}.q')
     return Trajectory(
         t=times,
         ee=cast(Any, ee),
@@ -172,16 +182,11 @@ def load_trajectory(path: str | Path) -> TrajectoryDocument:
     """Read a trajectory JSON file.
 
     Raises:
-        TrajectoryError: unreadable file, invalid JSON or an invalid document.
+        TrajectoryError: unreadable file, larger than ``MAX_BYTES``, invalid JSON or an invalid document.
     """
     path = Path(path)
-    text = read_utf8(path, what='trajectory', error=TrajectoryError)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise TrajectoryError(f'{path}: not valid JSON ({error.msg} at line {error.lineno})') from error
-    except RecursionError:
-        raise TrajectoryError(f'{path}: not a trajectory (JSON nested too deeply to read)') from None
+    text = read_utf8(path, what='trajectory', error=TrajectoryError, max_bytes=MAX_BYTES)
+    document = parse_json(text, where=str(path), what='a trajectory', error=TrajectoryError)
     return trajectory_from_dict(document, source=str(path))
 
 

@@ -182,12 +182,12 @@ def bwrap_command(
         '--dev',
         '/dev',
     ]
-    for folder in COVERED:
-        if Path(folder).is_dir() and not Path(folder).is_symlink():
-            size = SHM_MIB if folder == '/dev/shm' else TMP_MIB
-            arguments += ['--perms', '1777', '--size', str(size << 20), '--tmpfs', folder]
-    for folder in _code_folders(search_path, cwd):
-        arguments += ['--ro-bind-try', str(folder), str(folder)]
+    for covered in COVERED:
+        if Path(covered).is_dir() and not Path(covered).is_symlink():
+            size = SHM_MIB if covered == '/dev/shm' else TMP_MIB
+            arguments += ['--perms', '1777', '--size', str(size << 20), '--tmpfs', covered]
+    for code in _code_folders(search_path, cwd):
+        arguments += ['--ro-bind-try', str(code), str(code)]
     if relay_dir is not None:
         arguments += ['--ro-bind', str(relay_dir), str(relay_dir)]
     home = '/tmp'
