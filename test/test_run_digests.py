@@ -68,3 +68,25 @@ def test_a_record_appended_after_the_last_digest_is_a_warning_and_the_run_resume
     err = capsys.readouterr().err
     assert 'results.jsonl: ' in err and 'bytes written after its digest' in err
     assert RunDigests(out).problems() == []
+
+
+def test_report_and_score_refuse_a_changed_record_or_episode_and_take_the_unchanged(tmp_path, capsys):
+    out = tmp_path / 'run'
+    assert evaluate(out, '--record', 'json') == 0
+    episode = sorted((out / 'episodes').iterdir())[0]
+    capsys.readouterr()
+    assert main(['score', str(episode)]) == 0
+    assert main(['report', str(out), '--out', str(tmp_path / 'report'), '--baseline', 'none']) == 0
+    capsys.readouterr()
+    data = json.loads(episode.read_text(encoding='utf-8'))
+    data['meta']['seed'] = 1 + int(data['meta'].get('seed') or 0)
+    episode.write_text(json.dumps(data), encoding='utf-8')
+    assert main(['score', str(out / 'episodes')]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f'robofollow score: error: cannot score {episode}: episodes/{episode.name} changed')
+    results = out / 'results.jsonl'
+    results.write_text(results.read_text(encoding='utf-8').replace('"intent_score": 0.0', '"intent_score": 1.0'))
+    assert main(['report', str(out), '--out', str(tmp_path / 'report2'), '--baseline', 'none']) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and f'cannot report {results}: results.jsonl changed since the run wrote it' in err
+    assert not (tmp_path / 'report2').exists()

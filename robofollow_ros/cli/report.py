@@ -103,6 +103,7 @@ def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dic
 def run(args: argparse.Namespace) -> int:
     """Read, deduplicate, summarise, write the tables and the plot, print the Markdown."""
     from robofollow_ros.diagnostics.mirage_and_confusion import write_diagnostics
+    from robofollow_ros.evaluation.digests import check_file_unchanged
     from robofollow_ros.referee.aggregate import deduplicate, read_result_records
     from robofollow_ros.referee.table1 import write_report
 
@@ -110,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plan_width is not None and not 0.0 < args.plan_width < 100.0:
         raise RoboFollowError(f'--plan-width must lie between 0 and 100 points, got {args.plan_width:g}')
     files = [results_file(name) for name in args.results]
+    for path in files:
+        for note in check_file_unchanged(path, what=f'cannot report {path}'):
+            print(f'warning: {note}', file=sys.stderr)
     records = [record for path in files for record in read_result_records(path)]
     if not records:
         raise RoboFollowError('no result records in ' + ', '.join(map(str, files)))

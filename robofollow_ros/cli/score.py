@@ -195,6 +195,7 @@ def _named(path: Path, error: Exception) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Score every episode; print the records as JSON Lines, each failure as one line on stderr."""
+    from robofollow_ros.evaluation.digests import check_file_unchanged
     from robofollow_ros.referee.config import load_config
 
     config = load_config(args.config) if args.config else None
@@ -209,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
             print(f'robofollow score: error: {error}', file=sys.stderr)
         for path in paths:
             try:
+                check_file_unchanged(path, what=f'cannot score {path}')
                 record = score_path(path, variant=args.variant, config=config)
             except RoboFollowError as error:
                 failures += 1

@@ -24,6 +24,7 @@ from robofollow_ros.textfiles import write_atomically
 DIGESTS_NAME = 'files.sha256'
 GROWING = 'results.jsonl'
 """The one file that grows after its digest is taken; its entry carries the size the digest covers."""
+UNVERIFIED = 'not verified: a run stopped between a record and its digest, or an edit'
 CHUNK_BYTES = 1 << 20
 MAX_LIST_BYTES = 64 * 1024 * 1024
 
@@ -104,7 +105,7 @@ class RunDigests:
                     if actual < entry.size or file_digest(full, size=entry.size) != entry.digest:
                         found.append(f'{name} changed')
                     elif actual > entry.size:
-                        found.append(f'{name}: {actual - entry.size} bytes written after its digest')
+                        found.append(f'{name}: {actual - entry.size} bytes written after its digest ({UNVERIFIED})')
                 elif file_digest(full) != entry.digest:
                     found.append(f'{name} changed')
             except FileNotFoundError:
@@ -164,3 +165,21 @@ def check_unchanged(out: Path, *, names: Iterable[str] | None = None, what: str,
             f'(digests in {Path(out) / DIGESTS_NAME}){"; " + advice if advice else ""}'
         )
     return [problem for problem in digests.problems(names) if 'after its digest' in problem]
+
+
+def check_file_unchanged(path: Path, *, what: str) -> list[str]:
+    """Refuse ``path`` (a results file, an episode file or bag, or a file of a bag) if the run folder it lies in lists
+    it and it changed since; returns the unverified-tail notes. A path no run folder lists is not checked.
+
+    Raises:
+        RunFolderError: as ``check_unchanged``.
+    """
+    resolved = Path(path).resolve()
+    for folder in list(resolved.parents)[:3]:
+        if not (folder / DIGESTS_NAME).exists():
+            continue
+        relative = resolved.relative_to(folder).as_posix()
+        listed = [name for name in RunDigests(folder).entries if name == relative or name.startswith(relative + '/')]
+        if listed:
+            return check_unchanged(folder, names=listed, what=what)
+    return []

@@ -267,10 +267,7 @@ def run_suite(
         for note in check_unchanged(
             options.out, what=f'cannot resume the run in {options.out}', advice='restore them or use --force-new'
         ):
-            print(
-                f'warning: {note} (unverified: a run stopped between a record and its digest, or an edit)',
-                file=sys.stderr,
-            )
+            print(f'warning: {note}', file=sys.stderr)
         digests = RunDigests(options.out)
         if options.retry_errors:
             count, aside = set_aside_failed_trials(options.out, results, wanted=wanted)
