@@ -291,3 +291,19 @@ def test_the_sandboxed_policy_reaches_the_one_address_it_was_given_and_no_other(
     log = Path(policy.log_path).read_text(encoding='utf-8')
     assert f'allowed 127.0.0.1:{port} answered HELLO' in log, log
     assert f'other 127.0.0.1:{other_port} refused' in log, log
+
+
+def test_a_run_with_a_network_opt_in_says_so_in_every_record_run_json_and_report(tmp_path) -> None:
+    from robofollow_ros.cli import main
+
+    out = tmp_path / 'run'
+    args = ['eval', '--in-process', '--policy', 'policy_doubles:HoldingPolicy', '--tasks', TASK, '--quiet']
+    assert main([*args, '--out', str(out), '--policy-network', '127.0.0.1:9']) == 0
+    [record] = read_records(out / 'results.jsonl')
+    assert record['isolation'] == 'sandbox' and record['policy_network'] == '127.0.0.1:9'
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert run['identity']['policy_network'] == '127.0.0.1:9'
+    assert main(['report', str(out), '--out', str(out / 'report'), '--baseline', 'none']) == 0
+    title = (out / 'report' / 'summary.md').read_text(encoding='utf-8').splitlines()[0]
+    assert '(not privileged; sandboxed process; network to 127.0.0.1:9)' in title, title
+    assert main([*args, '--out', str(out)]) == 2, 'a run without the opt-in is another run'

@@ -88,7 +88,8 @@ def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dic
     runs: dict[tuple[Any, Any], dict[str, Any]] = {}
     for record in records:
         about = {key: record.get(key) for key in ('policy', 'privileged', 'isolation', 'run_id')}
-        about.update({key: record[key] for key in ('runtime', 'robot_profile', 'pose_source') if key in record})
+        extra = ('runtime', 'robot_profile', 'pose_source', 'policy_network')
+        about.update({key: record[key] for key in extra if key in record})
         runs.setdefault((about['policy'], about['run_id']), about)
     if len(runs) > 1:
         listed = '; '.join(f'{policy or "unknown policy"} run {run_id or "without id"}' for policy, run_id in runs)

@@ -124,6 +124,7 @@ def bookkeeping(
         'run_id': identity.digest,
         'policy_error': policy_error,
         'error_kind': error_kind,
+        **({'policy_network': identity.policy_network} if identity.policy_network else {}),
     }
 
 

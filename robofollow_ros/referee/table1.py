@@ -282,14 +282,16 @@ ISOLATION_LABELS: dict[str, str] = {
 
 def run_title(about: Mapping[str, Any]) -> str:
     """``Policy expert (privileged: ground-truth access; built-in, in-process) · run 1a2b3c4d5e6f · variant
-    published``: the policy, its privilege and isolation, the run and the scoring variant; a run on a real cell
-    adds ``real cell aloha_ros2_control, object poses from tracker``."""
+    published``: the policy, its privilege, isolation and network (``--policy-network``), the run and the scoring
+    variant; a run on a real cell adds ``real cell aloha_ros2_control, object poses from tracker``."""
     parts = [f'Policy {about.get("policy") or "unknown"}']
     notes = []
     if about.get('privileged') is not None:
         notes.append('privileged: ground-truth access' if about['privileged'] else 'not privileged')
     if about.get('isolation'):
         notes.append(ISOLATION_LABELS.get(str(about['isolation']), str(about['isolation'])))
+    if about.get('policy_network'):
+        notes.append(f'network to {about["policy_network"]}')
     if notes:
         parts[0] += f' ({"; ".join(notes)})'
     if about.get('run_id'):
