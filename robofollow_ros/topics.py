@@ -97,7 +97,10 @@ HOME = 'robofollow/home'
 """std_srvs/Trigger, real-time graph: the bridge moves both arms to the profile's home pose."""
 STOP = 'robofollow/stop'
 """std_srvs/Trigger, real-time graph: the bridge holds both arms, ends the episode ``stopped`` and refuses motion
-until the next episode starts."""
+until the operator releases it (``RELEASE``) or the next episode starts."""
+RELEASE = 'robofollow/release'
+"""std_srvs/Trigger, real-time graph: the operator releases the bridge's stop (the evaluator calls it once the
+operator says ready); motion, the home move first, is allowed again."""
 CELL_JOINT_STATES = 'robofollow/joint_states'
 """sensor_msgs/JointState, real-time graph (the ee_pose node): the cell's 14 joints in the URDF's names and the
 policy's units."""

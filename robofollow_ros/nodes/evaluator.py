@@ -438,7 +438,7 @@ class EvaluatorNode(Node):
         if self.cell is None:
             return None
         self.cell.announce(spec)
-        self.cell.home()
+        self.cell.home(spec)
         if self.cell.reset_client.service_is_ready():
             self.reset(spec, deadline=time.monotonic() + self.timeout, client=self.cell.reset_client)
         else:

@@ -48,6 +48,7 @@ from robofollow_ros.ros.protocol import (
     spec_message,
 )
 from robofollow_ros.ros.runtime import publish_acknowledged
+from robofollow_ros.ros.safe_motion import STOPPED_MESSAGE
 from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, LayoutCheck, Tolerances, check_layout
 
 ANNOUNCE_SECONDS = 5.0
@@ -146,14 +147,15 @@ class RealCell:
         """Why the operator overrode the held check (set while ``holding``)."""
         self.poses = ObjectPoses(node) if settings.layout.enabled else None
         self.home_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.HOME)
+        self.release_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.RELEASE)
         self.reset_client: Client[ResetEpisode.Request, ResetEpisode.Response] = node.create_client(
             ResetEpisode, topics.CELL_RESET
         )
         self.status_pub = node.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS)
         self.layout_pub = node.create_publisher(EpisodeSpecMessage, topics.CELL_LAYOUT, qos.LATCHED)
-        # Fake hardware resets the cell, but a layout check it fails still waits for the operator (or a test).
-        if not settings.fake_hardware or settings.layout.enabled:
-            node.create_service(Trigger, topics.READY, self.on_ready)
+        # Fake hardware resets the cell, but a layout check it fails, or a stop, still waits for the operator (or a
+        # test).
+        node.create_service(Trigger, topics.READY, self.on_ready)
         if settings.layout.enabled:
             node.create_service(Trigger, topics.OVERRIDE_LAYOUT, self.on_override)
         node.create_service(Trigger, topics.VOID, self.on_void)
@@ -232,14 +234,52 @@ class RealCell:
                 f'{ANNOUNCE_SECONDS:g} s'
             )
 
-    def home(self) -> None:
-        """Bring both arms home through the bridge, when it serves ``/robofollow/home``.
+    def home(self, spec: EpisodeSpec) -> None:
+        """Bring both arms home through the bridge before ``spec``'s trial, when it serves ``/robofollow/home``. A
+        bridge stopped by ``/robofollow/stop`` moves nothing until the operator says ready (Enter or
+        ``/robofollow/ready``), which releases the stop (``/robofollow/release``); then the arms go home.
 
         Raises:
             GraphError: the bridge refused or did not answer in ``HOME_SECONDS``.
         """
         if not self.home_client.service_is_ready():
             return
+        response = self._move_home()
+        if response is not None and not response.success and STOPPED_MESSAGE in response.message:
+            self.say(
+                f'the arms are stopped ({self.name(topics.STOP)}); the stopped trial is void and plays again. '
+                f'When the cell is safe, press Enter here or call {self.name(topics.READY)} (robofollow operator '
+                f'ready) to release the stop and move the arms home for {spec.task_id} round {spec.round}'
+            )
+            self._wait_for_operator(spec, held=False)
+            self._release()
+            response = self._move_home()
+        if response is None or not response.success:
+            reason = response.message if response is not None else 'no answer'
+            raise GraphError(f'{self.name(topics.HOME)} refused to move the arms home: {reason}')
+        # Reset the cell only once the arms are home: a trial started meanwhile saw the move's last rows (the
+        # commanded grips of /robofollow/joint_states opening a gripper the last trial closed: "the other arm took
+        # part").
+        move = HOME_MOVE.search(response.message)
+        if move is not None:
+            home_at = time.monotonic() + float(move.group(1))
+            self.wait(lambda: time.monotonic() >= home_at, timeout=HOME_SECONDS, what='the arms to reach home')
+
+    def _release(self) -> None:
+        """Ask the bridge to release its stop (``/robofollow/release``)."""
+        what = f'the bridge to release its stop ({self.name(topics.RELEASE)})'
+        self.wait(self.release_client.service_is_ready, timeout=HOME_SECONDS, what=what, notified=False)
+        future = self.release_client.call_async(Trigger.Request())
+        future.add_done_callback(lambda _: self._notify())
+        try:
+            self.wait(future.done, timeout=HOME_SECONDS, what=what, notified=True)
+        except GraphError:
+            self.release_client.remove_pending_request(future)
+            raise
+        self.node.get_logger().warning(f'{self.name(topics.RELEASE)}: {future.result().message}')
+
+    def _move_home(self) -> Trigger.Response | None:
+        """Call ``/robofollow/home`` until the bridge has heard the driver (or ``HOME_SECONDS`` passed); its answer."""
         deadline = time.monotonic() + HOME_SECONDS
         while True:
             future = self.home_client.call_async(Trigger.Request())
@@ -252,19 +292,9 @@ class RealCell:
                 raise
             response = future.result()
             if response is None or HOME_NO_STATE not in response.message or time.monotonic() > deadline:
-                break
+                return response
             retry_at = time.monotonic() + HOME_RETRY
             self.wait(lambda at=retry_at: time.monotonic() >= at, timeout=HOME_SECONDS, what='the driver to be heard')
-        if response is None or not response.success:
-            reason = response.message if response is not None else 'no answer'
-            raise GraphError(f'{self.name(topics.HOME)} refused to move the arms home: {reason}')
-        # Reset the cell only once the arms are home: a trial started meanwhile saw the move's last rows (the
-        # commanded grips of /robofollow/joint_states opening a gripper the last trial closed: "the other arm took
-        # part").
-        move = HOME_MOVE.search(response.message)
-        if move is not None:
-            home_at = time.monotonic() + float(move.group(1))
-            self.wait(lambda: time.monotonic() >= home_at, timeout=HOME_SECONDS, what='the arms to reach home')
 
     def ask_operator(self, spec: EpisodeSpec) -> Path:
         """Show the operator the trial and where each object goes, then wait (no time limit) until they say ready;

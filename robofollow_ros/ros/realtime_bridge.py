@@ -94,6 +94,7 @@ class RealCell:
         self.running = False
         node.create_service(Trigger, topics.STOP, self.on_stop)
         node.create_service(Trigger, topics.HOME, self.on_home)
+        node.create_service(Trigger, topics.RELEASE, self.on_release)
 
     @classmethod
     def from_name(cls, node: Node, name: str) -> RealCell:
@@ -119,11 +120,18 @@ class RealCell:
         decision = self.motion.stop()
         response.success = decision.command is not None
         response.message = (
-            'both arms hold; motion refused until the next episode starts'
+            f'both arms hold; motion refused until the operator releases it ({topics.RELEASE})'
             if response.success
             else 'no measured joint state to hold at: stop the arms at the driver'
         )
         self.node.get_logger().warning(f'{topics.STOP}: {response.message}')
+        return response
+
+    def on_release(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """The operator releases the stop: motion (the home move first) is allowed again."""
+        response.success = self.motion.release_stop()
+        response.message = 'stop released: motion allowed' if response.success else 'the arms were not stopped'
+        self.node.get_logger().warning(f'{topics.RELEASE}: {response.message}')
         return response
 
     def on_home(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

@@ -37,6 +37,10 @@ from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column not in GRIP_INDEX.values()])
 """The 12 arm joints of the 14-D layout (the settle check leaves the grippers out)."""
 GRIP_COLUMNS = np.array(sorted(GRIP_INDEX.values()))
+STOPPED_MESSAGE = 'stopped by /robofollow/stop: motion refused until the operator releases it (/robofollow/release)'
+"""What every refusal of motion after a stop says (the evaluator recognises a stopped bridge by it)."""
+FRESH_STATE_WAIT = 1.0
+"""How long (s) the home move waits for a measured state younger than ``max_state_age`` before it refuses."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,18 @@ class SafeMotion:
             return MeasuredState(positions=np.full(ACTION_DIM, np.nan), age_s=math.inf)
         return MeasuredState(positions=self.with_commanded_grips(cell.state), age_s=cell.age_s)
 
+    def fresh_state(self, *, within: float) -> MeasuredState:
+        """The measured state once it is at most ``max_state_age`` old, waiting up to ``within`` seconds for one (a
+        driver's message a few hundred milliseconds late under load); the latest state, however old, after that."""
+        deadline = time.monotonic() + within
+        with self.condition:
+            while True:
+                state = self.measured()
+                remaining = deadline - time.monotonic()
+                if state.age_s <= self.settings.max_state_age or remaining <= 0 or self.closed:
+                    return state
+                self.condition.wait(min(remaining, 0.05))
+
     def with_commanded_grips(self, state: np.ndarray) -> np.ndarray:
         """A measured 14-D ``state`` with the grippers at their last command (as the simulated cell's state holds
         them: measured joints, commanded grips), or as it is before any command."""
@@ -151,7 +167,7 @@ class SafeMotion:
         """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``)."""
         with self.lock:
             if moving and self.stopped:
-                raise MotionStoppedError('stopped by /robofollow/stop: motion refused until the next episode starts')
+                raise MotionStoppedError(STOPPED_MESSAGE)
             if decision.command is not None:
                 self.driver.send(decision.command, start=state.positions)
                 self.commanded_grips = decision.command.positions[-1, GRIP_COLUMNS].copy()
@@ -159,7 +175,7 @@ class SafeMotion:
     def send_chunk(self, chunk: np.ndarray, *, what: str) -> SafetyDecision:
         """Filter ``chunk`` (T, 14) from the measured state and write what may be sent (rows or a hold)."""
         if self.stopped:
-            raise MotionStoppedError('stopped by /robofollow/stop: motion refused until the next episode starts')
+            raise MotionStoppedError(STOPPED_MESSAGE)
         state = self.measured()
         decision = filter_chunk(chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp)
         self.record(decision, what)
@@ -189,6 +205,13 @@ class SafeMotion:
             self.condition.notify_all()
         return decision
 
+    def release_stop(self) -> bool:
+        """The operator releases the stop: motion is allowed again. Whether the arms were stopped."""
+        with self.lock:
+            was, self.stopped = self.stopped, False
+            self.stop_event.clear()
+        return was
+
     def release(self, *, started_ns: int) -> None:
         """The episode announced at ``started_ns`` (ROS time) starts: motion is allowed again, unless the stop came
         after that announcement (it stops this episode too)."""
@@ -203,8 +226,8 @@ class SafeMotion:
         """A slow move from the measured state to the profile's home pose, through the safety filter; whether all
         of it was sent, and one line saying what was done."""
         if self.stopped:
-            return False, 'stopped by /robofollow/stop: motion refused until the next episode starts'
-        state = self.measured()
+            return False, STOPPED_MESSAGE
+        state = self.fresh_state(within=FRESH_STATE_WAIT)
         if not np.isfinite(state.positions).all():
             return False, 'no joint state from the driver yet: nothing to move from'
         start, goal = state.positions, self.profile.home_state()

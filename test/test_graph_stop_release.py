@@ -1,0 +1,70 @@
+"""A stop with the real bridge over fake hardware: the stopped trial is recorded void, the arms stay stopped until
+the operator says ready (which releases the stop), then go home, and the run goes on to complete the trial again.
+
+Before the release existed, the home move after a stop was refused and the whole run ended in error (issue 29).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from graph_helpers import finish, private_node, read_records, start_launch, wait_until
+
+from robofollow_ros import topics
+
+pytestmark = pytest.mark.ros
+
+DOMAIN = 49
+TASK = 'L0_pickup_yellow_block_2'
+
+
+def call(node, executor, service: str, *, timeout: float = 30.0):
+    """Call a std_srvs/Trigger service once it is there; its answer."""
+    from std_srvs.srv import Trigger
+
+    client = node.create_client(Trigger, '/' + service)
+    wait_until(client.service_is_ready, timeout=timeout, what=service)
+    future = client.call_async(Trigger.Request())
+    wait_until(future.done, timeout=timeout, what=f'the answer of {service}')
+    node.destroy_client(client)
+    return future.result()
+
+
+def test_a_stopped_trial_is_void_the_operator_releases_the_stop_and_the_run_completes(tmp_path) -> None:
+    from robofollow_interfaces.msg import SimStatus as SimStatusMessage
+
+    out = tmp_path / 'run'
+    resets: list[str] = []
+    with private_node(DOMAIN, 'operator_console', spin=True) as (node, executor):
+        from robofollow_ros.ros import qos
+
+        node.create_subscription(
+            SimStatusMessage, '/' + topics.SIM_STATUS, lambda m: resets.append(m.episode_id), qos.EVENTS
+        )
+        process = start_launch(
+            DOMAIN,
+            graph='real',
+            robot_profile='aloha_ros2_control',
+            policy='policy_doubles:HoldingPolicy',
+            policy_kwargs=json.dumps({'rows': 50}),  # 3 s of rows per query: the stop lands mid-trial
+            task_ids=TASK,
+            max_queries='3',
+            out=str(out),
+        )
+        wait_until(lambda: resets, timeout=180, what='the first trial to start')
+        time.sleep(1.0)  # mid-trial: the policy's chunks are streaming
+        stopped = call(node, executor, topics.STOP)
+        assert stopped.success, stopped.message
+        # The evaluator now waits for the operator before it moves the arms again: ready releases the stop.
+        wait_until(lambda: call(node, executor, topics.READY).success, timeout=120, what='the evaluator to ask')
+        output = finish(process, timeout=240)
+    assert process.returncode == 0, output[-4000:]
+    assert 'the arms are stopped' in output
+    void, replayed = read_records(out / 'results.jsonl')
+    assert void['task_id'] == replayed['task_id'] == TASK
+    assert void['error_kind'] == 'stopped' and void.get('void'), void
+    assert replayed['policy_error'] is None and not replayed.get('void')
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'complete', run
