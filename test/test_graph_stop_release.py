@@ -68,3 +68,31 @@ def test_a_stopped_trial_is_void_the_operator_releases_the_stop_and_the_run_comp
     assert replayed['policy_error'] is None and not replayed.get('void')
     run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
     assert run['status'] == 'complete', run
+
+
+def test_a_bridge_whose_episode_thread_fails_exits_non_zero_instead_of_staying_up(tmp_path) -> None:
+    """The zombie bridge of issue 29: an exception other than the node going away used to end the episode thread
+    silently while the process stayed up."""
+    import subprocess
+    import sys
+
+    from graph_helpers import ROOT, graph_env
+
+    inject = (
+        'import robofollow_ros.nodes.policy_bridge as bridge\n'
+        'def broken(self):\n'
+        "    raise RuntimeError('injected fault')\n"
+        'bridge.PolicyBridge.serve_instructions = broken\n'
+        'raise SystemExit(bridge.main())\n'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', inject, '--ros-args', '-p', 'policy:=hold'],
+        env=graph_env(DOMAIN),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert 'the episode thread failed: RuntimeError: injected fault; holding the arms and exiting' in done.stderr

@@ -14,6 +14,7 @@ filter, a dead-man, ``/robofollow/stop`` and ``/robofollow/home`` (``ros/realtim
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import queue
@@ -21,6 +22,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import rclpy
 from geometry_msgs.msg import PoseStamped
 from rclpy._rclpy_pybind11 import InvalidHandle, RCLError
 from rclpy.node import Node
@@ -323,11 +325,24 @@ class PolicyBridge(Node):
         self.publish_chunk(np.asarray(state, dtype=np.float64)[None, :], stamp_ns, episode_id=episode_id, hold=True)
 
     def work(self) -> None:
+        """The episode thread: serves instructions until the node stops. Any failure of its own ends the process
+        (exit code 1) after holding the arms: a bridge that cannot run episodes must not stay up looking alive."""
         try:
             self.serve_instructions()
         except (InvalidHandle, RCLError):
             if not STOP.is_set():
-                raise  # otherwise the node went away under an episode that outlived STOP_JOIN_SECONDS
+                self.fail('the node went away under an episode')
+        except Exception as error:  # a bug of ours: hold, say so, exit
+            self.fail(f'the episode thread failed: {type(error).__name__}: {error}')
+
+    def fail(self, reason: str) -> None:
+        """Hold the arms (real mode), log ``reason`` and end the process with exit code 1."""
+        self.get_logger().fatal(f'{reason}; holding the arms and exiting')
+        if self.real is not None:
+            with contextlib.suppress(Exception):  # the process ends either way; the hold is best effort
+                self.real.motion.hold(what='bridge failure')
+        self.exit_code = 1
+        rclpy.try_shutdown(context=self.context)
 
     def serve_instructions(self) -> None:
         """Run an episode for each instruction, until ``None`` arrives."""

@@ -179,12 +179,12 @@ class RealCell:
         except MotionStoppedError as failure:
             error, kind = str(failure), STOPPED_KIND
         except RoboFollowError as failure:
-            if STOP.is_set():
-                return None
-            error, kind = f'graph: {failure}', 'graph'
+            if not STOP.is_set():
+                error, kind = f'graph: {failure}', 'graph'
         finally:
             self.running = False
         if STOP.is_set():
+            self.motion.hold(what='bridge stopping')  # SIGINT / SIGTERM mid-episode: the arms hold before it ends
             return None
         if error is not None:
             logger.error(f'{spec.task_id}: {error}; holding the arms')
@@ -206,5 +206,9 @@ class RealCell:
         )
 
     def close(self) -> None:
-        """Stop the dead-man's thread."""
-        self.motion.close()
+        """Hold both arms (every exit of the bridge ends with a hold), then stop the dead-man's and driver's
+        threads."""
+        try:
+            self.motion.hold(what='bridge exit')
+        finally:
+            self.motion.close()
