@@ -9,7 +9,6 @@ unscored): the operator says ready through ``/robofollow/ready`` or Enter, voids
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import queue
@@ -27,6 +26,7 @@ import pytest
 import rclpy
 import yaml
 from graph_helpers import ROOT, graph_env, ros_domain, spinning, wait_until
+from launch_capture import declared_nodes, run_launch_file
 from rclpy.context import Context
 from rclpy.node import Node
 from std_msgs.msg import String
@@ -41,7 +41,7 @@ from robofollow_ros.evaluation.identity import RunIdentity, read_identity
 from robofollow_ros.evaluation.records import Trial, unscored_record
 from robofollow_ros.evaluation.results import RESULTS_NAME, ResultsFile
 from robofollow_ros.evaluation.suite import SuiteOptions, run_identity, run_suite
-from robofollow_ros.graph.declaration import graph_instances, load_graph
+from robofollow_ros.graph.declaration import graph_environment, graph_instances, load_graph
 from robofollow_ros.graph.supervisor import Supervisor
 from robofollow_ros.nodes import evaluator
 from robofollow_ros.referee.aggregate import read_result_records
@@ -157,19 +157,42 @@ def test_a_profile_file_with_a_bad_field_is_refused_naming_the_field(tmp_path, c
         load_graph('real', {'robot_profile': str(path)})
 
 
-def test_real_launch_file_and_robofollow_launch_read_the_same_graph(tmp_path) -> None:
-    spec = importlib.util.spec_from_file_location('real_launch', ROOT / 'launch' / 'real.launch.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    arguments = {'pose_source': 'tracker', 'markers': 'true', 'record': 'bag', 'out': str(tmp_path)}
-    assert module.declared_graph(arguments) == load_graph('real', arguments)
-    try:
-        import launch_ros  # noqa: F401
-    except ImportError:
-        return  # (as in test_graph_seams: the launch packages are optional here)
-    description = module.generate_launch_description()
-    declared = {action.name for action in description.entities if hasattr(action, 'default_value')}
-    assert declared == set(load_graph('real').arguments)
+@pytest.mark.parametrize(
+    'arguments',
+    [
+        {},
+        {'pose_source': 'tracker', 'markers': 'true', 'record': 'bag', 'out': 'OUT', 'scenes': '1,2'},
+        {'fake_hardware': 'false', 'pose_source': 'mocap', 'policy_kwargs': '{"steps": 3}'},
+    ],
+    ids=['defaults', 'tracker-bag', 'mocap'],
+)
+def test_real_launch_file_starts_the_graph_robofollow_launch_reads(arguments, tmp_path, monkeypatch) -> None:
+    # The launch file's OpaqueFunction runs (real launch_ros when importable, stand-ins otherwise: launch_capture)
+    # and every Node it builds is compared with the declaration robofollow launch starts.
+    arguments = {key: str(tmp_path) if value == 'OUT' else value for key, value in arguments.items()}
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(DOMAIN))
+    launched = run_launch_file(ROOT / 'launch' / 'real.launch.py', arguments)
+    graph = load_graph('real', arguments)
+    assert launched.arguments == load_graph('real').arguments and set(launched.descriptions) == set(graph.arguments)
+    assert launched.nodes == declared_nodes('real', arguments, base=DOMAIN)
+    environment = graph_environment({})
+    assert launched.environment == {name: environment[name] for name in launched.environment}
+    assert launched.environment['FASTDDS_DEFAULT_PROFILES_FILE'] == environment['FASTDDS_DEFAULT_PROFILES_FILE']
+    # (not only equal to the declaration: what a real cell needs, spelled out)
+    nodes = {node.name: node for node in launched.nodes}
+    assert [node.name for node in launched.nodes] == [node.name for node in graph.nodes] and len(nodes) >= 4
+    assert all(node.package == 'robofollow' and node.environment == {} for node in launched.nodes)
+    assert nodes['policy_bridge'].parameters['runtime'] == 'real' == nodes['evaluator'].parameters['runtime']
+    assert nodes['evaluator'].ends_launch and nodes['policy_bridge'].ends_launch
+    evaluator = nodes['evaluator'].parameters
+    assert evaluator['policy_kwargs'] == arguments.get('policy_kwargs', '{}') and evaluator['rounds'] == 1
+    assert evaluator['fake_hardware'] is (arguments.get('fake_hardware', 'true') == 'true')
+    assert evaluator['scenes'] == arguments.get('scenes', '')
+    if arguments.get('pose_source') == 'mocap':
+        expected = {(topics.object_pose_topic(o), f'/vrpn_mocap/{o}/pose') for o in topics.all_object_names()}
+        assert expected and all(set(nodes[reader].remappings) == expected for reader in ('policy_bridge', 'evaluator'))
+    if arguments.get('record') == 'bag':
+        assert 'recorder' in nodes and nodes['recorder'].parameters['out'] == str(tmp_path)
 
 
 def test_a_cells_identity_names_it_and_a_simulated_runs_identity_has_no_cell_fields(tmp_path) -> None:

@@ -3,7 +3,6 @@ handshake messages, camera intrinsics and the graph declaration shared by both l
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -14,6 +13,7 @@ from xml.etree import ElementTree as ET
 import eval_process
 import numpy as np
 import pytest
+from launch_capture import declared_nodes, run_launch_file
 
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
@@ -307,29 +307,46 @@ def test_the_robot_argument_reaches_every_node_and_an_unknown_robot_is_refused_b
     assert len(error.splitlines()) == 1 and "unknown robot 'ur5'" in error
 
 
-def _launch_file():
-    spec = importlib.util.spec_from_file_location('sim_launch', ROOT / 'launch' / 'sim.launch.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_sim_launch_file_and_robofollow_launch_read_the_same_graph(tmp_path) -> None:
-    arguments = {'policy': 'expert', 'levels': 'L1', 'record': 'bag', 'out': str(tmp_path)}
-    from_launch_file = _launch_file().declared_graph(arguments)
-    assert from_launch_file == load_graph('sim', arguments)
+@pytest.mark.parametrize(
+    'arguments',
+    [
+        {},
+        {'policy': 'expert', 'levels': 'L1', 'record': 'bag', 'out': 'OUT', 'policy_kwargs': '{}', 'scenes': '1,2'},
+        {'workers': '2', 'robot': 'primitive', 'rounds': '3', 'trusted_policy': 'true'},
+    ],
+    ids=['defaults', 'bag', 'two-workers'],
+)
+def test_sim_launch_file_starts_the_graph_robofollow_launch_reads(arguments, tmp_path, monkeypatch) -> None:
+    # The launch file's OpaqueFunction runs (real launch_ros when importable, stand-ins otherwise: launch_capture)
+    # and every Node it builds is compared with the declaration robofollow launch starts.
+    arguments = {key: str(tmp_path) if value == 'OUT' else value for key, value in arguments.items()}
+    monkeypatch.setenv('ROS_DOMAIN_ID', '40')
+    launched = run_launch_file(ROOT / 'launch' / 'sim.launch.py', arguments)
+    graph = load_graph('sim', arguments)
+    assert launched.arguments == load_graph('sim').arguments and set(launched.descriptions) == set(graph.arguments)
+    assert launched.nodes == declared_nodes('sim', arguments, base=40)
+    environment = graph_environment({})
+    assert launched.environment == {name: environment[name] for name in launched.environment}
+    assert launched.environment['FASTDDS_DEFAULT_PROFILES_FILE'] == environment['FASTDDS_DEFAULT_PROFILES_FILE']
+    # (not only equal to the declaration: what the simulated graph needs, spelled out)
+    workers = int(arguments.get('workers', '1'))
+    per_graph = ['sim', 'policy_bridge', 'referee'] + (['recorder'] if arguments.get('record') == 'bag' else [])
+    assert [(node.name, node.environment.get('ROS_DOMAIN_ID')) for node in launched.nodes] == [
+        *((name, None if workers == 1 else str(40 + graph)) for graph in range(workers) for name in per_graph),
+        ('evaluator', None if workers == 1 else '40'),
+    ]
+    assert all(node.package == 'robofollow' and node.executable == node.name for node in launched.nodes)
+    assert all(node.ends_launch for node in launched.nodes)  # the evaluator (main) and every required node
+    robot = arguments.get('robot', 'aloha')
+    assert all(node.parameters['robot'] == robot for node in launched.nodes)
+    evaluator = launched.nodes[-1].parameters
+    assert evaluator['policy_kwargs'] == '{}' and evaluator['scenes'] == arguments.get('scenes', '')
+    assert evaluator['rounds'] == int(arguments.get('rounds', '1')) and evaluator['workers'] == workers
+    bridge = launched.nodes[1].parameters
+    assert bridge['trusted_policy'] is (arguments.get('trusted_policy') == 'true') and bridge['timeout'] == 300.0
     params = tmp_path / 'p.yaml'
-    command = node_command(from_launch_file.nodes[0], params)
+    command = node_command(graph.nodes[0], params)
     assert command[1:3] == ['-m', 'robofollow_ros.nodes.sim'] and '__node:=sim' in command
-    try:
-        import launch_ros  # noqa: F401
-
-        import launch  # noqa: F401
-    except ImportError:
-        return
-    description = _launch_file().generate_launch_description()
-    declared = {action.name for action in description.entities if hasattr(action, 'default_value')}
-    assert declared == set(load_graph('sim').arguments)
 
 
 def test_graph_domains_follow_the_user_domain_and_refuse_unusable_ranges() -> None:

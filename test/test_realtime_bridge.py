@@ -160,9 +160,11 @@ def call(cell: Cell, service: str) -> tuple[Trigger.Response, float]:
     return result, called
 
 
-def assert_safe(received: list[Received]) -> None:
-    """Every command passes the JTC check and keeps every point inside the profile's limits, box and speeds."""
+def assert_safe(received: list[Received]) -> int:
+    """Every command passes the JTC check and keeps every point inside the profile's limits, box and speeds; how
+    many arm points were checked (at least one: a filter that matches no arm command must not pass as safe)."""
     profile = load_profile(str(TEST_PROFILE))
+    checked = 0
     lower, upper = profile.state_lower(), profile.state_upper()
     fk = forward_kinematics('aloha')
     joints_of = {}
@@ -194,24 +196,45 @@ def assert_safe(received: list[Received]) -> None:
             assert profile.in_workspace(fk.tcp_pose(arm, q).position)
             assert np.all(np.abs(q - previous) <= velocity * (t - previous_t) * (1 + 1e-6) + 1e-9)
             previous, previous_t = q, t
+            checked += 1
+    assert checked > 0, f'no arm command among the {len(received)} received: nothing was checked'
+    return checked
+
+
+def arm_topic(arm: str) -> str:
+    """The arm controller's command topic, as the stand-in subscribes it (``Received.topic``: an absolute name)."""
+    topic = load_profile(str(TEST_PROFILE)).arms[arm].command.topic  # type: ignore[index]
+    assert topic == topics.resolve(topics.arm_trajectory_topic(arm))  # type: ignore[arg-type]
+    return topic
 
 
 def arm_commands(received: list[Received], arm: str) -> list[Received]:
-    topic = topics.resolve(topics.arm_trajectory_topic(arm))  # type: ignore[arg-type]
-    return [item for item in received if item.topic == topic]
+    return [item for item in received if item.topic == arm_topic(arm)]
+
+
+def arm_of(item: Received) -> str:
+    (arm,) = (arm for arm in ARMS if item.topic == arm_topic(arm))
+    return arm
+
+
+def only_holds(received: list[Received]) -> None:
+    """Each arm got at least one command, and every one is a hold (never vacuously: an empty filter fails)."""
+    for arm in ARMS:
+        commands = arm_commands(received, arm)
+        assert commands, f'no command reached the {arm} arm ({arm_topic(arm)}) among {len(received)}'
+        assert all(is_hold(item) for item in commands), [item.message.points for item in commands]
 
 
 def is_hold(item: Received) -> bool:
     """One point at the position the arm stands at (when it stands still)."""
-    arm = 'left' if item.topic.startswith('/left') else 'right'
-    columns = slice(0, 6) if arm == 'left' else slice(7, 13)
+    columns = slice(0, 6) if arm_of(item) == 'left' else slice(7, 13)
     return item.points == 1 and np.allclose(item.message.points[0].positions, item.state[columns], rtol=0.0, atol=1e-9)
 
 
 def held_where_the_arm_was(item: Received, chunk: Received) -> bool:
     """``item`` is one point at a position the arm measured during ``chunk``: its start or a row already due when
     ``item`` arrived (the bridge's latest measurement may be rows behind the moving stand-in, never ahead of it)."""
-    columns = slice(0, 6) if item.topic.startswith('/left') else slice(7, 13)
+    columns = slice(0, 6) if arm_of(item) == 'left' else slice(7, 13)
     passed = [chunk.state[columns]] + [
         np.array(point.positions)
         for point in chunk.message.points
@@ -243,7 +266,7 @@ def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: 
         cell.driver.lag = 0.0
     assert end.error_kind is None and end.queries == 5 and end.executed_rows == 0
     assert_safe(received)
-    assert received and all(is_hold(item) for item in received if item.topic in topics_of_arms())
+    only_holds(received)
 
     # Joint states 1.5 s old, beyond the observation limit (1 s): refused, never shown to the policy; after 3 s of
     # waiting for a fresher one the episode ends with a graph error naming what is old.
@@ -267,10 +290,6 @@ def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: 
     for arm in ARMS:
         commands = arm_commands(received, arm)
         assert len(commands) == 2 and all(is_hold(item) for item in commands)  # the dead-man's, the end's
-
-
-def topics_of_arms() -> set[str]:
-    return {topics.arm_trajectory_topic(arm) for arm in ARMS}  # type: ignore[arg-type]
 
 
 def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next(cell: Cell) -> None:
@@ -299,7 +318,7 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
     after = [item for item in received if item.arrived >= called]
     delays = {}
     for arm in ARMS:
-        commands = [item for item in after if item.topic == topics.resolve(topics.arm_trajectory_topic(arm))]  # type: ignore[arg-type]
+        commands = arm_commands(after, arm)
         (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
         assert commands and all(held_where_the_arm_was(item, chunk) for item in commands)
         delays[arm] = commands[0].arrived - called
@@ -316,7 +335,8 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
     before_stop_ns = end.end_stamp_ns - 1_000_000_000
     end, received = run_episode(cell, 'move', reset_ns=before_stop_ns)
     assert end.error_kind == 'stopped' and end.executed_rows == 0
-    assert all(is_hold(item) for item in received if item.topic in topics_of_arms())
+    assert_safe(received)
+    only_holds(received)
     end, received = run_episode(cell, 'move')
     assert end.error_kind is None and end.executed_rows == 5 * 3
     assert_safe(received)
