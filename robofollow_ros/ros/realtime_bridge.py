@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
@@ -27,7 +26,6 @@ from robofollow_ros.ros.realtime_environment import RealTimeEnvironment, Watched
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
 from robofollow_ros.ros.safe_motion import MotionSettings, SafeMotion
 from robofollow_ros.ros.shutdown import STOP
-from robofollow_ros.state_layout import GRIP_INDEX
 
 RUNTIMES = ('sim', 'real')
 STOPPED_KIND = 'stopped'
@@ -102,18 +100,9 @@ class RealCell:
         return cls(node, load_profile(name))
 
     def chunk_limits(self, robot: str, *, max_row_step: float) -> ChunkLimits:
-        """The bridge's chunk checks before the safety filter: the URDF's (``robot``, the profile's robot), or the
-        profile's own joint limits when it names no robot (the Piper: the default robot's URDF is not its arms')."""
-        if self.profile.robot is not None:
-            return ChunkLimits.for_robot(robot, max_row_step=max_row_step)
-        step = np.full(len(self.profile.state_lower()), float(max_row_step))
-        step[list(GRIP_INDEX.values())] = 1.0
-        return ChunkLimits(
-            lower=self.profile.state_lower(),
-            upper=self.profile.state_upper(),
-            max_row_step=step,
-            names=self.motion.limits.names,
-        )
+        """The bridge's chunk checks before the safety filter: the URDF's (``robot``, the profile's robot; a profile
+        without one never gets this far, ``SafeMotion`` refuses it)."""
+        return ChunkLimits.for_robot(robot, max_row_step=max_row_step)
 
     def on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """Both arms hold now; the running episode ends ``stopped``; motion is refused until the next episode."""

@@ -6,7 +6,10 @@ clamp or refusal, velocity, workspace by forward kinematics, non-finite values, 
 written; every intervention is logged and counted. A dead-man (``safety.deadman.DeadMan``) watches the outstanding
 policy query on its own thread and holds the arms the moment its deadline passes. ``stop`` holds both arms at once
 (from the caller's thread: the stop service's callback) and refuses every further motion until ``release`` (the
-next episode's start).
+next episode's start) or the operator's release (``release_stop``).
+
+A profile without a robot description has no kinematics, so its workspace box could not be checked: the bridge
+refuses it however it is started (``ros2 run``, any launch file), rather than dropping the box with a warning.
 
 Locks: ``condition`` guards the measured state and the dead-man; ``lock`` serialises writes to the driver with the
 stop flag. Nobody takes ``lock`` and then ``condition``'s waits, nor holds ``condition`` while taking ``lock``.
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from rclpy.node import Node
 
-from robofollow_ros.errors import MotionStoppedError
+from robofollow_ros.errors import MotionStoppedError, ProfileError
 from robofollow_ros.robot.profiles import RobotProfile
 from robofollow_ros.ros.driver_feedback import DriverFeedback, MeasuredCell
 from robofollow_ros.ros.drivers import make_driver
@@ -89,18 +92,15 @@ class SafeMotion:
         self.lock = threading.Lock()
         self.feedback = DriverFeedback(node, profile, condition=self.condition)
         self.driver = make_driver(node, profile)
-        limits = limits_from_profile(
+        if profile.robot is None:
+            raise ProfileError(
+                f'robot profile {profile.name!r} names no robot description: without kinematics its workspace box '
+                'cannot be checked, so the bridge does not drive its arms (give the profile a robot)'
+            )
+        self.limits = limits_from_profile(
             profile, max_state_age_s=settings.max_state_age, gripper_velocity=settings.gripper_velocity
         )
-        if profile.robot is None:
-            node.get_logger().warning(
-                f'robot profile {profile.name!r} names no robot: its workspace box is not checked (no kinematics)'
-            )
-            limits = dataclasses.replace(limits, workspace=None)
-            self.tcp = None
-        else:
-            self.tcp = profile_tcp(profile)
-        self.limits = limits
+        self.tcp = profile_tcp(profile)
         self.stopped = False
         self.stopped_at_ns = -1
         self.stop_event = threading.Event()

@@ -1,7 +1,10 @@
-"""A stop with the real bridge over fake hardware: the stopped trial is recorded void, the arms stay stopped until
-the operator says ready (which releases the stop), then go home, and the run goes on to complete the trial again.
+"""The real-time bridge's stops and exits (issue 29).
 
-Before the release existed, the home move after a stop was refused and the whole run ended in error (issue 29).
+A stop with the real bridge over fake hardware: the stopped trial is recorded void, the arms stay stopped until the
+operator says ready (which releases the stop), then go home, and the run goes on to complete the trial again (before
+the release existed, the home move after a stop was refused and the whole run ended in error). A bridge whose
+episode thread fails exits instead of staying up, and a profile without kinematics is refused however the bridge is
+started.
 """
 
 from __future__ import annotations
@@ -96,3 +99,20 @@ def test_a_bridge_whose_episode_thread_fails_exits_non_zero_instead_of_staying_u
     )
     assert done.returncode == 1, done.stderr[-3000:]
     assert 'the episode thread failed: RuntimeError: injected fault; holding the arms and exiting' in done.stderr
+
+
+def test_a_bridge_started_on_its_own_refuses_a_profile_without_kinematics() -> None:
+    """``ros2 run`` (or any launch but ours) once got a warning and a bridge that drove the arms without the
+    profile's workspace box."""
+    import subprocess
+    import sys
+
+    from graph_helpers import ROOT, graph_env
+
+    command = [sys.executable, '-m', 'robofollow_ros.nodes.policy_bridge', '--ros-args', '-p', 'runtime:=real']
+    command += ['-p', 'robot_profile:=piper', '-p', 'policy:=hold']
+    done = subprocess.run(
+        command, env=graph_env(DOMAIN), cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "robot profile 'piper' names no robot description: without kinematics" in done.stderr
