@@ -231,17 +231,19 @@ def is_hold(item: Received) -> bool:
     return item.points == 1 and np.allclose(item.message.points[0].positions, item.state[columns], rtol=0.0, atol=1e-9)
 
 
-def held_where_the_arm_was(item: Received, chunk: Received) -> bool:
-    """``item`` is one point at a position the arm measured during ``chunk``: its start or a row already due when
-    ``item`` arrived (the bridge's latest measurement may be rows behind the moving stand-in, never ahead of it)."""
+def stopped_along_the_chunk(item: Received, chunk: Received) -> bool:
+    """``item`` is a controlled stop of the motion ``chunk`` commanded: every point lies on the chunk's way (between
+    its start and its last row, joint by joint: onwards, never back to an older measured position), and each row's
+    travel is no larger than the one before (it decelerates, never speeds up)."""
     columns = slice(0, 6) if arm_of(item) == 'left' else slice(7, 13)
-    passed = [chunk.state[columns]] + [
-        np.array(point.positions)
-        for point in chunk.message.points
-        if chunk.arrived + point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S <= item.arrived
-    ]
-    held = np.array(item.message.points[0].positions)
-    return item.points == 1 and any(np.allclose(held, row, rtol=0.0, atol=1e-9) for row in passed)
+    way = np.vstack([chunk.state[columns], *(np.array(point.positions) for point in chunk.message.points)])
+    low, high = way.min(axis=0) - 1e-9, way.max(axis=0) + 1e-9
+    points = np.array([point.positions for point in item.message.points])
+    if not np.all((points >= low) & (points <= high)):
+        return False
+    times = [point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S for point in item.message.points]
+    speeds = np.abs(np.diff(points, axis=0)) / np.diff(times)[:, None] if len(points) > 1 else np.zeros((0, 6))
+    return bool(np.all(np.diff(speeds, axis=0) <= 1e-6))
 
 
 def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: Cell) -> None:
@@ -320,7 +322,9 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
     for arm in ARMS:
         commands = arm_commands(after, arm)
         (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
-        assert commands and all(held_where_the_arm_was(item, chunk) for item in commands)
+        assert commands and all(stopped_along_the_chunk(item, chunk) for item in commands), [
+            item.message.points for item in commands
+        ]
         delays[arm] = commands[0].arrived - called
     control_period = 1.0 / load_profile(str(TEST_PROFILE)).control_rate
     print(

@@ -31,7 +31,14 @@ from robofollow_ros.errors import MotionStoppedError, ProfileError
 from robofollow_ros.robot.profiles import RobotProfile
 from robofollow_ros.ros.driver_feedback import DriverFeedback, MeasuredCell
 from robofollow_ros.ros.drivers import make_driver
-from robofollow_ros.safety.command_filter import MeasuredState, SafetyDecision, filter_chunk, hold_command
+from robofollow_ros.safety.command_filter import Command, MeasuredState, SafetyDecision, filter_chunk, hold_command
+from robofollow_ros.safety.controlled_stop import (
+    STOP_SECONDS,
+    SentCommand,
+    commanded_at,
+    controlled_stop,
+    stop_decelerations,
+)
 from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
 from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
@@ -59,6 +66,8 @@ class MotionSettings:
         gripper_velocity: the grippers' velocity limit (normalised units per second). The gripper command is a
             position target its own controller moves to at the gripper's speed, and policies open or close it in one
             row (as the simulated cell executes it): the default lets a full stroke through in one 0.06 s row.
+        stop_seconds: a controlled stop brings a joint at its velocity limit to rest in this many seconds (its
+            deceleration: the velocity limit over this).
     """
 
     max_state_age: float = 0.2
@@ -67,6 +76,7 @@ class MotionSettings:
     settle_tolerance: float = 0.02
     home_speed: float = 0.2
     gripper_velocity: float = 20.0
+    stop_seconds: float = STOP_SECONDS
 
 
 def rounding(item: Intervention) -> bool:
@@ -101,6 +111,8 @@ class SafeMotion:
             profile, max_state_age_s=settings.max_state_age, gripper_velocity=settings.gripper_velocity
         )
         self.tcp = profile_tcp(profile)
+        self.deceleration = stop_decelerations(self.limits, stop_seconds=settings.stop_seconds)
+        self.sent: SentCommand | None = None
         self.stopped = False
         self.stopped_at_ns = -1
         self.stop_event = threading.Event()
@@ -164,13 +176,40 @@ class SafeMotion:
         )
 
     def write(self, decision: SafetyDecision, state: MeasuredState, *, moving: bool) -> None:
-        """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``)."""
+        """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``); a hold goes
+        out as a controlled stop (``controlled``)."""
         with self.lock:
             if moving and self.stopped:
                 raise MotionStoppedError(STOPPED_MESSAGE)
-            if decision.command is not None:
-                self.driver.send(decision.command, start=state.positions)
-                self.commanded_grips = decision.command.positions[-1, GRIP_COLUMNS].copy()
+            self._send(decision, state)
+
+    def _send(self, decision: SafetyDecision, state: MeasuredState) -> Command | None:
+        """Write the decision's command (a hold as a controlled stop) and return what was written; the caller holds
+        ``lock``."""
+        command, start = self.controlled(decision, state)
+        if command is not None:
+            self.driver.send(command, start=start)
+            start = np.asarray(start, dtype=np.float64)
+            self.sent = SentCommand(start=start, command=command, sent_at=time.monotonic())
+            self.commanded_grips = command.positions[-1, GRIP_COLUMNS].copy()
+        return command
+
+    def controlled(self, decision: SafetyDecision, state: MeasuredState) -> tuple[Command | None, np.ndarray]:
+        """The command to write for ``decision`` and the 14-D state it starts from. A hold (or a refusal for want of
+        a usable measured state) while a trajectory sent earlier is still running becomes a controlled stop from
+        where that trajectory commands the arms to be now, at the velocity it commands (``safety.controlled_stop``):
+        never a jump back to a measured position up to ``max_state_age`` old. An arm whose last trajectory has
+        ended holds where it is measured."""
+        sent = self.sent
+        holding = decision.command is None or decision.held
+        now = time.monotonic()
+        if not holding or sent is None or now >= sent.sent_at + float(sent.command.times[-1]):
+            return decision.command, state.positions
+        position, velocity = commanded_at(sent, now)
+        command = controlled_stop(
+            position, velocity, self.limits, deceleration=self.deceleration, row_period_s=self.row_period
+        )
+        return command, position
 
     def send_chunk(self, chunk: np.ndarray, *, what: str) -> SafetyDecision:
         """Filter ``chunk`` (T, 14) from the measured state and write what may be sent (rows or a hold)."""
@@ -198,12 +237,10 @@ class SafeMotion:
             self.stopped = True
             self.stopped_at_ns = self.node.get_clock().now().nanoseconds
             self.stop_event.set()
-            if decision.command is not None:
-                self.driver.send(decision.command, start=state.positions)
-                self.commanded_grips = decision.command.positions[-1, GRIP_COLUMNS].copy()
+            sent = self._send(decision, state)
         with self.condition:
             self.condition.notify_all()
-        return decision
+        return dataclasses.replace(decision, command=sent)
 
     def release_stop(self) -> bool:
         """The operator releases the stop: motion is allowed again. Whether the arms were stopped."""

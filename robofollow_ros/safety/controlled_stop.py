@@ -1,0 +1,100 @@
+"""``controlled_stop``: the trajectory that brings moving arms to rest (IEC 60204-1 stop category 2), and where the
+arms were commanded to be at a moment of a trajectory already sent (``commanded_at``).
+
+A stop used to be one point at the measured position (up to ``max_state_age`` old), due one row period later: an arm
+moving at speed was commanded back to where it had been, and to a standstill within 60 ms. A controlled stop starts
+where the arm is commanded to be now, with the velocity it is commanded to have, and decelerates every joint
+uniformly (all joints reach rest together, none faster than its ``deceleration``) to a standstill, sampled every row
+period, the last point at rest (a stop shorter than one row period takes one row period, decelerating more gently
+than it could). The stop point is clipped into the joint limits. Pure: positions, velocities and
+times in, a ``Command`` out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from robofollow_ros.errors import SafetyError
+from robofollow_ros.safety.command_filter import Command, check_row_period
+from robofollow_ros.safety.limits import SafetyLimits
+
+STOP_SECONDS = 0.5
+"""Default stopping time from full speed: each joint's deceleration is its velocity limit over this (a bounded
+command horizon: the longest stop runs 0.5 s)."""
+REST_SPEED = 1e-6
+"""Below this speed (rad/s, or gripper strokes/s) a joint counts as at rest."""
+
+
+@dataclass(frozen=True)
+class SentCommand:
+    """A trajectory written to the arms: from ``start`` (14,), its ``command``'s points due ``command.times`` seconds
+    after ``sent_at`` (monotonic seconds)."""
+
+    start: np.ndarray
+    command: Command
+    sent_at: float
+
+
+def commanded_at(sent: SentCommand, now: float) -> tuple[np.ndarray, np.ndarray]:
+    """The position and velocity the arms are commanded to have at ``now``: a trajectory of position-only points is
+    followed piecewise linearly (a JointTrajectoryController's interpolation of position-only points), at rest after
+    its last point."""
+    knots = np.concatenate([[0.0], np.asarray(sent.command.times, dtype=np.float64)])
+    points = np.vstack([np.asarray(sent.start, dtype=np.float64)[None, :], sent.command.positions])
+    elapsed = now - sent.sent_at
+    if elapsed >= knots[-1]:
+        return points[-1].copy(), np.zeros(points.shape[1])
+    elapsed = max(elapsed, 0.0)
+    segment = int(np.searchsorted(knots, elapsed, side='right'))
+    before, after = segment - 1, segment
+    span = knots[after] - knots[before]
+    velocity = (points[after] - points[before]) / span
+    return points[before] + velocity * (elapsed - knots[before]), velocity
+
+
+def stop_decelerations(limits: SafetyLimits, *, stop_seconds: float = STOP_SECONDS) -> np.ndarray:
+    """Each value's deceleration (14,): its velocity limit over ``stop_seconds``."""
+    if not (math.isfinite(stop_seconds) and stop_seconds > 0.0):
+        raise SafetyError(f'stopping time must be a positive number of seconds, got {stop_seconds}')
+    return np.asarray(limits.velocity, dtype=np.float64) / stop_seconds
+
+
+def controlled_stop(
+    position: np.ndarray,
+    velocity: np.ndarray,
+    limits: SafetyLimits,
+    *,
+    deceleration: np.ndarray,
+    row_period_s: float,
+) -> Command:
+    """Decelerate from ``position`` at ``velocity`` to rest (see the module docstring); a ``hold`` ``Command``.
+
+    Raises:
+        SafetyError: a position, velocity or deceleration that is not 14 finite numbers (decelerations positive).
+    """
+    period = check_row_period(row_period_s)
+    position = np.asarray(position, dtype=np.float64)
+    velocity = np.asarray(velocity, dtype=np.float64)
+    deceleration = np.asarray(deceleration, dtype=np.float64)
+    for label, values in (('position', position), ('velocity', velocity), ('deceleration', deceleration)):
+        if values.shape != np.shape(limits.lower) or not np.isfinite(values).all():
+            raise SafetyError(f'controlled stop: {label} needs {np.size(limits.lower)} finite numbers')
+    if (deceleration <= 0).any():
+        raise SafetyError('controlled stop: every deceleration must be positive')
+    velocity = np.where(np.abs(velocity) < REST_SPEED, 0.0, velocity)
+    duration = float((np.abs(velocity) / deceleration).max())
+    if duration <= 0.0:
+        target = np.clip(position, limits.lower, limits.upper)
+        clipped_time = float((np.abs(target - position) / limits.velocity).max())
+        return Command(positions=target[None, :], times=np.array([max(period, clipped_time)]), hold=True)
+    duration = max(duration, period)  # a slow joint stops over one row period, more gently than it could
+    steps = max(1, math.ceil(duration / period - 1e-9))
+    times = np.minimum(np.arange(1, steps + 1, dtype=np.float64) * period, duration)
+    times[-1] = duration
+    # Uniform deceleration of every joint over ``duration``: p(t) = p0 + v t - v t^2 / (2 duration).
+    travelled = velocity[None, :] * (times[:, None] - times[:, None] ** 2 / (2.0 * duration))
+    positions = np.clip(position[None, :] + travelled, limits.lower, limits.upper)
+    return Command(positions=positions, times=times, hold=True)

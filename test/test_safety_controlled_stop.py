@@ -1,0 +1,115 @@
+"""``controlled_stop`` and ``commanded_at``: a moving arm decelerates to rest along its motion, within its deceleration
+and joint limits, instead of being sent back to a stale measured position."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from safety_support import ROW, aloha_limits
+from safety_support import home as measured_home
+
+from robofollow_ros.errors import SafetyError
+from robofollow_ros.safety.command_filter import Command
+from robofollow_ros.safety.controlled_stop import (
+    STOP_SECONDS,
+    SentCommand,
+    commanded_at,
+    controlled_stop,
+    stop_decelerations,
+)
+
+LIMITS = aloha_limits()
+
+
+def home() -> np.ndarray:
+    return np.asarray(measured_home().positions, dtype=np.float64)
+
+
+DECELERATION = stop_decelerations(LIMITS)
+
+
+def segment_speeds(start: np.ndarray, command: Command) -> np.ndarray:
+    """(N, 14) mean velocity of each segment of ``command`` from ``start``."""
+    knots = np.concatenate([[0.0], command.times])
+    points = np.vstack([start[None, :], command.positions])
+    return np.diff(points, axis=0) / np.diff(knots)[:, None]
+
+
+def test_an_arm_at_rest_holds_where_it_is_commanded_one_row_period_ahead():
+    command = controlled_stop(home(), np.zeros(14), LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    assert command.hold and command.times.tolist() == [ROW]
+    np.testing.assert_array_equal(command.positions[0], home())
+
+
+def test_a_moving_joint_decelerates_along_its_motion_to_rest():
+    velocity = np.zeros(14)
+    velocity[0] = 1.0  # left waist at 1 rad/s
+    command = controlled_stop(home(), velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    duration = 1.0 / DECELERATION[0]
+    assert command.times[-1] == pytest.approx(duration) and np.all(np.diff(command.times) > 0)
+    assert command.positions[-1, 0] == pytest.approx(home()[0] + 0.5 * 1.0 * duration)
+    speeds = segment_speeds(home(), command)[:, 0]
+    assert np.all(speeds > 0) and np.all(np.diff(speeds) < 0), 'onwards, slower each row: never back, never faster'
+    np.testing.assert_array_equal(command.positions[:, 1:], np.tile(home()[1:], (len(command.times), 1)))
+
+
+def test_every_joint_reaches_rest_together_none_above_its_deceleration():
+    velocity = np.linspace(-0.8, 0.8, 14) * LIMITS.velocity
+    command = controlled_stop(home(), velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    duration = float((np.abs(velocity) / DECELERATION).max())
+    assert command.times[-1] == pytest.approx(duration)
+    assert duration <= STOP_SECONDS + 1e-9
+    used = np.abs(velocity) / duration
+    assert np.all(used <= DECELERATION + 1e-9)
+
+
+def test_the_stop_point_is_clipped_into_the_joint_limits():
+    start = home().copy()
+    start[0] = LIMITS.upper[0] - 0.01
+    velocity = np.zeros(14)
+    velocity[0] = LIMITS.velocity[0]
+    command = controlled_stop(start, velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    assert np.all(command.positions[:, 0] <= LIMITS.upper[0])
+    assert command.positions[-1, 0] == LIMITS.upper[0]
+
+
+def test_unusable_inputs_are_refused():
+    with pytest.raises(SafetyError, match='velocity needs 14 finite numbers'):
+        controlled_stop(home(), np.full(14, np.nan), LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    with pytest.raises(SafetyError, match='every deceleration must be positive'):
+        controlled_stop(home(), np.zeros(14), LIMITS, deceleration=np.zeros(14), row_period_s=ROW)
+    with pytest.raises(SafetyError, match='stopping time'):
+        stop_decelerations(LIMITS, stop_seconds=0.0)
+
+
+def test_the_commanded_state_follows_the_sent_points_and_rests_after_the_last():
+    start = home()
+    target = start.copy()
+    target[0] += 0.06
+    sent = SentCommand(start=start, command=Command(target[None, :], np.array([ROW]), hold=False), sent_at=10.0)
+    position, velocity = commanded_at(sent, 10.0 + ROW / 2)
+    assert position[0] == pytest.approx(start[0] + 0.03) and velocity[0] == pytest.approx(0.06 / ROW)
+    position, velocity = commanded_at(sent, 10.0 + ROW + 0.001)
+    assert position[0] == pytest.approx(target[0]) and not velocity.any()
+    position, velocity = commanded_at(sent, 9.0)  # before it was sent: its start
+    assert position[0] == pytest.approx(start[0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    speeds=st.lists(st.floats(-1.0, 1.0), min_size=14, max_size=14),
+    offsets=st.lists(st.floats(-1.0, 1.0), min_size=14, max_size=14),
+)
+def test_any_stop_stays_in_limits_rests_in_time_and_never_speeds_up(speeds, offsets):
+    span = (LIMITS.upper - LIMITS.lower) / 2
+    start = (LIMITS.upper + LIMITS.lower) / 2 + np.asarray(offsets) * span
+    velocity = np.asarray(speeds) * LIMITS.velocity
+    command = controlled_stop(start, velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    assert command.hold and np.all(np.diff(command.times) > 0) and command.times[0] > 0
+    assert command.times[-1] <= max(STOP_SECONDS, ROW) + 1e-9
+    assert np.all(command.positions >= LIMITS.lower - 1e-12) and np.all(command.positions <= LIMITS.upper + 1e-12)
+    speeds_seen = np.abs(segment_speeds(start, command))
+    assert np.all(speeds_seen <= np.abs(velocity)[None, :] + LIMITS.velocity * 1e-9 + 1e-12)
+    assert np.all(np.diff(speeds_seen, axis=0) <= 1e-9), 'a stop never speeds a joint up'
