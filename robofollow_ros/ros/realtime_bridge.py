@@ -62,6 +62,9 @@ def motion_settings(node: Node) -> tuple[MotionSettings, float]:
                 maximum=1.0,
             )
         ),
+        stop_seconds=seconds(
+            'stop_seconds', defaults.stop_seconds, 'a controlled stop brings a joint at full speed to rest in this time'
+        ),
         gripper_velocity=float(
             param(
                 node,
