@@ -116,3 +116,22 @@ def test_a_bridge_started_on_its_own_refuses_a_profile_without_kinematics() -> N
     )
     assert done.returncode == 2, done.stderr[-3000:]
     assert "robot profile 'piper' names no robot description: without kinematics" in done.stderr
+
+
+def test_the_safety_layers_interventions_are_counted_in_run_json_and_the_end_of_run_line() -> None:
+    from robofollow_ros.evaluation.status import counts_line, trial_counts
+    from robofollow_ros.ros.protocol import EpisodeEnd
+
+    end = EpisodeEnd('e1', end_stamp_ns=1, queries=3, executed_rows=20, interventions=(('too_fast', 2),))
+    assert EpisodeEnd.from_message(end.to_message()) == end
+    assert 'interventions' not in EpisodeEnd('e2', end_stamp_ns=1, queries=1, executed_rows=5).bookkeeping()
+    records = [
+        {'task_id': 'a', 'completion_ok': True, **end.bookkeeping()},
+        {'task_id': 'b', 'completion_ok': False, 'interventions': {'too_fast': 1, 'policy_silent': 1}},
+        {'task_id': 'c', 'completion_ok': False},
+    ]
+    counts = trial_counts(records)
+    assert counts['interventions_by_kind'] == {'policy_silent': 1, 'too_fast': 3}
+    assert counts['trials_with_interventions'] == 2
+    assert counts_line(counts).endswith('; the safety layer stepped in on 2 (policy_silent 1, too_fast 3)')
+    assert 'interventions_by_kind' not in trial_counts(records[2:])

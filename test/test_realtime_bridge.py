@@ -251,6 +251,9 @@ def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: 
     end, received = run_episode(cell, 'gauntlet')
     assert end.error_kind == 'invalid_chunk' and 'non-finite' in (end.policy_error or '')
     assert end.queries == 4 and end.executed_rows == sum(GAUNTLET_ROWS)
+    counted = dict(end.interventions)  # the episode's end names each intervention, for the trial's record
+    assert all(counted.get(kind, 0) >= 1 for kind in ('too_fast', 'position_refused', 'outside_workspace')), counted
+    assert end.bookkeeping()['interventions'] == counted
     assert_safe(received)
     for arm in ARMS:
         # Per chunk: its allowed rows, or a hold; then the hold after the NaN ended the episode.
@@ -267,6 +270,7 @@ def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: 
     finally:
         cell.driver.lag = 0.0
     assert end.error_kind is None and end.queries == 5 and end.executed_rows == 0
+    assert dict(end.interventions).get('stale_state', 0) >= 5, end.interventions
     assert_safe(received)
     only_holds(received)
 

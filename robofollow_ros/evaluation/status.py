@@ -66,20 +66,32 @@ def trial_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Trials written, scored, with policy errors (by kind) and completed."""
     records = list(records)
     errors = Counter(str(record.get('error_kind') or 'error') for record in records if record.get('policy_error'))
-    return {
+    counts = {
         'trials': len(records),
         'scored': sum(record.get('scored', True) is not False for record in records),
         'with_errors': sum(errors.values()),
         'errors_by_kind': dict(sorted(errors.items())),
         'completed': sum(bool(record.get('completion_ok')) for record in records),
     }
+    interventions: Counter[str] = Counter()
+    for record in records:
+        if isinstance(record.get('interventions'), Mapping):
+            interventions.update({str(k): int(v) for k, v in record['interventions'].items() if isinstance(v, int)})
+    if interventions:
+        counts['interventions_by_kind'] = dict(sorted(interventions.items()))
+        counts['trials_with_interventions'] = sum(bool(record.get('interventions')) for record in records)
+    return counts
 
 
 def counts_line(counts: Mapping[str, Any]) -> str:
     """``12 trials: 10 scored, 2 with policy errors (timeout 1, build 1), 3 completed``."""
     kinds = ', '.join(f'{kind} {number}' for kind, number in counts['errors_by_kind'].items())
     errors = f'{counts["with_errors"]} with policy errors' + (f' ({kinds})' if kinds else '')
-    return f'{counts["trials"]} trials: {counts["scored"]} scored, {errors}, {counts["completed"]} completed'
+    line = f'{counts["trials"]} trials: {counts["scored"]} scored, {errors}, {counts["completed"]} completed'
+    if counts.get('interventions_by_kind'):
+        safety = ', '.join(f'{kind} {number}' for kind, number in counts['interventions_by_kind'].items())
+        line += f'; the safety layer stepped in on {counts["trials_with_interventions"]} ({safety})'
+    return line
 
 
 def layout_checks(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -190,6 +190,7 @@ class EpisodeEnd:
     policy_error: str | None = None
     error_kind: str | None = None
     bridge_overhead_ms: tuple[float, ...] = ()
+    interventions: tuple[tuple[str, int], ...] = ()
 
     def to_message(self) -> EpisodeEndMessage:
         """The ``EpisodeEnd`` message for ``/robofollow/episode_end``."""
@@ -203,6 +204,8 @@ class EpisodeEnd:
             policy_error=self.policy_error or '',
             error_kind=self.error_kind or '',
             bridge_overhead_ms=[float(value) for value in self.bridge_overhead_ms],
+            intervention_kinds=[kind for kind, _ in self.interventions],
+            intervention_counts=[int(count) for _, count in self.interventions],
         )
 
     @classmethod
@@ -222,16 +225,28 @@ class EpisodeEnd:
             policy_error=message.policy_error if failed else None,
             error_kind=(message.error_kind or None) if failed else None,
             bridge_overhead_ms=tuple(float(value) for value in message.bridge_overhead_ms),
+            interventions=_interventions(message),
         )
 
     def bookkeeping(self) -> dict[str, Any]:
-        """The fields a result record takes from the episode loop."""
-        return {
+        """The fields a result record takes from the episode loop (``interventions`` only when the safety layer
+        stepped in: a simulated episode's record is what it was)."""
+        fields: dict[str, Any] = {
             'policy_error': self.policy_error,
             'error_kind': self.error_kind,
             'queries': self.queries,
             'executed_rows': self.executed_rows,
         }
+        if self.interventions:
+            fields['interventions'] = dict(self.interventions)
+        return fields
+
+
+def _interventions(message: Any) -> tuple[tuple[str, int], ...]:
+    kinds, counts = list(message.intervention_kinds), list(message.intervention_counts)
+    if len(kinds) != len(counts) or any(count < 0 for count in counts):
+        raise GraphError(f'EpisodeEnd interventions do not pair up ({len(kinds)} kinds, {len(counts)} counts)')
+    return tuple(zip(kinds, (int(count) for count in counts), strict=True))
 
 
 def spec_message(spec: EpisodeSpec) -> EpisodeSpecMessage:

@@ -182,8 +182,7 @@ class RealCell:
             logger.error(f'{spec.task_id}: {error}; holding the arms')
             self.motion.hold(what='episode end')
         end_ns = env.stamp_ns if env.stamp_ns >= 0 else self.node.get_clock().now().nanoseconds
-        counts = dict(self.motion.interventions)
-        # EpisodeEnd has no field for them (yet): one line per episode, beside the per-chunk lines.
+        counts = self.motion.intervention_counts()
         logger.info(
             f'episode {spec.episode_id}: {env.queries} queries, {env.executed_rows} rows executed, '
             f'{sum(counts.values())} safety interventions {counts}'
@@ -195,6 +194,7 @@ class RealCell:
             executed_rows=env.executed_rows,
             policy_error=error,
             error_kind=kind,
+            interventions=tuple(sorted(counts.items())),
         )
 
     def close(self) -> None:

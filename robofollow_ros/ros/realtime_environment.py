@@ -152,7 +152,7 @@ class RealTimeEnvironment(GraphEpisode):
         what = f'chunk {self.queries}'
         if self.motion.take_late():
             silent = Intervention('policy_silent', None, None, float(len(chunk)), self.motion.deadman.deadline_s)
-            self.motion.interventions.update([silent.kind])
+            self.motion.count([silent.kind])
             self.log(f'safety: {what}: dropped, answered after the dead-man deadline (the arms hold)')
         else:
             sent_at = time.monotonic()

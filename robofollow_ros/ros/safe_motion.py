@@ -22,6 +22,7 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,6 +121,7 @@ class SafeMotion:
         self.late_answer = False
         self.settle_error = math.inf
         self.interventions: Counter[str] = Counter()
+        self.counts_lock = threading.Lock()
         self.commanded_grips: np.ndarray | None = None
         self.closed = False
         self.watcher = threading.Thread(target=self.watch, name='dead-man', daemon=True)
@@ -170,7 +172,7 @@ class SafeMotion:
         material = [item for item in decision.interventions if not rounding(item)]
         if not material and decision.command is not None and not decision.held:
             return
-        self.interventions.update(item.kind for item in material)
+        self.count(item.kind for item in material)
         self.node.get_logger().warning(
             f'safety: {what}: {dataclasses.replace(decision, interventions=tuple(material)).summary()}'
         )
@@ -242,6 +244,16 @@ class SafeMotion:
             self.condition.notify_all()
         return dataclasses.replace(decision, command=sent)
 
+    def count(self, kinds: Iterable[str]) -> None:
+        """Count interventions (from the episode's thread and the dead-man's)."""
+        with self.counts_lock:
+            self.interventions.update(kinds)
+
+    def intervention_counts(self) -> dict[str, int]:
+        """The interventions counted since the episode started, by kind."""
+        with self.counts_lock:
+            return dict(self.interventions)
+
     def release_stop(self) -> bool:
         """The operator releases the stop: motion is allowed again. Whether the arms were stopped."""
         with self.lock:
@@ -252,7 +264,8 @@ class SafeMotion:
     def release(self, *, started_ns: int) -> None:
         """The episode announced at ``started_ns`` (ROS time) starts: motion is allowed again, unless the stop came
         after that announcement (it stops this episode too)."""
-        self.interventions.clear()
+        with self.counts_lock:
+            self.interventions.clear()
         with self.lock:
             if self.stopped and self.stopped_at_ns >= started_ns:
                 return
