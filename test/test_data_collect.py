@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import h5py
 import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
+from test_bad_input import one_line
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.cli import main
@@ -181,3 +184,122 @@ def test_incomplete_episodes_are_counted_not_kept(tmp_path):
     assert [record['accepted'] for record in records] == [False, False]
     assert stored_episodes(tmp_path) == [] and not list(tmp_path.rglob('*.hdf5'))
     assert run_collection(options, progress=False)[label].attempts == 2
+
+
+TINY = ['collect', '--labels', LABEL, '--episodes', '1', '--image-size', '32x24', '--quiet', '--format', 'lerobot']
+
+
+@pytest.fixture(scope='module')
+def tiny_collection(tmp_path_factory):
+    """One accepted demonstration and its LeRobot export, made once; tests change copies of it."""
+    out = tmp_path_factory.mktemp('tiny') / 'collection'
+    assert main([*TINY, '--out', str(out)]) == 0
+    return out
+
+
+@pytest.fixture
+def collection(tiny_collection, tmp_path):
+    return Path(shutil.copytree(tiny_collection, tmp_path / 'collection', symlinks=True))
+
+
+def snapshot(folder):
+    """Every file under ``folder`` (but the lock, which each run rewrites) with a digest of its bytes."""
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob('*'))
+        if path.is_file() and path.name != '.lock'
+    }
+
+
+def test_a_truncated_episode_file_keeps_the_previous_lerobot_export(collection, capsys):
+    [stored] = stored_episodes(collection)
+    os.truncate(stored.hdf5, stored.hdf5.stat().st_size // 2)
+    before = snapshot(collection)
+    assert main([*TINY, '--out', str(collection)]) == 2
+    error = one_line(capsys.readouterr().err)
+    assert str(stored.hdf5) in error and 'not a robofollow-raw-v1 episode file' in error
+    assert snapshot(collection) == before and any(name.startswith('lerobot/') for name in before)
+    assert not list(collection.glob('lerobot.*'))
+
+
+@pytest.mark.parametrize(
+    ('line', 'problem'),
+    [
+        ('this is not json', 'not valid JSON'),
+        ('NaN', 'a JSON float, not an object'),
+        ('[1, 2]', 'a JSON list, not an object'),
+        (f'{{"task_id": "{LABEL}", "round": 1, "seed": NaN, "accepted": false}}', '"seed" is nan'),
+        (f'{{"task_id": "{LABEL}", "round": {"1" * 1_000_000}, "seed": 1, "accepted": false}}', 'digits'),
+        (f'{{"task_id": "{LABEL}", "round": 1, "seed": 1, "accepted": true}}', 'no "episode"'),
+    ],
+    ids=['garbage', 'nan', 'list', 'nan-seed', 'huge-integer', 'no-episode'],
+)
+def test_a_ledger_line_that_is_not_an_attempt_is_one_line_and_changes_nothing(collection, capsys, line, problem):
+    ledger = collection / 'attempts.jsonl'
+    with ledger.open('a', encoding='utf-8') as stream:
+        stream.write(line + '\n')
+    before = snapshot(collection)
+    assert main([*TINY, '--out', str(collection)]) == 2
+    error = one_line(capsys.readouterr().err)
+    assert f'{ledger}:2: ' in error and problem in error
+    assert snapshot(collection) == before
+
+
+def test_a_manifest_that_is_not_an_object_is_one_line_and_changes_nothing(collection, capsys):
+    manifest = collection / 'collection.json'
+    manifest.write_text('[1, 2]\n', encoding='utf-8')
+    before = snapshot(collection)
+    assert main([*TINY, '--out', str(collection)]) == 2
+    error = one_line(capsys.readouterr().err)
+    assert f'{manifest}: not a collection manifest' in error and 'a JSON list' in error
+    assert snapshot(collection) == before
+
+
+def test_an_out_that_is_no_folder_is_one_line(tmp_path, capsys):
+    file = tmp_path / 'file'
+    file.write_text('keep me\n', encoding='utf-8')
+    loop = tmp_path / 'loop'
+    loop.symlink_to(tmp_path / 'back')
+    (tmp_path / 'back').symlink_to(loop)
+    for out, message in (
+        (file, f'--out {file} is a file, not a folder'),
+        (loop, f'--out {loop} is a symbolic link that leads nowhere'),
+        (loop / 'sub', f'cannot create --out {loop / "sub"}: Too many levels of symbolic links'),
+        (file / 'sub', f'cannot create --out {file / "sub"}: Not a directory'),
+    ):
+        assert main([*TINY, '--out', str(out)]) == 2
+        assert message in one_line(capsys.readouterr().err)
+    assert file.read_text(encoding='utf-8') == 'keep me\n'
+    assert sorted(path.name for path in tmp_path.iterdir()) == ['back', 'file', 'loop']
+
+
+def run_unprivileged(*args):
+    """The CLI in a process that file permissions apply to (root without the capabilities that override them)."""
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which('setpriv') is None:
+            pytest.skip('running as root without setpriv to drop CAP_DAC_OVERRIDE')
+        prefix = ['setpriv', '--bounding-set=-dac_override,-dac_read_search']
+    command = [*prefix, sys.executable, '-c', 'import sys; from robofollow_ros.cli import main; sys.exit(main())']
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_an_out_that_cannot_be_written_is_one_line_and_changes_nothing(collection, tmp_path):
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    before = snapshot(collection)
+    cases = (
+        (empty / 'new', f'cannot create --out {empty / "new"}: Permission denied'),
+        (empty, f'cannot write in {empty}: Permission denied'),
+        (collection, f'cannot write the LeRobot dataset {collection / "lerobot"}: Permission denied'),
+    )
+    for folder in (empty, collection):
+        folder.chmod(0o555)
+    try:
+        for out, message in cases:
+            done = run_unprivileged(*TINY, '--out', str(out))
+            assert done.returncode == 2 and message in one_line(done.stderr), done.stderr
+    finally:
+        for folder in (empty, collection):
+            folder.chmod(0o755)
+    assert list(empty.iterdir()) == [] and snapshot(collection) == before

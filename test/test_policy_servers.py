@@ -5,7 +5,8 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
-from contextlib import contextmanager
+import time
+from contextlib import ExitStack, contextmanager
 from types import SimpleNamespace
 
 import msgpack
@@ -204,6 +205,23 @@ def test_serve_policy_takes_the_idle_timeout_from_the_command_line(capsys):
     assert capsys.readouterr().err.strip().endswith('--idle-timeout must be positive')
 
 
+def test_serve_policy_takes_the_limits_from_the_command_line(capsys):
+    with (
+        ServedPolicyProcess('--policy', 'hold', '--protocol', 'robotwin-tcp', '--max-connections', '1') as server,
+        socket.create_connection(('127.0.0.1', server.port), timeout=30) as idle,
+        socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock,
+    ):
+        assert tcp_call(sock, {'cmd': 'reset', 'obs': None}) == {'res': None}
+        assert idle.recv(1) == b''
+    for options, message in (
+        (['--max-connections', '0'], '--max-connections must be at least 1'),
+        (['--max-inflight-mb', '-1'], '--max-inflight-mb must be a positive number of MiB'),
+        (['--max-frame-mb', '32', '--max-inflight-mb', '16'], '--max-inflight-mb must be at least --max-frame-mb'),
+    ):
+        assert main(['serve-policy', '--policy', 'hold', *options]) == 2
+        assert message in capsys.readouterr().err
+
+
 def test_the_robotwin_client_reconnects_on_reset_after_the_server_closed_an_idle_connection():
     server_options = {'idle_timeout': 0.5}
     with running(RobotwinTcpServer, **server_options) as server:
@@ -385,3 +403,179 @@ def test_serve_policy_bridges_a_robotwin_tcp_client_to_an_openpi_server():
         server.shutdown()
         thread.join(timeout=10)
         bridge.close()
+
+
+def test_robotwin_server_hangs_up_the_client_idle_longest_to_admit_a_new_one():
+    with running(RobotwinTcpServer, max_connections=4) as server:
+        idle = [socket.create_connection(('127.0.0.1', server.port), timeout=30) for _ in range(10)]
+        with socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+            assert tcp_call(sock, predict_message(np.zeros(14)))['res'].shape == (5, 14)
+        assert [sock.recv(1) for sock in idle[:7]] == [b''] * 7
+        assert [tcp_call(sock, {'cmd': 'reset', 'obs': None}) for sock in idle[7:]] == [{'res': None}] * 3
+        for sock in idle:
+            sock.close()
+
+
+def test_robotwin_server_never_hangs_up_a_client_in_the_middle_of_a_request():
+    """With its one place taken by a client half-way through a frame, a new client waits, then takes the place."""
+    reset = encode_message({'cmd': 'reset', 'obs': None})
+    with (
+        running(RobotwinTcpServer, max_connections=1) as server,
+        socket.create_connection(('127.0.0.1', server.port), timeout=30) as busy,
+    ):
+        busy.sendall(reset[:3])
+        wait_until(lambda: server.open_connections == 1, timeout=30, what='the first client to be admitted')
+        with socket.create_connection(('127.0.0.1', server.port), timeout=0.5) as waiting:
+            waiting.sendall(reset)
+            with pytest.raises(TimeoutError):
+                waiting.recv(1)
+            busy.sendall(reset[3:])
+            assert decode_message(read_frame(busy)) == {'res': None}
+            waiting.settimeout(30)
+            assert decode_message(read_frame(waiting)) == {'res': None}
+            assert busy.recv(1) == b''  # idle once answered: it made room for the waiting client
+
+
+def raw_websocket(port):
+    """A websocket opened by hand, so that a test can send part of a frame (the server's first frames are unread)."""
+    sock = socket.create_connection(('127.0.0.1', port), timeout=30)
+    sock.sendall(
+        b'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'
+        b'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'
+    )
+    response = b''
+    while b'\r\n\r\n' not in response:
+        response += sock.recv(4096)
+    assert response.startswith(b'HTTP/1.1 101'), response
+    return sock
+
+
+def ws_frame_header(length):
+    """The header of a masked binary frame whose mask is all zeros (its payload goes as it is)."""
+    if length < 126:
+        size = bytes([0x80 | length])
+    elif length < 1 << 16:
+        size = bytes([0x80 | 126]) + length.to_bytes(2, 'big')
+    else:
+        size = bytes([0x80 | 127]) + length.to_bytes(8, 'big')
+    return b'\x82' + size + bytes(4)
+
+
+def received_until(sock, marker):
+    data = b''
+    while marker not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f'closed before {marker!r}: {data[-200:]!r}'
+        data += chunk
+    return data
+
+
+def test_openpi_server_hangs_up_the_client_idle_longest_to_admit_a_new_one():
+    with running(OpenpiServer, max_connections=4) as server, ExitStack() as stack:
+        idle = [stack.enter_context(connect(f'ws://127.0.0.1:{server.port}')) for _ in range(10)]
+        for ws in idle:
+            ws.recv(timeout=30)
+        with connect(f'ws://127.0.0.1:{server.port}') as ws:
+            ws.recv(timeout=30)
+            ws.send(openpi_codec.packb(openpi_request()))
+            assert_openpi_answers(ws)
+        for ws in idle[:7]:
+            with pytest.raises(ConnectionClosed):
+                ws.recv(timeout=30)
+        for ws in idle[7:]:
+            ws.send(openpi_codec.packb(openpi_request()))
+            assert_openpi_answers(ws)
+
+
+def test_openpi_server_never_hangs_up_a_client_in_the_middle_of_a_request():
+    payload = b'not msgpack at all'
+    with running(OpenpiServer, max_connections=2) as server, raw_websocket(server.port) as busy:
+        busy.sendall(ws_frame_header(len(payload)) + payload[:3])
+        wait_until(lambda: server.open_connections == 1, timeout=30, what='the first client to be admitted')
+        with connect(f'ws://127.0.0.1:{server.port}') as idle:
+            idle.recv(timeout=30)
+            with connect(f'ws://127.0.0.1:{server.port}') as ws:
+                ws.recv(timeout=30)
+                ws.send(openpi_codec.packb(openpi_request()))
+                assert_openpi_answers(ws)
+            with pytest.raises(ConnectionClosed):
+                idle.recv(timeout=30)
+        busy.sendall(payload[3:])
+        assert b'not an openpi msgpack frame' in received_until(busy, b'msgpack frame')
+
+
+MIB = 1024 * 1024
+
+
+def resident_mib(pid):
+    with open(f'/proc/{pid}/status', encoding='ascii') as status:
+        return next(int(line.split()[1]) for line in status if line.startswith('VmRSS:')) / 1024
+
+
+def settled_resident_mib(pid):
+    """The process's resident memory once it has stopped growing for a second (at most 20 s)."""
+    highest, since, deadline = resident_mib(pid), time.monotonic(), time.monotonic() + 20
+    while time.monotonic() - since < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = resident_mib(pid)
+        if now > highest + 1:
+            highest, since = now, time.monotonic()
+    return highest
+
+
+def open_client(protocol, port):
+    return raw_websocket(port) if protocol == 'openpi' else socket.create_connection(('127.0.0.1', port), timeout=30)
+
+
+def announce(protocol, size):
+    return ws_frame_header(size) if protocol == 'openpi' else HEADER.pack(size)
+
+
+@pytest.mark.parametrize('protocol', ['robotwin-tcp', 'openpi'])
+def test_a_frame_announced_over_the_cap_is_refused_before_its_body_is_read(protocol):
+    with ServedPolicyProcess('--policy', 'hold', '--protocol', protocol) as server:
+        before = settled_resident_mib(server.process.pid)
+        with open_client(protocol, server.port) as sock:
+            sock.settimeout(10)
+            sock.sendall(announce(protocol, 120 * MIB) + bytes(MIB))
+            if protocol == 'openpi':
+                assert (1009).to_bytes(2, 'big') in received_until(sock, (1009).to_bytes(2, 'big'))
+            else:
+                assert 'outside (0, 16777216]' in decode_message(read_frame(sock))['error']
+        assert settled_resident_mib(server.process.pid) - before < 8
+
+
+@pytest.mark.parametrize('protocol', ['robotwin-tcp', 'openpi'])
+def test_requests_past_the_memory_budget_wait_unread_then_are_answered(protocol):
+    """12 clients send all but the last byte of a 15 MiB request: the default 64 MiB budget reads four of them (the
+    server's memory grows by about 64 MiB, 190 MiB when all 12 were read), then each is answered in turn."""
+    size, clients = 15 * MIB, 12
+    body = memoryview(b'"' + b'x' * (size - 2) + b'"')
+    with ServedPolicyProcess('--policy', 'hold', '--protocol', protocol) as server:
+        socks = [open_client(protocol, server.port) for _ in range(clients)]
+        before = settled_resident_mib(server.process.pid)
+        senders = [
+            threading.Thread(target=lambda sock=sock: (sock.sendall(announce(protocol, size)), sock.sendall(body[:-1])))
+            for sock in socks
+        ]
+        for sender in senders:
+            sender.start()
+        wait_until(lambda: sum(s.is_alive() for s in senders) <= clients - 4, timeout=60, what='four requests read')
+        grown = settled_resident_mib(server.process.pid) - before
+        waiting = sum(sender.is_alive() for sender in senders)
+        replies = []
+
+        def finish(sock, sender):
+            sender.join(timeout=60)
+            sock.sendall(body[-1:])
+            replies.append(received_until(sock, b'msgpack frame') if protocol == 'openpi' else read_frame(sock))
+
+        finishers = [threading.Thread(target=finish, args=pair) for pair in zip(socks, senders, strict=True)]
+        for finisher in finishers:
+            finisher.start()
+        for finisher in finishers:
+            finisher.join(timeout=120)
+        for sock in socks:
+            sock.close()
+    assert grown < 6 * 15 and waiting > 0, f'{grown:.0f} MiB more resident, {waiting} requests waiting'
+    assert len(replies) == clients

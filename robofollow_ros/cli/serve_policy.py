@@ -27,13 +27,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--protocol', choices=PROTOCOLS, default='openpi', help='wire protocol (default openpi)')
     parser.add_argument('--host', default='127.0.0.1', help='address to bind (default 127.0.0.1)')
     parser.add_argument('--port', type=int, default=None, help='port (default 8000 openpi, 8999 robotwin-tcp)')
-    parser.add_argument('--max-frame-mb', type=float, default=None, help='largest request accepted, in MiB')
+    parser.add_argument(
+        '--max-frame-mb',
+        type=float,
+        default=None,
+        help='largest request accepted, in MiB; a larger one is refused before it is read (default 16: three '
+        '320x240 images are ~0.9 MB over robotwin-tcp, ~0.45 MB over openpi at 224x224; three 1280x720 fit)',
+    )
+    parser.add_argument(
+        '--max-inflight-mb',
+        type=float,
+        default=None,
+        help='MiB of all requests being received or answered at once; a request that does not fit waits, unread, '
+        'for up to --idle-timeout (default 64)',
+    )
+    parser.add_argument(
+        '--max-connections',
+        type=int,
+        default=None,
+        help='clients connected at once; when all are taken, the one idle longest is closed for a new client (one '
+        'in the middle of a request never is), and with none idle new clients wait to be accepted (default 64)',
+    )
     parser.add_argument(
         '--idle-timeout',
         type=float,
         default=None,
         help='seconds a connection may send nothing (also mid-request) before it is closed (default 300)',
     )
+
+
+def _bytes(mib: float | None) -> int | None:
+    return None if mib is None else int(mib * 1024 * 1024)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,8 +68,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.port is not None and not 0 <= args.port <= 65535:
         raise RoboFollowError(f'--port must be in 0-65535, got {args.port}')
-    if args.max_frame_mb is not None and args.max_frame_mb <= 0:
-        raise RoboFollowError('--max-frame-mb must be positive')
+    for option, value in (('--max-frame-mb', args.max_frame_mb), ('--max-inflight-mb', args.max_inflight_mb)):
+        if value is not None and not 0 < value < 2**40:
+            raise RoboFollowError(f'{option} must be a positive number of MiB')
+    if None not in (args.max_frame_mb, args.max_inflight_mb) and args.max_inflight_mb < args.max_frame_mb:
+        raise RoboFollowError('--max-inflight-mb must be at least --max-frame-mb: one request must fit')
+    if args.max_connections is not None and args.max_connections < 1:
+        raise RoboFollowError('--max-connections must be at least 1')
     if args.idle_timeout is not None and not args.idle_timeout > 0:
         raise RoboFollowError('--idle-timeout must be positive')
     serve_policy(
@@ -54,8 +83,10 @@ def run(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         host=args.host,
         port=args.port,
-        max_frame_bytes=None if args.max_frame_mb is None else int(args.max_frame_mb * 1024 * 1024),
+        max_frame_bytes=_bytes(args.max_frame_mb),
         idle_timeout=args.idle_timeout,
+        max_connections=args.max_connections,
+        max_inflight_bytes=_bytes(args.max_inflight_mb),
         announce=lambda line: print(line, flush=True),
     )
     return 0

@@ -30,7 +30,7 @@ from robofollow_ros.data.seeds import draw_paraphrase, training_seed
 from robofollow_ros.data.store import Ledger, accepted, episode_paths, label_dir, open_ledger, write_json
 from robofollow_ros.errors import DatasetError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
-from robofollow_ros.evaluation.lock import RunLock
+from robofollow_ros.evaluation.lock import RunLock, make_out_folder
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.sim.capture import CapturedFrames, FrameCapture
@@ -220,8 +220,8 @@ def run_collection(
         Per label, the attempts and acceptances so far (this run and earlier ones).
 
     Raises:
-        DatasetError: the folder holds a collection with other options.
-        RunFolderError: another process collects into (or evaluates in) the folder.
+        DatasetError: the folder holds a collection with other options, or a ledger or manifest that is not one.
+        RunFolderError: another process collects into (or evaluates in) the folder, or it cannot be written.
     """
     from robofollow_ros.evaluation.guard import GuardedPolicy
     from robofollow_ros.policy.factory import resolve_policy
@@ -237,7 +237,7 @@ def run_collection(
             raise DatasetError(
                 f'{label} is an evaluation task; collect training labels (robofollow tasks --split train)'
             )
-    options.out.mkdir(parents=True, exist_ok=True)
+    make_out_folder(options.out)
     with RunLock(options.out):
         open_manifest(options.out, collection_identity(options.identity()))
         ledger = open_ledger(options.out)

@@ -71,6 +71,11 @@ class ExportSummary:
     fps: float
 
 
+def _os_problem(error: OSError) -> str:
+    problem = error.strerror or str(error)
+    return f'{problem} ({error.filename})' if error.filename else problem
+
+
 def _file_position(counter: int) -> tuple[int, int]:
     return counter // CHUNKS_SIZE, counter % CHUNKS_SIZE
 
@@ -215,7 +220,8 @@ def export_lerobot(
         progress: called with (episodes written, episodes) after each episode.
 
     Raises:
-        DatasetError: the collection is empty or unreadable, or ``root`` exists and ``overwrite`` is false.
+        DatasetError: the collection is empty or unreadable, ``root`` exists and ``overwrite`` is false, or the
+            dataset cannot be written. An existing ``root`` is replaced only once the new dataset is complete.
     """
     if episodes_per_file < 1:
         raise DatasetError('a LeRobot file holds at least one episode')
@@ -224,22 +230,37 @@ def export_lerobot(
     episodes = stored_episodes(collection)
     if not episodes:
         raise DatasetError(f'{collection} holds no accepted demonstration yet')
-    if root.exists():
-        if not overwrite:
-            raise DatasetError(f'{root} exists; choose a new folder for the LeRobot dataset')
-        shutil.rmtree(root)
+    if root.exists() and not overwrite:
+        raise DatasetError(f'{root} exists; choose a new folder for the LeRobot dataset')
     fps = row_fps()
-    staging = root.with_name(root.name + '.partial')
-    shutil.rmtree(staging, ignore_errors=True)
-    summary = _write(
-        staging,
-        episodes,
-        fps=fps,
-        episodes_per_file=episodes_per_file,
-        keyframe_every=keyframe_every,
-        progress=progress,
-    )
-    staging.rename(root)
+    staging, replaced = root.with_name(root.name + '.partial'), root.with_name(root.name + '.replaced')
+    try:
+        if replaced.exists() and not root.exists():
+            replaced.rename(root)  # an export killed between the two renames below
+        for leftover in (staging, replaced):
+            shutil.rmtree(leftover, ignore_errors=True)
+        summary = _write(
+            staging,
+            episodes,
+            fps=fps,
+            episodes_per_file=episodes_per_file,
+            keyframe_every=keyframe_every,
+            progress=progress,
+        )
+        # The previous export goes only once the new one is complete (a refusal above leaves it as it was).
+        if root.exists():
+            root.rename(replaced)
+        try:
+            staging.rename(root)
+        except OSError:
+            if replaced.exists():
+                replaced.rename(root)
+            raise
+        shutil.rmtree(replaced, ignore_errors=True)
+    except OSError as error:
+        raise DatasetError(f'cannot write the LeRobot dataset {root}: {_os_problem(error)}') from error
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return ExportSummary(root=root, episodes=summary[0], frames=summary[1], tasks=summary[2], fps=float(fps))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from robofollow_ros import __version__
 from robofollow_ros.errors import DatasetError
+from robofollow_ros.textfiles import parse_json, read_utf8
 
 MANIFEST_NAME = 'collection.json'
 FORMAT = 'robofollow-raw-v1'
@@ -43,18 +44,41 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = '
     return out
 
 
+def read_manifest(out: Path) -> dict[str, Any] | None:
+    """The identity stored in ``out``'s ``collection.json``; ``None`` when there is none.
+
+    Raises:
+        DatasetError: the file cannot be read or is not a collection manifest.
+    """
+    path = out / MANIFEST_NAME
+    if not path.exists():
+        return None
+    manifest = parse_json(
+        read_utf8(path, what='collection manifest', error=DatasetError),
+        where=str(path),
+        what='a collection manifest',
+        error=DatasetError,
+    )
+    options = manifest.get('options') if isinstance(manifest, dict) else None
+    labels = options.get('labels') if isinstance(options, dict) else None
+    if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+        found = f'a JSON {type(manifest).__name__}' if not isinstance(manifest, dict) else 'no options.labels'
+        raise DatasetError(
+            f'{path}: not a collection manifest (an object with the options and labels; found {found}); '
+            'use another --out'
+        )
+    return manifest
+
+
 def open_manifest(out: Path, identity: Mapping[str, Any]) -> None:
     """Write ``collection.json`` for a new collection, or check that a resumed one has the same identity.
 
     Raises:
-        DatasetError: the folder holds a collection with other options or another package version.
+        DatasetError: the folder holds a collection with other options or another package version, or a
+            ``collection.json`` that is not one.
     """
-    path = out / MANIFEST_NAME
-    if path.exists():
-        try:
-            existing = json.loads(path.read_text(encoding='utf-8'))
-        except json.JSONDecodeError as error:
-            raise DatasetError(f'{path} is not valid JSON: {error}') from error
+    existing = read_manifest(out)
+    if existing is not None:
         stored = {key: existing.get(key) for key in identity}
         differences = _differences(stored, dict(identity))
         if differences:
@@ -63,6 +87,7 @@ def open_manifest(out: Path, identity: Mapping[str, Any]) -> None:
                 'use another --out or the original options'
             )
         return
+    path = out / MANIFEST_NAME
     out.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + '.tmp')
     temporary.write_text(json.dumps(dict(identity), indent=2, sort_keys=True) + '\n', encoding='utf-8')

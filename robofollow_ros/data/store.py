@@ -9,6 +9,7 @@ single source of truth, so files of an attempt that a kill interrupted are simpl
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,9 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from robofollow_ros.benchmark.types import Task
+from robofollow_ros.errors import DatasetError
 from robofollow_ros.evaluation.results import ResultsFile
+from robofollow_ros.textfiles import parse_json, read_utf8
 
 LEDGER_NAME = 'attempts.jsonl'
+_COUNTS = ('round', 'seed', 'episode', 'frames')
 
 
 @dataclass(frozen=True)
@@ -55,11 +59,36 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(temporary, path)
 
 
+def _attempt_problem(record: Any) -> str | None:
+    """What makes ``record`` something else than an attempt record written by ``run_collection`` (or ``None``)."""
+    if not isinstance(record, dict):
+        return f'a JSON {type(record).__name__}, not an object'
+    if not isinstance(record.get('task_id'), str):
+        return '"task_id" is not a label id'
+    if not isinstance(record.get('accepted'), bool):
+        return '"accepted" is not true or false'
+    needed = ('round', 'seed', 'episode', 'instruction') if record['accepted'] else ('round', 'seed')
+    missing = [name for name in needed if name not in record]
+    if missing:
+        return f'no "{missing[0]}"'
+    for name, value in record.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            return f'"{name}" is {value}'
+        if name in _COUNTS and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63):
+            return f'"{name}" is not a count'
+        if name in ('instruction', 'reason') and not isinstance(value, str):
+            return f'"{name}" is not text'
+    return None
+
+
 class Ledger(ResultsFile):
     """Append-only JSON Lines file of attempts, each forced to disk before ``append`` returns.
 
     A line cut short by a kill is dropped when the ledger is opened again (its attempt is simply redone). Unlike
     evaluation results, attempt records carry no scores, so they are read without the result-record checks.
+
+    Raises:
+        DatasetError: the file cannot be read, or a complete line is not an attempt record (nothing is changed).
     """
 
     def __init__(self, path: Path) -> None:
@@ -67,11 +96,17 @@ class Ledger(ResultsFile):
         self.records: list[dict[str, Any]] = []
         if not path.exists():
             return
-        lines = path.read_text(encoding='utf-8').split('\n')
-        complete = [line for line in lines[:-1] if line.strip()]
-        self.records = [json.loads(line) for line in complete]
+        lines = read_utf8(path, what='attempts ledger', error=DatasetError).split('\n')
+        complete = [(number, line) for number, line in enumerate(lines[:-1], start=1) if line.strip()]
+        for number, line in complete:
+            where = f'{path}:{number}'
+            record = parse_json(line, where=where, what='an attempt record', error=DatasetError)
+            problem = _attempt_problem(record)
+            if problem is not None:
+                raise DatasetError(f'{where}: not an attempt record ({problem}); repair or remove that line')
+            self.records.append(record)
         if lines[-1]:
-            path.write_text(''.join(line + '\n' for line in complete), encoding='utf-8')
+            path.write_text(''.join(line + '\n' for _, line in complete), encoding='utf-8')
 
 
 def open_ledger(out: Path) -> Ledger:
@@ -105,13 +140,12 @@ def stored_episodes(out: Path) -> list[StoredEpisode]:
         DatasetError: ``out`` holds no collection.
     """
     from robofollow_ros.benchmark import registry
-    from robofollow_ros.data.manifest import MANIFEST_NAME
-    from robofollow_ros.errors import DatasetError
+    from robofollow_ros.data.manifest import MANIFEST_NAME, read_manifest
 
-    manifest = out / MANIFEST_NAME
-    if not manifest.exists():
+    manifest = read_manifest(out)
+    if manifest is None:
         raise DatasetError(f'{out} holds no demonstration collection (no {MANIFEST_NAME})')
-    labels = json.loads(manifest.read_text(encoding='utf-8'))['options']['labels']
+    labels = manifest['options']['labels']
     records = open_ledger(out).records
     episodes: list[StoredEpisode] = []
     for label in labels:

@@ -12,6 +12,7 @@ import binascii
 import json
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -85,8 +86,13 @@ def _receive_up_to(sock: socket.socket, size: int) -> bytes:
     return bytes(chunks)
 
 
-def read_frame(sock: socket.socket, *, max_bytes: int = MAX_FRAME_BYTES) -> bytes | None:
+def read_frame(
+    sock: socket.socket, *, max_bytes: int = MAX_FRAME_BYTES, reserve: Callable[[int], None] | None = None
+) -> bytes | None:
     """The next frame body from ``sock``; ``None`` when the peer closed the connection between frames.
+
+    ``reserve``, if given, is called with the announced length before the body is read (a server takes it
+    from its memory budget there, or raises to refuse the frame unread).
 
     Raises:
         PolicyError: the announced length is 0 or above ``max_bytes`` (the body is left unread, so the
@@ -100,6 +106,8 @@ def read_frame(sock: socket.socket, *, max_bytes: int = MAX_FRAME_BYTES) -> byte
     (size,) = HEADER.unpack(header)
     if not 0 < size <= max_bytes:
         raise PolicyError(f'frame length {size} is outside (0, {max_bytes}]')
+    if reserve is not None:
+        reserve(size)
     body = _receive_up_to(sock, size)
     if len(body) < size:
         raise PolicyError(f'connection closed after {HEADER.size + len(body)} of {HEADER.size + size} frame bytes')

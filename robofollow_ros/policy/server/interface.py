@@ -12,8 +12,10 @@ class PolicyServer(Protocol):
     """A server bound at construction to ``host:port`` (``port=0`` picks a free port).
 
     Constructors take the ``ServedPolicy`` and, keyword-only, ``host`` (127.0.0.1 keeps the policy off
-    the network), ``port``, ``max_frame_bytes`` (the largest request accepted) and ``idle_timeout`` (seconds a
-    connection may stay silent, also in the middle of a request, before the server closes it).
+    the network), ``port``, ``max_frame_bytes`` (the largest request accepted), ``idle_timeout`` (seconds a
+    connection may stay silent, also in the middle of a request, before the server closes it),
+    ``max_connections`` (clients served at once) and ``max_inflight_bytes`` (bytes of all requests being
+    received or answered at once); ``limits`` says how the last two are kept.
     """
 
     @property

@@ -5,45 +5,46 @@ hold only the exception's type and message (a traceback would tell any client th
 A frame whose body is not a valid request gets an error reply and the connection goes on; a frame header
 announcing more than the cap (or nothing) gets an error reply and the connection is closed, because the
 stream cannot be resynchronised. A connection that sends nothing for ``idle_timeout`` seconds (also in the
-middle of a frame) is closed, and at most ``max_connections`` are served at once (one more is told
-the server is busy and closed), so an idle or half-open client delays nobody else. Calls into the policy are
-still made one at a time (``ServedPolicy``).
+middle of a frame) is closed. Connections and the bytes of requests in flight are bounded (``limits``): a
+frame's announced length is reserved before its body is read, the client idle the longest makes room for a new
+one, and a client in the middle of a request is never hung up. Calls into the policy are still made one at a
+time (``ServedPolicy``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import socketserver
 import threading
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy.robotwin_tcp import DEFAULT_PORT
-from robofollow_ros.policy.robotwin_tcp_codec import MAX_FRAME_BYTES, decode_message, encode_message, read_frame
+from robofollow_ros.policy.robotwin_tcp_codec import decode_message, encode_message, read_frame
 from robofollow_ros.policy.robotwin_tcp_messages import COMMANDS, parse_predict_payload
 from robofollow_ros.policy.server.failures import describe_failure, exception_line
 from robofollow_ros.policy.server.interface import DEFAULT_IDLE_TIMEOUT
+from robofollow_ros.policy.server.limits import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_FRAME_BYTES,
+    Admission,
+    AdmittedClient,
+    InflightBudget,
+    check_limits,
+    hang_up,
+)
 from robofollow_ros.policy.server.served import ServedPolicy
 
-DEFAULT_MAX_CONNECTIONS = 256
-"""Connections served at once; each holds a thread while it is open."""
 
-
-class _Listener(socketserver.ThreadingTCPServer):
+class _Listener(socketserver.TCPServer):
     allow_reuse_address = True
-    daemon_threads = True
-    block_on_close = False
     request_queue_size = socket.SOMAXCONN  # socketserver's 5 resets clients that connect at the same moment
     owner: RobotwinTcpServer
 
-
-class _Connection(socketserver.BaseRequestHandler):
-    server: _Listener
-
-    def handle(self) -> None:
-        self.server.owner.converse(self.request)
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.owner.admit(request)
 
 
 def _error_reply(error: BaseException) -> dict[str, str]:
@@ -51,10 +52,7 @@ def _error_reply(error: BaseException) -> dict[str, str]:
 
 
 class RobotwinTcpServer:
-    """A TCP ``PolicyServer`` (see ``interface.py`` for the constructor's arguments).
-
-    ``max_connections`` bounds the connections served at once.
-    """
+    """A TCP ``PolicyServer`` (see ``interface.py`` for the constructor's arguments)."""
 
     def __init__(
         self,
@@ -62,20 +60,24 @@ class RobotwinTcpServer:
         *,
         host: str = '127.0.0.1',
         port: int = DEFAULT_PORT,
-        max_frame_bytes: int = MAX_FRAME_BYTES,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_inflight_bytes: int | None = None,
     ) -> None:
-        if not idle_timeout > 0:
-            raise PolicyError(f'the idle timeout must be positive, got {idle_timeout}')
+        max_inflight_bytes = check_limits(
+            max_frame_bytes=max_frame_bytes,
+            idle_timeout=idle_timeout,
+            max_connections=max_connections,
+            max_inflight_bytes=max_inflight_bytes,
+        )
         self.served = served
         self.max_frame_bytes = max_frame_bytes
         self.idle_timeout = idle_timeout
-        self.max_connections = max_connections
-        self._listener = _Listener((host, port), _Connection)
+        self._admission = Admission(max_connections)
+        self._budget = InflightBudget(max_inflight_bytes)
+        self._listener = _Listener((host, port), socketserver.BaseRequestHandler)
         self._listener.owner = self
-        self._clients: set[socket.socket] = set()
-        self._clients_lock = threading.Lock()
 
     @property
     def port(self) -> int:
@@ -85,8 +87,7 @@ class RobotwinTcpServer:
     @property
     def open_connections(self) -> int:
         """Connections being served now."""
-        with self._clients_lock:
-            return len(self._clients)
+        return self._admission.open_connections
 
     def serve_forever(self) -> None:
         """Answer connections until ``shutdown``."""
@@ -94,44 +95,54 @@ class RobotwinTcpServer:
 
     def shutdown(self) -> None:
         """Stop accepting, drop the connected clients and close the socket."""
+        self._admission.close(hang_up_busy=True)
         self._listener.shutdown()
-        with self._clients_lock:
-            for client in self._clients:
-                with contextlib.suppress(OSError):
-                    client.shutdown(socket.SHUT_RDWR)
         self._listener.server_close()
 
-    def converse(self, sock: socket.socket) -> None:
-        """Answer the frames of one connection until the client leaves, stays idle too long or the framing breaks."""
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(self.idle_timeout)
-        with self._clients_lock:
-            busy = len(self._clients) >= self.max_connections
-            if not busy:
-                self._clients.add(sock)
-        if busy:
-            self._send(sock, {'error': f'server busy: {self.max_connections} connections are open; try again later'})
+    def admit(self, sock: socket.socket) -> None:
+        """Serve a new connection in its own thread once ``Admission`` lets it in (or close it at shutdown)."""
+        client = self._admission.admit(partial(hang_up, sock))
+        if client is None:
+            sock.close()
             return
+        threading.Thread(target=self.converse, args=(sock, client), name='robotwin-tcp-client', daemon=True).start()
+
+    def converse(self, sock: socket.socket, client: AdmittedClient) -> None:
+        """Answer the frames of one connection until the client leaves, stays idle too long or the framing breaks."""
         try:
-            while True:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(self.idle_timeout)
+            while sock.recv(1, socket.MSG_PEEK) and client.start_request():
+                reserved: list[int] = []
                 try:
-                    body = read_frame(sock, max_bytes=self.max_frame_bytes)
-                except PolicyError as error:
-                    self._send(sock, _error_reply(error))
-                    return
-                except TimeoutError:
-                    # Closed without a word: a frame sent now would be read as the reply to the client's next
-                    # request, where a closed connection tells our client to reconnect.
-                    return
-                if body is None:
-                    return
-                if not self._send(sock, self.answer(body)):
+                    going_on = self._request(sock, reserved)
+                finally:
+                    self._budget.release(sum(reserved))
+                    client.end_request()
+                if not going_on:
                     return
         except OSError:
+            # Also the idle timeout: closed without a word (a frame sent now would be read as the reply to the
+            # client's next request, where a closed connection tells our client to reconnect).
             return
         finally:
-            with self._clients_lock:
-                self._clients.discard(sock)
+            client.leave()
+            sock.close()
+
+    def _request(self, sock: socket.socket, reserved: list[int]) -> bool:
+        def reserve(size: int) -> None:
+            if not self._budget.reserve(size, timeout=self.idle_timeout):
+                raise PolicyError(
+                    f'server busy: requests of {self._budget.total} bytes in all are in flight; try again later'
+                )
+            reserved.append(size)
+
+        try:
+            body = read_frame(sock, max_bytes=self.max_frame_bytes, reserve=reserve)
+        except PolicyError as error:
+            self._send(sock, _error_reply(error))
+            return False
+        return body is not None and self._send(sock, self.answer(body))
 
     @staticmethod
     def _send(sock: socket.socket, reply: Mapping[str, Any]) -> bool:

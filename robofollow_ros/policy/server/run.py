@@ -29,13 +29,18 @@ def make_server(
     port: int,
     max_frame_bytes: int | None = None,
     idle_timeout: float | None = None,
+    max_connections: int | None = None,
+    max_inflight_bytes: int | None = None,
 ) -> PolicyServer:
     """Bind a server for ``served`` speaking ``protocol`` (``None`` options keep the server's defaults)."""
+    limits = {
+        'max_frame_bytes': max_frame_bytes,
+        'idle_timeout': idle_timeout,
+        'max_connections': max_connections,
+        'max_inflight_bytes': max_inflight_bytes,
+    }
     options: dict[str, Any] = {'host': host, 'port': port}
-    if max_frame_bytes is not None:
-        options['max_frame_bytes'] = max_frame_bytes
-    if idle_timeout is not None:
-        options['idle_timeout'] = idle_timeout
+    options.update({name: value for name, value in limits.items() if value is not None})
     try:
         if protocol == 'openpi':
             return OpenpiServer(served, **options)
@@ -55,17 +60,20 @@ def serve_policy(
     port: int | None = None,
     max_frame_bytes: int | None = None,
     idle_timeout: float | None = None,
+    max_connections: int | None = None,
+    max_inflight_bytes: int | None = None,
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve the policy ``name`` until SIGINT or SIGTERM, then close it.
 
     Raises:
         PolicyError: ``name`` is privileged (``expert``, ``blind``: they need the scene's ground truth,
-            which a client cannot send), cannot be built, or the address cannot be bound.
+            which a client cannot send), cannot be built, the address cannot be bound, or a limit is unusable.
 
     ``idle_timeout`` (default ``interface.DEFAULT_IDLE_TIMEOUT``, 300 s) closes a connection that sends nothing
-    for that long. ``announce`` receives one line with the bound address once the server accepts connections
-    (``port=0`` binds a free port, which that line names).
+    for that long; ``max_frame_bytes``, ``max_connections`` and ``max_inflight_bytes`` default to ``limits``'s.
+    ``announce`` receives one line with the bound address once the server accepts connections (``port=0`` binds
+    a free port, which that line names).
     """
     factory = resolve_policy(name, kwargs=kwargs, trusted=True)  # the server's process is the policy's own
     if factory.privileged:
@@ -83,6 +91,8 @@ def serve_policy(
             port=DEFAULT_PORTS[protocol] if port is None else port,
             max_frame_bytes=max_frame_bytes,
             idle_timeout=idle_timeout,
+            max_connections=max_connections,
+            max_inflight_bytes=max_inflight_bytes,
         )
     except BaseException:
         served.close()
