@@ -1,10 +1,13 @@
 """Ctrl-C and SIGTERM on the command line: one line, never a traceback, whenever they arrive.
 
-Two gaps are closed here. While the ``robofollow`` command starts (importing its subcommands pulls in
+Three gaps are closed here. While the ``robofollow`` command starts (importing its subcommands pulls in
 numpy, MuJoCo and more), nothing has been done yet, so a signal ends the process at once with one line.
-Later, a signal that lands while a C extension is being imported (MuJoCo, for one) comes out of the import
-as an ``ImportError`` whose cause is the ``KeyboardInterrupt``; ``interrupt_behind`` finds it so that the
-run is reported as interrupted, not failed.
+A node process that is still importing ends at once and silently (its launcher is stopping the graph
+and says so); its launcher holds both signals from the fork on (``hold_stop_signals``), so one sent before
+the interpreter got that far waits for the node to take it. Later, a signal that lands while a C
+extension is being imported (MuJoCo, for one) comes out of the import as an ``ImportError`` whose cause is
+the ``KeyboardInterrupt``; ``interrupt_behind`` finds it so that the run is reported as interrupted, not
+failed.
 """
 
 from __future__ import annotations
@@ -51,7 +54,36 @@ def interrupt_behind(error: BaseException | None) -> KeyboardInterrupt | None:
 def _exit_at_once(number: int, frame: FrameType | None) -> None:
     name = signal.Signals(number).name
     os.write(2, f'robofollow: interrupted ({name}) while starting; nothing was run\n'.encode())
+    _exit_quietly(number, frame)
+
+
+def _exit_quietly(number: int, frame: FrameType | None) -> None:
     os._exit(128 + number)  # nothing is open or half-written yet: no clean-up to run
+
+
+def hold_stop_signals() -> None:
+    """Block SIGINT and SIGTERM in this thread; a process started from it (``fork`` + ``exec``) starts with them
+    held, pending until it calls ``take_stop_signals`` (for a launcher's ``preexec_fn``)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+
+
+def take_stop_signals() -> None:
+    """Unblock SIGINT and SIGTERM (``hold_stop_signals``): one that is pending is delivered now, to the handler in
+    place. A no-op where they were not held."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
+def exit_quietly_while_starting() -> None:
+    """From now until the process installs handlers of its own, SIGINT and SIGTERM end it at once and silently
+    (exit 130 / 143), also one its launcher held for it (``take_stop_signals``). For a node process that is still
+    importing: no DDS participant and no file is open yet, and its launcher reports the stop itself. A no-op
+    outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in SIGNALS:
+        signal.signal(number, _exit_quietly)
+    take_stop_signals()
 
 
 @contextmanager

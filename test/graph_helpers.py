@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -140,6 +141,28 @@ def _node_processes(launcher: int) -> list[tuple[str, int]]:
         modules = [part.decode() for part in command if part.startswith(b'robofollow_ros.nodes.')]
         found += [(module.rsplit('.', 1)[1], child) for module in modules]
     return found
+
+
+def udp_sockets(pid: int) -> list[tuple[str, int]]:
+    """The (address, port) every UDP socket of process ``pid`` is bound to (``/proc/<pid>/fd`` and ``net/udp*``)."""
+    inodes = set()
+    for link in Path(f'/proc/{pid}/fd').iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(link)
+            if target.startswith('socket:['):
+                inodes.add(target[len('socket:[') : -1])
+    bound = []
+    for table, family in (('udp', socket.AF_INET), ('udp6', socket.AF_INET6)):
+        for line in Path(f'/proc/{pid}/net/{table}').read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] not in inodes:
+                continue
+            address, port = fields[1].split(':')
+            raw = bytes.fromhex(address)
+            # /proc prints the address as 32-bit words in host byte order
+            words = b''.join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)) if sys.byteorder == 'little' else raw
+            bound.append((socket.inet_ntop(family, words), int(port, 16)))
+    return bound
 
 
 def alive(pid: int) -> bool:

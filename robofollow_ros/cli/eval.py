@@ -8,6 +8,7 @@ from pathlib import Path
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT, MAX_QUERIES
 from robofollow_ros.cli.options import add_isolation_arguments, add_robot_argument
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
+from robofollow_ros.evaluation.options import DEFAULT_RAY_START_TIMEOUT
 
 HELP = 'run evaluation episodes over the ROS graph (or in-process) and write result records'
 DESCRIPTION = """\
@@ -103,6 +104,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar='ADDRESS',
         help='run the simulators as Ray actors (on the cluster at ADDRESS, or a local Ray instance)',
     )
+    parser.add_argument(
+        '--ray-start-timeout',
+        type=float,
+        default=DEFAULT_RAY_START_TIMEOUT,
+        metavar='SECONDS',
+        help=f'how long Ray may take to start or to be joined at ADDRESS (default {DEFAULT_RAY_START_TIMEOUT:g})',
+    )
     parser.add_argument('--quiet', action='store_true', help='no progress display')
     add_robot_argument(parser)
 
@@ -154,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),
         use_ray=args.ray is not None,
         ray_address=args.ray or None,
+        ray_start_timeout=args.ray_start_timeout,
         robot=args.robot,
     )
     if args.in_process:

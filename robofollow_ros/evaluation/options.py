@@ -15,6 +15,9 @@ from robofollow_ros.policy.isolation.output_log import LOG_FOLDER
 from robofollow_ros.policy.isolation.sandbox import SandboxOptions
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 
+DEFAULT_RAY_START_TIMEOUT = 120.0
+"""Seconds Ray may take to start (``--ray-start-timeout``): its own 30 s ran out 3 times in 3 on a busy machine."""
+
 
 @dataclass(frozen=True)
 class SuiteOptions:
@@ -23,7 +26,8 @@ class SuiteOptions:
     ``workers`` simulators run the trials at once: worker processes on this machine, or Ray actors when
     ``use_ray`` is set (on the cluster at ``ray_address``, or a Ray instance started for the run when it is
     ``None``; ``workers`` 0 means one actor per CPU of the cluster). One process (the caller) writes every
-    file in either case.
+    file in either case. Ray may take ``ray_start_timeout`` seconds to start its instance, or to let this process
+    join the cluster.
 
     A ``module:function`` policy runs in its own sandboxed process capped at ``policy_memory_limit`` MiB (0: no
     cap), unless ``trusted_policy`` runs it in the simulator's process (``robofollow_ros.evaluation.guard``); it
@@ -55,6 +59,7 @@ class SuiteOptions:
     workers: int = 1
     ray_address: str | None = None
     use_ray: bool = False
+    ray_start_timeout: float = DEFAULT_RAY_START_TIMEOUT
 
     def sandbox(self) -> SandboxOptions:
         """The sandbox of this suite's policy: its logs in ``out/policy-logs``, ``out`` itself out of its sight."""

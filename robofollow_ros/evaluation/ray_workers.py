@@ -15,10 +15,15 @@ is exactly 127.0.0.1, which it chooses from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=
 imported (``_node_ip_address="127.0.0.1"`` alone is rewritten to the machine's address, and any other loopback
 address binds every interface); the node's address is checked after start-up and the run refused otherwise.
 With an address, securing the cluster is the user's business (docs/evaluation.md).
+
+Ray's start-up waits (for its GCS to listen, for this node's raylet to register) are the run's
+``ray_start_timeout``, 30 s in Ray by default, which a busy machine exceeded; a start that fails anyway is
+one line naming the option (``RoboFollowError``), not Ray's traceback.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Generator, Sequence
@@ -44,14 +49,22 @@ LOCAL_RAY_ENVIRONMENT = {
 """A Ray instance started by the run: loopback (imposed), and by default no statistics and no token file."""
 HEALTH_CHECK = {'health_check_period_ms': 500, 'health_check_timeout_ms': 500, 'health_check_failure_threshold': 3}
 """A lost node is noticed in about two seconds (Ray's default: more than ten)."""
+START_TIMEOUT_VARIABLES = ('RAY_gcs_server_port_wait_time_s', 'RAY_raylet_start_wait_time_s')
+"""Ray's start-up waits, whole seconds: for the GCS to write its port, and for the node (this process's raylet,
+or the cluster's) to be registered with the GCS, which ends in "The current node timed out during startup". The
+second is a Ray config read from the environment by every Ray process, this one included, so it is set before
+``ray`` is imported; Ray waits at least 30 s for the registration whatever it says."""
 
 
-def import_ray(*, local: bool = False) -> Any:
-    """The ``ray`` module; with ``local``, set up (before its first import) for an instance bound to loopback.
+def import_ray(*, local: bool = False, start_timeout: float | None = None) -> Any:
+    """The ``ray`` module; with ``local``, set up (before its first import) for an instance bound to loopback; with
+    ``start_timeout``, Ray's start-up waits set to that many seconds (``START_TIMEOUT_VARIABLES``).
 
     Raises:
         RoboFollowError: Ray is not installed.
     """
+    if start_timeout is not None:
+        os.environ.update(dict.fromkeys(START_TIMEOUT_VARIABLES, str(math.ceil(start_timeout))))
     if local:
         for name, value in LOCAL_RAY_ENVIRONMENT.items():
             os.environ.setdefault(name, value)
@@ -123,7 +136,7 @@ class RayTrials:
     """
 
     def __init__(self, options: SuiteOptions, *, identity: RunIdentity) -> None:
-        import_ray(local=not options.ray_address)
+        import_ray(local=not options.ray_address, start_timeout=options.ray_start_timeout)
         self.options = options
         self.identity = identity
         self.problems: list[str] = []
@@ -135,19 +148,39 @@ class RayTrials:
         ray = import_ray(local=not self.options.ray_address)
         if ray.is_initialized():
             return ray, False
-        if self.options.ray_address:
-            ray.init(address=self.options.ray_address, logging_level='warning', log_to_driver=False)
-        else:
-            ray.init(
-                address='local',
-                num_cpus=self.options.workers or None,
-                include_dashboard=False,
-                logging_level='warning',
-                log_to_driver=False,
-                _system_config=HEALTH_CHECK,
-            )
+        try:
+            if self.options.ray_address:
+                ray.init(address=self.options.ray_address, logging_level='warning', log_to_driver=False)
+            else:
+                ray.init(
+                    address='local',
+                    num_cpus=self.options.workers or None,
+                    include_dashboard=False,
+                    logging_level='warning',
+                    log_to_driver=False,
+                    _system_config=HEALTH_CHECK,
+                )
+        except Exception as error:  # Ray raises Exception, RuntimeError, ConnectionError... for a failed start
+            ray.shutdown()
+            raise self._start_failure(error) from None
+        if not self.options.ray_address:
             check_loopback(ray)
         return ray, True
+
+    def _start_failure(self, error: Exception) -> RoboFollowError:
+        """Ray's start-up error as one line, and what to do about a timeout."""
+        reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        what = (
+            f'could not join the Ray cluster at {self.options.ray_address}'
+            if self.options.ray_address
+            else 'the Ray instance for this run did not start'
+        )
+        if 'timed out' not in reason.lower():
+            return RoboFollowError(f'{what}: {reason}')
+        return RoboFollowError(
+            f'{what} within {self.options.ray_start_timeout:g} s ({reason}); a busy machine may need longer: '
+            '--ray-start-timeout SECONDS'
+        )
 
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
         """Each trial's result as soon as an actor finishes it (in any order)."""

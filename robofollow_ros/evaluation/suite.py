@@ -6,6 +6,7 @@ record to the results file (after publishing its episode), rewrites ``run.json``
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import threading
@@ -142,9 +143,9 @@ def check_options(options: SuiteOptions) -> None:
     """Refuse out-of-range options before anything runs.
 
     Raises:
-        RoboFollowError: a limit below 1, a timeout not above 0, malformed pool endpoints, or an ``out`` that
-            is a file; a policy scratch folder that is missing or shares files with ``out``; a policy network
-            address that is not ``host:port``.
+        RoboFollowError: a limit below 1, a timeout not above 0 (Ray's start-up timeout: below 0), malformed pool
+            endpoints, or an ``out`` that is a file; a policy scratch folder that is missing or shares files with
+            ``out``; a policy network address that is not ``host:port``.
     """
     if options.rounds < 1 or options.first_round < 1:
         raise RoboFollowError('--rounds and --first-round must be at least 1')
@@ -157,6 +158,8 @@ def check_options(options: SuiteOptions) -> None:
         raise RoboFollowError('--query-timeout must be a positive number of seconds')
     if options.policy_memory_limit < 0:
         raise RoboFollowError('--policy-memory-limit must be a number of MiB, or 0 for no limit')
+    if not 0 <= options.ray_start_timeout < math.inf:
+        raise RoboFollowError('--ray-start-timeout must be a number of seconds (0 or more)')
     if options.out.exists() and not options.out.is_dir():
         raise RunFolderError(f'--out {options.out} is a file, not a folder')
     check_sandbox_options(options.sandbox())

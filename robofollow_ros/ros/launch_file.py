@@ -3,21 +3,26 @@
 The nodes, their parameters and remappings come from ``config/graph_<name>.yaml`` through
 ``robofollow_ros.graph.declaration.load_graph``, the same declaration ``robofollow launch <name>`` starts, so the
 two cannot drift apart. The evaluator is the main node: when it is done the launch shuts down; any other node
-exiting shuts it down too. Every node runs with the shipped Fast DDS shared-memory profile. ``workers:=N`` starts
-N graphs, graph i in ROS domain ROS_DOMAIN_ID + i, and one evaluator for all (``graph_instances``); unlike
-``robofollow launch``, which stops only the graph of a node that died and goes on with the others, here any
-required node's exit ends the launch.
+exiting shuts it down too. Every node runs with the shipped Fast DDS profile (shared memory, this host only) and
+the discovery range it needs (``graph_environment``). ``workers:=N`` starts N graphs, graph i in ROS domain
+ROS_DOMAIN_ID + i, and one evaluator for all (``graph_instances``); unlike ``robofollow launch``, which stops only
+the graph of a node that died and goes on with the others, here any required node's exit ends the launch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from robofollow_ros.graph.declaration import graph_environment, graph_instances, load_graph
+from robofollow_ros.graph.declaration import DISCOVERY_RANGE, graph_environment, graph_instances, load_graph
 from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
 
 PACKAGE = 'robofollow'
-PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE', 'MUJOCO_GL')
+PROFILE_VARIABLES = (
+    'FASTDDS_DEFAULT_PROFILES_FILE',
+    'FASTRTPS_DEFAULT_PROFILES_FILE',
+    'MUJOCO_GL',
+    DISCOVERY_RANGE,
+)
 
 
 def graph_launch_description(graph: str) -> Any:

@@ -58,11 +58,11 @@ def run_node(factory: Callable[[], Node], args: Sequence[str] | None = None) -> 
         node = factory()
     except Exception as error:
         rclpy.try_shutdown()
+        if STOP.is_set() and isinstance(error, (RoboFollowError, RCLError, InvalidHandle)):
+            return 0  # stopped while starting (a wait for the graph ends with a GraphError then)
         if isinstance(error, RoboFollowError):
             print(f'error: {error}', file=sys.stderr)
             return 2
-        if STOP.is_set() and isinstance(error, (RCLError, InvalidHandle)):
-            return 0  # stopped while starting
         raise
     executor = EventsExecutor()
     executor.add_node(node)

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from robofollow_ros.interrupts import set_death_signal
+from robofollow_ros.interrupts import set_death_signal, take_stop_signals
 
 PARENT_POLL_SECONDS = 0.5
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -55,16 +55,21 @@ STOP = StopRequest()
 
 
 def install_stop_handlers(*, on_stop: Callable[[str], None] | None = None) -> None:
-    """SIGINT and SIGTERM set ``STOP`` (and call ``on_stop`` with the signal name, in the main thread)."""
+    """SIGINT and SIGTERM set ``STOP`` (and call ``on_stop`` with the signal name, in the main thread); from the
+    first one on, both are ignored (``ignore_further_stops``): the process is stopping, and a launcher sees from
+    outside that it is (``graph/supervisor.py`` gives such a node longer to exit). One that a launcher held while
+    the process started is taken now."""
 
     def handle(number: int, _frame: Any) -> None:
         name = signal.Signals(number).name
+        ignore_further_stops()
         STOP.set(name)
         if on_stop is not None:
             on_stop(name)
 
     for number in STOP_SIGNALS:
         signal.signal(number, handle)
+    take_stop_signals()
 
 
 def ignore_further_stops() -> None:
@@ -72,7 +77,7 @@ def ignore_further_stops() -> None:
     terminal already sent to its whole process group, then SIGTERM; one that arrives while the interpreter
     finalises, after Python has put the default handlers back, would kill the process with that signal instead of
     letting it exit cleanly. An ignored signal stays ignored through finalisation; SIGKILL still ends a node that
-    hangs."""
+    hangs. Both ignored is how a launcher tells a node that is exiting (``/proc/<pid>/status``, ``SigIgn``)."""
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
 
