@@ -117,7 +117,7 @@ def test_a_node_binds_udp_on_loopback_only_and_images_beyond_the_stock_segment_a
     _assert_loopback_only(sockets)
     for errors in (viewer_errors, camera_errors):
         assert ' Error]' not in errors, errors[-3000:]  # Fast DDS logs '[XMLPARSER Error] ...'
-    # Best effort: a few may be lost on a busy machine; through the stock segment almost all were (platform notes).
+    # Best effort: a few may be lost on a busy machine; through the stock segment almost all were.
     assert int(received) >= IMAGES // 2, f'{received.strip()} of {IMAGES} images arrived'
 
 

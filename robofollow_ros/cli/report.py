@@ -113,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
         raise RoboFollowError(f'--plan-width must lie between 0 and 100 points, got {args.plan_width:g}')
     files = [results_file(name) for name in args.results]
     for path in files:
-        for note in check_file_unchanged(path, what=f'cannot report {path}'):
-            print(f'warning: {note}', file=sys.stderr)
+        for unverified in check_file_unchanged(path, what=f'cannot report {path}'):
+            print(f'warning: {unverified}', file=sys.stderr)
     records = [record for path in files for record in read_result_records(path)]
     if not records:
         raise RoboFollowError('no result records in ' + ', '.join(map(str, files)))

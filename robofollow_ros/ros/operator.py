@@ -276,7 +276,9 @@ class RealCell:
         except GraphError:
             self.release_client.remove_pending_request(future)
             raise
-        self.node.get_logger().warning(f'{self.name(topics.RELEASE)}: {future.result().message}')
+        response = future.result()
+        answer = response.message if response is not None else 'no answer'
+        self.node.get_logger().warning(f'{self.name(topics.RELEASE)}: {answer}')
 
     def _move_home(self) -> Trigger.Response | None:
         """Call ``/robofollow/home`` until the bridge has heard the driver (or ``HOME_SECONDS`` passed); its answer."""
