@@ -170,6 +170,15 @@ def write_out(self: Attacker) -> tuple[bool, str]:
         return False, f'{self.out}: {error.strerror}'
 
 
+def keep_privileges(self: Attacker) -> tuple[bool, str]:
+    """Whether the process may gain privileges (no ``no_new_privs``) or holds a capability."""
+    with open('/proc/self/status', encoding='utf-8') as stream:
+        status = dict(line.split(':', 1) for line in stream.read().splitlines() if ':' in line)
+    no_new_privs, effective = status['NoNewPrivs'].strip(), int(status['CapEff'].strip(), 16)
+    held = no_new_privs != '1' or effective != 0
+    return held, f'NoNewPrivs {no_new_privs}, CapEff {effective:#x}'
+
+
 def map_past_cap(self: Attacker) -> tuple[bool, str]:
     size = self.mmap_mib << 20
     try:
@@ -319,6 +328,7 @@ ATTACKS: dict[str, Callable[[Attacker], tuple[bool, str] | None]] = {
     'read_poses': read_poses,
     'call_services': call_services,
     'leave_child': leave_child,
+    'privileges': keep_privileges,
     'flood': flood,
     'mmap': map_past_cap,
 }

@@ -31,7 +31,7 @@ STAND_IN_DOMAIN = 16
 SIM_DOMAIN = 17
 REAL_DOMAIN = 20
 GRAPH_ATTACKS = ['environ', 'memory', 'ptrace', 'signal', 'write_out', 'publish_arm', 'publish_result', 'read_poses']
-GRAPH_ATTACKS += ['call_services', 'leave_child']
+GRAPH_ATTACKS += ['call_services', 'leave_child', 'privileges']
 SANDBOX_STOPS = [*GRAPH_ATTACKS, 'flood']
 """Attacks the sandbox must make fail (``leave_child`` starts its children either way: the test looks for them)."""
 
