@@ -424,7 +424,8 @@ def test_robotwin_server_never_hangs_up_a_client_in_the_middle_of_a_request():
         socket.create_connection(('127.0.0.1', server.port), timeout=30) as busy,
     ):
         busy.sendall(reset[:3])
-        wait_until(lambda: server.open_connections == 1, timeout=30, what='the first client to be admitted')
+        # Admitted is not yet busy: until the server has read its first bytes it is idle and may be hung up.
+        wait_until(lambda: server.busy_connections == 1, timeout=30, what='the first client to start its request')
         with socket.create_connection(('127.0.0.1', server.port), timeout=0.5) as waiting:
             waiting.sendall(reset)
             with pytest.raises(TimeoutError):
@@ -491,7 +492,7 @@ def test_openpi_server_never_hangs_up_a_client_in_the_middle_of_a_request():
     payload = b'not msgpack at all'
     with running(OpenpiServer, max_connections=2) as server, raw_websocket(server.port) as busy:
         busy.sendall(ws_frame_header(len(payload)) + payload[:3])
-        wait_until(lambda: server.open_connections == 1, timeout=30, what='the first client to be admitted')
+        wait_until(lambda: server.busy_connections == 1, timeout=30, what='the first client to start its request')
         with connect(f'ws://127.0.0.1:{server.port}') as idle:
             idle.recv(timeout=30)
             with connect(f'ws://127.0.0.1:{server.port}') as ws:

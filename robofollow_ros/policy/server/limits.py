@@ -143,6 +143,12 @@ class Admission:
         with self._changed:
             return len(self._clients)
 
+    @property
+    def busy_connections(self) -> int:
+        """Clients in the middle of a request (never hung up for a newcomer)."""
+        with self._changed:
+            return sum(client.busy for client in self._clients)
+
     def admit(self, hang_up: Callable[[], None]) -> AdmittedClient | None:
         """Admit a new client: at once while there is room, else by hanging up the client idle the longest, else
         as soon as one becomes idle or leaves.

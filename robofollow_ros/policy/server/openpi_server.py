@@ -265,6 +265,11 @@ class OpenpiServer:
         return self._admission.open_connections
 
     @property
+    def busy_connections(self) -> int:
+        """Connections in the middle of a request."""
+        return self._admission.busy_connections
+
+    @property
     def port(self) -> int:
         """The bound port."""
         return int(self._server.socket.getsockname()[1])

@@ -89,6 +89,11 @@ class RobotwinTcpServer:
         """Connections being served now."""
         return self._admission.open_connections
 
+    @property
+    def busy_connections(self) -> int:
+        """Connections in the middle of a request."""
+        return self._admission.busy_connections
+
     def serve_forever(self) -> None:
         """Answer connections until ``shutdown``."""
         self._listener.serve_forever(poll_interval=0.2)
