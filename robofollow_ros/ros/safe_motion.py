@@ -177,13 +177,13 @@ class SafeMotion:
             f'safety: {what}: {dataclasses.replace(decision, interventions=tuple(material)).summary()}'
         )
 
-    def write(self, decision: SafetyDecision, state: MeasuredState, *, moving: bool) -> None:
+    def write(self, decision: SafetyDecision, state: MeasuredState, *, moving: bool) -> Command | None:
         """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``); a hold goes
-        out as a controlled stop (``controlled``)."""
+        out as a controlled stop (``controlled``). Returns what was written."""
         with self.lock:
             if moving and self.stopped:
                 raise MotionStoppedError(STOPPED_MESSAGE)
-            self._send(decision, state)
+            return self._send(decision, state)
 
     def _send(self, decision: SafetyDecision, state: MeasuredState) -> Command | None:
         """Write the decision's command (a hold as a controlled stop) and return what was written; the caller holds
@@ -224,12 +224,12 @@ class SafeMotion:
         return decision
 
     def hold(self, *, reasons: tuple[Intervention, ...] = (), what: str = 'hold') -> SafetyDecision:
-        """Both arms hold at the measured position (one point; written even when stopped)."""
+        """Both arms hold (written even when stopped): a controlled stop while a trajectory runs, else one point at the
+        measured position. The decision returned carries the command written."""
         state = self.measured()
         decision = hold_command(state, self.limits, row_period_s=self.row_period, reasons=reasons)
         self.record(decision, what)
-        self.write(decision, state, moving=False)
-        return decision
+        return dataclasses.replace(decision, command=self.write(decision, state, moving=False))
 
     def stop(self) -> SafetyDecision:
         """Hold both arms now and refuse every motion until ``release``."""

@@ -42,6 +42,7 @@ SHM_MIB = 64
 COVERED = ('/tmp', '/run', '/var/tmp', '/dev/shm')
 """Folders replaced by a private tmpfs: the host's sockets (Ray's raylet, X11, D-Bus) and shared memory live there."""
 SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin'
+PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 PROBE_TIMEOUT = 10.0
 
@@ -118,7 +119,7 @@ def is_dumpable() -> bool:
     if not sys.platform.startswith('linux'):
         return True
     libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.prctl(PR_SET_DUMPABLE - 1, 0, 0, 0, 0))
+    return bool(libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0))
 
 
 def _within(path: Path, folders: Iterable[str | Path]) -> bool:
