@@ -203,3 +203,47 @@ def test_a_sim_or_controller_that_joins_late_receives_no_old_arm_command_or_tick
     finally:
         executor.shutdown()
         rclpy.shutdown(context=context)
+
+
+@pytest.mark.ros
+def test_commands_wait_for_every_listed_reader_and_the_sim_for_every_listed_writer(monkeypatch) -> None:
+    # A reader with incompatible QoS is listed by the graph but never matched: it stands for a sim whose reader is
+    # known but not matched yet, beside another reader (a recorder's) that is.
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from trajectory_msgs.msg import JointTrajectory
+
+    from robofollow_ros import topics as graph_topics
+    from robofollow_ros.nodes.policy_bridge import ticket_publisher, trajectory_publishers
+    from robofollow_ros.nodes.sim import subscribe_tickets, subscribe_trajectories
+    from robofollow_ros.ros.matching import every_reader_matched, every_writer_matched
+
+    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain(22))
+    try:
+        bridge = rclpy.create_node('policy_bridge', context=context)
+        writers = [*trajectory_publishers(bridge).values(), ticket_publisher(bridge)]
+        assert not every_reader_matched(bridge, writers, at_least=1)
+        sim = rclpy.create_node('sim', context=context)
+        readers = [*subscribe_trajectories(sim, lambda arm, data: None), subscribe_tickets(sim, lambda m: None)]
+        wait_until(lambda: every_reader_matched(bridge, writers, at_least=1), timeout=10, what='the sim matched')
+        wait_until(lambda: every_writer_matched(sim, readers), timeout=10, what='the bridge matched')
+
+        stranger = rclpy.create_node('stranger', context=context)
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        left = graph_topics.arm_trajectory_topic('left')
+        stranger.create_subscription(JointTrajectory, left, lambda m: None, latched)
+        wait_until(lambda: bridge.count_subscribers(left) == 2, timeout=10, what='the graph to list the new reader')
+        time.sleep(0.5)
+        assert all(w.get_subscription_count() >= 1 for w in writers)  # what the bridge used to wait for
+        assert not every_reader_matched(bridge, writers, at_least=1)
+
+        silent = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+        stranger.create_publisher(JointTrajectory, left, silent)
+        wait_until(lambda: sim.count_publishers(left) == 2, timeout=10, what='the graph to list the new writer')
+        time.sleep(0.5)
+        assert not every_writer_matched(sim, readers)
+    finally:
+        rclpy.shutdown(context=context)

@@ -186,29 +186,36 @@ class Supervisor:
 
     def stop(self, processes: list[subprocess.Popen[bytes]] | None = None, *, first: int = signal.SIGINT) -> None:
         """Send ``first`` (the signal that stopped the graph, default SIGINT) to every running node (last started
-        first), then SIGTERM, then SIGKILL: after ``STOP_GRACE_SECONDS`` to a node that still takes the signals,
-        after ``EXIT_GRACE_SECONDS`` to one that is exiting; says which node did not stop cleanly (an exit code
-        other than 0, 130 or 143, or a signal)."""
+        first), then SIGTERM, then SIGKILL: ``STOP_GRACE_SECONDS`` after ``first`` to a node that still takes the
+        signals (a node busy on a loaded machine may take seconds to run its handler), after
+        ``EXIT_GRACE_SECONDS`` to one that is exiting; says which node did not stop cleanly (an exit code other
+        than 0, 130 or 143, or a signal) and why it was killed."""
         chosen = list(self.processes.values()) if processes is None else processes
         running = [p for p in reversed(chosen) if p.poll() is None]
         self._note_shared_memory(running)
-        for sig in dict.fromkeys((first, signal.SIGTERM)):
+        signals = dict.fromkeys((first, signal.SIGTERM))
+        for sig in signals:
             for process in running:
                 if process.poll() is None:
                     process.send_signal(sig)
-            _wait_for(running, STOP_GRACE_SECONDS / 2)
+            _wait_for(running, STOP_GRACE_SECONDS / len(signals))
+        why: dict[int, str] = {}
+        asked = signal.Signals(first).name
         for process in running:
             if process.poll() is None and not exiting(process.pid):
                 process.kill()
+                why[id(process)] = f'killed: it had not begun to exit {STOP_GRACE_SECONDS:g} s after {asked}'
         _wait_for(running, EXIT_GRACE_SECONDS - STOP_GRACE_SECONDS)
         for process in running:
             if process.poll() is None:
                 process.kill()
+                why[id(process)] = f'killed: still exiting {EXIT_GRACE_SECONDS:g} s after {asked}'
             process.wait()
         labels = {id(process): label for label, process in self.processes.items()}
         for process in running:
             if process.returncode not in CLEAN_EXIT_CODES:
-                self.log(f'{exit_reason(labels[id(process)], process.returncode)} while stopping')
+                reason = exit_reason(labels[id(process)], process.returncode)
+                self.log(f'{reason} while stopping' + (f' ({why[id(process)]})' if id(process) in why else ''))
 
 
 def _wait_for(processes: list[subprocess.Popen[bytes]], seconds: float) -> None:

@@ -49,6 +49,7 @@ from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.environment import RosEnvironment
 from robofollow_ros.ros.limited_policy import LimitedPolicy
+from robofollow_ros.ros.matching import every_reader_matched
 from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.on_demand_readers import VOLATILE_NEWEST, OnDemandReaders
@@ -293,9 +294,18 @@ class PolicyBridge(Node):
         ).to_message()
         assert self.ticket_pub is not None, 'the simulated runtime only'
         writers = [*self.trajectory_pubs.values(), self.ticket_pub]
-        if not hold and any(publisher.get_subscription_count() == 0 for publisher in writers):
-            # Commands are not replayed to a reader that matches late (qos.ARM_COMMANDS): wait for the sim's
-            # (a hold, sent after a failure, goes out regardless).
+        if not hold and not every_reader_matched(self, writers, at_least=1):
+            # Commands are not replayed to a reader that matches late (qos.ARM_COMMANDS): wait for every reader the
+            # graph lists, the sim's among them (another reader alone, e.g. a recorder's, once let the first chunk
+            # go out before the sim's reader had matched), then settle for one; a hold, sent after a failure, goes
+            # out regardless.
+            with contextlib.suppress(GraphError):
+                wait_for(
+                    lambda: every_reader_matched(self, writers, at_least=1),
+                    timeout=qos.MATCH_TIMEOUT_SECONDS,
+                    what='every reader of the arm trajectory and chunk ticket topics',
+                    poll=0.01,
+                )
             wait_for(
                 lambda: all(p.get_subscription_count() > 0 for p in writers),
                 timeout=self.sim_timeout,

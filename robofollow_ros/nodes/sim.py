@@ -8,8 +8,9 @@ ros2_control JointTrajectoryController would (``header.stamp`` zero, one point p
 ``ChunkTicket`` on ``/robofollow/sim/chunk`` (which observation they answer), and serves ``/robofollow/sim/reset``
 (``robofollow_interfaces/srv/ResetEpisode``: the request carries the episode).
 The reset is answered as soon as the cell is reset; frame 0, its observation and the RESET status follow once every
-reader the node knows of on a frame topic has matched its writer (the writers' matched events say when; a timer
-sends them anyway after ``match_timeout`` seconds), so no callback ever waits.
+reader the node knows of on a frame topic has matched its writer, and its command readers every writer of the
+commands it knows of (the matched events say when; a timer sends them anyway after ``match_timeout`` seconds), so no
+callback ever waits.
 
 The node's writers publish asynchronously (``RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS`` unless the environment
 says otherwise): a publish only queues the message and Fast DDS delivers it from its own thread, on the other core,
@@ -23,10 +24,11 @@ from collections.abc import Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from rclpy.event_handler import PublisherEventCallbacks
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import QoSProfile
+from rclpy.subscription import Subscription
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import String
@@ -44,6 +46,7 @@ from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.cdr_template import FrameMessages
 from robofollow_ros.ros.markers import scene_markers
+from robofollow_ros.ros.matching import every_reader_matched, every_writer_matched
 from robofollow_ros.ros.messages import camera_info_message, image_message
 from robofollow_ros.ros.protocol import (
     ChunkTicket,
@@ -59,26 +62,34 @@ from robofollow_ros.ros.runtime import MIN_TIMEOUT, Timeout, param, read_report,
 from robofollow_ros.ros.trajectory_cdr import TrajectoryRows, decode_trajectory, warm_trajectory_codec
 from robofollow_ros.state_layout import CAMERAS
 
-MATCH_TIMEOUT_SECONDS = 5.0
 PUBLICATION_MODE_VARIABLE = 'RMW_FASTRTPS_PUBLICATION_MODE'
 
 
-def subscribe_trajectories(node: Node, callback: Callable[[Arm, bytes], None]) -> None:
+def subscribe_trajectories(
+    node: Node, callback: Callable[[Arm, bytes], None], *, events: SubscriptionEventCallbacks | None = None
+) -> list[Subscription]:
     """The sim's readers of the arms' JointTrajectory commands (serialised; ``qos.ARM_COMMANDS``: a sim that
     starts late never executes an old command)."""
-    for arm in ARMS:
+    return [
         node.create_subscription(
             JointTrajectory,
             topics.arm_trajectory_topic(arm),
             lambda data, arm=arm: callback(arm, data),
             qos.ARM_COMMANDS,
             raw=True,
+            event_callbacks=events,
         )
+        for arm in ARMS
+    ]
 
 
-def subscribe_tickets(node: Node, callback: Callable[[ChunkTicketMessage], None]) -> None:
+def subscribe_tickets(
+    node: Node, callback: Callable[[ChunkTicketMessage], None], *, events: SubscriptionEventCallbacks | None = None
+) -> Subscription:
     """The sim's reader of the bridge's ``ChunkTicket`` (``qos.ARM_COMMANDS``, like the commands it belongs to)."""
-    node.create_subscription(ChunkTicketMessage, topics.SIM_CHUNK, callback, qos.ARM_COMMANDS)
+    return node.create_subscription(
+        ChunkTicketMessage, topics.SIM_CHUNK, callback, qos.ARM_COMMANDS, event_callbacks=events
+    )
 
 
 class SimNode(Node):
@@ -126,7 +137,7 @@ class SimNode(Node):
                 param(
                     self,
                     'match_timeout',
-                    MATCH_TIMEOUT_SECONDS,
+                    qos.MATCH_TIMEOUT_SECONDS,
                     description='seconds frame 0 of an episode waits for the known readers to match',
                     minimum=MIN_TIMEOUT,
                 )
@@ -156,8 +167,11 @@ class SimNode(Node):
         description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, qos.LATCHED)
         description.publish(String(data=self.env.robot.spec.urdf_text()))
 
-        subscribe_trajectories(self, self.on_trajectory)
-        subscribe_tickets(self, self.on_ticket)
+        watched = SubscriptionEventCallbacks(matched=lambda _: self.announce_when_matched())
+        self.command_subs = [
+            *subscribe_trajectories(self, self.on_trajectory, events=watched),
+            subscribe_tickets(self, self.on_ticket, events=watched),
+        ]
         self.create_service(ResetEpisode, topics.SIM_RESET, self.on_reset)
 
     def watched_publisher(self, kind: type, topic: str, profile: QoSProfile) -> Publisher:
@@ -213,8 +227,11 @@ class SimNode(Node):
 
     def readers_matched(self) -> bool:
         """Whether every reader this node knows of on a frame topic or the scene markers is matched (and every
-        pose topic matched by as many readers as the TCP topics), so frame 0 may go out (markers go only to matched
-        readers: a recorder matched late missed an episode's first markers)."""
+        pose topic matched by as many readers as the TCP topics), and its own command readers have matched every
+        writer it knows of, so frame 0 may go out: markers go only to matched readers (a recorder matched late
+        missed an episode's first markers), and the bridge answers frame 0 with a chunk that is never replayed
+        (a command reader that had not yet matched the bridge's writer lost it, and the episode waited out its
+        timeout)."""
         publishers = [
             self.joints_pub,
             *self.ee_pubs.values(),
@@ -226,8 +243,10 @@ class SimNode(Node):
 
         readers = reference.get_subscription_count()
         poses = [*self.ee_pubs.values(), *self.object_pubs.values()]
-        return all(p.get_subscription_count() >= self.count_subscribers(p.topic_name) for p in publishers) and all(
-            p.get_subscription_count() >= readers for p in poses
+        return (
+            every_reader_matched(self, publishers)
+            and all(p.get_subscription_count() >= readers for p in poses)
+            and every_writer_matched(self, self.command_subs)
         )
 
     def on_trajectory(self, arm: Arm, data: bytes) -> None:

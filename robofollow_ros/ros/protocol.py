@@ -8,11 +8,12 @@ an unknown event or an inconsistent field is refused with a ``GraphError`` namin
 1. The evaluator publishes the ``EpisodeSpec`` on ``/robofollow/episode`` (transient local, so that a node started
    late still gets it) and calls ``/robofollow/sim/reset`` (``ResetEpisode``) with the same spec. The sim resets and
    answers ``code=OK`` with the ``episode_id`` it reset to; once the readers it knows of have matched its writers
-   (or after its ``match_timeout``) it publishes frame 0, the initial observation and
-   ``SimStatus(event=EVENT_RESET)`` on ``/robofollow/sim/status``, from which the bridge and the referee start the
-   episode (a later reset before that replaces it: only its frame 0 goes out). ``INVALID_EPISODE`` (unknown task
-   or layout, another version) and ``RESET_FAILED`` (the scene could not be built) end the trial with the answer's
-   ``message``; an unanswered call is made again (resetting twice to the same episode is harmless).
+   and its command readers the command writers it knows of (or after its ``match_timeout``) it publishes frame 0,
+   the initial observation and ``SimStatus(event=EVENT_RESET)`` on ``/robofollow/sim/status``, from which the
+   bridge and the referee start the episode (a later reset before that replaces it: only its frame 0 goes out).
+   ``INVALID_EPISODE`` (unknown task or layout, another version) and ``RESET_FAILED`` (the scene could not be built)
+   end the trial with the answer's ``message``; an unanswered call is made again (resetting twice to the same
+   episode is harmless).
 2. The evaluator publishes the instruction (``std_msgs/String``) on ``/robofollow/instruction``; the bridge starts
    the episode.
 3. For each chunk the bridge publishes one ``JointTrajectory`` per arm as a ros2_control JointTrajectoryController

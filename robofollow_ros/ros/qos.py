@@ -10,6 +10,10 @@ from rclpy.qos import (
     qos_profile_sensor_data,
 )
 
+MATCH_TIMEOUT_SECONDS = 5.0
+"""How long a writer whose first samples are not replayed waits for every reader the graph lists to match it before
+it settles for those matched (one that never matches, e.g. with incompatible QoS, must not stop the run)."""
+
 SENSOR = qos_profile_sensor_data
 """Camera images and CameraInfo: best effort, keep last 5."""
 STATE = QoSProfile(
