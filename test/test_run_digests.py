@@ -11,6 +11,7 @@ import pytest
 
 from robofollow_ros.cli import main
 from robofollow_ros.evaluation.digests import DIGESTS_NAME, RunDigests
+from robofollow_ros.evaluation.status import amend_status
 
 pytestmark = pytest.mark.sim
 
@@ -68,6 +69,19 @@ def test_a_record_appended_after_the_last_digest_is_a_warning_and_the_run_resume
     err = capsys.readouterr().err
     assert 'results.jsonl: ' in err and 'bytes written after its digest' in err
     assert RunDigests(out).problems() == []
+
+
+def test_a_run_failed_by_a_node_that_died_resumes(tmp_path, capsys):
+    # Over the graph the evaluator amends run.json when a required node died (evaluation.status.amend_status); the
+    # resume refused that run.json as changed since its digest, so a run stopped by a bridge failure never resumed.
+    out = tmp_path / 'run'
+    assert evaluate(out, '--rounds', '1') == 0
+    amend_status(out, status='failed', reason='node policy_bridge exited with code 1')
+    assert json.loads((out / 'run.json').read_text(encoding='utf-8'))['status'] == 'failed'
+    assert RunDigests(out).problems() == []
+    capsys.readouterr()
+    assert evaluate(out, '--rounds', '2') == 0, capsys.readouterr().err
+    assert len((out / 'results.jsonl').read_text(encoding='utf-8').splitlines()) == 4
 
 
 def test_report_and_score_refuse_a_changed_record_or_episode_and_take_the_unchanged(tmp_path, capsys):

@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from robofollow_ros.evaluation.digests import DIGESTS_NAME, RunDigests
 from robofollow_ros.evaluation.identity import RunIdentity
 from robofollow_ros.textfiles import write_atomically
 
@@ -157,7 +158,8 @@ def write_status(
 
 def amend_status(out: Path, *, status: Status, reason: str | None) -> None:
     """Change the status and reason of an existing ``out/run.json`` (what stopped a run over the graph is known
-    to the launcher that saw a node die, not to the evaluator it then stopped); nothing if there is none."""
+    to the launcher that saw a node die, not to the evaluator it then stopped), and its digest with it (a resume
+    refuses a run.json that differs from its digest); nothing if there is none."""
     path = out / RUN_NAME
     try:
         run = json.loads(path.read_text(encoding='utf-8'))
@@ -165,3 +167,5 @@ def amend_status(out: Path, *, status: Status, reason: str | None) -> None:
         return
     run.update(status=status, reason=reason, updated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds'))
     write_atomically(path, json.dumps(run, indent=2, default=str) + '\n')
+    if (out / DIGESTS_NAME).exists():
+        RunDigests(out).update([RUN_NAME])
