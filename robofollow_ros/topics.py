@@ -8,8 +8,13 @@ the root namespace, whatever namespace the recorder ran in, so every bag reads a
 
 from __future__ import annotations
 
-from robofollow_ros.benchmark import registry
-from robofollow_ros.benchmark.types import ARMS, Arm
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from robofollow_ros.benchmark.types import Arm
+
+# The names import nothing else: ``robofollow operator stop`` reads them and must start fast (the registry and the
+# arms are imported where a function needs them).
 
 CLOCK = 'clock'
 JOINT_STATES = 'joint_states'
@@ -114,9 +119,13 @@ OVERRIDE_LAYOUT = 'robofollow/override_layout'
 
 def all_object_names() -> list[str]:
     """Every scene item name of the registry: pose topics exist from the start, so discovery happens once."""
+    from robofollow_ros.benchmark import registry
+
     return sorted({name for scene in (1, 2, 3, 4) for name in registry.scene_objects(scene)})
 
 
 def pose_topics() -> list[str]:
     """The TCP pose topics of both arms and the pose topic of every scene item (what the sim node publishes)."""
+    from robofollow_ros.benchmark.types import ARMS
+
     return [ee_pose_topic(arm) for arm in ARMS] + [object_pose_topic(name) for name in all_object_names()]

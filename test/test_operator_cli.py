@@ -1,11 +1,13 @@
 """``robofollow operator``: one Trigger call into a running graph, without the ros2 CLI (real DDS, a private domain).
 
 A stand-in serves /robofollow/void (and refuses /robofollow/stop); the command's exit status and output follow
-the service's answer, and a service nobody serves is one line and status 2.
+the service's answer (with how long after the command's start it came), and a service nobody serves is one line
+and status 2.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -50,12 +52,19 @@ def _operator(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+ANSWERED = re.compile(r'answered ([0-9.]+) s after the command started \(service found after ([0-9.]+) s\)')
+"""The line on stderr after the answer: how long after the command's start it came, and the service was found."""
+
+
 def test_the_operator_calls_the_graphs_services(services) -> None:
     voided = _operator('void', '--timeout', '20')
     assert voided.returncode == 0, voided.stderr
     assert voided.stdout.strip() == 'trial 3 voided'
+    answered = ANSWERED.fullmatch(voided.stderr.strip())
+    assert answered is not None and 0.0 < float(answered.group(2)) <= float(answered.group(1)) < 20.0, voided.stderr
     refused = _operator('stop', '--timeout', '20')
-    assert refused.returncode == 1 and refused.stderr.strip() == 'no robot here'
+    assert refused.returncode == 1 and refused.stderr.splitlines()[0] == 'no robot here'
+    assert ANSWERED.fullmatch(refused.stderr.splitlines()[1]) is not None, refused.stderr
     assert services == ['void', 'stop']
 
 

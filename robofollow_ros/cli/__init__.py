@@ -36,6 +36,11 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 RESUMABLE = frozenset({'eval', 'demo'})
+FAST = frozenset({'operator'})
+"""Subcommands that must answer at once (``robofollow operator stop`` is an emergency stop): named first on the
+command line, they are parsed alone, without importing the other subcommands (numpy, MuJoCo, OpenCV, the task
+registry: seconds on a loaded machine) or choosing a GL backend (which runs ``ldconfig``); their modules import
+nothing heavy."""
 
 DESCRIPTION = """\
 RoboFollow on ROS 2: does a robot policy really follow instructions?
@@ -64,8 +69,8 @@ examples:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with every available subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Return the argument parser with every available subcommand (or with subcommand ``only`` alone)."""
     parser = argparse.ArgumentParser(
         prog='robofollow',
         description=DESCRIPTION,
@@ -75,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
     subparsers = parser.add_subparsers(dest='command', metavar='COMMAND')
     for name, module_name in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            continue
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
@@ -94,10 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``robofollow`` command line; returns the process exit status."""
-    choose_gl_backend()  # before a subcommand imports MuJoCo
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    fast = arguments[0] if arguments[:1] and arguments[0] in FAST else None
+    if fast is None:
+        choose_gl_backend()  # before a subcommand imports MuJoCo
     with exit_at_once_while_starting():  # importing the subcommands takes seconds: Ctrl-C there is one line
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        parser = build_parser(only=fast)
+        args = parser.parse_args(arguments)
         if getattr(args, 'preload', None) is not None:
             args.preload(args)
     if getattr(args, 'handler', None) is None:

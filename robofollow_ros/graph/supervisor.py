@@ -9,8 +9,10 @@ until the node can take them); when the main node exits the graph stops with its
 required node exits the graph stops with a non-zero code and says which node died (and writes that reason where
 the evaluator finds it, so ``run.json`` says ``failed`` with it); every node asks the kernel to kill it if the
 supervisor itself dies, so no node is ever orphaned; the Fast DDS shared-memory segments of nodes that were
-killed or crashed are removed when the graph ends (``shared_memory.py``). Its temporary folder (the nodes' parameter
-files) is named after its PID: folders of supervisors that died without cleaning up are removed at the next start.
+killed or crashed are removed when the graph ends (``shared_memory.py``); the terminal's settings are put back as
+they were when the graph started (``terminal.py``: a real cell's evaluator reads it key by key, and a node killed
+cannot restore it itself). Its temporary folder (the nodes' parameter files) is named after its PID: folders of
+supervisors that died without cleaning up are removed at the next start.
 
 With ``workers:=N`` (N graphs, each in its own ROS domain, one evaluator driving all of them) a required node that
 exits takes only its own graph down: the supervisor stops that graph's other nodes and says so, the evaluator sees
@@ -44,6 +46,7 @@ from robofollow_ros.graph.declaration import (
 )
 from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
 from robofollow_ros.graph.shared_memory import held_segment_locks, remove_abandoned
+from robofollow_ros.graph.terminal import terminal_kept
 from robofollow_ros.interrupts import hold_stop_signals, set_death_signal
 
 POLL_SECONDS = 0.05
@@ -111,14 +114,16 @@ class Supervisor:
         previous = {sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         remove_stale_folders()
         folder = Path(tempfile.mkdtemp(prefix=f'{FOLDER_PREFIX}{os.getpid()}_'))
-        try:
-            return self._run(folder)
-        finally:
-            self.stop(first=self.stop_signal or signal.SIGINT)
-            remove_abandoned(self.shared_memory)
-            shutil.rmtree(folder, ignore_errors=True)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        # The evaluator of a real cell reads the terminal key by key: its settings come back even if it was killed.
+        with terminal_kept():
+            try:
+                return self._run(folder)
+            finally:
+                self.stop(first=self.stop_signal or signal.SIGINT)
+                remove_abandoned(self.shared_memory)
+                shutil.rmtree(folder, ignore_errors=True)
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
     def _stop_because(self, folder: Path, reason: str) -> None:
         """Tell the evaluator why the graph is stopped (read when its suite is interrupted)."""

@@ -6,7 +6,14 @@ CameraInfo heard as a camera_info_manager YAML document; the subscription is bes
 best-effort publishers alike.
 
 ``python -m robofollow_ros.ros.ask_once trigger /robofollow/stop --timeout 5`` waits for the service, calls it and
-prints its message.
+prints its message (stdout; stderr for a refusal), then on stderr how long after the start it answered and the
+service was found. ``--started T`` (``time.monotonic()`` of the command that started this process) counts the
+timeout and the times printed from T; ``--recall S`` calls again every S seconds until an answer comes (for the
+idempotent stop: an answer Fast DDS drops, because the service had not yet matched this process's reader, must not
+make a stop that went through look unanswered).
+
+It imports rclpy and the message it needs, nothing of the package's heavy modules (an emergency stop starts it), and
+looks for the service every ``POLL_SECONDS`` (rclpy's ``wait_for_service`` sleeps 0.25 s between looks).
 
 Exit codes: 0 on an answer (a Trigger's success), 1 when a Trigger answers failure, 2 when nothing answered in time
 (said in one line on stderr).
@@ -17,13 +24,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-import yaml
-
 EXIT_REFUSED = 1
 EXIT_NO_ANSWER = 2
+POLL_SECONDS = 0.005
+"""How often the service is looked for (a look is one call into rmw's graph cache)."""
+ANSWER_GRACE_SECONDS = 0.5
+"""How long an answer is waited for when the service was found only as the timeout ran out (a loaded machine took
+that long to start): a stop sent is given the chance to say so."""
 
 
 @contextlib.contextmanager
@@ -48,8 +59,19 @@ def one_shot_node(name: str) -> Iterator[tuple[Any, Any]]:
         rclpy.shutdown(context=context)
 
 
-def read_camera_info(topic: str, *, timeout_s: float) -> Any | None:
-    """The first CameraInfo on ``topic`` within ``timeout_s`` seconds, or None."""
+class TriggerAnswer(NamedTuple):
+    """A std_srvs/Trigger's answer, how many seconds after the start it came and the service was found (DDS
+    discovery of the graph), and how many calls it took."""
+
+    success: bool
+    message: str
+    seconds: float
+    found: float
+    calls: int = 1
+
+
+def read_camera_info(topic: str, *, timeout_s: float, started: float | None = None) -> Any | None:
+    """The first CameraInfo on ``topic`` within ``timeout_s`` seconds (from ``started``, default now), or None."""
     from rclpy.task import Future
     from sensor_msgs.msg import CameraInfo
 
@@ -63,37 +85,63 @@ def read_camera_info(topic: str, *, timeout_s: float) -> Any | None:
                 heard.set_result(message)
 
         node.create_subscription(CameraInfo, topic, take, qos.SENSOR)
-        executor.spin_until_future_complete(heard, timeout_sec=timeout_s)
+        start = time.monotonic() if started is None else started
+        executor.spin_until_future_complete(heard, timeout_sec=max(0.0, start + timeout_s - time.monotonic()))
         return heard.result() if heard.done() else None
 
 
-def call_trigger(service: str, *, timeout_s: float) -> tuple[bool, str] | None:
-    """(success, message) of one call of the std_srvs/Trigger ``service``, or None when it did not answer in time."""
+def call_trigger(
+    service: str, *, timeout_s: float, started: float | None = None, recall_s: float = 0.0
+) -> TriggerAnswer | None:
+    """The answer of the std_srvs/Trigger ``service``, or None when it did not answer within ``timeout_s`` seconds
+    of ``started`` (``time.monotonic()``, default now). The service is looked for every ``POLL_SECONDS``; with
+    ``recall_s`` > 0 it is called again every ``recall_s`` seconds until one call is answered."""
     from std_srvs.srv import Trigger
 
+    start = time.monotonic() if started is None else started
+    deadline = start + timeout_s
     with one_shot_node('robofollow_operator') as (node, executor):
         client: Any = node.create_client(Trigger, service)
-        if not client.wait_for_service(timeout_sec=timeout_s):
-            return None
-        future = client.call_async(Trigger.Request())
-        executor.spin_until_future_complete(future, timeout_sec=timeout_s)
-        answer: Any = future.result() if future.done() else None
-        if answer is None:
-            return None
-        return bool(answer.success), str(answer.message)
+        while not client.service_is_ready():  # looked at once at least, however late this process started
+            if time.monotonic() >= deadline or not node.context.ok():
+                return None
+            time.sleep(POLL_SECONDS)
+        found = time.monotonic() - start
+        answer_by = max(deadline, time.monotonic() + ANSWER_GRACE_SECONDS)
+        calls = 0
+        while time.monotonic() < answer_by:
+            future = client.call_async(Trigger.Request())
+            calls += 1
+            until = answer_by if recall_s <= 0.0 else min(answer_by, time.monotonic() + recall_s)
+            executor.spin_until_future_complete(future, timeout_sec=max(0.0, until - time.monotonic()))
+            answer: Any = future.result() if future.done() else None
+            if answer is not None:
+                seconds = time.monotonic() - start
+                return TriggerAnswer(bool(answer.success), str(answer.message), seconds, found, calls)
+            client.remove_pending_request(future)
+        return None
 
 
 def _print_camera_info(message: Any) -> int:
+    import yaml
+
     from robofollow_ros.ros.messages import camera_info_document
 
     sys.stdout.write(yaml.safe_dump(camera_info_document(message), sort_keys=False))
     return 0
 
 
-def _print_trigger_answer(answer: tuple[bool, str]) -> int:
-    success, message = answer
-    print(message or ('done' if success else 'refused'), file=sys.stdout if success else sys.stderr)
-    return 0 if success else EXIT_REFUSED
+def _print_trigger_answer(answer: TriggerAnswer) -> int:
+    """The service's message alone on stdout (stderr for a refusal), then when it answered on stderr."""
+    print(
+        answer.message or ('done' if answer.success else 'refused'), file=sys.stdout if answer.success else sys.stderr
+    )
+    calls = '' if answer.calls == 1 else f', {answer.calls} calls'
+    print(
+        f'answered {answer.seconds:.2f} s after the command started (service found after {answer.found:.2f} s{calls})',
+        file=sys.stderr,
+    )
+    return 0 if answer.success else EXIT_REFUSED
 
 
 class Question(NamedTuple):
@@ -135,9 +183,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub.add_argument(
             '--timeout', type=float, default=question.timeout, help=f'seconds to wait (default {question.timeout:g})'
         )
+        sub.add_argument(
+            '--started', type=float, default=None, help="time.monotonic() of the command's start (default: now)"
+        )
+        if name == 'trigger':
+            sub.add_argument(
+                '--recall',
+                type=float,
+                default=0.0,
+                help='call again every RECALL seconds until answered (default: once)',
+            )
     args = parser.parse_args(argv)
     question = QUESTIONS[args.question]
-    result = question.ask(args.target, timeout_s=args.timeout)
+    extra = {'recall_s': args.recall} if args.question == 'trigger' else {}
+    result = question.ask(args.target, timeout_s=args.timeout, started=args.started, **extra)
     if result is None:
         print(question.silence.format(target=args.target, timeout=args.timeout), file=sys.stderr)
         return EXIT_NO_ANSWER

@@ -13,6 +13,10 @@ episode then starts from a ``SimStatus`` RESET stamped with this node's wall clo
 recorder follow as they follow the sim's. ``/robofollow/void`` marks the current trial void (from its start until
 the next one starts, or its record is written if it is the last): its record is written marked void and it is
 played again.
+
+On the evaluator's terminal (its stdin, when it is a terminal) ``s`` or the space bar stops both arms at once, without
+Enter: the same call as ``/robofollow/stop`` (``robofollow operator stop``), made from a client that found the
+bridge when the graph started, so no discovery stands between the key and the stop (``ros/operator_keys.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.layout_picture import layout_text, write_layout_picture
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.object_poses import ObjectPoses
+from robofollow_ros.ros.operator_keys import KeyReader
 from robofollow_ros.ros.protocol import (
     EpisodeSpecMessage,
     ResetEpisode,
@@ -72,6 +77,8 @@ SERVICE_OVERRIDE = f'the operator called {topics.resolve(topics.OVERRIDE_LAYOUT)
 TERMINAL_OVERRIDE = f"the operator typed {OVERRIDE_WORD!r} on the evaluator's terminal"
 """The reason recorded for a bare ``override`` typed on the terminal."""
 CHECK_PICTURE_SUFFIX = '.check.png'
+STOP_KEY_NAMES = 's or the space bar'
+"""The stop keys of the evaluator's terminal (``operator_keys.STOP_KEYS``), as the operator is told them."""
 """``OUT/layouts/<stem>.check.png``: the layout check's picture (the places and what was measured)."""
 
 Wait = Callable[..., None]
@@ -113,7 +120,8 @@ class RealCell:
         out: the run folder (layout pictures go to ``out/layouts``).
         condition: notified when the operator says ready or a service call returns (the node's waits watch it).
         wait: the node's wait (``EvaluatorNode._wait``).
-        terminal: where the operator may press Enter (the evaluator's stdin when it is a terminal), or None.
+        terminal: where the operator may press Enter (the evaluator's stdin when it is a terminal), or None; read key
+            by key when it is a real terminal (a stop key stops the arms at once), by lines otherwise.
         say: prints a line for the operator.
     """
 
@@ -147,6 +155,7 @@ class RealCell:
         """Why the operator overrode the held check (set while ``holding``)."""
         self.poses = ObjectPoses(node) if settings.layout.enabled else None
         self.home_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.HOME)
+        self.stop_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.STOP)
         self.release_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.RELEASE)
         self.reset_client: Client[ResetEpisode.Request, ResetEpisode.Response] = node.create_client(
             ResetEpisode, topics.CELL_RESET
@@ -159,8 +168,22 @@ class RealCell:
         if settings.layout.enabled:
             node.create_service(Trigger, topics.OVERRIDE_LAYOUT, self.on_override)
         node.create_service(Trigger, topics.VOID, self.on_void)
+        self.keys: KeyReader | None = None
         if terminal is not None:
-            threading.Thread(target=self._read_terminal, args=(terminal,), daemon=True, name='operator').start()
+            self.keys = KeyReader.for_terminal(terminal, on_stop=self.stop_key, on_line=self._take_line, report=say)
+            if self.keys is not None and self.keys.start():
+                say(
+                    f'stop key: press {STOP_KEY_NAMES} here to stop both arms at once ({self.name(topics.STOP)}, as '
+                    'robofollow operator stop)'
+                )
+            else:
+                self.keys = None
+                threading.Thread(target=self._read_terminal, args=(terminal,), daemon=True, name='operator').start()
+
+    def close(self) -> None:
+        """Give the terminal back as it was (the evaluator's exit)."""
+        if self.keys is not None:
+            self.keys.close()
 
     # --- the operator's services (executor threads) ------------------------------------------------------------
 
@@ -214,12 +237,35 @@ class RealCell:
 
     def _read_terminal(self, terminal: TextIO) -> None:
         for line in terminal:
-            word, _, rest = line.strip().partition(' ')
-            if word.lower() == OVERRIDE_WORD:
-                _accepted, answer = self._say_override(rest.strip() or TERMINAL_OVERRIDE)
-                self.say(answer)
-            else:
-                self._say_ready()  # Enter outside a wait counts for nothing
+            self._take_line(line)
+
+    def _take_line(self, line: str) -> None:
+        """A line typed on the terminal: ``override <why>``, or Enter (ready)."""
+        word, _, rest = line.strip().partition(' ')
+        if word.lower() == OVERRIDE_WORD:
+            _accepted, answer = self._say_override(rest.strip() or TERMINAL_OVERRIDE)
+            self.say(answer)
+        else:
+            self._say_ready()  # Enter outside a wait counts for nothing
+
+    def stop_key(self) -> None:
+        """The stop key (the terminal's thread): call ``/robofollow/stop`` now; its answer is printed when it comes.
+        The client has matched the bridge's service since the graph started: no discovery to wait for."""
+        pressed = time.monotonic()
+        name = self.name(topics.STOP)
+        if not self.stop_client.service_is_ready():
+            self.say(f'STOP key: no {name} service is there (is the policy bridge running?): stop the arms at the cell')
+            return
+        future = self.stop_client.call_async(Trigger.Request())
+        self.say(f'STOP key: {name} called')
+        self.node.get_logger().warning(f'stop key pressed on the terminal: {name} called')
+
+        def answered(done: Any) -> None:
+            response = done.result()
+            answer = response.message if response is not None else 'no answer'
+            self.say(f'STOP: {answer} ({1e3 * (time.monotonic() - pressed):.0f} ms after the key)')
+
+        future.add_done_callback(answered)
 
     # --- a trial's start (the trial thread) ---------------------------------------------------------------------
 
