@@ -32,6 +32,7 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.robot.kinematics import forward_kinematics
 from robofollow_ros.robot.profiles import load_profile
 from robofollow_ros.ros import qos
+from robofollow_ros.ros.operator import HOME_NO_STATE
 from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
@@ -61,6 +62,7 @@ PARAMETERS = {
     'settle_tolerance': '0.001',  # the stand-in reaches each row exactly
     'settle_timeout': '5.0',  # however loaded the machine, the next observation is taken at the last row
     'sim_timeout': '3.0',  # also how long a fresh observation is waited for
+    'command_window': '0.0',  # each chunk one trajectory, as the checks below read it (windows: test_realtime_drivers)
 }
 
 
@@ -296,6 +298,52 @@ def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: 
     for arm in ARMS:
         commands = arm_commands(received, arm)
         assert len(commands) == 2 and all(is_hold(item) for item in commands)  # the dead-man's, the end's
+
+
+def test_joint_states_going_stale_mid_chunk_stop_the_arms_and_end_the_episode(cell: Cell) -> None:
+    # The driver's joint states turn 0.8 s old while a 2.4 s chunk runs (the watchdog: 0.5 s): the arms used to run
+    # the chunk out unwatched.
+    went_stale: list[float] = []
+
+    def go_stale_during_the_long_chunk() -> None:
+        wait_until(
+            lambda: any(item.points == LONG_ROWS for item in cell.driver.received[first:]),
+            timeout=60,
+            what='the first long chunk',
+            poll=0.005,
+        )
+        time.sleep(0.3)
+        went_stale.append(time.monotonic())
+        cell.driver.lag = 0.8
+
+    first = len(cell.driver.received)
+    staler = threading.Thread(target=go_stale_during_the_long_chunk)
+    staler.start()
+    try:
+        end, received = run_episode(cell, 'long')
+    finally:
+        staler.join()
+        cell.driver.lag = 0.0
+    assert end.error_kind == 'graph' and 'went stale while a chunk ran' in (end.policy_error or ''), end
+    assert 0 < end.executed_rows < LONG_ROWS and dict(end.interventions).get('stale_state', 0) >= 1
+    assert_safe(received)
+    for arm in ARMS:
+        (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
+        stops = [item for item in arm_commands(received, arm) if item.arrived > went_stale[0]]
+        assert stops and all(stopped_along_the_chunk(item, chunk) for item in stops)
+        assert stops[0].arrived - went_stale[0] < 1.0  # at once (0.8 s > 0.5 s), a 20 ms look, the transport
+
+
+def test_home_on_a_stale_joint_state_answers_none_yet_so_that_the_evaluator_asks_again(cell: Cell) -> None:
+    # After a driver pause the home move used to be refused as a "hold: stale_state", and the run ended.
+    cell.driver.lag = 0.8
+    try:
+        time.sleep(0.3)
+        refused, _ = call(cell, topics.HOME)
+    finally:
+        cell.driver.lag = 0.0
+    assert not refused.success and HOME_NO_STATE in refused.message and 's old' in refused.message, refused.message
+    wait_until(lambda: call(cell, topics.HOME)[0].success, timeout=30, what='home once the driver is fresh again')
 
 
 def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next(cell: Cell) -> None:

@@ -15,14 +15,27 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros.errors import GraphError
-from robofollow_ros.robot.profiles import load_profile
+from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.drivers import JtcDriver, StreamedDriver, make_driver, message_class
+from robofollow_ros.ros.drivers import JtcDriver, StopFrom, StreamedDriver, make_driver, message_class
 from robofollow_ros.safety.command_filter import Command
+from robofollow_ros.safety.controlled_stop import controlled_stop, stop_decelerations
 from robofollow_ros.safety.jtc import check_command_qos, check_trajectory
+from robofollow_ros.safety.profile_limits import limits_from_profile
 
 pytestmark = pytest.mark.ros
 NOMINAL_DOMAIN = 56
+
+
+def stop_from(profile: RobotProfile) -> StopFrom:
+    """The safety layer's controlled stop for ``profile`` (as ``SafeMotion`` gives its driver)."""
+    limits = limits_from_profile(profile, max_state_age_s=0.2, gripper_velocity=20.0)
+    deceleration = stop_decelerations(limits)
+    return lambda p, v: controlled_stop(p, v, limits, deceleration=deceleration, row_period_s=profile.row_period)
+
+
+def driver_for(node: Node, profile: RobotProfile, **window: float) -> JtcDriver | StreamedDriver:
+    return make_driver(node, profile, stop_from=stop_from(profile), **window)
 
 
 @pytest.fixture
@@ -33,7 +46,7 @@ def ros() -> Iterator[Node]:
 
 def test_ros2_control_driver_writes_one_trajectory_per_controller_in_driver_units(ros: Node) -> None:
     profile = load_profile('aloha_ros2_control')
-    driver = make_driver(ros, profile)
+    driver = driver_for(ros, profile)
     assert isinstance(driver, JtcDriver)
     got: dict[str, JointTrajectory] = {}
     for topic in driver.topics():
@@ -65,9 +78,59 @@ def test_ros2_control_driver_writes_one_trajectory_per_controller_in_driver_unit
     assert [p.positions[0] for p in gripper.points] == pytest.approx([0.018, 0.009])  # 0 .. 0.036 m
 
 
+def test_a_long_chunk_goes_to_a_jtc_in_short_windows_that_each_end_at_rest(ros: Node) -> None:
+    # A 3 s chunk sent whole keeps the arm moving 3 s after the bridge dies; in windows it stops within the window
+    # and the controlled stop that closes it.
+    profile = load_profile('aloha_ros2_control')
+    topic = profile.arms['left'].command.topic
+    start = profile.home_state()
+    rows = np.tile(start, (50, 1))
+    rows[:, 0] += 0.05 * np.arange(1, 51)  # the left waist at 0.83 rad/s
+    command = Command(positions=rows, times=0.06 * np.arange(1, 51), hold=False)
+    got: list[tuple[float, JointTrajectory]] = []
+    for other in ('left_gripper', 'right_arm', 'right_gripper'):
+        ros.create_subscription(
+            JointTrajectory, f'/{other}_controller/joint_trajectory', lambda m: None, qos.ARM_COMMANDS
+        )
+    reader = ros.create_subscription(
+        JointTrajectory, topic, lambda m: got.append((time.monotonic(), m)), qos.ARM_COMMANDS
+    )
+    drivers = {window: driver_for(ros, profile, window=window) for window in (0.0, 0.3)}
+    wait_until(
+        lambda: all(d.connected() for d in drivers.values()) and reader.get_publisher_count() == 2,
+        timeout=60,
+        what='the readers and writers to match',
+    )
+    for window, driver in drivers.items():
+        got.clear()
+        try:
+            driver.send(command, start=start)
+            time.sleep(1.0)
+        finally:
+            driver.close()  # the bridge dies: no window after this
+        closed = time.monotonic()
+        time.sleep(0.3)
+        horizons = [m.points[-1].time_from_start.sec + m.points[-1].time_from_start.nanosec / 1e9 for _, m in got]
+        if window == 0.0:
+            assert len(got) == 1 and len(got[0][1].points) == 50 and horizons == [pytest.approx(3.0)]
+            continue
+        assert 5 <= len(got) <= 9, len(got)  # the first at once, then one every 0.15 s for 1 s
+        for message in (m for _, m in got):
+            assert check_trajectory(message, controller_joints=driver.controller_joints()[topic]) == ()
+            waist = [p.positions[0] for p in message.points]
+            steps = np.diff(waist)
+            assert (steps >= -1e-9).all() and steps[-1] < steps[0]  # on along the chunk, slowing into the stop
+        arrival, last = got[-1]
+        ends_at = arrival + horizons[-1]
+        assert ends_at - closed < 0.3 + 0.5 + 0.1  # the window, the stop, and the transport
+        started = got[0][0]
+        reached = last.points[-1].positions[0]
+        assert reached < start[0] + 0.05 * (ends_at - started) / 0.06  # short of where the chunk would have gone
+
+
 def test_piper_driver_streams_interpolated_rows_at_the_control_rate(ros: Node) -> None:
     profile = load_profile('piper')
-    driver = make_driver(ros, profile)
+    driver = driver_for(ros, profile)
     assert isinstance(driver, StreamedDriver)
     got: list[tuple[float, JointState]] = []
     ros.create_subscription(
@@ -106,7 +169,7 @@ def test_a_driver_message_type_that_is_not_installed_is_refused_in_one_line() ->
 def test_interbotix_driver_streams_the_arm_group_and_the_gripper_motor_angle(ros: Node) -> None:
     messages = pytest.importorskip('interbotix_xs_msgs.msg', reason='built by scripts/build_interfaces.sh')
     profile = load_profile('aloha_interbotix')
-    driver = make_driver(ros, profile)
+    driver = driver_for(ros, profile)
     assert isinstance(driver, StreamedDriver)
     arm: list[object] = []
     gripper: list[object] = []
@@ -130,7 +193,7 @@ def test_the_stream_keeps_its_rate_while_the_bridges_callbacks_are_busy(ros: Nod
     """The bridge's callbacks run one at a time (an events executor): the stream has a thread of its own, so a
     callback that takes half a second (a camera image to decode on a loaded machine) does not stall the arm."""
     profile = load_profile('piper')
-    driver = make_driver(ros, profile)
+    driver = driver_for(ros, profile)
     assert isinstance(driver, StreamedDriver)
     topic = '/left_piper/joint_ctrl_single'
     with private_node(NOMINAL_DOMAIN, 'drivers_listener', spin=True) as (listener, _executor):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from safety_support import ROW, aloha_limits
+from safety_support import BOX, ROW, aloha_limits, tcp
 from safety_support import home as measured_home
 
 from robofollow_ros.errors import SafetyError
@@ -18,6 +18,7 @@ from robofollow_ros.safety.controlled_stop import (
     commanded_at,
     controlled_stop,
     stop_decelerations,
+    stop_in_workspace,
 )
 
 LIMITS = aloha_limits()
@@ -113,3 +114,39 @@ def test_any_stop_stays_in_limits_rests_in_time_and_never_speeds_up(speeds, offs
     speeds_seen = np.abs(segment_speeds(start, command))
     assert np.all(speeds_seen <= np.abs(velocity)[None, :] + LIMITS.velocity * 1e-9 + 1e-12)
     assert np.all(np.diff(speeds_seen, axis=0) <= 1e-9), 'a stop never speeds a joint up'
+
+
+def test_a_stop_towards_the_workspace_floor_brakes_harder_to_stay_in_the_box():
+    # The stand-in FK puts the left TCP at z = 0.9 + 0.1 * elbow; the box's floor is z = 0.75 (elbow -1.5).
+    position = home()
+    position[2] = -1.45
+    velocity = np.zeros(14)
+    velocity[2] = -1.0
+    plain = controlled_stop(position, velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    assert min(tcp(row)[0][2] for row in plain.positions) < BOX.lower[2]  # the gentle stop ends below the floor
+    kept = stop_in_workspace(position, velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW, tcp=tcp)
+    assert all(BOX.contains(point) for row in kept.positions for point in tcp(row))
+    assert kept.hold and kept.times[-1] < plain.times[-1]
+    speeds = segment_speeds(position, kept)
+    assert speeds[0, 2] < 0 and (np.diff(np.abs(speeds[:, 2])) <= 1e-9).all()  # on along its motion, slowing down
+    assert (np.abs(np.diff(speeds[:, 2])) / ROW <= 2.0 * DECELERATION[2] * 1.01).all()  # twice as hard, no more
+
+
+def test_a_stop_that_no_deceleration_keeps_in_the_box_holds_where_the_arm_is():
+    position = home()
+    position[2] = -1.495  # 0.5 mm above the floor, falling at 2 rad/s
+    velocity = np.zeros(14)
+    velocity[2] = -2.0
+    kept = stop_in_workspace(position, velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW, tcp=tcp)
+    assert len(kept.positions) == 1 and np.allclose(kept.positions[0], position) and kept.hold
+
+
+def test_without_a_box_or_kinematics_the_stop_is_the_plain_controlled_stop():
+    position, velocity = home(), np.zeros(14)
+    velocity[2] = -1.0
+    plain = controlled_stop(position, velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    for limits, kinematics in ((LIMITS, None), (aloha_limits(workspace=None), tcp)):
+        kept = stop_in_workspace(
+            position, velocity, limits, deceleration=DECELERATION, row_period_s=ROW, tcp=kinematics
+        )
+        assert np.array_equal(kept.positions, plain.positions) and np.array_equal(kept.times, plain.times)

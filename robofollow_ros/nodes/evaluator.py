@@ -13,6 +13,7 @@ whose policy bridge, referee or sim leaves mid-run is dropped and its trial in f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -75,6 +76,9 @@ SPEC_DELIVERY_SECONDS = 5.0
 next spec would replace one still undelivered, and the referee would drop that episode's end as unknown)."""
 LOSS_CHECK_SECONDS = 0.05
 """How often a wait looks whether its graph is still there (several graphs only)."""
+RESET_DISCOVERY_SECONDS = 3.0
+"""How long a real cell's evaluator gives discovery to find a cell reset service (fake hardware started on its own)
+before its trials go to the operator; a real cell has none and starts this much later."""
 
 
 class EvaluatorNode(Node):
@@ -414,6 +418,11 @@ class EvaluatorNode(Node):
         if cell.settings.fake_hardware:
             what = f'the {topics.CELL_RESET} service'
             self._wait(cell.reset_client.service_is_ready, timeout=self.startup_timeout, what=what)
+        else:
+            # Fake hardware started on its own serves the reset as well: a reset service not yet discovered when the
+            # first trial starts sent that trial to the operator, and an unattended run waited for ever.
+            with contextlib.suppress(GraphError):
+                self._wait(cell.reset_client.service_is_ready, timeout=RESET_DISCOVERY_SECONDS, what='a cell reset')
         self._wait(
             lambda: self.instruction_pub.get_subscription_count() > 0,
             timeout=self.startup_timeout,
@@ -561,6 +570,9 @@ def main(args: list[str] | None = None) -> int:
     finally:
         ignore_further_stops()
         STOP.set(STOP.name or 'exit')
+        for link in links:
+            if link.cell is not None:
+                link.cell.close()  # the terminal as it was (read key by key for the stop key)
         # The spinners see STOP between waits and return; shutting a context down while one waits on it can raise
         # in that thread (a traceback in the launch output of a SIGTERM mid-trial, once under load).
         for spinner in spinners:

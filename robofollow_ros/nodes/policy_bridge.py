@@ -350,7 +350,7 @@ class PolicyBridge(Node):
         self.get_logger().fatal(f'{reason}; holding the arms and exiting')
         if self.real is not None:
             with contextlib.suppress(Exception):  # the process ends either way; the hold is best effort
-                self.real.motion.hold(what='bridge failure')
+                self.real.motion.halt(what='bridge failure')
         self.exit_code = 1
         rclpy.try_shutdown(context=self.context)
 
@@ -449,7 +449,10 @@ class PolicyBridge(Node):
             self.end_pub.publish(end.to_message())
 
     def close(self) -> None:
-        """Stop the episode thread (its waits end on ``STOP``) before the node's publishers go away."""
+        """Hold the arms at once (real mode: the episode thread may be waiting out a chunk's rows), then stop the
+        episode thread (its waits end on ``STOP``) before the node's publishers go away."""
+        if self.real is not None:
+            self.real.motion.halt(what='bridge exit')
         self.requests.put(None)
         with self.cache.condition:
             self.cache.condition.notify_all()

@@ -5,9 +5,14 @@ due ``times`` seconds from now) and writes it in the driver's names and units (`
 profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins late never executes an old command).
 
 * ``ros2_control``: one JointTrajectory per arm controller and per gripper controller (merged when the profile puts
-  the gripper on the arm's topic), ``header.stamp`` zero ("start now"), ``time_from_start`` of each point the
-  command's time, every joint of the controller. A hold is one point: never an empty trajectory (the JTC rejects it
-  and keeps moving, ros2_controllers#902).
+  the gripper on the arm's topic), ``header.stamp`` zero ("start now"), every joint of the controller. A chunk goes
+  out in windows (``window`` seconds, 0.3 by default): the rows due within the window, then a controlled stop from
+  the window's last row at its speed; a thread of the driver's own sends the next window every half window, each
+  replacing the last on the JTC. While the bridge lives the arm follows the chunk; when it dies (SIGKILL, out of
+  memory, a lost host) the arm finishes the window it has and decelerates to rest, at most ``window`` plus the stop
+  later, instead of running out a 3 s chunk. ``window`` 0 sends each chunk whole, as one trajectory. Holds and
+  controlled stops go out whole (they end at rest). A hold is one point: never an empty trajectory (the JTC rejects
+  it and keeps moving, ros2_controllers#902).
 * ``piper`` (sensor_msgs/JointState on ``joint_ctrl_single``: six joints and the gripper in ``position``, the speed
   percent in ``velocity[6]``) and ``interbotix_xs`` (JointGroupCommand ``arm`` and JointSingleCommand ``gripper``):
   position streams, so the rows are streamed at the profile's ``control_rate`` by a thread of the driver's own,
@@ -22,6 +27,7 @@ import importlib
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,6 +43,10 @@ from robofollow_ros.safety.command_filter import Command
 from robofollow_ros.state_layout import ARMS
 
 NS_PER_S = 1_000_000_000
+WINDOW_SECONDS = 0.3
+"""How far ahead of now a JointTrajectory reaches along a chunk before its closing controlled stop (``JtcDriver``)."""
+StopFrom = Callable[[np.ndarray, np.ndarray], Command]
+"""The controlled stop from a 14-D position moving at a 14-D velocity (``safety.controlled_stop``)."""
 INTERBOTIX_ARM_GROUP = 'arm'
 INTERBOTIX_GRIPPER = 'gripper'
 
@@ -91,10 +101,13 @@ def trajectory(joints: tuple[str, ...], rows: np.ndarray, times: np.ndarray) -> 
 
 
 class JtcDriver:
-    """ros2_control JointTrajectoryControllers: each command is one trajectory per controller."""
+    """ros2_control JointTrajectoryControllers: a chunk in windows that each end in a controlled stop (module
+    docstring); ``stop_from`` makes that stop, ``window`` 0 sends each command whole."""
 
-    def __init__(self, node: Node, profile: RobotProfile) -> None:
+    def __init__(self, node: Node, profile: RobotProfile, *, stop_from: StopFrom, window: float = WINDOW_SECONDS):
         self.profile = profile
+        self.stop_from = stop_from
+        self.window = float(window)
         self.joints: dict[str, list[str]] = {}
         for arm in ARMS:
             spec = profile.arms[arm]
@@ -103,9 +116,20 @@ class JtcDriver:
         self.pubs: dict[str, Publisher] = {
             topic: node.create_publisher(JointTrajectory, topic, qos.ARM_COMMANDS) for topic in self.joints
         }
+        self.lock = threading.Condition()
+        self.plan: tuple[float, np.ndarray, np.ndarray] | None = None
+        """(start, monotonic; knot times from 0, seconds; the 14-D points at them, the start state first), while
+        windows of it remain to be sent."""
+        self.closed = False
+        self.streamer = threading.Thread(target=self.stream, name='driver-windows', daemon=True)
+        self.streamer.start()
 
     def close(self) -> None:
-        """Nothing to stop: each command is one message."""
+        """Stop sending windows and end the thread."""
+        with self.lock:
+            self.closed, self.plan = True, None
+            self.lock.notify_all()
+        self.streamer.join(timeout=1.0)
 
     def controller_joints(self) -> dict[str, tuple[str, ...]]:
         """Each command topic's joints, in the order its trajectories list them."""
@@ -118,8 +142,61 @@ class JtcDriver:
         return all(publisher.get_subscription_count() > 0 for publisher in self.pubs.values())
 
     def send(self, command: Command, *, start: np.ndarray) -> None:
+        knots = np.concatenate([[0.0], np.asarray(command.times, dtype=np.float64)])
+        points = np.vstack([np.asarray(start, dtype=np.float64)[None, :], np.asarray(command.positions, np.float64)])
+        with self.lock:
+            self.plan = (time.monotonic(), knots, points)
+            if command.hold or self.window <= 0.0:
+                self.plan = None
+                self.publish(np.asarray(command.times, dtype=np.float64), points[1:])
+            else:
+                self.send_window(elapsed=0.0)
+            self.lock.notify_all()
+
+    def window_at(self, elapsed: float) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The plan's window ``elapsed`` seconds in: the times (from now) and 14-D rows to send, and whether it holds
+        the plan's last row (no later window is needed)."""
+        assert self.plan is not None
+        _, knots, points = self.plan
+        ahead = np.flatnonzero(knots > elapsed + 1e-9)
+        if ahead.size == 0:
+            return np.array([self.window or 1e-3]), points[-1:], True
+        inside = ahead[knots[ahead] <= elapsed + self.window + 1e-9]
+        if inside.size == ahead.size:
+            return knots[ahead] - elapsed, points[ahead], True
+        last = int(inside[-1]) if inside.size else int(ahead[0])
+        kept = ahead[ahead <= last]
+        velocity = (points[last] - points[last - 1]) / (knots[last] - knots[last - 1])
+        stop = self.stop_from(points[last], velocity)
+        times = np.concatenate([knots[kept] - elapsed, knots[last] - elapsed + np.asarray(stop.times)])
+        return times, np.vstack([points[kept], stop.positions]), False
+
+    def send_window(self, *, elapsed: float | None = None) -> None:
+        """Publish the plan's window ``elapsed`` seconds in (default: now; the lock held); the plan is done once a
+        window held its last row."""
+        assert self.plan is not None
+        times, rows, last = self.window_at(time.monotonic() - self.plan[0] if elapsed is None else elapsed)
+        if last:
+            self.plan = None
+        self.publish(times, rows)
+
+    def stream(self) -> None:
+        """The window thread: a new window every half window while the plan lasts; idle between plans."""
+        with self.lock:
+            while not self.closed:
+                if self.plan is None:
+                    self.lock.wait()
+                    continue
+                started = self.plan[0]
+                self.lock.wait(timeout=self.window / 2.0)
+                if self.closed or self.plan is None or self.plan[0] != started:
+                    continue
+                self.send_window()
+
+    def publish(self, times: np.ndarray, rows: np.ndarray) -> None:
+        """One trajectory per controller through ``rows`` (N, 14) due ``times`` (N,) seconds from now."""
         values: dict[str, list[np.ndarray]] = {topic: [] for topic in self.joints}
-        for row in command.positions:
+        for row in rows:
             per_arm = to_driver(self.profile, row)
             by_topic: dict[str, dict[str, float]] = {topic: {} for topic in self.joints}
             for arm in ARMS:
@@ -130,8 +207,7 @@ class JtcDriver:
             for topic, joints in self.joints.items():
                 values[topic].append(np.array([by_topic[topic][joint] for joint in joints]))
         messages = {
-            topic: trajectory(tuple(self.joints[topic]), np.array(rows), command.times)
-            for topic, rows in values.items()
+            topic: trajectory(tuple(self.joints[topic]), np.array(rows_of), times) for topic, rows_of in values.items()
         }
         for topic, message in messages.items():  # built first, then written back to back
             self.pubs[topic].publish(message)
@@ -244,12 +320,14 @@ class StreamedDriver:
                 )
 
 
-def make_driver(node: Node, profile: RobotProfile) -> JtcDriver | StreamedDriver:
-    """The driver writers a profile's ``driver`` kind needs.
+def make_driver(
+    node: Node, profile: RobotProfile, *, stop_from: StopFrom, window: float = WINDOW_SECONDS
+) -> JtcDriver | StreamedDriver:
+    """The driver writers a profile's ``driver`` kind needs (``stop_from`` and ``window``: a JTC's windows).
 
     Raises:
         GraphError: the driver's message package is not installed.
     """
     if profile.driver == 'ros2_control':
-        return JtcDriver(node, profile)
+        return JtcDriver(node, profile, stop_from=stop_from, window=window)
     return StreamedDriver(node, profile)

@@ -1,7 +1,8 @@
 """The policy bridge's real-time mode (``runtime: real``): its parameters, its services and its episode runner.
 
 ``RealCell`` holds what the bridge adds for a real cell (or fake hardware) behind a robot profile: ``SafeMotion``
-(the safety filter, the driver writers, the measured joints, the dead-man), ``/robofollow/stop`` and
+(the safety filter, the driver writers, the measured joints, the dead-man), ``/robofollow/stop`` (served from a
+node and thread of its own, ``ros/stop_server.py``: never behind the bridge's image callbacks) and
 ``/robofollow/home`` (std_srvs/Trigger), and ``run``, which runs one episode with ``run_episode`` over a
 ``RealTimeEnvironment`` and returns its ``EpisodeEnd`` (``end_stamp_ns``: the wall clock once the last rows ran).
 """
@@ -26,6 +27,7 @@ from robofollow_ros.ros.realtime_environment import RealTimeEnvironment, Watched
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
 from robofollow_ros.ros.safe_motion import MotionSettings, SafeMotion
 from robofollow_ros.ros.shutdown import STOP
+from robofollow_ros.ros.stop_server import StopServer
 
 RUNTIMES = ('sim', 'real')
 STOPPED_KIND = 'stopped'
@@ -65,6 +67,19 @@ def motion_settings(node: Node) -> tuple[MotionSettings, float]:
         stop_seconds=seconds(
             'stop_seconds', defaults.stop_seconds, 'a controlled stop brings a joint at full speed to rest in this time'
         ),
+        state_watchdog=seconds(
+            'state_watchdog', defaults.state_watchdog, 'seconds the measured state may be old while a chunk runs'
+        ),
+        command_window=float(
+            param(
+                node,
+                'command_window',
+                defaults.command_window,
+                description='seconds ahead a trajectory controller is sent rows, then a stop (0: whole chunks)',
+                minimum=0.0,
+                maximum=5.0,
+            )
+        ),
         gripper_velocity=float(
             param(
                 node,
@@ -93,7 +108,8 @@ class RealCell:
         settings, self.max_age = motion_settings(node)
         self.motion = SafeMotion(node, profile, settings=settings)
         self.running = False
-        node.create_service(Trigger, topics.STOP, self.on_stop)
+        # The stop must not wait behind the bridge's callbacks (images, joint states) on its one executor thread.
+        self.stop_server = StopServer(node, topics.STOP, self.on_stop)
         node.create_service(Trigger, topics.HOME, self.on_home)
         node.create_service(Trigger, topics.RELEASE, self.on_release)
 
@@ -108,7 +124,8 @@ class RealCell:
         return ChunkLimits.for_robot(robot, max_row_step=max_row_step)
 
     def on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        """Both arms hold now; the running episode ends ``stopped``; motion is refused until the next episode."""
+        """Both arms hold now; the running episode ends ``stopped``; motion is refused until the next episode. Runs
+        on the stop server's thread, concurrently with the bridge's callbacks and its episode thread."""
         decision = self.motion.stop()
         response.success = decision.command is not None
         response.message = (
@@ -176,7 +193,7 @@ class RealCell:
         finally:
             self.running = False
         if STOP.is_set():
-            self.motion.hold(what='bridge stopping')  # SIGINT / SIGTERM mid-episode: the arms hold before it ends
+            self.motion.halt(what='bridge stopping')  # SIGINT / SIGTERM mid-episode: the arms hold before it ends
             return None
         if error is not None:
             logger.error(f'{spec.task_id}: {error}; holding the arms')
@@ -198,9 +215,10 @@ class RealCell:
         )
 
     def close(self) -> None:
-        """Hold both arms (every exit of the bridge ends with a hold), then stop the dead-man's and driver's
-        threads."""
+        """Hold both arms (every exit of the bridge ends with a hold), then stop the stop service and the dead-man's
+        and driver's threads."""
         try:
-            self.motion.hold(what='bridge exit')
+            self.motion.halt(what='bridge exit')  # nothing when the bridge already halted the arms
         finally:
+            self.stop_server.close()
             self.motion.close()

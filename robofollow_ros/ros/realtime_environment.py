@@ -159,8 +159,8 @@ class RealTimeEnvironment(GraphEpisode):
             decision = self.motion.send_chunk(chunk, what=what)
             try:
                 reached = self.motion.wait_executed(decision, sent_at=sent_at)
-            except MotionStoppedError:
-                # The rows already due ran; the episode ends here.
+            except (MotionStoppedError, GraphError):
+                # Stopped, or the measured state went stale: the rows already due ran; the episode ends here.
                 if decision.command is not None and not decision.held:
                     due = np.searchsorted(decision.command.times, time.monotonic() - sent_at, side='right')
                     self.executed_rows += int(due)

@@ -6,7 +6,8 @@ clamp or refusal, velocity, workspace by forward kinematics, non-finite values, 
 written; every intervention is logged and counted. A dead-man (``safety.deadman.DeadMan``) watches the outstanding
 policy query on its own thread and holds the arms the moment its deadline passes. ``stop`` holds both arms at once
 (from the caller's thread: the stop service's callback) and refuses every further motion until ``release`` (the
-next episode's start) or the operator's release (``release_stop``).
+next episode's start) or the operator's release (``release_stop``); ``halt`` does the same for good when the bridge
+exits, before it waits for its episode thread.
 
 A profile without a robot description has no kinematics, so its workspace box could not be checked: the bridge
 refuses it however it is started (``ros2 run``, any launch file), rather than dropping the box with a warning.
@@ -28,17 +29,17 @@ from dataclasses import dataclass
 import numpy as np
 from rclpy.node import Node
 
-from robofollow_ros.errors import MotionStoppedError, ProfileError
+from robofollow_ros.errors import GraphError, MotionStoppedError, ProfileError
 from robofollow_ros.robot.profiles import RobotProfile
 from robofollow_ros.ros.driver_feedback import DriverFeedback, MeasuredCell
-from robofollow_ros.ros.drivers import make_driver
+from robofollow_ros.ros.drivers import WINDOW_SECONDS, make_driver
 from robofollow_ros.safety.command_filter import Command, MeasuredState, SafetyDecision, filter_chunk, hold_command
 from robofollow_ros.safety.controlled_stop import (
     STOP_SECONDS,
     SentCommand,
     commanded_at,
-    controlled_stop,
     stop_decelerations,
+    stop_in_workspace,
 )
 from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
@@ -50,7 +51,10 @@ ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column n
 GRIP_COLUMNS = np.array(sorted(GRIP_INDEX.values()))
 STOPPED_MESSAGE = 'stopped by /robofollow/stop: motion refused until the operator releases it (/robofollow/release)'
 """What every refusal of motion after a stop says (the evaluator recognises a stopped bridge by it)."""
+EXITING_MESSAGE = 'the policy bridge is exiting: the arms hold, and no further motion is sent'
 FRESH_STATE_WAIT = 1.0
+STATE_WATCH_SECONDS = 0.02
+"""How often the measured state's age is looked at while a chunk's rows run."""
 """How long (s) the home move waits for a measured state younger than ``max_state_age`` before it refuses."""
 
 
@@ -69,6 +73,11 @@ class MotionSettings:
             row (as the simulated cell executes it): the default lets a full stroke through in one 0.06 s row.
         stop_seconds: a controlled stop brings a joint at its velocity limit to rest in this many seconds (its
             deceleration: the velocity limit over this).
+        command_window: how far ahead (s) a JointTrajectoryController is sent a chunk's rows, each window ending in
+            a controlled stop (``ros/drivers.py``); 0 sends each chunk whole.
+        state_watchdog: while a chunk's rows run, a measured state older than this (s) stops the arms and ends the
+            chunk (a driver gone quiet). Longer than ``max_state_age``, which judges the state a chunk starts from:
+            under load a driver's messages arrived up to 0.2 s late with the driver alive.
     """
 
     max_state_age: float = 0.2
@@ -78,6 +87,8 @@ class MotionSettings:
     home_speed: float = 0.2
     gripper_velocity: float = 20.0
     stop_seconds: float = STOP_SECONDS
+    command_window: float = WINDOW_SECONDS
+    state_watchdog: float = 0.5
 
 
 def rounding(item: Intervention) -> bool:
@@ -102,7 +113,6 @@ class SafeMotion:
         self.condition = threading.Condition()
         self.lock = threading.Lock()
         self.feedback = DriverFeedback(node, profile, condition=self.condition)
-        self.driver = make_driver(node, profile)
         if profile.robot is None:
             raise ProfileError(
                 f'robot profile {profile.name!r} names no robot description: without kinematics its workspace box '
@@ -113,8 +123,10 @@ class SafeMotion:
         )
         self.tcp = profile_tcp(profile)
         self.deceleration = stop_decelerations(self.limits, stop_seconds=settings.stop_seconds)
+        self.driver = make_driver(node, profile, stop_from=self.stop_from, window=settings.command_window)
         self.sent: SentCommand | None = None
         self.stopped = False
+        self.exiting = False
         self.stopped_at_ns = -1
         self.stop_event = threading.Event()
         self.deadman = DeadMan(deadline_s=settings.policy_deadline, clock=time.monotonic)
@@ -181,8 +193,8 @@ class SafeMotion:
         """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``); a hold goes
         out as a controlled stop (``controlled``). Returns what was written."""
         with self.lock:
-            if moving and self.stopped:
-                raise MotionStoppedError(STOPPED_MESSAGE)
+            if moving and (self.stopped or self.exiting):
+                raise MotionStoppedError(self.refusal())
             return self._send(decision, state)
 
     def _send(self, decision: SafetyDecision, state: MeasuredState) -> Command | None:
@@ -208,15 +220,23 @@ class SafeMotion:
         if not holding or sent is None or now >= sent.sent_at + float(sent.command.times[-1]):
             return decision.command, state.positions
         position, velocity = commanded_at(sent, now)
-        command = controlled_stop(
-            position, velocity, self.limits, deceleration=self.deceleration, row_period_s=self.row_period
+        return self.stop_from(position, velocity), position
+
+    def stop_from(self, position: np.ndarray, velocity: np.ndarray) -> Command:
+        """The controlled stop from ``position`` moving at ``velocity`` (14-D each), inside the workspace box."""
+        return stop_in_workspace(
+            position,
+            velocity,
+            self.limits,
+            deceleration=self.deceleration,
+            row_period_s=self.row_period,
+            tcp=self.tcp,
         )
-        return command, position
 
     def send_chunk(self, chunk: np.ndarray, *, what: str) -> SafetyDecision:
         """Filter ``chunk`` (T, 14) from the measured state and write what may be sent (rows or a hold)."""
-        if self.stopped:
-            raise MotionStoppedError(STOPPED_MESSAGE)
+        if self.stopped or self.exiting:
+            raise MotionStoppedError(self.refusal())
         state = self.measured()
         decision = filter_chunk(chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp)
         self.record(decision, what)
@@ -244,6 +264,26 @@ class SafeMotion:
             self.condition.notify_all()
         return dataclasses.replace(decision, command=sent)
 
+    def halt(self, *, what: str = 'bridge exit') -> SafetyDecision | None:
+        """The bridge is exiting (a signal, a failure, ``close``): hold both arms now, a controlled stop while a
+        trajectory runs, wake the episode's waits and refuse every later motion. Once: None after the first call."""
+        with self.lock:
+            if self.exiting:
+                return None
+            self.exiting = True
+            self.stop_event.set()
+        with self.condition:
+            self.condition.notify_all()
+        return self.hold(what=what)
+
+    def refusal(self) -> str:
+        """Why motion is refused now (the bridge exiting, or the operator's stop)."""
+        return EXITING_MESSAGE if self.exiting else STOPPED_MESSAGE
+
+    def ended_by(self) -> str:
+        """What ended a chunk's execution (the episode's ``policy_error``)."""
+        return EXITING_MESSAGE if self.exiting else 'stopped by /robofollow/stop'
+
     def count(self, kinds: Iterable[str]) -> None:
         """Count interventions (from the episode's thread and the dead-man's)."""
         with self.counts_lock:
@@ -258,7 +298,8 @@ class SafeMotion:
         """The operator releases the stop: motion is allowed again. Whether the arms were stopped."""
         with self.lock:
             was, self.stopped = self.stopped, False
-            self.stop_event.clear()
+            if not self.exiting:
+                self.stop_event.clear()
         return was
 
     def release(self, *, started_ns: int) -> None:
@@ -270,16 +311,23 @@ class SafeMotion:
             if self.stopped and self.stopped_at_ns >= started_ns:
                 return
             self.stopped = False
-            self.stop_event.clear()
+            if not self.exiting:
+                self.stop_event.clear()
 
     def home(self) -> tuple[bool, str]:
         """A slow move from the measured state to the profile's home pose, through the safety filter; whether all
         of it was sent, and one line saying what was done."""
-        if self.stopped:
-            return False, STOPPED_MESSAGE
+        if self.stopped or self.exiting:
+            return False, self.refusal()
         state = self.fresh_state(within=FRESH_STATE_WAIT)
         if not np.isfinite(state.positions).all():
             return False, 'no joint state from the driver yet: nothing to move from'
+        if state.age_s > self.settings.max_state_age:
+            # Said as "none yet", which the evaluator calls again for (a driver back after a pause moves home).
+            return False, (
+                f'no joint state from the driver yet younger than {self.settings.max_state_age:g} s (the latest is '
+                f'{state.age_s:.3g} s old)'
+            )
         start, goal = state.positions, self.profile.home_state()
         speed = self.limits.velocity * self.settings.home_speed
         seconds = float((np.abs(goal - start) / speed).max())
@@ -296,6 +344,17 @@ class SafeMotion:
             return False, f'home move not sent whole: {decision.summary()}'
         return True, f'moving home in {rows * self.row_period:.2f} s ({rows} rows)'
 
+    def hold_if_stale(self) -> None:
+        """Hold the arms (a controlled stop) and raise ``GraphError`` when the measured state is older than
+        ``state_watchdog``."""
+        cell = self.feedback.latest()
+        age = math.inf if cell is None else cell.age_s
+        limit = self.settings.state_watchdog
+        if age <= limit:
+            return
+        self.hold(reasons=(Intervention('stale_state', None, None, float(age), limit),), what='while a chunk ran')
+        raise GraphError(f'the measured joint state went stale while a chunk ran ({age:.3g} s old, limit {limit:g} s)')
+
     def connected(self) -> bool:
         """Whether every command topic has a reader."""
         return self.driver.connected()
@@ -307,21 +366,28 @@ class SafeMotion:
         since then has every arm joint within ``settle_tolerance`` of the last row or ``settle_timeout`` passed;
         whether it got there (``settle_error``: the largest arm joint error seen last, rad).
 
+        While the rows of a motion run, the measured state is watched: once it is older than ``state_watchdog`` (the
+        driver went quiet) the arms get a controlled stop and the chunk ends, instead of running out unwatched.
+
         Raises:
-            MotionStoppedError: ``stop`` was called meanwhile.
+            MotionStoppedError: ``stop`` or ``halt`` was called meanwhile.
+            GraphError: the measured state went stale while the rows ran (the arms hold).
         """
         if decision.command is None:
             return False
         due = sent_at + float(decision.command.times[-1])
-        if self.stop_event.wait(max(0.0, due - time.monotonic())):
-            raise MotionStoppedError('stopped by /robofollow/stop')
+        while (remaining := due - time.monotonic()) > 0.0:
+            if self.stop_event.wait(min(remaining, STATE_WATCH_SECONDS)):
+                raise MotionStoppedError(self.ended_by())
+            if not decision.held:
+                self.hold_if_stale()
         target = decision.command.positions[-1]
         self.settle_error = math.inf
         deadline = time.monotonic() + self.settings.settle_timeout
         with self.condition:
             while True:
-                if self.stopped:
-                    raise MotionStoppedError('stopped by /robofollow/stop')
+                if self.stopped or self.exiting:
+                    raise MotionStoppedError(self.ended_by())
                 state = self.feedback.state(since=due)  # measured after the last row was due
                 if state is not None:
                     # Arm joints only: a gripper closed on an object never reaches its (closed) target.

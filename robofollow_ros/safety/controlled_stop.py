@@ -1,5 +1,6 @@
 """``controlled_stop``: the trajectory that brings moving arms to rest (IEC 60204-1 stop category 2), and where the
-arms were commanded to be at a moment of a trajectory already sent (``commanded_at``).
+arms were commanded to be at a moment of a trajectory already sent (``commanded_at``); ``stop_in_workspace``: the
+same, kept inside the workspace box.
 
 A stop used to be one point at the measured position (up to ``max_state_age`` old), due one row period later: an arm
 moving at speed was commanded back to where it had been, and to a standstill within 60 ms. A controlled stop starts
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robofollow_ros.errors import SafetyError
-from robofollow_ros.safety.command_filter import Command, check_row_period
+from robofollow_ros.safety.command_filter import Command, MeasuredState, TcpFunction, check_row_period, hold_command
 from robofollow_ros.safety.limits import SafetyLimits
 
 STOP_SECONDS = 0.5
@@ -26,6 +27,8 @@ STOP_SECONDS = 0.5
 command horizon: the longest stop runs 0.5 s)."""
 REST_SPEED = 1e-6
 """Below this speed (rad/s, or gripper strokes/s) a joint counts as at rest."""
+HARDER_STOPS = (1.0, 2.0, 4.0)
+"""The decelerations ``stop_in_workspace`` tries, in multiples of the limits', to keep the TCPs in the box."""
 
 
 @dataclass(frozen=True)
@@ -98,3 +101,35 @@ def controlled_stop(
     travelled = velocity[None, :] * (times[:, None] - times[:, None] ** 2 / (2.0 * duration))
     positions = np.clip(position[None, :] + travelled, limits.lower, limits.upper)
     return Command(positions=positions, times=times, hold=True)
+
+
+def stop_in_workspace(
+    position: np.ndarray,
+    velocity: np.ndarray,
+    limits: SafetyLimits,
+    *,
+    deceleration: np.ndarray,
+    row_period_s: float,
+    tcp: TcpFunction | None,
+) -> Command:
+    """A controlled stop whose every point keeps both TCPs (``tcp``) in ``limits.workspace``: at ``deceleration``,
+    else two or four times as hard (the box comes first: an arm moving towards its side at speed stops beyond it at
+    the gentle deceleration), else a hold where the arms are. Without a box or a ``tcp`` function, the plain stop.
+
+    Raises:
+        SafetyError: as ``controlled_stop``.
+    """
+    box = limits.workspace
+    command = controlled_stop(position, velocity, limits, deceleration=deceleration, row_period_s=row_period_s)
+    if box is None or tcp is None:
+        return command
+    for harder in HARDER_STOPS:
+        command = controlled_stop(
+            position, velocity, limits, deceleration=np.asarray(deceleration) * harder, row_period_s=row_period_s
+        )
+        if all(box.contains(point) for row in command.positions for point in tcp(row)):
+            return command
+    held = hold_command(
+        MeasuredState(positions=np.asarray(position, dtype=np.float64), age_s=0.0), limits, row_period_s=row_period_s
+    )
+    return held.command if held.command is not None else command
