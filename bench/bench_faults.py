@@ -328,6 +328,8 @@ class Cell:
     tasks: str
     images: bool
     window: float
+    policy: str = 'fault_policy:sweep'
+    run_name: str = 'run'
     hardware: subprocess.Popen[str] | None = None
     launcher: subprocess.Popen[str] | None = None
     logs: list[Path] = field(default_factory=list)
@@ -348,20 +350,21 @@ class Cell:
         )
 
     def launch(self) -> None:
-        kwargs = json.dumps({'control': str(self.control), 'needs_images': self.images})
+        sweeping = self.policy == 'fault_policy:sweep'
+        kwargs = json.dumps({'control': str(self.control), 'needs_images': self.images} if sweeping else {})
         command = launch_command(
             'real',
             robot_profile=self.profile.name,
             fake_hardware='false',
             pose_source='mocap',
-            policy='fault_policy:sweep',
+            policy=self.policy,
             policy_kwargs=kwargs,
-            policy_scratch=str(self.control),
+            policy_scratch=str(self.control) if sweeping else '',
             task_ids=self.tasks,
             rounds='50',
             layout_check='false',
             command_window=str(self.window),
-            out=str(self.out / 'run'),
+            out=str(self.out / self.run_name),
         )
         log = self.out / f'launch-{len(self.logs):03d}.log'
         self.logs.append(log)
@@ -408,7 +411,7 @@ class Cell:
 
     def run_state(self) -> str:
         """run.json's status (and reason), and the last record's outcome."""
-        run_file, results = self.out / 'run' / 'run.json', self.out / 'run' / 'results.jsonl'
+        run_file, results = self.out / self.run_name / 'run.json', self.out / self.run_name / 'results.jsonl'
         parts = []
         with contextlib.suppress(OSError, ValueError):
             run = json.loads(run_file.read_text())
@@ -551,7 +554,7 @@ def measure(cell: Cell, heard: Heard, checker: Checker, fault: str, fault_ns: in
 
 
 def episode_motion(heard: Heard, start_ns: int, end_ns: int, period: float) -> tuple[int, int]:
-    """(discontinuities, dwells) of the measured motion between two wall-clock times (resampled to ``period``)."""
+    """(dwells, discontinuities) of the measured motion between two wall-clock times (resampled to ``period``)."""
     times, states = heard.states_between(start_ns, end_ns)
     if len(times) < 10:
         return 0, 0
@@ -569,7 +572,7 @@ def episode_motion(heard: Heard, start_ns: int, end_ns: int, period: float) -> t
         if seen_motion and run * period >= DWELL:
             dwells += 1
         seen_motion, run = True, 0
-    return int(jumps.sum()), dwells
+    return dwells, int(jumps.sum())
 
 
 # --- the bench -------------------------------------------------------------------------------------------------
@@ -595,7 +598,7 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
     checker = Checker(profile)
     period = 1.0 / profile.control_rate
     outcomes: list[Outcome] = []
-    chosen = FAULTS if args.faults == 'all' else tuple(args.faults.split(','))
+    chosen = FAULTS if args.faults == 'all' else () if args.faults == 'none' else tuple(args.faults.split(','))
     try:
         cell.start_hardware()
         for fault in chosen:
@@ -604,7 +607,7 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
                     cell.launch()
                 if not wait_for(lambda: moving(heard, period) or not cell.alive(), 240) or not cell.alive():
                     outcomes.append(
-                        Outcome(fault, None, None, 0, 0, 0, f'the graph did not move: {cell.run_state()}', None)
+                        Outcome(fault, 0, None, None, 0, 0, 0, f'the graph did not move: {cell.run_state()}', None)
                     )
                     continue
                 time.sleep(random.uniform(0.0, 1.0))
@@ -628,6 +631,17 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
                     outcome.says = cell.run_state()
                 outcomes.append(outcome)
                 print(f'  {name} {fault} #{repeat + 1}: {row(outcome)}', flush=True)
+        if args.expert:
+            for window in (0.0, args.command_window):
+                per_episode = expert_motion(cell, heard, window=window, episodes=args.expert, period=period)
+                dwells = [d for d, _ in per_episode]
+                jumps = [j for _, j in per_episode]
+                print(
+                    f'  {name} expert, command window {window:g} s: {len(per_episode)} episodes, dwells per episode '
+                    f'{np.mean(dwells):.1f} (max {max(dwells, default=0)}), velocity discontinuities per episode '
+                    f'{np.mean(jumps):.1f} (max {max(jumps, default=0)})',
+                    flush=True,
+                )
     finally:
         cell.close()
         stop.set()
@@ -642,6 +656,27 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
     for item in violations[:20]:
         print(f'    {item}')
     return outcomes
+
+
+def expert_motion(cell: Cell, heard: Heard, *, window: float, episodes: int, period: float) -> list[tuple[int, int]]:
+    """Run ``episodes`` expert trials with ``command_window`` ``window``; per episode (fake hardware's reset to the
+    bridge's end), the dwells and the velocity discontinuities of the measured motion."""
+    cell.stop_graph()
+    cell.window, cell.policy, cell.run_name = window, 'expert', f'expert-window-{window:g}'
+    with heard.lock:
+        first = len(heard.ends)
+    cell.launch()
+    wait_for(lambda: len(heard.ends) >= first + episodes or not cell.alive(), 120.0 * episodes)
+    cell.stop_graph()
+    found = []
+    with heard.lock:
+        ends, resets = heard.ends[first:], sorted(heard.resets)
+    for end in ends:
+        started = [at for at in resets if at < end]
+        if started:
+            dwells, jumps = episode_motion(heard, started[-1], end, period)
+            found.append((dwells, jumps))
+    return found
 
 
 def row(outcome: Outcome) -> str:
@@ -683,6 +718,7 @@ def main() -> int:
     parser.add_argument('--profiles', default='aloha_ros2_control,aloha_interbotix,piper')
     parser.add_argument('--faults', default='all', help=f'all, or some of: {",".join(FAULTS)}')
     parser.add_argument('--repeats', type=int, default=5)
+    parser.add_argument('--expert', type=int, default=0, help='expert episodes per command window (0: none)')
     parser.add_argument('--hold', type=float, default=3.0, help='seconds a silenced topic stays silent')
     parser.add_argument('--images', action='store_true', help='the policy asks for camera images')
     parser.add_argument(

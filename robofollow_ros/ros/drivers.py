@@ -7,8 +7,8 @@ profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins
 * ``ros2_control``: one JointTrajectory per arm controller and per gripper controller (merged when the profile puts
   the gripper on the arm's topic), ``header.stamp`` zero ("start now"), every joint of the controller. A chunk goes
   out in windows (``window`` seconds, 0.3 by default): the rows due within the window, then a controlled stop from
-  the window's last row at its speed; a thread of the driver's own sends the next window every half window, each
-  replacing the last on the JTC. While the bridge lives the arm follows the chunk; when it dies (SIGKILL, out of
+  the window's last row at its speed; a thread of the driver's own sends the next window every third of a window,
+  each replacing the last on the JTC. While the bridge lives the arm follows the chunk; when it dies (SIGKILL, out of
   memory, a lost host) the arm finishes the window it has and decelerates to rest, at most ``window`` plus the stop
   later, instead of running out a 3 s chunk. ``window`` 0 sends each chunk whole, as one trajectory. Holds and
   controlled stops go out whole (they end at rest). A hold is one point: never an empty trajectory (the JTC rejects
@@ -45,6 +45,8 @@ from robofollow_ros.state_layout import ARMS
 NS_PER_S = 1_000_000_000
 WINDOW_SECONDS = 0.3
 """How far ahead of now a JointTrajectory reaches along a chunk before its closing controlled stop (``JtcDriver``)."""
+WINDOWS_PER_HORIZON = 3
+"""How many windows are sent while one window's rows run."""
 StopFrom = Callable[[np.ndarray, np.ndarray], Command]
 """The controlled stop from a 14-D position moving at a 14-D velocity (``safety.controlled_stop``)."""
 INTERBOTIX_ARM_GROUP = 'arm'
@@ -181,14 +183,15 @@ class JtcDriver:
         self.publish(times, rows)
 
     def stream(self) -> None:
-        """The window thread: a new window every half window while the plan lasts; idle between plans."""
+        """The window thread: a new window every third of a window while the plan lasts (a window sent two thirds
+        of a window late still replaces the last before its closing stop begins); idle between plans."""
         with self.lock:
             while not self.closed:
                 if self.plan is None:
                     self.lock.wait()
                     continue
                 started = self.plan[0]
-                self.lock.wait(timeout=self.window / 2.0)
+                self.lock.wait(timeout=self.window / WINDOWS_PER_HORIZON)
                 if self.closed or self.plan is None or self.plan[0] != started:
                     continue
                 self.send_window()
