@@ -10,7 +10,9 @@ the arms move:
 * an exception in the bridge's episode thread (``bench/fault_injection/sitecustomize.py``);
 * the policy answering a NaN, a jump, out-of-limit and out-of-workspace targets, a stall past the dead-man, a crash;
 * fake hardware's joint states, cameras and object poses stopping (for ``--hold`` seconds);
-* ``/robofollow/stop`` (then ``/robofollow/ready``), and a stop released at once (stop then continue).
+* ``/robofollow/stop`` called as the evaluator's stop key calls it (a client that found the service when the graph
+  started), and by ``robofollow operator stop`` (a new process: start-up and discovery included), each followed by
+  ``/robofollow/ready``; and a stop released at once (stop then continue).
 
 Measured from outside by a listener in this process: fake hardware's measured joints (a side channel it always
 publishes, whatever the fault silences) and every message on the profile's command topics. Per fault: time from the
@@ -79,6 +81,7 @@ FAULTS = (
     'cameras_off',
     'poses_off',
     'stop',
+    'stop_command',
     'stop_continue',
 )
 MID_CHUNK = ('workspace',)
@@ -103,6 +106,8 @@ class Heard:
     """When fake hardware reset the cell (the arms jump home: measures end there)."""
     ends: list[int] = field(default_factory=list)
     """When the bridge ended an episode (the next command is the next trial's home move: measures end there)."""
+    stop_client: Any = None
+    """A /robofollow/stop client of the listener's node (matched since the graph started, as the stop key's is)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def states_between(self, start_ns: int, end_ns: int) -> tuple[np.ndarray, np.ndarray]:
@@ -179,6 +184,7 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Int64
+    from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory
 
     from robofollow_interfaces.msg import EpisodeEnd
@@ -244,6 +250,7 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
             heard.ends.append(time.time_ns())
 
     node.create_subscription(EpisodeEnd, topics.EPISODE_END, on_end, qos.EVENTS)
+    heard.stop_client = node.create_client(Trigger, topics.STOP)
     for arm in ARMS:
         spec = profile.arms[arm]
         if profile.driver == 'ros2_control':
@@ -469,7 +476,7 @@ class Outcome:
     resumed: bool | None
 
 
-def inject(cell: Cell, fault: str) -> int | None:
+def inject(cell: Cell, heard: Heard, fault: str) -> int | None:
     """Inject ``fault`` now; the wall clock (ns) it took effect (None: it never did)."""
     control = cell.control
     for stale in control.glob('*.fired'):
@@ -496,6 +503,15 @@ def inject(cell: Cell, fault: str) -> int | None:
         (control / fault).write_text('')
         return fired_at(control / f'{fault}.fired', 2.0)
     if fault in ('stop', 'stop_continue'):
+        # As the evaluator's stop key: a client that has known the service since the graph started.
+        from std_srvs.srv import Trigger
+
+        if heard.stop_client is None or not heard.stop_client.service_is_ready():
+            return None
+        at = time.time_ns()
+        heard.stop_client.call_async(Trigger.Request())
+        return at
+    if fault == 'stop_command':
         at = time.time_ns()
         threading.Thread(target=cell.call, args=('stop',), daemon=True).start()
         return at
@@ -511,7 +527,7 @@ def after_fault(cell: Cell, fault: str, hold: float) -> None:
     if fault == 'stop_continue':
         time.sleep(0.3)
         cell.call('ready')
-    elif fault == 'stop':
+    elif fault in ('stop', 'stop_command'):
         time.sleep(WATCH_SECONDS)
         cell.call('ready')
 
@@ -611,7 +627,7 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
                     )
                     continue
                 time.sleep(random.uniform(0.0, 1.0))
-                fault_ns = inject(cell, fault)
+                fault_ns = inject(cell, heard, fault)
                 if fault_ns is None:
                     outcomes.append(Outcome(fault, 0, None, None, 0, 0, 0, 'the fault never took effect', None))
                     continue

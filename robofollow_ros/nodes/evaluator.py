@@ -564,6 +564,9 @@ def main(args: list[str] | None = None) -> int:
             code = 2
     except KeyboardInterrupt as stop:
         code = 143 if str(stop) == 'SIGTERM' else 130
+        for link in links:
+            if link.cell is not None and started:
+                link.cell.stop_arms()
         reason = _stop_reason()
         if reason is not None and started:
             amend_status(node.options.out, status='failed', reason=reason)

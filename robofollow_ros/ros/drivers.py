@@ -46,6 +46,8 @@ NS_PER_S = 1_000_000_000
 WINDOW_SECONDS = 0.3
 """How far ahead of now a JointTrajectory reaches along a chunk before its closing controlled stop (``JtcDriver``)."""
 WINDOWS_PER_HORIZON = 3
+FIRST_POINT_LEAD = 0.03
+"""A re-sent window's first point is due at least this long (s) after it is sent."""
 """How many windows are sent while one window's rows run."""
 StopFrom = Callable[[np.ndarray, np.ndarray], Command]
 """The controlled stop from a 14-D position moving at a 14-D velocity (``safety.controlled_stop``)."""
@@ -160,9 +162,10 @@ class JtcDriver:
         the plan's last row (no later window is needed)."""
         assert self.plan is not None
         _, knots, points = self.plan
-        ahead = np.flatnonzero(knots > elapsed + 1e-9)
-        if ahead.size == 0:
-            return np.array([self.window or 1e-3]), points[-1:], True
+        # A point due at once would have the controller jump from where it stands to it within a tick or two.
+        ahead = np.flatnonzero(knots > elapsed + (FIRST_POINT_LEAD if elapsed > 0.0 else 1e-9))
+        if ahead.size == 0:  # the plan's last point is due within the lead, or was due already
+            return np.array([max(float(knots[-1]) - elapsed, FIRST_POINT_LEAD)]), points[-1:], True
         inside = ahead[knots[ahead] <= elapsed + self.window + 1e-9]
         if inside.size == ahead.size:
             return knots[ahead] - elapsed, points[ahead], True
