@@ -15,6 +15,9 @@ import numpy as np
 GAUNTLET_ROWS = (5, 0, 2, 3)
 """Rows of each gauntlet chunk that may reach the arms (0: the chunk is refused whole, the arms hold)."""
 LONG_ROWS = 50
+OVERSHOOT_ROWS = (6, 5, 5, 3, 3)
+"""Rows of each ``overshoot`` chunk (the first: the left waist past +0.2 from row 4, the left gripper at 1.1 from
+row 2; then the right gripper closed and opened in one row; then standing still)."""
 
 
 def ramp(state: np.ndarray, column: int, step: float, rows: int) -> np.ndarray:
@@ -43,9 +46,21 @@ def gauntlet(state: np.ndarray, call: int) -> np.ndarray:
     return chunk
 
 
+def overshoot(state: np.ndarray, call: int) -> np.ndarray:
+    """From home: targets beyond the joint limits (the profile's left waist limit, and the gripper's fully open, the
+    URDF's too), then the right gripper closed in one row and opened in one row, then still rows."""
+    chunk = np.tile(state, (OVERSHOOT_ROWS[call], 1))
+    if call == 0:
+        chunk[:, 0] += 0.05 * np.arange(1, OVERSHOOT_ROWS[0] + 1)  # 0.05 .. 0.30 rad at 0.83 rad/s
+        chunk[2:, 6] = 1.1
+    elif call in (1, 2):
+        chunk[:, 13] = 0.0 if call == 1 else 1.0
+    return chunk
+
+
 class ScriptedByInstruction:
-    """``gauntlet``: the chunks above; ``stale``, ``move``: small allowed moves; ``silent``: answers after 4 s;
-    ``long``: 50 slow rows per query."""
+    """``gauntlet``, ``overshoot``: the chunks above; ``stale``, ``move``: small allowed moves; ``silent``: answers
+    after 4 s; ``long``: 50 slow rows per query."""
 
     needs_images = False
 
@@ -64,6 +79,8 @@ class ScriptedByInstruction:
         call, self.calls = self.calls, self.calls + 1
         if self.script == 'gauntlet':
             return gauntlet(state, call)
+        if self.script == 'overshoot':
+            return overshoot(state, call)
         if self.script == 'silent':
             time.sleep(4.0)
             return np.tile(state, (3, 1))

@@ -10,19 +10,21 @@ unsafe rows of a chunk, a stale joint state and a silent policy get holds only.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 from graph_helpers import ROOT, graph_env, private_node, wait_until
 from jtc_stand_in import JtcStandIn, Received
 from rclpy.node import Node
-from realtime_policies import GAUNTLET_ROWS, LONG_ROWS
+from realtime_policies import GAUNTLET_ROWS, LONG_ROWS, OVERSHOOT_ROWS
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
@@ -47,6 +49,7 @@ from robofollow_ros.state_layout import ARMS
 
 pytestmark = pytest.mark.ros
 NOMINAL_DOMAIN = 55
+CLAMP_DOMAIN = 54
 TEST_PROFILE = ROOT / 'test' / 'data' / 'robots' / 'aloha_refuse_test.yaml'
 NS_PER_S = 1_000_000_000
 PARAMETERS = {
@@ -79,17 +82,19 @@ class Cell:
     instruction_pub: object
 
 
-@pytest.fixture(scope='module')
-def cell() -> Iterator[Cell]:
-    profile = load_profile(str(TEST_PROFILE))
-    env = graph_env(NOMINAL_DOMAIN)
-    with private_node(NOMINAL_DOMAIN, 'realtime_test', spin=True) as (node, _executor):
+@contextlib.contextmanager
+def running_cell(profile_path: Path, domain: int) -> Iterator[Cell]:
+    """The bridge over ``profile_path`` in its own process and the stand-in cell, in the private ``domain``."""
+    profile = load_profile(str(profile_path))
+    env = graph_env(domain)
+    with private_node(domain, 'realtime_test', spin=True) as (node, _executor):
         driver = JtcStandIn(node, profile, start=profile.home_state())
         ends: list[EpisodeEnd] = []
         node.create_subscription(
             EpisodeEndMessage, topics.EPISODE_END, lambda m: ends.append(EpisodeEnd.from_message(m)), qos.EVENTS
         )
-        arguments = [arg for name, value in PARAMETERS.items() for arg in ('-p', f'{name}:={value}')]
+        parameters = {**PARAMETERS, 'robot_profile': str(profile_path)}
+        arguments = [arg for name, value in parameters.items() for arg in ('-p', f'{name}:={value}')]
         bridge = subprocess.Popen(
             [sys.executable, '-m', 'robofollow_ros.nodes.policy_bridge', '--ros-args', *arguments],
             env=env,
@@ -116,6 +121,23 @@ def cell() -> Iterator[Cell]:
             except subprocess.TimeoutExpired:
                 bridge.kill()
                 bridge.communicate()
+
+
+@pytest.fixture(scope='module')
+def cell() -> Iterator[Cell]:
+    with running_cell(TEST_PROFILE, NOMINAL_DOMAIN) as running:
+        yield running
+
+
+@pytest.fixture(scope='module')
+def clamp_cell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cell]:
+    """The cell of ``cell`` under the test profile changed to ``joint_limits: clamp``."""
+    text = TEST_PROFILE.read_text()
+    assert text.count('joint_limits: refuse') == 1
+    path = tmp_path_factory.mktemp('profiles') / 'aloha_clamp_test.yaml'
+    path.write_text(text.replace('joint_limits: refuse', 'joint_limits: clamp'))
+    with running_cell(path, CLAMP_DOMAIN) as running:
+        yield running
 
 
 def run_episode(
@@ -409,3 +431,59 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
         (command,) = arm_commands(home, arm)
         assert command.points > 1
         np.testing.assert_allclose(command.message.points[-1].positions, profile.arms[arm].home[:6], atol=1e-9)
+
+
+def gripper_commands(received: list[Received], arm: str, *, points: int) -> list[np.ndarray]:
+    """The normalised targets of the ``arm`` gripper's commands of ``points`` points, in arrival order."""
+    scale = load_profile(str(TEST_PROFILE)).arms[arm].gripper  # type: ignore[index]
+    return [
+        np.array([scale.command.from_driver(point.positions[0]) for point in item.message.points])
+        for item in received
+        if item.topic == scale.interface.topic and item.points == points
+    ]
+
+
+@pytest.mark.parametrize('mode', ['clamp', 'refuse'])
+def test_the_profile_joint_limits_mode_decides_out_of_limit_targets_and_grippers_move_at_their_speed(
+    request: pytest.FixtureRequest, mode: str
+) -> None:
+    # Issue 29: the bridge's URDF chunk check ended the episode `invalid_chunk` at the gripper's 1.1 before the
+    # safety filter saw the chunk, so `joint_limits: clamp` never acted; and the grippers had no speed limit.
+    cell: Cell = request.getfixturevalue('clamp_cell' if mode == 'clamp' else 'cell')
+    profile = load_profile(str(TEST_PROFILE))
+    home = profile.home_state()
+    wait_until(lambda: call(cell, topics.HOME)[0].success, timeout=60, what='the home move')
+    wait_until(
+        lambda: np.allclose(cell.driver.state(), home, atol=1e-6), timeout=30, what='the arms at home', poll=0.01
+    )
+    end, received = run_episode(cell, 'overshoot')
+    counted = dict(end.interventions)
+    assert end.error_kind is None and end.queries == len(OVERSHOOT_ROWS), end
+    assert_safe(received)
+    (first, *_) = arm_commands(received, 'left')
+    (left_grip, *_) = [
+        item
+        for item in received
+        if item.topic == profile.arms['left'].gripper.interface.topic  # type: ignore[index]
+    ]
+    if mode == 'clamp':
+        # Sent whole: the left waist held at its +0.2 limit from row 4, the gripper at fully open from row 2.
+        assert end.executed_rows == sum(OVERSHOOT_ROWS)
+        assert counted.get('position_clamped') == 6 and 'position_refused' not in counted, counted
+        assert first.points == OVERSHOOT_ROWS[0]
+        waist = [point.positions[0] for point in first.message.points]
+        np.testing.assert_allclose(waist, [0.05, 0.1, 0.15, 0.2, 0.2, 0.2], atol=1e-6)
+        np.testing.assert_allclose([point.positions[0] for point in left_grip.message.points], 0.036, atol=1e-9)
+    else:
+        # Refused from row 2 (the gripper's 1.1) on: rows 0 and 1 sent.
+        assert end.executed_rows == 2 + sum(OVERSHOOT_ROWS[1:])
+        assert counted.get('position_refused', 0) >= 1 and counted.get('rows_refused') == 1, counted
+        assert 'position_clamped' not in counted, counted
+        assert first.points == 2
+    # The right gripper closed, then opened, in one row: moved at its URDF speed (a full stroke in 0.18 s, three
+    # rows), never refused as too fast.
+    step = 0.2 / 0.036 * profile.row_period
+    close, open_ = gripper_commands(received, 'right', points=5)
+    np.testing.assert_allclose(close, np.clip(1.0 - step * np.arange(1, 6), 0.0, 1.0), atol=1e-6)
+    np.testing.assert_allclose(open_, np.clip(step * np.arange(1, 6), 0.0, 1.0), atol=1e-6)
+    assert 'too_fast' not in counted, counted

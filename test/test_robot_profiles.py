@@ -181,6 +181,7 @@ BAD_PROFILES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ('unknown driver', _set('driver', 'ur_rtde'), 'driver: must be one of ros2_control, interbotix_xs, piper'),
     ('unknown robot', _set('robot', 'ur5'), "robot: unknown robot 'ur5'"),
     ('limit policy', _set('joint_limits', 'ignore'), 'joint_limits: must be one of clamp, refuse'),
+    ('velocity policy', _set('velocity_limits', 'slow'), "velocity_limits: must be one of refuse, stretch, got 'slow'"),
     ('number as text', _set('row_period', 'fast'), "row_period: must be a finite number, got 'fast'"),
     ('non-positive period', _set('row_period', 0), 'row_period: must be positive'),
     ('rate below one per row', _set('control_rate', 10.0), 'control_rate: 10.0 Hz is slower than one command per row'),
@@ -251,6 +252,15 @@ def test_two_arms_on_one_command_topic_must_not_share_joint_names() -> None:
     document['arms']['right']['command']['topic'] = document['arms']['left']['command']['topic']
     with pytest.raises(ProfileError, match=r"arms\.right\.joints: share names \['joint1', .*\] with the left arm"):
         parse_profile(document, path=Path('piper.yaml'))
+
+
+def test_velocity_limits_are_refused_unless_a_profile_says_stretch(tmp_path: Path) -> None:
+    assert {load_profile(name).velocity_limits for name in SHIPPED} == {'refuse'}
+    document = copy.deepcopy(raw('aloha_ros2_control'))
+    document['velocity_limits'] = 'stretch'
+    path = tmp_path / 'stretching.yaml'
+    path.write_text(yaml.safe_dump(document))
+    assert load_profile(str(path)).velocity_limits == 'stretch'
 
 
 def test_piper_needs_its_speed_percent() -> None:

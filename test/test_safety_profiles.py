@@ -1,15 +1,19 @@
 """The safety layer fed from the shipped robot profiles (``safety.profile_limits``): the limits, mode and workspace
 are the profile's, a small chunk from the profile's home goes out untouched (the box holds home), a chunk lowering
 the left TCP through the table is cut by the URDF forward kinematics, and a profile without a robot has no TCP
-function (its box cannot be checked yet)."""
+function (its box cannot be checked yet); the profile's ``velocity_limits`` choose the velocity mode, and the
+grippers move at their URDF speed (``GripperReach``) instead of being refused as too fast."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 from safety_support import ROW
 
 from robofollow_ros.errors import SafetyError
+from robofollow_ros.graph.chunk_limits import GripperReach
 from robofollow_ros.robot.profiles import load_profile, profile_names
 from robofollow_ros.safety.command_filter import MeasuredState, filter_chunk
 from robofollow_ros.safety.limits import SafetyLimits
@@ -81,3 +85,72 @@ def test_the_urdf_tcp_cuts_a_chunk_through_the_table(name: str):
 def test_a_profile_without_a_robot_has_no_tcp_function():
     with pytest.raises(SafetyError, match=r'piper.*names no robot'):
         profile_tcp(load_profile('piper'))
+
+
+@pytest.mark.parametrize('mode', ['refuse', 'stretch'])
+def test_the_profile_velocity_limits_choose_the_velocity_mode(mode: str):
+    profile = dataclasses.replace(load_profile('aloha_ros2_control'), velocity_limits=mode)
+    limits = limits_from_profile(profile)
+    assert limits.velocity_mode == mode
+    assert limits_from_profile(profile, velocity_mode='refuse').velocity_mode == 'refuse'  # an argument overrides it
+    home = profile.home_state()
+    chunk = np.tile(home, (3, 1))
+    chunk[1:, 0] += 0.3  # the left waist by 0.3 rad in one row: 5 rad/s, its limit 3.14 rad/s
+    decision = filter_chunk(
+        chunk, state=MeasuredState(home, 0.0), limits=limits, row_period_s=ROW, tcp=profile_tcp(profile)
+    )
+    kinds = {item.kind for item in decision.interventions}
+    if mode == 'refuse':
+        assert decision.rows_sent == 1 and 'too_fast' in kinds, decision.summary()
+    else:
+        assert decision.rows_sent == 3 and kinds == {'row_stretched'}, decision.summary()
+        assert decision.command is not None
+        np.testing.assert_allclose(np.diff(decision.command.times, prepend=0.0), [ROW, 0.3 / 3.14159, ROW])
+
+
+def reach_of(name: str, limits_mode: str = 'refuse') -> GripperReach:
+    """The grippers' reach the real-time bridge builds from a profile's limits (``RealCell.chunk_limits``)."""
+    limits = limits_from_profile(load_profile(name))
+    columns = (6, 13)
+    return GripperReach(
+        columns=columns,
+        step=limits.velocity[list(columns)] * ROW,
+        lower=limits.lower[list(columns)],
+        upper=limits.upper[list(columns)],
+        refuse=limits_mode == 'refuse',
+    )
+
+
+@pytest.mark.parametrize('name', WITH_ROBOT)
+def test_a_gripper_closed_in_one_row_moves_at_its_urdf_speed_instead_of_being_refused(name: str):
+    profile = load_profile(name)
+    limits, tcp = limits_from_profile(profile), profile_tcp(profile)
+    assert limits.velocity[6] == limits.velocity[13] == pytest.approx(0.2 / 0.036)  # URDF finger m/s over travel
+    home = profile.home_state()
+    chunk = np.tile(home, (5, 1))
+    chunk[:, 6] = 0.0  # the left gripper closed in one row, as the expert and the simulated cell do it
+    state = MeasuredState(home, 0.0)
+    refused = filter_chunk(chunk, state=state, limits=limits, row_period_s=ROW, tcp=tcp)
+    assert refused.held and {item.kind for item in refused.interventions} >= {'too_fast'}, refused.summary()
+    reached = reach_of(name).apply(chunk, home)
+    step = 0.2 / 0.036 * ROW
+    np.testing.assert_allclose(reached[:, 6], np.clip(1.0 - step * np.arange(1, 6), 0.0, 1.0), atol=1e-12)
+    np.testing.assert_array_equal(np.delete(reached, 6, axis=1), np.delete(chunk, 6, axis=1))
+    decision = filter_chunk(reached, state=state, limits=limits, row_period_s=ROW, tcp=tcp)
+    assert decision.untouched, decision.summary()
+
+
+def test_a_gripper_target_beyond_its_limits_is_left_to_the_joint_limits_mode():
+    home = load_profile('aloha_ros2_control').home_state()  # grippers open (1)
+    chunk = np.tile(home, (4, 1))
+    chunk[:, 13] = [0.8, -0.5, -0.5, -0.5]  # the right gripper asked past closed from the second row
+    step = 0.2 / 0.036 * ROW
+    # refuse: the out-of-limit target reaches the filter as asked (refused from its row on)
+    np.testing.assert_allclose(
+        reach_of('aloha_ros2_control', 'refuse').apply(chunk, home)[:, 13], [0.8, -0.5, -0.5, -0.5]
+    )
+    # clamp: approached at the gripper's speed; the filter clamps it once a step passes the limit
+    np.testing.assert_allclose(
+        reach_of('aloha_ros2_control', 'clamp').apply(chunk, home)[:, 13],
+        [0.8, 0.8 - step, 0.8 - 2 * step, 0.8 - 3 * step],
+    )

@@ -3,6 +3,11 @@
 Beyond shape and finiteness (``policy.base.validate_chunk``): every target inside the joint limits (grippers in
 [0, 1]) and no row more than ``max_row_step`` away from the row before it (the first row from the current state),
 so that a wild chunk is rejected whole instead of being clipped or slowed down by the executor.
+
+That is the simulated graph's check. In real mode the bridge's safety filter (``safety.command_filter``) judges
+joint limits (by the profile's ``joint_limits``: clamp or refuse) and speeds (by the profile's velocity limits and
+``velocity_limits``: refuse or stretch), so ``ChunkLimits.for_real_cell`` checks nothing beyond shape and
+finiteness; what it adds is ``GripperReach``: a gripper command moved towards its target at the gripper's speed.
 """
 
 from __future__ import annotations
@@ -18,19 +23,61 @@ LIMIT_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
+class GripperReach:
+    """How far a gripper command may move in one row: each row's gripper target is clamped to within ``step`` of
+    the row before it (the first row: of the state), so that a gripper opened or closed in one row (as policies do,
+    and as the simulated cell executes it) moves towards its target at the gripper's speed over the next rows instead
+    of being refused as too fast. It is the path the gripper's own controller takes to such a target anyway.
+
+    A target outside ``[lower, upper]`` stays for the safety filter's ``joint_limits`` mode: under ``refuse`` it is
+    passed on unchanged (refused from its row on), under ``clamp`` it is approached like any other target and the
+    filter clamps (and counts) it once the reachable step passes the limit.
+
+    Attributes:
+        columns: the gripper columns of the 14-D layout.
+        step: (len(columns),) largest change per row (normalised): velocity limit times row period.
+        lower, upper: (len(columns),) the grippers' bounds.
+        refuse: whether the filter refuses out-of-limit targets (``joint_limits: refuse``).
+    """
+
+    columns: tuple[int, ...]
+    step: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    refuse: bool
+
+    def apply(self, chunk: np.ndarray, state: np.ndarray) -> np.ndarray:
+        """``chunk`` (T, 14) with each gripper column moved at most ``step`` per row from ``state`` (14,)."""
+        rows = np.array(chunk, dtype=np.float64)
+        columns = list(self.columns)
+        previous = np.asarray(state, dtype=np.float64)[columns]
+        for row in rows:
+            target = row[columns]
+            outside = (target < self.lower - LIMIT_TOLERANCE) | (target > self.upper + LIMIT_TOLERANCE)
+            reached = np.clip(target, previous - self.step, previous + self.step)
+            if self.refuse:
+                reached = np.where(outside, target, reached)
+            row[columns] = reached
+            previous = np.clip(reached, self.lower, self.upper)  # where the filter's clamp leaves it
+        return rows
+
+
+@dataclass(frozen=True)
 class ChunkLimits:
     """Joint-limit and per-row step bounds of the 14-D layout.
 
     Attributes:
-        lower, upper: (14,) bounds of every target.
-        max_row_step: (14,) largest allowed change of each value from one row to the next.
+        lower, upper: (14,) bounds of every target (infinite: none).
+        max_row_step: (14,) largest allowed change of each value from one row to the next (infinite: none).
         names: (14,) joint names used in messages (the robot's URDF names).
+        gripper_reach: in real mode, how a gripper command is moved towards its target (``shape``); None: as it is.
     """
 
     lower: np.ndarray
     upper: np.ndarray
     max_row_step: np.ndarray
     names: tuple[str, ...]
+    gripper_reach: GripperReach | None = None
 
     @classmethod
     def for_robot(cls, robot: str, *, max_row_step: float, max_gripper_step: float = 1.0) -> ChunkLimits:
@@ -52,6 +99,22 @@ class ChunkLimits:
             max_row_step=step,
             names=description.joint_layout.names,
         )
+
+    @classmethod
+    def for_real_cell(cls, names: tuple[str, ...], *, gripper_reach: GripperReach | None) -> ChunkLimits:
+        """The real mode's: no joint-limit or row-step bound (the safety filter decides both by the robot profile),
+        the grippers moved at their speed by ``gripper_reach``."""
+        return cls(
+            lower=np.full(ACTION_DIM, -np.inf),
+            upper=np.full(ACTION_DIM, np.inf),
+            max_row_step=np.full(ACTION_DIM, np.inf),
+            names=names,
+            gripper_reach=gripper_reach,
+        )
+
+    def shape(self, chunk: np.ndarray, state: np.ndarray) -> np.ndarray:
+        """The chunk to execute: ``chunk`` itself, or with its gripper columns moved by ``gripper_reach``."""
+        return chunk if self.gripper_reach is None else self.gripper_reach.apply(chunk, state)
 
     def check(self, chunk: np.ndarray, state: np.ndarray) -> None:
         """Raise ``PolicyError`` naming the first violation of ``chunk`` (T, 14) starting from ``state`` (14,)."""

@@ -2,9 +2,10 @@
 
 A profile states the driver kind and its topics, each arm's joint names and order, the sign and offset of each
 joint, how the policy's normalised gripper (0 closed .. 1 open) maps to the driver's units, the row period and
-control rate, the home pose, joint and velocity limits, the TCP workspace box and whether out-of-limit joints are
-clamped or refused. Everything in a profile is checked on loading; a wrong or incomplete profile is refused with a
-``ProfileError`` naming the file and the field, before anything moves.
+control rate, the home pose, joint and velocity limits, the TCP workspace box, whether out-of-limit joints are
+clamped or refused and whether too fast rows are refused or stretched. Everything in a profile is checked on
+loading; a wrong or incomplete profile is refused with a ``ProfileError`` naming the file and the field, before
+anything moves.
 
 Units: ``home``, ``lower``, ``upper`` and ``velocity`` are in the policy's units (the 14-D layout: radians,
 gripper 0..1); a joint's driver value is ``sign * policy + offset``. The conversions below are pure functions, so
@@ -32,6 +33,10 @@ DRIVER_KINDS: tuple[DriverKind, ...] = ('ros2_control', 'interbotix_xs', 'piper'
 """ros2_control JointTrajectoryController, Interbotix xs_sdk (JointGroupCommand), AgileX piper_ros (JointState)."""
 LimitPolicy = Literal['clamp', 'refuse']
 LIMIT_POLICIES: tuple[LimitPolicy, ...] = ('clamp', 'refuse')
+VelocityPolicy = Literal['refuse', 'stretch']
+VELOCITY_POLICIES: tuple[VelocityPolicy, ...] = ('refuse', 'stretch')
+"""What a row faster than the velocity limits does (``velocity_limits``, optional, default ``refuse``): refuse the
+chunk from that row on, or stretch the row's time (``safety.limits.VelocityMode``)."""
 PROFILE_FOLDER = 'config/robots'
 LIMIT_TOLERANCE = 1e-6
 """How far (rad, rad/s) a profile's limit may lie beyond its robot description's (rounding in the YAML)."""
@@ -116,6 +121,7 @@ class RobotProfile:
         control_rate: the driver's command rate (Hz); streamed drivers get a command every period.
         speed_percent: the driver's speed setting in percent (Piper), or None.
         joint_limits: ``clamp`` out-of-limit joints to the limit, or ``refuse`` the command.
+        velocity_limits: ``refuse`` a row faster than the velocity limits, or ``stretch`` its time (default refuse).
         workspace_min, workspace_max: the TCP box (m) in the ``world`` frame.
         arms: both arms.
     """
@@ -132,6 +138,7 @@ class RobotProfile:
     workspace_min: np.ndarray
     workspace_max: np.ndarray
     arms: dict[Arm, ArmProfile]
+    velocity_limits: VelocityPolicy = 'refuse'
 
     def home_state(self) -> np.ndarray:
         """The 14-D home state in policy units."""
@@ -295,7 +302,7 @@ def parse_profile(data: object, *, path: Path) -> RobotProfile:
         ProfileError: as ``load_profile``.
     """
     reader = _Reader(path)
-    top = reader.mapping(data, '', required=_TOP_FIELDS, optional=('description', 'speed_percent'))
+    top = reader.mapping(data, '', required=_TOP_FIELDS, optional=('description', 'speed_percent', 'velocity_limits'))
     driver_kind = cast(DriverKind, reader.choice(top['driver'], 'driver', DRIVER_KINDS))
     robot_name = top['robot']
     if robot_name is not None and not isinstance(robot_name, str):
@@ -342,6 +349,10 @@ def parse_profile(data: object, *, path: Path) -> RobotProfile:
         workspace_min=low,
         workspace_max=high,
         arms=arms,
+        velocity_limits=cast(
+            VelocityPolicy,
+            reader.choice(top.get('velocity_limits', 'refuse'), 'velocity_limits', VELOCITY_POLICIES),
+        ),
     )
 
 

@@ -15,8 +15,9 @@ from robofollow_ros.policy.isolation.sandbox import SandboxOptions
 
 class LimitedPolicy(GuardedPolicy):
     """A guarded policy (its own process or worker thread, deadline per call, shape and finiteness checked) whose
-    chunks must also keep every target inside the joint limits and every row within ``limits.max_row_step`` of
-    the last.
+    chunks must also keep every target inside ``limits``' joint limits and every row within ``limits.max_row_step``
+    of the last (in real mode neither is bounded: the safety filter decides by the robot profile), with the grippers
+    moved at their speed (``limits.gripper_reach``, real mode).
 
     Raises:
         PolicyFailure: as ``GuardedPolicy``; kind ``invalid_chunk`` for a chunk outside the limits.
@@ -41,16 +42,17 @@ class LimitedPolicy(GuardedPolicy):
         super().reset()
 
     def predict(self, observation: Any, *, max_rows: int | None = None) -> np.ndarray:
-        """The checked chunk."""
+        """The checked chunk (its grippers moved at their speed in real mode)."""
         started = time.perf_counter()
         try:
             chunk = super().predict(observation, max_rows=max_rows)
         finally:
             self.predict_seconds.append(time.perf_counter() - started)
         try:
-            self.limits.check(chunk, np.asarray(observation.state))
+            state = np.asarray(observation.state)
+            self.limits.check(chunk, state)
         except PolicyFailure:
             raise
         except Exception as error:
             raise PolicyFailure(str(error), kind='invalid_chunk') from error
-        return chunk
+        return self.limits.shape(chunk, state)

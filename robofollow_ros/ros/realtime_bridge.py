@@ -19,7 +19,7 @@ from robofollow_ros.errors import MotionStoppedError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import PolicyFailure
-from robofollow_ros.graph.chunk_limits import ChunkLimits
+from robofollow_ros.graph.chunk_limits import ChunkLimits, GripperReach
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import EpisodeEnd
@@ -28,6 +28,7 @@ from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
 from robofollow_ros.ros.safe_motion import MotionSettings, SafeMotion
 from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.ros.stop_server import StopServer
+from robofollow_ros.state_layout import GRIP_INDEX
 
 RUNTIMES = ('sim', 'real')
 STOPPED_KIND = 'stopped'
@@ -84,11 +85,12 @@ def motion_settings(node: Node) -> tuple[MotionSettings, float]:
             param(
                 node,
                 'gripper_velocity',
-                defaults.gripper_velocity,
-                description='gripper velocity limit, normalised strokes per second',
-                minimum=0.01,
+                0.0,
+                description="gripper velocity limit, normalised strokes per second (0: the robot profile's URDF's)",
+                minimum=0.0,
             )
-        ),
+        )
+        or defaults.gripper_velocity,  # 0 (not set): None, the profile's URDF finger speed
     )
     max_age = seconds('max_observation_age', 0.5, 'seconds an observation (images, joints, poses) may be old')
     return settings, max_age
@@ -119,9 +121,22 @@ class RealCell:
         return cls(node, load_profile(name))
 
     def chunk_limits(self, robot: str, *, max_row_step: float) -> ChunkLimits:
-        """The bridge's chunk checks before the safety filter: the URDF's (``robot``, the profile's robot; a profile
-        without one never gets this far, ``SafeMotion`` refuses it)."""
-        return ChunkLimits.for_robot(robot, max_row_step=max_row_step)
+        """The bridge's chunk checks before the safety filter: shape and finiteness only (``GuardedPolicy``). Joint
+        limits are the profile's ``joint_limits`` mode's to decide (clamp or refuse), and steps its velocity rule's
+        (``velocity_limits``: refuse or stretch, per joint in rad/s): the URDF limits and ``max_row_step`` of the
+        simulated graph (``robot``, ``max_row_step``: unused here) would end the episode ``invalid_chunk`` first.
+        The grippers are moved at the filter's gripper speed (``GripperReach``)."""
+        del robot, max_row_step
+        limits = self.motion.limits
+        columns = tuple(sorted(GRIP_INDEX.values()))
+        reach = GripperReach(
+            columns=columns,
+            step=limits.velocity[list(columns)] * self.profile.row_period,
+            lower=limits.lower[list(columns)],
+            upper=limits.upper[list(columns)],
+            refuse=limits.limit_mode == 'refuse',
+        )
+        return ChunkLimits.for_real_cell(limits.names, gripper_reach=reach)
 
     def on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """Both arms hold now; the running episode ends ``stopped``; motion is refused until the next episode. Runs

@@ -68,9 +68,10 @@ class MotionSettings:
         settle_timeout: after a chunk's last row is due, how long (s) to wait for the measured state to reach it.
         settle_tolerance: how close (rad; normalised for grippers) the measured state must come to the last row.
         home_speed: the home move's speed as a fraction of the profile's velocity limits.
-        gripper_velocity: the grippers' velocity limit (normalised units per second). The gripper command is a
-            position target its own controller moves to at the gripper's speed, and policies open or close it in one
-            row (as the simulated cell executes it): the default lets a full stroke through in one 0.06 s row.
+        gripper_velocity: the grippers' velocity limit (normalised units per second); None (the default): the
+            profile's, its URDF finger's speed over its travel. Policies open or close a gripper in one row; the
+            bridge moves such a command towards its target at this speed (``ChunkLimits.gripper_reach``) before the
+            filter checks it.
         stop_seconds: a controlled stop brings a joint at its velocity limit to rest in this many seconds (its
             deceleration: the velocity limit over this).
         command_window: how far ahead (s) a JointTrajectoryController is sent a chunk's rows, each window ending in
@@ -85,7 +86,7 @@ class MotionSettings:
     settle_timeout: float = 0.5
     settle_tolerance: float = 0.02
     home_speed: float = 0.2
-    gripper_velocity: float = 20.0
+    gripper_velocity: float | None = None
     stop_seconds: float = STOP_SECONDS
     command_window: float = WINDOW_SECONDS
     state_watchdog: float = 0.5
@@ -119,7 +120,10 @@ class SafeMotion:
                 'cannot be checked, so the bridge does not drive its arms (give the profile a robot)'
             )
         self.limits = limits_from_profile(
-            profile, max_state_age_s=settings.max_state_age, gripper_velocity=settings.gripper_velocity
+            profile,
+            velocity_mode=profile.velocity_limits,
+            max_state_age_s=settings.max_state_age,
+            gripper_velocity=settings.gripper_velocity,
         )
         self.tcp = profile_tcp(profile)
         self.deceleration = stop_decelerations(self.limits, stop_seconds=settings.stop_seconds)

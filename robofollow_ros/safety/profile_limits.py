@@ -1,9 +1,10 @@
 """The safety layer's inputs from a robot profile (``config/robots/<name>.yaml``): its limits and its TCP function.
 
-A profile states joint and velocity limits per arm in the policy's units, the workspace box and ``joint_limits``
-(``clamp`` or ``refuse``); it says nothing of the gripper's speed, the velocity mode or the state age, which are
-arguments here. The TCP function is the URDF forward kinematics of the profile's robot; a profile without a robot
-(the Piper) has none, and its workspace box cannot be checked until one is given.
+A profile states joint and velocity limits per arm in the policy's units, the workspace box, ``joint_limits``
+(``clamp`` or ``refuse``) and ``velocity_limits`` (``refuse`` or ``stretch``); the gripper's speed is its URDF
+finger's (the bridge may override it), the state age is an argument here. The TCP function is the URDF forward
+kinematics of the profile's robot; a profile without a robot (the Piper) has none, and its workspace box cannot be
+checked until one is given.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ DEFAULT_GRIPPER_VELOCITY = 2.0
 def limits_from_profile(
     profile: RobotProfile,
     *,
-    velocity_mode: VelocityMode = 'refuse',
+    velocity_mode: VelocityMode | None = None,
     max_state_age_s: float = 0.2,
     max_stretch: float = 4.0,
     gripper_velocity: float | None = None,
 ) -> SafetyLimits:
     """The ``SafetyLimits`` a profile states: its joint and velocity limits, its workspace box, its ``joint_limits``
-    mode, and the driver's joint names (the gripper's command joint) for the interventions.
+    and ``velocity_limits`` modes, and the driver's joint names (the gripper's command joint) for the interventions.
+
+    ``velocity_mode`` overrides the profile's ``velocity_limits`` when given.
 
     ``gripper_velocity`` (normalised units per second) defaults to the URDF finger's speed over its travel when the
     profile names a robot, else ``DEFAULT_GRIPPER_VELOCITY``.
@@ -54,7 +57,7 @@ def limits_from_profile(
         workspace=WorkspaceBox(lower=_point(profile.workspace_min), upper=_point(profile.workspace_max)),
         max_state_age_s=max_state_age_s,
         limit_mode=profile.joint_limits,
-        velocity_mode=velocity_mode,
+        velocity_mode=profile.velocity_limits if velocity_mode is None else velocity_mode,
         max_stretch=max_stretch,
         names=tuple(names),
     )
@@ -66,6 +69,8 @@ def _point(values: np.ndarray) -> tuple[float, float, float]:
 
 
 def _gripper_velocity(profile: RobotProfile, arm: Arm) -> float:
+    """The gripper's speed limit in normalised strokes per second: the URDF finger's speed over its travel (a full
+    stroke in 0.18 s on the ALOHA), or ``DEFAULT_GRIPPER_VELOCITY`` for a profile without a robot description."""
     if profile.robot is None:
         return DEFAULT_GRIPPER_VELOCITY
     description = load_robot(profile.robot).arms[arm]
