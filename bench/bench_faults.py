@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import pickle
@@ -309,16 +310,43 @@ def tcp_travel(checker: Checker, states: np.ndarray) -> float:
     return longest
 
 
-def commanded_rest(commands: list[tuple[int, str, list[float], np.ndarray]], fault_ns: int) -> float | None:
-    """Seconds from the fault to the end of the motion commanded last: per command topic, the latest message (each
-    replaces the one before) ends at its last point's due time (None when nothing was heard)."""
-    latest: dict[str, tuple[int, list[float]]] = {}
-    for published, topic, times, _ in sorted(commands, key=lambda command: command[0]):
-        latest[topic] = (published, times)
-    if not latest:
+def commanded_rest(
+    commands: list[tuple[int, str, list[float], np.ndarray]], fault_ns: int, end_ns: int, *, streamed_period: float
+) -> float | None:
+    """Seconds from the fault to the moment the commanded reference of every arm stops moving (None when nothing was
+    heard). Each arm's reference follows its messages as the fake controllers do: a trajectory from where the
+    reference stood when it arrived through its points, linearly; a streamed target (``streamed_period`` > 0) reached
+    within one period. Sampled every 5 ms up to ``end_ns``."""
+    grid = np.arange(fault_ns - NS // 2, end_ns, 5_000_000)
+    if not commands or len(grid) < 2:
         return None
-    ends = [published + round(times[-1] * NS) for published, times in latest.values()]
-    return max(0.0, (max(ends) - fault_ns) / NS)
+    last_moving = None
+    for topic in {command[1] for command in commands}:
+        mine = sorted((c for c in commands if c[1] == topic), key=lambda command: command[0])
+        plans: list[tuple[np.ndarray, np.ndarray]] = []
+        for published, _, times, points in mine:
+            joints = points[:, :6]
+            if plans:
+                knots, values = plans[-1]
+                start = np.array([np.interp(published, knots, values[:, j]) for j in range(6)])
+            else:
+                start = joints[0]
+            if streamed_period > 0:
+                due = np.array([published + round(streamed_period * NS)])
+            else:
+                due = published + np.round(np.asarray(times) * NS).astype(np.int64)
+            plans.append((np.concatenate([[published], due]), np.vstack([start[None, :], joints])))
+        starts = np.array([knots[0] for knots, _ in plans])
+        reference = np.empty((len(grid), 6))
+        for i, t in enumerate(grid):
+            active = int(np.searchsorted(starts, t, side='right')) - 1
+            knots, values = plans[max(active, 0)]
+            reference[i] = [np.interp(t, knots, values[:, j]) for j in range(6)]
+        speed = np.abs(np.diff(reference, axis=0)).max(axis=1) / 0.005
+        moving = np.flatnonzero((speed > REST_SPEED) & (grid[1:] >= fault_ns))
+        if moving.size:
+            last_moving = max(last_moving or 0, int(grid[moving[-1] + 1]))
+    return 0.0 if last_moving is None else max(0.0, (last_moving - fault_ns) / NS)
 
 
 # --- the graph -------------------------------------------------------------------------------------------------
@@ -556,10 +584,13 @@ def measure(cell: Cell, heard: Heard, checker: Checker, fault: str, fault_ns: in
     moved = states[(times >= start) & (times <= until)]
     travel = tcp_travel(checker, moved) * 1e3 if len(moved) > 1 else 0.0
     commands = heard.commands_between(fault_ns - 5 * NS, end_ns)
+    trajectories = checker.profile.driver == 'ros2_control'
     return Outcome(
         fault=fault,
         fault_ns=fault_ns,
-        to_commanded_rest=commanded_rest(commands, fault_ns),
+        to_commanded_rest=commanded_rest(
+            commands, fault_ns, end_ns, streamed_period=0.0 if trajectories else 1.0 / checker.profile.control_rate
+        ),
         to_rest=None if rest is None else rest - start,
         travel_mm=travel,
         peak_speed=peak_speed,
@@ -665,7 +696,13 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
     with heard.lock:
         violations = list(heard.violations)
         commands = len(heard.commands)
-        dump = {'states': heard.states, 'commands': heard.commands, 'outcomes': outcomes}
+        dump = {
+            'states': heard.states,
+            'commands': heard.commands,
+            'resets': heard.resets,
+            'ends': heard.ends,
+            'outcomes': [dataclasses.asdict(outcome) for outcome in outcomes],
+        }
     with (out / 'heard.pickle').open('wb') as file:
         pickle.dump(dump, file)
     print(f'  {name}: {commands} command messages checked, {len(violations)} violations', flush=True)
@@ -729,6 +766,25 @@ def summary(name: str, outcomes: list[Outcome]) -> None:
         )
 
 
+def analyse(folder: Path) -> None:
+    """Print the summary of a finished run again from its ``heard.pickle`` files, the commanded rest recomputed from
+    the commands heard (a run before the reference-based measure recorded the end of the last command instead)."""
+    for dump_file in sorted(folder.glob('*/heard.pickle')):
+        with dump_file.open('rb') as file:
+            dump = pickle.load(file)
+        profile = load_profile(dump_file.parent.name)
+        period = 0.0 if profile.driver == 'ros2_control' else 1.0 / profile.control_rate
+        outcomes = []
+        for item in dump['outcomes']:
+            outcome = Outcome(**item) if isinstance(item, dict) else item
+            if outcome.fault_ns:
+                end_ns = outcome.fault_ns + round(WATCH_SECONDS * NS)
+                nearby = [c for c in dump['commands'] if outcome.fault_ns - 5 * NS <= c[0] <= end_ns]
+                outcome.to_commanded_rest = commanded_rest(nearby, outcome.fault_ns, end_ns, streamed_period=period)
+            outcomes.append(outcome)
+        summary(dump_file.parent.name, outcomes)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--profiles', default='aloha_ros2_control,aloha_interbotix,piper')
@@ -742,7 +798,11 @@ def main() -> int:
     )
     parser.add_argument('--domain', type=int, default=120)
     parser.add_argument('--out', default='/tmp/bench_faults')
+    parser.add_argument('--analyse', action='store_true', help="print --out's results again, from its recordings")
     args = parser.parse_args()
+    if args.analyse:
+        analyse(Path(args.out))
+        return 0
     print(
         f'load {os.getloadavg()[0]:.1f}; {args.repeats} repeats; faults {args.faults}; '
         f'command window {args.command_window:g} s',

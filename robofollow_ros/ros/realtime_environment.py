@@ -163,7 +163,7 @@ class RealTimeEnvironment(GraphEpisode):
                 # Stopped, or the measured state went stale: the rows already due ran; the episode ends here.
                 if decision.command is not None and not decision.held:
                     due = np.searchsorted(decision.command.times, time.monotonic() - sent_at, side='right')
-                    self.executed_rows += int(due)
+                    self.executed_rows += min(int(due), decision.rows_sent)
                 self.stamp_ns = self.clock_ns()
                 raise
             self.executed_rows += decision.rows_sent

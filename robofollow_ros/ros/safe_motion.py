@@ -244,8 +244,25 @@ class SafeMotion:
         state = self.measured()
         decision = filter_chunk(chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp)
         self.record(decision, what)
+        if decision.command is not None and not decision.held and decision.rows_sent < decision.rows_in:
+            stopping = self.ending_in_a_stop(decision.command, state)
+            added = len(stopping.positions) - len(decision.command.positions)
+            decision = dataclasses.replace(decision, command=stopping, stop_points=added)
         self.write(decision, state, moving=not decision.held)
         return decision
+
+    def ending_in_a_stop(self, command: Command, state: MeasuredState) -> Command:
+        """``command`` (the rows of a chunk refused from a row on) followed by the controlled stop from its last row
+        at the speed it arrives there: a refused chunk decelerates the arms instead of ending its last row at speed."""
+        before = command.positions[-2] if len(command.positions) > 1 else state.positions
+        span = float(command.times[-1] - (command.times[-2] if len(command.times) > 1 else 0.0))
+        velocity = (command.positions[-1] - np.asarray(before, dtype=np.float64)) / span
+        stop = self.stop_from(command.positions[-1], velocity)
+        return Command(
+            positions=np.vstack([command.positions, stop.positions]),
+            times=np.concatenate([command.times, command.times[-1] + stop.times]),
+            hold=False,
+        )
 
     def hold(self, *, reasons: tuple[Intervention, ...] = (), what: str = 'hold') -> SafetyDecision:
         """Both arms hold (written even when stopped): a controlled stop while a trajectory runs, else one point at the

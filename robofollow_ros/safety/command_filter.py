@@ -73,11 +73,14 @@ class SafetyDecision:
             must not publish, and should stop the controller another way, e.g. cancel its action goal).
         interventions: every change or refusal, in the order the rules found them (empty: sent as asked).
         rows_in: how many rows the chunk had (0 for a hold that answers no chunk).
+        stop_points: points of a controlled stop the caller appended to ``command`` after the chunk's rows (a chunk
+            refused from a row on decelerates instead of ending its last row at speed).
     """
 
     command: Command | None
     interventions: tuple[Intervention, ...]
     rows_in: int
+    stop_points: int = 0
 
     @property
     def held(self) -> bool:
@@ -87,7 +90,7 @@ class SafetyDecision:
     @property
     def rows_sent(self) -> int:
         """How many of the chunk's rows go to the arms (0 for a hold or nothing)."""
-        return 0 if self.command is None or self.command.hold else len(self.command.positions)
+        return 0 if self.command is None or self.command.hold else len(self.command.positions) - self.stop_points
 
     @property
     def untouched(self) -> bool:
