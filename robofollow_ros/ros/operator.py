@@ -62,6 +62,8 @@ HOME_SECONDS = 120.0
 """How long the bridge may take to bring both arms home (slowly, through the safety filter)."""
 HOME_MOVE = re.compile(r'moving home in ([0-9.]+) s')
 """The bridge's answer while the home move runs (it answers at once): how long the move takes."""
+HOME_ANSWER_SECONDS = 10.0
+"""How long a call of ``/robofollow/home`` may stay unanswered before it is made again (the bridge answers at once)."""
 EXIT_STOP_SECONDS = 1.0
 """How long an evaluator leaving mid-run waits for the bridge to answer its stop."""
 HOME_NO_STATE = 'no joint state from the driver yet'
@@ -345,17 +347,32 @@ class RealCell:
         self.node.get_logger().warning(f'{self.name(topics.RELEASE)}: {answer}')
 
     def _move_home(self) -> Trigger.Response | None:
-        """Call ``/robofollow/home`` until the bridge has heard the driver (or ``HOME_SECONDS`` passed); its answer."""
+        """Call ``/robofollow/home`` until the bridge has heard the driver (or ``HOME_SECONDS`` passed); its answer.
+        A call unanswered for ``HOME_ANSWER_SECONDS`` is made again (moving home twice is harmless): under load the
+        bridge's answer to the first call of a fresh graph was once lost ("failed to send response (timeout)": the
+        evaluator's response reader not yet matched), and the run waited out ``HOME_SECONDS`` and failed."""
         deadline = time.monotonic() + HOME_SECONDS
+        what = f'the arms to reach home ({self.name(topics.HOME)})'
         while True:
             future = self.home_client.call_async(Trigger.Request())
             future.add_done_callback(lambda _: self._notify())
+            answer_by = min(deadline, time.monotonic() + HOME_ANSWER_SECONDS)
+
+            def answered(future: Any = future, answer_by: float = answer_by) -> bool:
+                return bool(future.done()) or time.monotonic() >= answer_by
+
             try:
-                what = f'the arms to reach home ({self.name(topics.HOME)})'
-                self.wait(future.done, timeout=HOME_SECONDS, what=what, notified=True)
+                self.wait(answered, timeout=HOME_SECONDS, what=what, notified=True)
             except GraphError:
                 self.home_client.remove_pending_request(future)
                 raise
+            if not future.done():
+                self.home_client.remove_pending_request(future)
+                if time.monotonic() >= deadline:
+                    raise GraphError(f'timed out after {HOME_SECONDS:g} s waiting for {what}')
+                unanswered = f'{self.name(topics.HOME)}: no answer in {HOME_ANSWER_SECONDS:g} s, asked again'
+                self.node.get_logger().warning(unanswered)
+                continue
             response = future.result()
             if response is None or HOME_NO_STATE not in response.message or time.monotonic() > deadline:
                 return response
