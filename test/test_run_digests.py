@@ -84,6 +84,20 @@ def test_a_run_failed_by_a_node_that_died_resumes(tmp_path, capsys):
     assert len((out / 'results.jsonl').read_text(encoding='utf-8').splitlines()) == 4
 
 
+def test_a_run_json_rewritten_after_its_digest_is_a_warning_and_the_run_resumes(tmp_path, capsys):
+    # A run killed between rewriting run.json and its digest (test_recording_kill hit it): run.json holds no result.
+    out = tmp_path / 'run'
+    assert evaluate(out, '--rounds', '1') == 0
+    run_file = out / 'run.json'
+    run_file.write_text(run_file.read_text(encoding='utf-8').replace('"complete"', '"running"'), encoding='utf-8')
+    assert RunDigests(out).changed() == ['run.json changed']
+    capsys.readouterr()
+    assert evaluate(out, '--rounds', '2') == 0
+    err = capsys.readouterr().err
+    assert 'warning: run.json changed since its digest' in err, err
+    assert RunDigests(out).problems() == []
+
+
 def test_report_and_score_refuse_a_changed_record_or_episode_and_take_the_unchanged(tmp_path, capsys):
     out = tmp_path / 'run'
     assert evaluate(out, '--record', 'json') == 0

@@ -267,11 +267,18 @@ def run_suite(
         if moved is not None:
             print(f'--force-new: the previous run in {options.out} was moved to {moved}', file=sys.stderr)
             results = ResultsFile(options.out / RESULTS_NAME)
+        digests = RunDigests(options.out)
+        # run.json holds no result (the resume rewrites it from the records), and a run killed between rewriting it
+        # and its digest left one that differs: the records, episodes and videos are what a resume must refuse on.
+        for problem in digests.changed([RUN_NAME]):
+            print(f'warning: {problem} since its digest (a run stopped while writing it): rewritten', file=sys.stderr)
         for note in check_unchanged(
-            options.out, what=f'cannot resume the run in {options.out}', advice='restore them or use --force-new'
+            options.out,
+            names=[name for name in digests.entries if name != RUN_NAME],
+            what=f'cannot resume the run in {options.out}',
+            advice='restore them or use --force-new',
         ):
             print(f'warning: {note}', file=sys.stderr)
-        digests = RunDigests(options.out)
         if options.retry_errors:
             count, aside = set_aside_failed_trials(options.out, results, wanted=wanted)
             if aside is not None:
