@@ -47,7 +47,8 @@ from robofollow_ros.ros.protocol import (
 from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 
 out = Path(sys.argv[1])
-late_description = sys.argv[3:] == ['late-description']
+late_description = 'late-description' in sys.argv[3:]
+reset_twice = 'reset-twice' in sys.argv[3:]
 rclpy.init(args=['--ros-args', '-p', f'out:={out}', '-p', 'robot:=aloha'])
 recorder = RecorderNode()
 driver = rclpy.create_node('driver')
@@ -73,10 +74,10 @@ while (
 ):
     assert time.monotonic() < deadline, 'the recorder never subscribed'
     executor.spin_once(timeout_sec=0.05)
-spec_pub.publish(spec_message(spec))
-status_pub.publish(SimStatus(StatusEvent.RESET, spec.episode_id, stamps[0]).to_message())
 unit = (1.0, 0.0, 0.0, 0.0)
-for i, stamp in enumerate(stamps):
+
+
+def publish_frame(i, stamp):
     state = np.zeros(ACTION_DIM)
     for arm in ('left', 'right'):
         state[GRIP_INDEX[arm]] = trajectory.grip[arm][i]
@@ -88,6 +89,19 @@ for i, stamp in enumerate(stamps):
         poses[topics.ee_pose_topic(arm)].publish(
             pose_message(trajectory.ee[arm][i].tolist(), trajectory.ee_quat[arm][i].tolist(), stamp_ns=stamp,
                          frame_id=topics.WORLD_FRAME))
+
+
+spec_pub.publish(spec_message(spec))
+if reset_twice:  # an earlier reset of the same episode whose answer was lost: its frame 0 is already written
+    early = stamps[0] - 1_000_000_000
+    status_pub.publish(SimStatus(StatusEvent.RESET, spec.episode_id, early).to_message())
+    publish_frame(0, early)
+    while len(getattr(recorder.bags.get(spec.episode_id), 'frame_ns', {})) < 3:
+        assert time.monotonic() < deadline, 'the first reset\'s frame never reached the recorder'
+        executor.spin_once(timeout_sec=0.05)
+status_pub.publish(SimStatus(StatusEvent.RESET, spec.episode_id, stamps[0]).to_message())
+for i, stamp in enumerate(stamps):
+    publish_frame(i, stamp)
     executor.spin_once(timeout_sec=0)
 record = {'episode_id': spec.episode_id, 'task_id': spec.task_id, 'seed': 439, 'round': 1, 'end_stamp_ns': stamps[-1]}
 result_pub.publish(result_message(record))
@@ -163,3 +177,15 @@ def test_a_bag_waits_for_the_robot_description_a_known_publisher_has_not_deliver
         (description,) = [c for c in reader.connections if c.topic == '/robot_description']
         (_, _, data), *_ = reader.messages(connections=[description])
     assert typestore.deserialize_cdr(data, description.msgtype).data == '<robot name="late"/>'
+
+
+def test_an_episode_reset_again_is_recorded_from_its_latest_reset_only(tmp_path) -> None:
+    """The evaluator calls the reset again when its answer is lost; the sim then sends a second frame 0 of the same
+    episode a second later, and the bag must hold the episode from that reset on (a CI run recorded the first frame 0
+    too, one frame more than the in-process run of the same episode)."""
+    _, recorded = drive_recorder(tmp_path / 'run', 'reset-twice')
+    _, trajectory = read_episode_bag(recorded)
+    reference = pickup_trajectory()
+    assert len(trajectory) == len(reference)
+    assert trajectory.t[0] == pytest.approx(reference.t[0])
+    assert trajectory.gaps == ()

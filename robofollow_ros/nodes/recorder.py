@@ -139,6 +139,13 @@ class RecorderNode(Node):
             return  # a spec delivered again (latched history) must not open a second, never finished bag
         while len(self.bags) >= KEEP_OPEN:
             self.finish(next(iter(self.bags)), publish=False)
+        bag = self.open_bag(spec, start_ns=self.resets.get(spec.episode_id))
+        if bag is not None:
+            self.bags[spec.episode_id] = bag
+            self.flush()
+
+    def open_bag(self, spec: EpisodeSpec, *, start_ns: int | None) -> _OpenBag | None:
+        """A new bag for ``spec`` in its staging folder (emptied first), or ``None`` after logging why not."""
         path = self.out / episode_stem(spec.task_id, spec.round)
         staging = partial_path(path)
         shutil.rmtree(staging, ignore_errors=True)
@@ -154,11 +161,10 @@ class RecorderNode(Node):
         except RoboFollowError as error:
             shutil.rmtree(staging, ignore_errors=True)
             self.get_logger().error(f'cannot record {spec.task_id}: {error}')
-            return
-        self.bags[spec.episode_id] = _OpenBag(spec, writer, path, self.resets.get(spec.episode_id))
+            return None
         if self.description is not None:
             writer.write_robot_description(self.description, stamp_ns=time.time_ns())
-        self.flush()
+        return _OpenBag(spec, writer, path, start_ns)
 
     def on_description(self, message: String) -> None:
         self.description = message.data
@@ -181,9 +187,27 @@ class RecorderNode(Node):
         if status is None or status.event is not StatusEvent.RESET:
             return
         remember(self.resets, status.episode_id, status.stamp_ns)
-        if status.episode_id in self.bags:
-            self.bags[status.episode_id].start_ns = status.stamp_ns
-            self.flush()
+        bag = self.bags.get(status.episode_id)
+        if bag is None:
+            return
+        if bag.start_ns is not None and bag.start_ns != status.stamp_ns:
+            bag = self.restart(bag, start_ns=status.stamp_ns)
+            if bag is None:
+                return
+        bag.start_ns = status.stamp_ns
+        self.flush()
+
+    def restart(self, bag: _OpenBag, *, start_ns: int) -> _OpenBag | None:
+        """A bag begun again from a later reset of its episode (the evaluator calls the reset again when an
+        answer is lost, and every node follows the latest reset): the frames of the earlier reset are dropped."""
+        episode_id = bag.spec.episode_id
+        self.get_logger().info(f'{bag.spec.task_id} was reset again: its bag starts over from the latest reset')
+        bag.writer.close()
+        del self.bags[episode_id]
+        fresh = self.open_bag(bag.spec, start_ns=start_ns)
+        if fresh is not None:
+            self.bags[episode_id] = fresh
+        return fresh
 
     def flush(self) -> None:
         """Write the messages that waited for their episode's spec and reset."""
