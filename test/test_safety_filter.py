@@ -150,6 +150,35 @@ def test_the_chunk_is_refused_from_the_first_row_whose_tcp_leaves_the_workspace(
     assert all(tcp(row)[1][2] <= 1.0 for row in decision.command.positions)
 
 
+def test_an_arm_measured_outside_the_workspace_may_move_back_but_never_further_out():
+    """A real arm lags and overshoots its commands by millimetres: measured 3 mm above the box, the arm may come
+    back (a home move did not start before), but no row may get further outside than the row before it."""
+    box = WorkspaceBox(lower=(-0.6, -0.1, 0.75), upper=(0.6, 0.5, 1.0))
+    limits = aloha_limits(workspace=box)
+    start = home().positions.copy()
+    start[9] = 1.03  # right elbow: the stand-in TCP's z at 1.003
+    outside = MeasuredState(positions=start, age_s=0.0)
+    assert tcp(start)[1][2] == pytest.approx(1.003)
+
+    back = filter_chunk(
+        ramp(10, column=9, step=-0.01, start=start), state=outside, limits=limits, row_period_s=ROW, tcp=tcp
+    )
+    assert back.untouched and back.rows_sent == 10
+
+    further = filter_chunk(
+        ramp(5, column=9, step=0.01, start=start), state=outside, limits=limits, row_period_s=ROW, tcp=tcp
+    )
+    assert further.held and [(i.kind, i.row, i.joint) for i in further.interventions][:1] == [
+        ('outside_workspace', 0, 'right_tcp_z')
+    ]
+
+    down_then_up = ramp(4, column=9, step=-0.01, start=start)
+    down_then_up[2:, 9] = [1.015, 1.012]  # z 1.0015 after 1.001: still inside what was measured, but further out
+    decision = filter_chunk(down_then_up, state=outside, limits=limits, row_period_s=ROW, tcp=tcp)
+    assert decision.rows_sent == 2
+    assert [(i.kind, i.row) for i in decision.interventions] == [('outside_workspace', 2), ('rows_refused', 2)]
+
+
 def test_a_broken_tcp_result_counts_as_outside():
     decision = filter_chunk(
         ramp(3), state=home(), limits=aloha_limits(), row_period_s=ROW, tcp=lambda state: (np.zeros(3),)

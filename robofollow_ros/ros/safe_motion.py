@@ -42,6 +42,7 @@ from robofollow_ros.safety.controlled_stop import (
     stop_in_workspace,
 )
 from robofollow_ros.safety.deadman import DeadMan
+from robofollow_ros.safety.home_path import plan_home
 from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
 from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
 from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
@@ -244,12 +245,17 @@ class SafeMotion:
         state = self.measured()
         decision = filter_chunk(chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp)
         self.record(decision, what)
-        if decision.command is not None and not decision.held and decision.rows_sent < decision.rows_in:
-            stopping = self.ending_in_a_stop(decision.command, state)
-            added = len(stopping.positions) - len(decision.command.positions)
-            decision = dataclasses.replace(decision, command=stopping, stop_points=added)
+        decision = self.ended_in_a_stop(decision, state)
         self.write(decision, state, moving=not decision.held)
         return decision
+
+    def ended_in_a_stop(self, decision: SafetyDecision, state: MeasuredState) -> SafetyDecision:
+        """``decision`` with a controlled stop after its rows when the chunk was refused from a row on."""
+        if decision.command is None or decision.held or decision.rows_sent >= decision.rows_in:
+            return decision
+        stopping = self.ending_in_a_stop(decision.command, state)
+        added = len(stopping.positions) - len(decision.command.positions)
+        return dataclasses.replace(decision, command=stopping, stop_points=added)
 
     def ending_in_a_stop(self, command: Command, state: MeasuredState) -> Command:
         """``command`` (the rows of a chunk refused from a row on) followed by the controlled stop from its last row
@@ -349,21 +355,25 @@ class SafeMotion:
                 f'no joint state from the driver yet younger than {self.settings.max_state_age:g} s (the latest is '
                 f'{state.age_s:.3g} s old)'
             )
-        start, goal = state.positions, self.profile.home_state()
-        speed = self.limits.velocity * self.settings.home_speed
-        seconds = float((np.abs(goal - start) / speed).max())
-        rows = max(1, math.ceil(seconds / self.row_period))
-        fractions = np.arange(1, rows + 1, dtype=np.float64)[:, None] / rows
-        chunk = start[None, :] + fractions * (goal - start)[None, :]
-        decision = filter_chunk(chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp)
+        plan = plan_home(
+            state,
+            self.profile.home_state(),
+            limits=self.limits,
+            speed_fraction=self.settings.home_speed,
+            row_period_s=self.row_period,
+            tcp=self.tcp,
+        )
+        decision, rows = plan.decision, len(plan.rows)
         self.record(decision, 'home')
+        decision = self.ended_in_a_stop(decision, state)
         try:
             self.write(decision, state, moving=not decision.held)
         except MotionStoppedError as error:
             return False, str(error)
         if decision.rows_sent < rows:
             return False, f'home move not sent whole: {decision.summary()}'
-        return True, f'moving home in {rows * self.row_period:.2f} s ({rows} rows)'
+        how = '' if plan.name == 'straight' else f', {plan.name}: the straight path leaves the workspace'
+        return True, f'moving home in {rows * self.row_period:.2f} s ({rows} rows{how})'
 
     def hold_if_stale(self) -> None:
         """Hold the arms (a controlled stop) and raise ``GraphError`` when the measured state is older than

@@ -12,7 +12,9 @@ The rules, in order (each row is a 14-D absolute target, ``row_period_s`` apart)
    ``stretch`` lengthens that row's ``time_from_start`` increment until it complies (at most ``max_stretch`` row
    periods, beyond that the row is refused).
 5. Workspace: from the first row whose TCP (of either arm, by the ``tcp`` function passed in) leaves the workspace
-   box, the chunk is refused.
+   box, the chunk is refused. An arm measured outside the box (a real arm lags and overshoots its commands by a few
+   millimetres) may move back: a row outside is accepted while no TCP coordinate gets further outside than the row
+   before it (the first row: the measured state), so that a hold is not the only command left.
 
 Refusing "from a row on" sends the rows before it (each passed every rule); when no row is left the arms hold.
 A hold is a one-point trajectory at the measured position (clipped into the joint limits), due one row period from
@@ -38,6 +40,9 @@ from robofollow_ros.safety.limits import (
     workspace_names,
 )
 from robofollow_ros.state_layout import ACTION_DIM, ARMS
+
+WORKSPACE_TOLERANCE = 1e-9
+"""m: a TCP coordinate outside the box may get this much further out from row to row (rounding)."""
 
 TcpFunction = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 """Forward kinematics of a 14-D state: ``tcp(state) -> (left_xyz, right_xyz)`` in the world frame (m)."""
@@ -196,7 +201,7 @@ def filter_chunk(
     rows, cut = _apply_joint_limits(rows, limits, found)
     times, cut = _apply_velocity(rows[:cut], measured, limits, period, found)
     if limits.workspace is not None and tcp is not None:
-        cut = _apply_workspace(rows[:cut], limits.workspace, tcp, found)
+        cut = _apply_workspace(rows[:cut], limits.workspace, tcp, found, start=measured)
     if cut < rows_in:
         found.append(Intervention('rows_refused', cut, None, float(rows_in - cut), float('nan')))
     if cut == 0:
@@ -295,25 +300,40 @@ def _apply_velocity(
     return np.cumsum(durations), len(rows)
 
 
-def _apply_workspace(rows: np.ndarray, box: WorkspaceBox, tcp: TcpFunction, found: list[Intervention]) -> int:
-    """The first row whose TCP (either arm) leaves ``box``, reported per coordinate; ``len(rows)`` if none."""
+def _apply_workspace(
+    rows: np.ndarray, box: WorkspaceBox, tcp: TcpFunction, found: list[Intervention], *, start: np.ndarray
+) -> int:
+    """The first row whose TCP (either arm) leaves ``box`` or gets further outside than the row before it (the first
+    row: ``start``), reported per coordinate; ``len(rows)`` if none."""
+    measured = _tcp_excess(start, box, tcp)
+    allowed = np.zeros((len(ARMS), 3)) if measured is None else np.where(np.isfinite(measured), measured, 0.0)
     for row in range(len(rows)):
-        try:
-            points = tcp(rows[row].copy())
-            arms = {
-                arm: np.asarray(point, dtype=np.float64).reshape(3) for arm, point in zip(ARMS, points, strict=True)
-            }
-        except (ValueError, TypeError, RoboFollowError):  # FK failed, or gave no two points: outside every box
+        excess = _tcp_excess(rows[row].copy(), box, tcp)
+        if excess is None:
             found.append(Intervention('outside_workspace', row, None, float('nan'), float('nan')))
             return row
-        outside = False
-        for arm, xyz in arms.items():
-            for axis, name in enumerate(workspace_names(arm)):
-                value = float(xyz[axis])
+        worse = excess > allowed + WORKSPACE_TOLERANCE
+        if worse.any():
+            points = tcp(rows[row].copy())
+            for arm_index, axis in zip(*np.nonzero(worse), strict=True):
+                arm = ARMS[int(arm_index)]
+                value = float(np.asarray(points[int(arm_index)], dtype=np.float64).reshape(3)[axis])
                 low, high = box.lower[axis], box.upper[axis]
-                if not np.isfinite(value) or value < low or value > high:
-                    found.append(Intervention('outside_workspace', row, name, value, low if value < low else high))
-                    outside = True
-        if outside:
+                name = workspace_names(arm)[axis]
+                found.append(Intervention('outside_workspace', row, name, value, low if value < low else high))
             return row
+        allowed = excess
     return len(rows)
+
+
+def _tcp_excess(positions: np.ndarray, box: WorkspaceBox, tcp: TcpFunction) -> np.ndarray | None:
+    """(2, 3): how far each arm's TCP lies outside ``box`` per axis, or ``None`` when the forward kinematics fails
+    (outside every box)."""
+    try:
+        points = tcp(positions)
+        arms = [np.asarray(point, dtype=np.float64).reshape(3) for point in points]
+    except (ValueError, TypeError, RoboFollowError):
+        return None
+    if len(arms) != len(ARMS):
+        return None
+    return np.stack([box.excess(point) for point in arms])

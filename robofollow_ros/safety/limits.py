@@ -101,6 +101,12 @@ class WorkspaceBox:
         xyz = np.asarray(point, dtype=float)
         return bool(np.isfinite(xyz).all() and (xyz >= self.lower).all() and (xyz <= self.upper).all())
 
+    def excess(self, point: np.ndarray) -> np.ndarray:
+        """How far ``point`` (3,) lies outside the box on each axis (m; 0 inside, ``inf`` where not finite)."""
+        xyz = np.asarray(point, dtype=float).reshape(3)
+        beyond = np.maximum(np.maximum(np.asarray(self.lower) - xyz, xyz - np.asarray(self.upper)), 0.0)
+        return np.where(np.isfinite(xyz), beyond, np.inf)
+
 
 @dataclass(frozen=True)
 class SafetyLimits:
