@@ -104,3 +104,60 @@ def test_the_sim_answers_resets_at_once_and_sends_the_latest_frame_0_when_its_re
         ('answer', second.episode_id),
         ('frame 0', second.episode_id),
     ], err[-2000:]
+
+
+def test_an_image_reader_matched_after_frame_0_went_out_still_gets_its_images() -> None:
+    """On a busy machine ``match_timeout`` can pass before the bridge's camera readers match: frame 0's images then
+    went to nobody, and the bridge waited 30 s for them. The sim sends them again (same stamp) when an image reader
+    matches while no chunk has run since frame 0."""
+    sim = subprocess.Popen(
+        [sys.executable, '-m', 'robofollow_ros.nodes.sim', '--ros-args', '-p', 'match_timeout:=1.0'],
+        env=graph_env(DOMAIN),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    context = Context()
+    rclpy.init(context=context, domain_id=ros_domain(DOMAIN))
+    node = rclpy.create_node('late_camera_reader', context=context)
+    frame_0: list[int] = []
+    images: list[int] = []
+
+    def on_status(message: SimStatusMessage) -> None:
+        status = SimStatus.from_message(message)
+        if status.event is StatusEvent.RESET:
+            frame_0.append(status.stamp_ns)
+
+    node.create_subscription(SimStatusMessage, topics.SIM_STATUS, on_status, qos.EVENTS)
+    tcp = node.create_subscription(PoseStamped, topics.ee_pose_topic('left'), lambda _: None, qos.STATE)
+    node.create_subscription(Image, topics.image_topic('cam_high'), lambda _: None, INCOMPATIBLE)
+    client = node.create_client(ResetEpisode, topics.SIM_RESET)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        wait_until(
+            lambda: (
+                executor.spin_once(timeout_sec=0.05) or (client.service_is_ready() and tcp.get_publisher_count() > 0)
+            ),
+            timeout=120,
+            what='the sim reset service',
+        )
+        future = client.call_async(ResetEpisode.Request(episode=spec_message(_spec(0))))
+        wait_until(lambda: executor.spin_once(timeout_sec=0.05) or bool(frame_0), timeout=60, what='frame 0')
+        late = node.create_subscription(
+            Image,
+            topics.image_topic('cam_left_wrist'),
+            lambda message: images.append(message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec),
+            qos.SENSOR,
+        )
+        wait_until(lambda: executor.spin_once(timeout_sec=0.05) or bool(images), timeout=30, what='frame 0 images')
+        assert future.done() and late.get_publisher_count() == 1
+        assert images[0] == frame_0[0]
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        sim.terminate()
+        _, err = sim.communicate(timeout=30)
+    assert 'its images go out again' in err, err[-2000:]

@@ -125,6 +125,8 @@ class SimNode(Node):
         self.clock = SimClock()
         self.current: EpisodeSpec | None = None
         self.observation_ns = -1
+        self.announced_ns = -2
+        """The stamp of the latest frame 0 sent (``images_again``)."""
         self.commands: dict[Arm, tuple[int, TrajectoryRows]] = {}
         """Per arm, the latest trajectory received (its digest and rows) and not executed yet."""
         self.ticket: ChunkTicket | None = None
@@ -156,7 +158,8 @@ class SimNode(Node):
             for name in topics.all_object_names()
         }
         self.image_pubs = {
-            camera: self.watched_publisher(Image, topics.image_topic(camera), qos.SENSOR) for camera in CAMERAS
+            camera: self.watched_publisher(Image, topics.image_topic(camera), qos.SENSOR, on_match=self.images_again)
+            for camera in CAMERAS
         }
         self.info_pubs = {
             camera: self.create_publisher(CameraInfo, topics.camera_info_topic(camera), qos.SENSOR)
@@ -174,11 +177,27 @@ class SimNode(Node):
         ]
         self.create_service(ResetEpisode, topics.SIM_RESET, self.on_reset)
 
-    def watched_publisher(self, kind: type, topic: str, profile: QoSProfile) -> Publisher:
+    def watched_publisher(
+        self, kind: type, topic: str, profile: QoSProfile, *, on_match: Callable[[], None] | None = None
+    ) -> Publisher:
         """A publisher of a topic whose readers must match before an episode's frame 0 goes out: each match
-        looks whether that frame can go out now (``announce_when_matched``)."""
-        events = PublisherEventCallbacks(matched=lambda _: self.announce_when_matched())
+        looks whether that frame can go out now (``announce_when_matched``), then calls ``on_match``."""
+
+        def matched(info: object) -> None:
+            self.announce_when_matched()
+            if on_match is not None and getattr(info, 'current_count_change', 1) > 0:
+                on_match()
+
+        events = PublisherEventCallbacks(matched=matched)
         return self.create_publisher(kind, topic, profile, event_callbacks=events)
+
+    def images_again(self) -> None:
+        """An image reader matched after frame 0 went out (``match_timeout`` passed first, on a busy machine): the
+        images of frame 0 went to no reader, and the bridge waits for them, so they go out again while no chunk has
+        run since (same stamp: a reader that had them already gets a copy)."""
+        if self.announcing is None and self.current is not None and 0 <= self.observation_ns == self.announced_ns:
+            self.get_logger().info('an image reader matched after frame 0 went out: its images go out again')
+            self.publish_images(self.observation_ns)
 
     def on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         response.episode_id = request.episode.episode_id
@@ -220,6 +239,7 @@ class SimNode(Node):
             return
         self.clock.start_episode()
         self.publish_frame()
+        self.announced_ns = self.observation_ns
         self.publish_observation(reset=True)
         self.status_pub.publish(
             SimStatus(event=StatusEvent.RESET, episode_id=spec.episode_id, stamp_ns=self.observation_ns).to_message()
@@ -347,20 +367,22 @@ class SimNode(Node):
         """Publish the images (when wanted) and the scene markers of the current state."""
         stamp = self.observation_ns
         if self.wants_images(ask_graph=reset):
-            observation = self.env.observe(images=True)
-            model = self.env.cell.model  # type: ignore[union-attr]
-            for camera, pixels in observation.images.items():
-                frame = camera_frame(camera)
-                intrinsics = pinhole_from_fovy(
-                    float(model.camera(camera).fovy[0]), width=self.width, height=self.height
-                )
-                self.info_pubs[camera].publish(camera_info_message(intrinsics, stamp_ns=stamp, frame_id=frame))
-                self.image_pubs[camera].publish(image_message(pixels, stamp_ns=stamp, frame_id=frame))
+            self.publish_images(stamp)
         if self.markers_pub.get_subscription_count() > 0 and self.env.layout is not None:
             observation = self.env.observe(images=False)
             self.markers_pub.publish(
                 scene_markers(self.env.layout, observation.object_pos, observation.object_quat, stamp_ns=stamp)
             )
+
+    def publish_images(self, stamp: int) -> None:
+        """Render the cameras and publish their images and CameraInfo stamped ``stamp``."""
+        observation = self.env.observe(images=True)
+        model = self.env.cell.model  # type: ignore[union-attr]
+        for camera, pixels in observation.images.items():
+            frame = camera_frame(camera)
+            intrinsics = pinhole_from_fovy(float(model.camera(camera).fovy[0]), width=self.width, height=self.height)
+            self.info_pubs[camera].publish(camera_info_message(intrinsics, stamp_ns=stamp, frame_id=frame))
+            self.image_pubs[camera].publish(image_message(pixels, stamp_ns=stamp, frame_id=frame))
 
     def close(self) -> None:
         self.env.close()
