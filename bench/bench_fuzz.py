@@ -12,7 +12,9 @@ hooks' side channel); after the run every message is checked, independently of t
 * **joint limits**: every point of every message (a window's closing stop included, executed or not) within the
   profile's limits (1e-9 rad); grippers within 0..1 of their driver range (unclipped);
 * **workspace**: both TCPs of every arm point inside the box (MuJoCo's forward kinematics of the cell, not the
-  safety layer's URDF kinematics);
+  safety layer's URDF kinematics), or, for an arm measured outside it at the message's timestamp (it overshot or
+  was pushed), no further out than where it was measured or the point before (counted apart: holding or coming
+  back, as the filter allows);
 * **velocity**: every segment between two points of one message (their times are exact, never executed ones
   included) within each joint's limit (rad/s; grippers within the URDF finger's speed over its travel, as the
   bridge's default, or ``--gripper-velocity``) to 1e-6; and the reference each arm followed, averaged over every
@@ -79,6 +81,9 @@ ACTIONS_PER_QUERY = 50
 """Rows of a chunk a query executes (the protocol's): the rest are never sent."""
 LIMIT_TOLERANCE = 1e-9
 WORKSPACE_TOLERANCE = 1e-6
+RETURN_SLACK = 1e-3
+"""m: a point outside the box counts as holding or coming back when no further out than the arm measured (or the
+point before it) by this (the side channel's sample is up to a few milliseconds older than the command)."""
 VELOCITY_TOLERANCE = 1e-6
 """Relative slack of the velocity check between the points of one message (their times are exact)."""
 ACCELERATION_SLACK = 1.02
@@ -583,12 +588,27 @@ class Analysis:
         columns = ARM_SLICE[arm]
         low, high = self.lower[columns], self.upper[columns]
         box_low, box_high = np.asarray(self.profile.workspace_min), np.asarray(self.profile.workspace_max)
+
+        def excess(point: np.ndarray) -> np.ndarray:
+            return np.maximum(np.maximum(box_low - point, point - box_high) - WORKSPACE_TOLERANCE, 0.0)
+
+        start = self.measured_at(self.states, self.state_times, message.published, arm, message.points[0])
+        allowed = excess(self.tcp(arm, start))
         for i, q in enumerate(message.points):
             if (q < low - LIMIT_TOLERANCE).any() or (q > high + LIMIT_TOLERANCE).any():
                 tally.violation('joint_limits', f'{where} point {i}: {q.tolist()} outside the joint limits')
             tcp = self.tcp(arm, q)
-            if (tcp < box_low - WORKSPACE_TOLERANCE).any() or (tcp > box_high + WORKSPACE_TOLERANCE).any():
-                tally.violation('workspace', f'{where} point {i}: TCP {np.round(tcp, 4).tolist()} outside the box')
+            beyond = excess(tcp)
+            if not beyond.any():
+                allowed = beyond
+                continue
+            text = f'{where} point {i}: TCP {np.round(tcp, 4).tolist()} outside the box'
+            if (beyond <= allowed + RETURN_SLACK).all():
+                # The arm is measured outside (it overshot, or was pushed): holding or coming back is allowed.
+                tally.violation('workspace_returning', f'{text}, the arm measured {np.round(allowed * 1e3, 1)} mm out')
+            else:
+                tally.violation('workspace', text)
+            allowed = beyond
 
     def check_velocity(self, message: Message, limit: np.ndarray) -> None:
         """The segments between a message's points (their times are exact), never executed ones included."""
@@ -1105,6 +1125,10 @@ def analyse(out: Path, dump: dict[str, Any], args: argparse.Namespace) -> None:
     print(f'  command messages checked: {sum(tally.messages.values())} ({dict(tally.messages)}), {tally.points} points')
     rules = ('not_finite', 'joint_limits', 'velocity', 'workspace')
     print('  violations: ' + ', '.join(f'{rule} {tally.violations[rule]}' for rule in rules))
+    print(
+        f'  commands outside the box no further out than the arm measured there (holding or coming back): '
+        f'{tally.violations["workspace_returning"]}'
+    )
     kinds = (
         ('reanchor', 'a window re-anchoring its chunk'),
         ('new', 'another new command'),
