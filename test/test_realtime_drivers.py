@@ -219,3 +219,54 @@ def test_the_stream_keeps_its_rate_while_the_bridges_callbacks_are_busy(ros: Nod
         driver.close()
     gaps = np.diff(arrivals[: int(0.4 * profile.control_rate)])
     assert gaps.max() < 0.25, f'the stream stalled for {gaps.max():.3f} s'
+
+
+def test_a_stream_goes_on_from_its_last_target_while_the_arm_follows_it_and_keeps_the_velocity_limit(ros) -> None:
+    """A position stream's servos follow its last target: a new chunk starts there, not at a measurement that lags
+    it (which pulled the reference back at every chunk), unless the arm is measured far from it (blocked, moved by
+    hand); and its first segment is lengthened to keep the velocity limits from there."""
+    profile = load_profile('piper')
+    velocity = np.full(14, 1.0)  # rad/s (normalised for the grippers): 0.06 rad per row
+    driver = StreamedDriver(ros, profile, velocity=velocity)
+    topic = '/left_piper/joint_ctrl_single'
+    got: list[JointState] = []
+    ros.create_subscription(JointState, topic, got.append, qos.ARM_COMMANDS)
+    wait_until(lambda: driver.pubs[topic].get_subscription_count() > 0, timeout=60, what='the reader')
+    home = profile.home_state()
+    try:
+
+        def stream(rows: np.ndarray, start: np.ndarray) -> list[float]:
+            """Send ``rows`` from a measured ``start``; the left waist targets streamed until the last row."""
+            got.clear()
+            driver.send(Command(positions=rows, times=np.arange(1, len(rows) + 1) * 0.06, hold=False), start=start)
+            last = float(rows[-1, 0])
+            wait_until(lambda: got and got[-1].position[0] == pytest.approx(last), timeout=30, what='the last row')
+            return [message.position[0] for message in got]
+
+        first = np.tile(home, (3, 1))
+        first[:, 0] = [0.05, 0.1, 0.15]
+        stream(first, home)
+        lagging = home.copy()
+        lagging[0] = 0.13  # measured 0.02 rad behind the last target
+        second = np.tile(home, (2, 1))
+        second[:, 0] = [0.18, 0.21]
+        waist = stream(second, lagging)
+        assert waist[0] == pytest.approx(0.15, abs=1e-3)  # on from the last target, not back to 0.13
+        assert all(b >= a - 1e-9 for a, b in itertools.pairwise(waist))
+
+        blocked = home.copy()
+        blocked[0] = 0.05  # 0.16 rad from the last target: the arm does not follow it
+        third = np.tile(home, (1, 1))
+        third[0, 0] = 0.08
+        assert stream(third, blocked)[0] == pytest.approx(0.05, abs=1e-3)
+
+        far = np.tile(home, (1, 1))
+        far[0, 0] = 0.38  # 0.30 rad from the last target in one row: 5 rows' worth at 1 rad/s
+        following = home.copy()
+        following[0] = 0.08  # at the last target
+        waist = stream(far, following)
+        period = 1.0 / profile.control_rate
+        assert max(np.diff(waist)) <= 1.0 * period * 1.6  # a tick may come up to a period late
+        assert len(waist) >= 0.30 / (1.0 * period) * 0.8
+    finally:
+        driver.close()

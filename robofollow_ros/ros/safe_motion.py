@@ -128,7 +128,9 @@ class SafeMotion:
         )
         self.tcp = profile_tcp(profile)
         self.deceleration = stop_decelerations(self.limits, stop_seconds=settings.stop_seconds)
-        self.driver = make_driver(node, profile, stop_from=self.stop_from, window=settings.command_window)
+        self.driver = make_driver(
+            node, profile, stop_from=self.stop_from, window=settings.command_window, velocity=self.limits.velocity
+        )
         self.sent: SentCommand | None = None
         self.stopped = False
         self.exiting = False
