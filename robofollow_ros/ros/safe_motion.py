@@ -225,7 +225,8 @@ class SafeMotion:
         holding = decision.command is None or decision.held
         now = time.monotonic()
         if not holding or sent is None or now >= sent.sent_at + float(sent.command.times[-1]):
-            return decision.command, state.positions
+            # An arm measured a little past a limit (it overshot) streams from the limit, never beyond it.
+            return decision.command, np.clip(state.positions, self.limits.lower, self.limits.upper)
         position, velocity = commanded_at(sent, now)
         return self.stop_from(position, velocity), position
 
