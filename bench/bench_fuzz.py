@@ -587,6 +587,9 @@ class Analysis:
             return
         columns = ARM_SLICE[arm]
         low, high = self.lower[columns], self.upper[columns]
+        if self.profile.driver == 'interbotix_xs':
+            # JointGroupCommand carries float32: a target sent at a limit arrives rounded, up to half an ulp past it.
+            low, high = low - np.spacing(np.float32(np.abs(low))), high + np.spacing(np.float32(np.abs(high)))
         box_low, box_high = np.asarray(self.profile.workspace_min), np.asarray(self.profile.workspace_max)
 
         def excess(point: np.ndarray) -> np.ndarray:
