@@ -181,7 +181,6 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
 
     import rclpy
     from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Int64
@@ -260,6 +259,14 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
         elif profile.driver == 'interbotix_xs':
             callback = functools.partial(on_group, spec.command.topic, arm)
             node.create_subscription(message_class(spec.command.type), spec.command.topic, callback, reader)
+    return spin_in_thread(context, node, stop)
+
+
+def spin_in_thread(context: Any, node: Any, stop: threading.Event) -> threading.Thread:
+    """Spin ``node`` on a daemon thread until ``stop`` is set, then shut ``context`` down."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
 

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_faults import HOOKS, NS, RESET_TOPIC, SIDE_TOPIC, Cell, Checker, Heard
+from bench_faults import HOOKS, NS, RESET_TOPIC, SIDE_TOPIC, Cell, Checker, Heard, spin_in_thread
 from graph_launch import ROOT, launch_command
 from hostile_chunks import ChunkFile, generate, save
 
@@ -181,7 +181,6 @@ def listen_commands(
     message on the arm and gripper command topics (``bench_faults.listen`` keeps the arm topics only)."""
     import rclpy
     from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Int64
@@ -270,18 +269,7 @@ def listen_commands(
             else:
                 callback = functools.partial(on_single, interface.topic, arm)
                 node.create_subscription(kind, interface.topic, callback, reader)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-
-    def spin() -> None:
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.05)
-        executor.shutdown()
-        rclpy.shutdown(context=context)
-
-    thread = threading.Thread(target=spin, name='listener', daemon=True)
-    thread.start()
-    return thread
+    return spin_in_thread(context, node, stop)
 
 
 # --- what was served -------------------------------------------------------------------------------------------

@@ -86,6 +86,17 @@ def put_home(driver: JtcStandIn) -> None:
             driver.positions.update(zip(command.joints, (float(v) for v in command.positions), strict=True))
 
 
+def settle(driver: JtcStandIn, *, quiet: float = 0.3, timeout: float = 10.0) -> None:
+    """Wait until no command has arrived for ``quiet`` seconds (the bridge's hold after an episode's end, late on a
+    loaded machine: put home before it arrives, the hold at the old position reads as a jump back)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = driver.received[-1].arrived if driver.received else 0.0
+        if time.monotonic() - last >= quiet:
+            return
+        time.sleep(0.02)
+
+
 def has_ended(ends: list[EpisodeEnd], episode_id: str) -> bool:
     return any(end.episode_id == episode_id for end in ends)
 
@@ -176,7 +187,7 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
                     done = ended.wait_for(functools.partial(has_ended, ends, spec.episode_id), timeout=60)
                 if not done or bridge.poll() is not None:
                     raise AssertionError(f'episode {episodes} did not end: {log.read_text()[-4000:]}')
-                time.sleep(0.05)  # the hold that follows a failed episode's end
+                settle(driver)  # the hold that follows a failed episode's end comes first
                 put_home(driver)
             seconds = time.monotonic() - started
             yield Fuzz(list(driver.received), list(ends), served_count(scratch), episodes, seconds)
