@@ -3,7 +3,7 @@
 The nodes, their parameters and remappings come from ``config/graph_<name>.yaml`` through
 ``robofollow_ros.graph.declaration.load_graph``, the same declaration ``robofollow launch <name>`` starts, so the
 two cannot drift apart. The evaluator is the main node: when it is done the launch shuts down; any other node
-exiting shuts it down too. Every node runs with the shipped Fast DDS profile (shared memory, this host only) and
+exiting shuts it down too. Every node runs with the shipped Fast DDS profile (shared memory, UDP sent to 127.0.0.1) and
 the discovery range it needs (``graph_environment``). ``workers:=N`` starts N graphs, graph i in ROS domain
 ROS_DOMAIN_ID + i, and one evaluator for all (``graph_instances``); unlike ``robofollow launch``, which stops only
 the graph of a node that died and goes on with the others, here any required node's exit ends the launch.
