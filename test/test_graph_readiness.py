@@ -8,9 +8,13 @@ latest reset's frame 0 goes out (the superseded one would show a state nobody ru
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import rclpy
@@ -39,9 +43,30 @@ def _spec(index: int) -> EpisodeSpec:
     return EpisodeSpec.for_trial(task, seed=1, round=1, variant='published', layout=registry.layout_of(task).name)
 
 
-def test_the_sim_answers_resets_at_once_and_sends_the_latest_frame_0_when_its_readers_are_ready() -> None:
+@dataclass
+class SimUnderTest:
+    """A sim node started on its own and the test's node beside it (``sim_and_caller``); ``err`` is the sim's stderr
+    once it has exited."""
+
+    sim: subprocess.Popen[str]
+    node: Any
+    executor: SingleThreadedExecutor
+    client: Any
+    err: str = ''
+
+    def spin_until(self, condition: Callable[[], bool], *, timeout: float, what: str) -> None:
+        wait_until(lambda: self.executor.spin_once(timeout_sec=0.05) or condition(), timeout=timeout, what=what)
+
+
+@contextlib.contextmanager
+def sim_and_caller(name: str, *, match_timeout: float, on_reset: Callable[[SimStatus], None]) -> Iterator[SimUnderTest]:
+    """The sim with ``match_timeout``, and a node that hears its RESET statuses (``on_reset``) and calls its reset.
+
+    A reader of the TCP pose makes the sim expect every frame topic's readers to match; the camera's (incompatible
+    QoS) never does, so frame 0 goes out when ``match_timeout`` expires.
+    """
     sim = subprocess.Popen(
-        [sys.executable, '-m', 'robofollow_ros.nodes.sim', '--ros-args', '-p', 'match_timeout:=2.0'],
+        [sys.executable, '-m', 'robofollow_ros.nodes.sim', '--ros-args', '-p', f'match_timeout:={match_timeout}'],
         env=graph_env(DOMAIN),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -50,7 +75,36 @@ def test_the_sim_answers_resets_at_once_and_sends_the_latest_frame_0_when_its_re
     )
     context = Context()
     rclpy.init(context=context, domain_id=ros_domain(DOMAIN))
-    node = rclpy.create_node('reset_caller', context=context)
+    node = rclpy.create_node(name, context=context)
+
+    def on_status(message: SimStatusMessage) -> None:
+        status = SimStatus.from_message(message)
+        if status.event is StatusEvent.RESET:
+            on_reset(status)
+
+    node.create_subscription(SimStatusMessage, topics.SIM_STATUS, on_status, qos.EVENTS)
+    tcp = node.create_subscription(PoseStamped, topics.ee_pose_topic('left'), lambda _: None, qos.STATE)
+    node.create_subscription(Image, topics.image_topic('cam_high'), lambda _: None, INCOMPATIBLE)
+    client = node.create_client(ResetEpisode, topics.SIM_RESET)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    under_test = SimUnderTest(sim, node, executor, client)
+    try:
+        under_test.spin_until(
+            lambda: client.service_is_ready() and tcp.get_publisher_count() > 0,
+            timeout=120,
+            what='the sim reset service',
+        )
+        yield under_test
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        sim.terminate()
+        _, under_test.err = sim.communicate(timeout=30)
+
+
+def test_the_sim_answers_resets_at_once_and_sends_the_latest_frame_0_when_its_readers_are_ready() -> None:
     events: list[tuple[str, str]] = []
     lock = threading.Lock()
 
@@ -58,106 +112,46 @@ def test_the_sim_answers_resets_at_once_and_sends_the_latest_frame_0_when_its_re
         with lock:
             events.append((kind, episode_id))
 
-    def on_status(message: SimStatusMessage) -> None:
-        status = SimStatus.from_message(message)
-        if status.event is StatusEvent.RESET:
-            note('frame 0', status.episode_id)
-
-    node.create_subscription(SimStatusMessage, topics.SIM_STATUS, on_status, qos.EVENTS)
-    # A reader of the TCP pose makes the sim expect every frame topic's readers to match; the camera's never does.
-    tcp = node.create_subscription(PoseStamped, topics.ee_pose_topic('left'), lambda _: None, qos.STATE)
-    node.create_subscription(Image, topics.image_topic('cam_high'), lambda _: None, INCOMPATIBLE)
-    client = node.create_client(ResetEpisode, topics.SIM_RESET)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    try:
-        wait_until(
-            lambda: (
-                executor.spin_once(timeout_sec=0.05) or (client.service_is_ready() and tcp.get_publisher_count() > 0)
-            ),
-            timeout=120,
-            what='the sim reset service',
-        )
-        first, second = _spec(0), _spec(1)
+    first, second = _spec(0), _spec(1)
+    with sim_and_caller(
+        'reset_caller', match_timeout=2.0, on_reset=lambda status: note('frame 0', status.episode_id)
+    ) as cell:
         for spec in (first, second):
-            future = client.call_async(ResetEpisode.Request(episode=spec_message(spec)))
-            wait_until(lambda f=future: executor.spin_once(timeout_sec=0.05) or f.done(), timeout=60, what='an answer')
+            future = cell.client.call_async(ResetEpisode.Request(episode=spec_message(spec)))
+            cell.spin_until(future.done, timeout=60, what='an answer')
             response = future.result()
             assert response is not None and response.code == ResetEpisode.Response.OK
             note('answer', response.episode_id)
-        wait_until(
-            lambda: executor.spin_once(timeout_sec=0.05) or ('frame 0', second.episode_id) in events,
-            timeout=30,
-            what='frame 0 of the second reset',
-        )
+        second_frame_0 = ('frame 0', second.episode_id)
+        cell.spin_until(lambda: second_frame_0 in events, timeout=30, what='frame 0 of the second reset')
         for _ in range(10):
-            executor.spin_once(timeout_sec=0.05)
-        assert sim.poll() is None
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=context)
-        sim.terminate()
-        _, err = sim.communicate(timeout=30)
+            cell.executor.spin_once(timeout_sec=0.05)
+        assert cell.sim.poll() is None
     assert events == [
         ('answer', first.episode_id),
         ('answer', second.episode_id),
         ('frame 0', second.episode_id),
-    ], err[-2000:]
+    ], cell.err[-2000:]
 
 
 def test_an_image_reader_matched_after_frame_0_went_out_still_gets_its_images() -> None:
     """On a busy machine ``match_timeout`` can pass before the bridge's camera readers match: frame 0's images then
     went to nobody, and the bridge waited 30 s for them. The sim sends them again (same stamp) when an image reader
     matches while no chunk has run since frame 0."""
-    sim = subprocess.Popen(
-        [sys.executable, '-m', 'robofollow_ros.nodes.sim', '--ros-args', '-p', 'match_timeout:=1.0'],
-        env=graph_env(DOMAIN),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    context = Context()
-    rclpy.init(context=context, domain_id=ros_domain(DOMAIN))
-    node = rclpy.create_node('late_camera_reader', context=context)
     frame_0: list[int] = []
     images: list[int] = []
-
-    def on_status(message: SimStatusMessage) -> None:
-        status = SimStatus.from_message(message)
-        if status.event is StatusEvent.RESET:
-            frame_0.append(status.stamp_ns)
-
-    node.create_subscription(SimStatusMessage, topics.SIM_STATUS, on_status, qos.EVENTS)
-    tcp = node.create_subscription(PoseStamped, topics.ee_pose_topic('left'), lambda _: None, qos.STATE)
-    node.create_subscription(Image, topics.image_topic('cam_high'), lambda _: None, INCOMPATIBLE)
-    client = node.create_client(ResetEpisode, topics.SIM_RESET)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    try:
-        wait_until(
-            lambda: (
-                executor.spin_once(timeout_sec=0.05) or (client.service_is_ready() and tcp.get_publisher_count() > 0)
-            ),
-            timeout=120,
-            what='the sim reset service',
-        )
-        future = client.call_async(ResetEpisode.Request(episode=spec_message(_spec(0))))
-        wait_until(lambda: executor.spin_once(timeout_sec=0.05) or bool(frame_0), timeout=60, what='frame 0')
-        late = node.create_subscription(
+    with sim_and_caller(
+        'late_camera_reader', match_timeout=1.0, on_reset=lambda status: frame_0.append(status.stamp_ns)
+    ) as cell:
+        future = cell.client.call_async(ResetEpisode.Request(episode=spec_message(_spec(0))))
+        cell.spin_until(lambda: bool(frame_0), timeout=60, what='frame 0')
+        late = cell.node.create_subscription(
             Image,
             topics.image_topic('cam_left_wrist'),
             lambda message: images.append(message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec),
             qos.SENSOR,
         )
-        wait_until(lambda: executor.spin_once(timeout_sec=0.05) or bool(images), timeout=30, what='frame 0 images')
+        cell.spin_until(lambda: bool(images), timeout=30, what='frame 0 images')
         assert future.done() and late.get_publisher_count() == 1
         assert images[0] == frame_0[0]
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.shutdown(context=context)
-        sim.terminate()
-        _, err = sim.communicate(timeout=30)
-    assert 'its images go out again' in err, err[-2000:]
+    assert 'its images go out again' in cell.err, cell.err[-2000:]
