@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import sys
 import types
 from collections.abc import Iterator, Mapping
@@ -25,8 +26,7 @@ from typing import Any
 
 import yaml
 
-from robofollow_ros.graph.declaration import graph_instances, load_graph
-from robofollow_ros.graph.domains import DOMAIN_VARIABLE
+from robofollow_ros.graph.declaration import added_environment, graph_instances, load_graph
 
 PACKAGE = 'robofollow'
 
@@ -80,7 +80,7 @@ def declared_nodes(graph: str, arguments: Mapping[str, str], *, base: int) -> tu
             name=instance.node.name,
             parameters=dict(instance.node.parameters),
             remappings=tuple(instance.node.remappings),
-            environment={} if instance.domain is None else {DOMAIN_VARIABLE: str(instance.domain)},
+            environment=added_environment(instance, os.environ),
             ends_launch=instance.node.main or instance.node.required,
         )
         for instance in graph_instances(load_graph(graph, arguments), base=base)

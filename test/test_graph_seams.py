@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -292,6 +293,41 @@ def test_graph_declaration_resolves_arguments_and_typed_parameters() -> None:
     assert graph_environment({'ROS_DISTRO': 'jazzy'})['FASTRTPS_DEFAULT_PROFILES_FILE'].endswith('fastdds_shm.xml')
 
 
+USER_SETTINGS = {
+    'MUJOCO_GL': 'osmesa',
+    'FASTDDS_DEFAULT_PROFILES_FILE': '/etc/cell/fastdds_cell.xml',
+    'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
+}
+
+
+@pytest.mark.parametrize('graph', ['sim', 'real'])
+@pytest.mark.parametrize('user', [{}, USER_SETTINGS], ids=['unset', 'set-by-the-user'])
+def test_both_launchers_hand_every_node_the_same_environment_and_keep_what_the_user_set(
+    graph, user, tmp_path, monkeypatch
+) -> None:
+    for name in USER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in user.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv('ROS_DOMAIN_ID', '40')
+    arguments = {'workers': '2'} if graph == 'sim' else {}
+    supervisor = Supervisor(load_graph(graph, arguments))
+    launched = run_launch_file(ROOT / 'launch' / f'{graph}.launch.py', arguments)
+    captured: list[dict[str, str]] = []
+    monkeypatch.setattr(
+        'robofollow_ros.graph.supervisor.subprocess.Popen', lambda command, *, env, **_: captured.append(dict(env))
+    )
+    assert [node.name for node in launched.nodes] == [instance.node.name for instance in supervisor.instances]
+    for instance, node in zip(supervisor.instances, launched.nodes, strict=True):
+        supervisor._start(instance, tmp_path)
+        by_supervisor = captured.pop()
+        by_supervisor.pop('ROBOFOLLOW_STOP_REASON_FILE')
+        assert {**os.environ, **node.environment} == by_supervisor, instance.label
+        assert by_supervisor['ROS_DOMAIN_ID'] == str(40 if instance.domain is None else instance.domain)
+        for name in USER_SETTINGS:
+            assert by_supervisor[name] == user.get(name, graph_environment({})[name])
+
+
 def test_the_robot_argument_reaches_every_node_and_an_unknown_robot_is_refused_before_any_starts(capsys) -> None:
     assert load_graph('sim').arguments['robot'] == DEFAULT_ROBOT
     graph = load_graph('sim', {'robot': 'primitive', 'record': 'bag'})
@@ -325,15 +361,13 @@ def test_sim_launch_file_starts_the_graph_robofollow_launch_reads(arguments, tmp
     graph = load_graph('sim', arguments)
     assert launched.arguments == load_graph('sim').arguments and set(launched.descriptions) == set(graph.arguments)
     assert launched.nodes == declared_nodes('sim', arguments, base=40)
-    environment = graph_environment({})
-    assert launched.environment == {name: environment[name] for name in launched.environment}
-    assert launched.environment['FASTDDS_DEFAULT_PROFILES_FILE'] == environment['FASTDDS_DEFAULT_PROFILES_FILE']
+    assert launched.environment == {}  # (each node's own additional_env, never the launch process's environment)
     # (not only equal to the declaration: what the simulated graph needs, spelled out)
     workers = int(arguments.get('workers', '1'))
     per_graph = ['sim', 'policy_bridge', 'referee'] + (['recorder'] if arguments.get('record') == 'bag' else [])
-    assert [(node.name, node.environment.get('ROS_DOMAIN_ID')) for node in launched.nodes] == [
-        *((name, None if workers == 1 else str(40 + graph)) for graph in range(workers) for name in per_graph),
-        ('evaluator', None if workers == 1 else '40'),
+    assert [(node.name, {**os.environ, **node.environment}['ROS_DOMAIN_ID']) for node in launched.nodes] == [
+        *((name, str(40 + graph)) for graph in range(workers) for name in per_graph),
+        ('evaluator', '40'),
     ]
     assert all(node.package == 'robofollow' and node.executable == node.name for node in launched.nodes)
     assert all(node.ends_launch for node in launched.nodes)  # the evaluator (main) and every required node

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from robofollow_ros.errors import GraphError, RoboFollowError
-from robofollow_ros.graph.domains import graph_domains, parse_workers
+from robofollow_ros.graph.domains import DOMAIN_VARIABLE, graph_domains, parse_workers
 from robofollow_ros.resources import share_file
 
 SUBSTITUTION = re.compile(r'\$\((\w+)\)')
@@ -326,7 +326,7 @@ def _check_arguments(values: Mapping[str, str]) -> None:
 
 def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every node of the graph runs in: the shipped Fast DDS shared-memory profile, headless MuJoCo
-    rendering and localhost discovery (each unless set already)."""
+    rendering and localhost discovery, each only where ``base`` (the launcher's environment) does not set it."""
     environment = dict(os.environ if base is None else base)
     profile = str(share_file(PROFILE))
     environment.setdefault('FASTDDS_DEFAULT_PROFILES_FILE', profile)
@@ -335,3 +335,17 @@ def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     environment.setdefault('MUJOCO_GL', 'egl')
     environment.setdefault(DISCOVERY_RANGE, 'LOCALHOST')
     return environment
+
+
+def node_environment(instance: NodeInstance, base: Mapping[str, str]) -> dict[str, str]:
+    """The whole environment ``instance`` runs in when launched from ``base``: ``graph_environment(base)`` in the
+    instance's ROS domain. ``robofollow launch`` and the ``ros2 launch`` files both start nodes with it."""
+    environment = graph_environment(base)
+    if instance.domain is not None:
+        environment[DOMAIN_VARIABLE] = str(instance.domain)
+    return environment
+
+
+def added_environment(instance: NodeInstance, base: Mapping[str, str]) -> dict[str, str]:
+    """What ``node_environment`` adds to or changes in ``base`` (a launch_ros Node's ``additional_env``)."""
+    return {name: value for name, value in node_environment(instance, base).items() if base.get(name) != value}

@@ -41,10 +41,10 @@ from robofollow_ros.graph.declaration import (
     GraphDeclaration,
     NodeDeclaration,
     NodeInstance,
-    graph_environment,
     graph_instances,
+    node_environment,
 )
-from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
+from robofollow_ros.graph.domains import base_domain
 from robofollow_ros.graph.shared_memory import held_segment_locks, remove_abandoned
 from robofollow_ros.graph.terminal import terminal_kept
 from robofollow_ros.interrupts import hold_stop_signals, set_death_signal
@@ -85,7 +85,7 @@ class Supervisor:
 
     Args:
         graph: the resolved declaration.
-        environment: extra environment variables for every node (on top of ``graph_environment()``).
+        environment: variables for every node on top of the launcher's own (``node_environment`` completes them).
         log: where the supervisor's own one-line messages go.
     """
 
@@ -97,7 +97,7 @@ class Supervisor:
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.graph = graph
-        self.environment = graph_environment({**os.environ, **(environment or {})})
+        self.environment = {**os.environ, **(environment or {})}
         self.instances = graph_instances(graph, base=base_domain(self.environment))
         self.log = log or (lambda text: print(f'[robofollow launch] {text}', file=sys.stderr, flush=True))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -135,9 +135,8 @@ class Supervisor:
         params = folder / f'{instance.label}.yaml'
         # ``/**/`` so the parameters reach the node in any namespace (a ``-r __ns:=/cell1`` remap).
         params.write_text(yaml.safe_dump({f'/**/{node.name}': {'ros__parameters': node.parameters}}), encoding='utf-8')
-        environment = {**self.environment, STOP_REASON_VARIABLE: str(folder / 'stop_reason')}
-        if instance.domain is not None:
-            environment = {**environment, DOMAIN_VARIABLE: str(instance.domain)}
+        environment = node_environment(instance, self.environment)
+        environment[STOP_REASON_VARIABLE] = str(folder / 'stop_reason')
         self.processes[instance.label] = subprocess.Popen(
             node_command(node, params), env=environment, preexec_fn=_prepare_node_process
         )

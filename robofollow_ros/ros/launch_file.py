@@ -3,32 +3,28 @@
 The nodes, their parameters and remappings come from ``config/graph_<name>.yaml`` through
 ``robofollow_ros.graph.declaration.load_graph``, the same declaration ``robofollow launch <name>`` starts, so the
 two cannot drift apart. The evaluator is the main node: when it is done the launch shuts down; any other node
-exiting shuts it down too. Every node runs with the shipped Fast DDS profile (shared memory, UDP sent to 127.0.0.1) and
-the discovery range it needs (``graph_environment``). ``workers:=N`` starts N graphs, graph i in ROS domain
+exiting shuts it down too. Every node runs in the environment ``robofollow launch`` gives it (``node_environment``):
+the launching shell's, completed with the shipped Fast DDS profile, headless MuJoCo and localhost discovery where the
+user set none of them. ``workers:=N`` starts N graphs, graph i in ROS domain
 ROS_DOMAIN_ID + i, and one evaluator for all (``graph_instances``); unlike ``robofollow launch``, which stops only
 the graph of a node that died and goes on with the others, here any required node's exit ends the launch.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from robofollow_ros.graph.declaration import DISCOVERY_RANGE, graph_environment, graph_instances, load_graph
-from robofollow_ros.graph.domains import DOMAIN_VARIABLE, base_domain
+from robofollow_ros.graph.declaration import added_environment, graph_instances, load_graph
+from robofollow_ros.graph.domains import base_domain
 
 PACKAGE = 'robofollow'
-PROFILE_VARIABLES = (
-    'FASTDDS_DEFAULT_PROFILES_FILE',
-    'FASTRTPS_DEFAULT_PROFILES_FILE',
-    'MUJOCO_GL',
-    DISCOVERY_RANGE,
-)
 
 
 def graph_launch_description(graph: str) -> Any:
     """The ``LaunchDescription`` of graph ``graph``: declare its arguments; build one launch_ros Node per declared
     node once they are known."""
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable, Shutdown
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
     from launch_ros.parameter_descriptions import ParameterValue
@@ -36,14 +32,13 @@ def graph_launch_description(graph: str) -> Any:
     from launch import LaunchDescription  # type: ignore[attr-defined]  # (mypy takes the repository's launch/)
 
     defaults = load_graph(graph)
-    environment = graph_environment({})
 
     def nodes(context: Any, *_: Any, **__: Any) -> list[Any]:
         values = {argument: LaunchConfiguration(argument).perform(context) for argument in defaults.arguments}
+        base = dict(getattr(context, 'environment', os.environ))
         actions = []
-        for instance in graph_instances(load_graph(graph, values), base=base_domain()):
+        for instance in graph_instances(load_graph(graph, values), base=base_domain(base)):
             node = instance.node
-            domain = {} if instance.domain is None else {DOMAIN_VARIABLE: str(instance.domain)}
             parameters = {
                 key: ParameterValue(value, value_type=type(value)) if isinstance(value, str) else value
                 for key, value in node.parameters.items()
@@ -57,7 +52,7 @@ def graph_launch_description(graph: str) -> Any:
                     remappings=list(node.remappings),
                     output='screen',
                     on_exit=Shutdown() if node.main or node.required else None,
-                    additional_env=domain,
+                    additional_env=added_environment(instance, base),
                 )
             )
         return actions
@@ -68,7 +63,6 @@ def graph_launch_description(graph: str) -> Any:
                 DeclareLaunchArgument(argument, default_value=value, description=defaults.descriptions[argument])
                 for argument, value in defaults.arguments.items()
             ),
-            *(SetEnvironmentVariable(name, environment[name]) for name in PROFILE_VARIABLES if name in environment),
             OpaqueFunction(function=nodes),
         ]
     )
