@@ -59,6 +59,27 @@ def camera_info_topic(camera: str) -> str:
     return f'{camera}/camera_info'
 
 
+OPTICAL_FRAME_SUFFIX = '_optical_frame'
+
+
+def camera_frame(camera: str) -> str:
+    """Optical frame id stamped on the images and CameraInfo of ``camera`` (REP 103's ``_optical_frame``)."""
+    return f'{camera}{OPTICAL_FRAME_SUFFIX}'
+
+
+def camera_of_frame(frame_id: str) -> str:
+    """The camera whose optical frame ``frame_id`` is (``cam_high_optical_frame`` -> ``cam_high``); any other
+    name is the camera's own."""
+    return frame_id.removesuffix(OPTICAL_FRAME_SUFFIX) or frame_id
+
+
+def camera_info_topic_of_image(image_topic: str) -> str:
+    """The CameraInfo topic beside an image topic, as image_transport pairs them (``/cam_high/image_raw`` ->
+    ``/cam_high/camera_info``)."""
+    namespace, _, _ = image_topic.rstrip('/').rpartition('/')
+    return f'{namespace}/camera_info'
+
+
 def object_pose_topic(name: str) -> str:
     """``robofollow/objects/<name>/pose`` (geometry_msgs/PoseStamped, world frame)."""
     return f'{OBJECT_POSE_PREFIX}{name}/pose'

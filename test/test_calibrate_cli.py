@@ -76,20 +76,35 @@ def test_the_known_extrinsic_is_recovered_and_frozen(tmp_path: Path, capsys: pyt
     assert f'reprojection RMS {calibration.quality.rms_px:.2f} px' in printed
 
 
-def test_the_simulators_corner_convention_is_converted(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+@pytest.mark.parametrize('given', [[], ['--pixel-convention', 'corner']], ids=['detected', 'given'])
+def test_the_simulators_corner_convention_is_converted(tmp_path: Path, capsys: pytest.CaptureFixture[str], given):
     intrinsics, camera = cam_high(640, 480)
     images = _write_board_images(tmp_path, intrinsics, camera, count=1)
-    # The simulator's CameraInfo: cx = W/2, cy = H/2 for the same camera.
+    # The simulator's CameraInfo: cx = W/2, cy = H/2 for the same camera, named by its optical frame.
     corner = dataclasses.replace(intrinsics, cx=320.0, cy=240.0)
     info = tmp_path / 'sim.yaml'
-    info.write_text(camera_info_text(corner, name='cam_high'))
+    info.write_text(camera_info_text(corner, name='cam_high_optical_frame'))
     out = tmp_path / 'cal.yaml'
-    argv = ['calibrate', *images, '--camera-info', str(info), '--out', str(out), '--pixel-convention', 'corner']
-    assert main(argv) == 0
+    assert main(['calibrate', *images, '--camera-info', str(info), '--out', str(out), *given]) == 0
+    assert 'intrinsics: pixel convention corner' in capsys.readouterr().out
     calibration = load_calibration(out)
     assert (calibration.intrinsics.cx, calibration.intrinsics.cy) == (319.5, 239.5)
+    assert calibration.camera == 'cam_high'
     assert yaml.safe_load(out.read_text())['pixel_centre'] == 'opencv'
     assert pose_difference(calibration.pose, camera)[0] < 0.003
+
+
+def test_a_calibrated_lenss_principal_point_is_read_as_opencvs(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    intrinsics, camera = cam_high(640, 480)
+    lens = dataclasses.replace(intrinsics, cx=321.7, cy=238.4)
+    images = _write_board_images(tmp_path, lens, camera, count=1)
+    info = tmp_path / 'lens.yaml'
+    info.write_text(camera_info_text(lens, name='cam_high'))
+    out = tmp_path / 'cal.yaml'
+    assert main(['calibrate', *images, '--camera-info', str(info), '--out', str(out)]) == 0
+    assert 'intrinsics: pixel convention centre' in capsys.readouterr().out
+    assert (load_calibration(out).intrinsics.cx, load_calibration(out).intrinsics.cy) == (321.7, 238.4)
+    assert pose_difference(load_calibration(out).pose, camera)[0] < 0.003
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -138,10 +138,42 @@ def _refused(argument: str, capsys, monkeypatch) -> str:
         ('robot:=primitive', "robot profile 'aloha_ros2_control' drives the 'aloha' robot"),
         ('robot_profile:=piper', "'piper' names no robot description, and the real-time graph needs one"),
         ('policy:=nope', "unknown policy 'nope'"),
+        ('calibration:=/missing.yaml', 'launch argument calibration: '),
+        ('layout_position_mm:=0', "layout_position_mm must be a positive number, got '0'"),
+        ('layout_rotation_deg:=ten', "layout_rotation_deg must be a positive number, got 'ten'"),
     ],
 )
 def test_a_bad_cell_argument_is_refused_in_one_line_before_any_node_starts(argument, message, capsys, monkeypatch):
     assert message in _refused(argument, capsys, monkeypatch)
+
+
+def test_a_calibration_of_another_camera_is_refused_and_one_of_its_optical_frame_taken(tmp_path, capsys, monkeypatch):
+    from robofollow_ros.tracking.camera import CameraPose, Intrinsics
+    from robofollow_ros.tracking.extrinsic_file import CalibrationQuality, CameraCalibration, save_calibration
+
+    def calibration(camera: str) -> Path:
+        pose = CameraPose.look_at(position=(0.0, -0.3, 1.2), target=(0.0, 0.0, 0.75))
+        quality = CalibrationQuality(rms_px=0.3, max_px=0.6, board_tags=(40, 41, 42), images=1)
+        intrinsics = Intrinsics(fx=500.0, fy=500.0, cx=319.5, cy=239.5, width=640, height=480)
+        return save_calibration(CameraCalibration(camera, intrinsics, pose, quality), tmp_path / f'{camera}.yaml')
+
+    error = _refused(f'calibration:={calibration("cam_low")}', capsys, monkeypatch)
+    assert error.endswith("is for camera 'cam_low', not 'cam_high'"), error
+    load_graph('real', {'calibration': str(calibration('cam_high_optical_frame'))})
+
+
+def test_launch_arguments_without_a_graph_name_go_to_the_default_graph(capsys, monkeypatch):
+    started: list[str] = []
+    monkeypatch.setattr(Supervisor, '_start', lambda self, instance, folder: started.append(instance.label))
+    from robofollow_ros.cli import main
+
+    assert main(['launch', 'robot_profile:=aloha_interbotix']) == 2
+    error = capsys.readouterr().err.strip()
+    assert (
+        "unknown launch argument(s) robot_profile of graph 'sim'; robot_profile is an argument of graph 'real' ("
+        in error
+    )
+    assert 'robofollow launch real ...)' in error and started == []
 
 
 def test_a_profile_file_with_a_bad_field_is_refused_naming_the_field(tmp_path, capsys, monkeypatch) -> None:

@@ -44,8 +44,3 @@ EPISODE_KEYS: tuple[str, ...] = (
 ``frames_are_rows`` on /robofollow/episode_meta: ``bags/episode_meta.py``; the reader returns whatever is there)."""
 
 IMAGE_ENCODING = 'rgb8'
-
-
-def camera_frame(camera: str) -> str:
-    """Optical frame id stamped on the images of ``camera``."""
-    return f'{camera}_optical_frame'

@@ -44,7 +44,6 @@ from robofollow_ros.bags.conventions import (
     STORAGES,
     STRING,
     Storage,
-    camera_frame,
 )
 from robofollow_ros.bags.episode_meta import split_meta
 from robofollow_ros.bags.markers import encode_scene_markers
@@ -262,7 +261,7 @@ class EpisodeBagWriter:
         store = self.typestore
         for camera, pixels in (images or {}).items():
             if pixels is not None:
-                message = encode_image(store, stamp_ns, camera_frame(camera), pixels)
+                message = encode_image(store, stamp_ns, topics.camera_frame(camera), pixels)
                 self._writer.write(self._connection(topics.image_topic(camera), IMAGE), stamp_ns, message)
         names, positions = joints
         message = encode_joint_state(store, stamp_ns, tuple(names), positions)

@@ -16,36 +16,49 @@ DESCRIPTION = """\
 Solve a fixed camera's pose in the world from one or more images of the table board (the board tags of the
 marker configuration, config/markers/<name>.yaml), with its intrinsics from a CameraInfo YAML file (as
 camera_info_manager or cameracalibrator write it) or from one message of a live CameraInfo topic, and write both
-into one YAML file the tracker reads (docs/real-cell.md, "Calibrating the camera"). Refused in one line (exit 2),
+into one YAML file the tracker reads (docs/real-cell.md, "Calibrating the camera"). The images are files, or
+--from-topic takes --count of them from the running camera (saved beside the output, so the same calibration can
+be made again from them), with the CameraInfo beside that topic unless one is given. Refused in one line (exit 2),
 and nothing written, when fewer than --min-tags board tags are seen or the board fits worse than --max-rms pixels.
 
 Pixel convention: a CameraInfo from an OpenCV calibration (ROS camera_calibration) has the centre of pixel (0, 0)
-at (0, 0): --pixel-convention centre (default). The simulator's CameraInfo writes cx = W/2 (pixel (0, 0) spans
-[0, 1]): give --pixel-convention corner. The written file is always in OpenCV's convention.
+at (0, 0): centre. The simulator's CameraInfo writes cx = W/2 (pixel (0, 0) spans [0, 1]): corner. The default,
+auto, takes a principal point of exactly (W/2, H/2) for corner and says so; give --pixel-convention to decide. The
+written file is always in OpenCV's convention. A camera name read from a CameraInfo's frame id loses its
+"_optical_frame" (cam_high_optical_frame is camera cam_high).
 
 examples:
   robofollow calibrate board.png --camera-info cam_high.yaml --out cam_high_calibration.yaml
   robofollow calibrate b1.png b2.png b3.png --camera-info sim_cam_high.yaml --pixel-convention corner
   robofollow calibrate board.png --camera-info-topic /cam_high/camera_info   intrinsics from the running driver
+  robofollow calibrate --from-topic /cam_high/image_raw    images and intrinsics from the running camera
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``robofollow calibrate``."""
     parser.add_argument(
-        'images', nargs='+', metavar='IMAGE', help='images of the board (PNG, JPEG, ...) from the camera'
+        'images', nargs='*', metavar='IMAGE', help='images of the board (PNG, JPEG, ...) from the camera'
     )
-    source = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument(
+        '--from-topic', metavar='TOPIC', help='take the images from this live image topic instead (needs ROS 2)'
+    )
+    parser.add_argument('--count', type=int, default=3, help='images to take with --from-topic (default 3)')
+    parser.add_argument('--every', type=float, default=1.0, help='seconds between them at least (default 1)')
+    source = parser.add_mutually_exclusive_group()
     source.add_argument('--camera-info', metavar='YAML', help="the camera's CameraInfo YAML file")
     source.add_argument(
         '--camera-info-topic', metavar='TOPIC', help='read one CameraInfo from this live topic instead (needs ROS 2)'
     )
-    parser.add_argument('--timeout', type=float, default=10.0, help='seconds to wait for --camera-info-topic (10)')
+    parser.add_argument(
+        '--timeout', type=float, default=10.0, help='seconds to wait for a live CameraInfo, and per image (10)'
+    )
     parser.add_argument(
         '--pixel-convention',
-        choices=('centre', 'corner'),
-        default='centre',
-        help='of the CameraInfo: centre (OpenCV, ROS camera_calibration; default) or corner (the simulator, cx = W/2)',
+        choices=('auto', 'centre', 'corner'),
+        default='auto',
+        help='of the CameraInfo: centre (OpenCV, ROS camera_calibration), corner (the simulator, cx = W/2) or auto '
+        '(default: corner for cx, cy exactly W/2, H/2)',
     )
     parser.add_argument('--camera', help="the camera's name (default: camera_name of the CameraInfo, else cam_high)")
     parser.add_argument('--markers', default='default', help='marker configuration: name or .yaml path (its board)')
@@ -102,29 +115,51 @@ def _decode_quietly(data: Any) -> tuple[Any, str]:
     return image, said[-1].strip() if said else ''
 
 
+def _ask_once(question: str, topic: str, *options: str, timeout_s: float) -> str:
+    """What ``ros.ask_once`` printed for ``question`` about ``topic``, asked in its own process (the command line
+    never imports rclpy).
+
+    Raises:
+        CalibrationError: nothing within ``timeout_s``, or the reader failed (its last line of stderr).
+    """
+    import subprocess
+
+    if timeout_s <= 0.0:
+        raise CalibrationError(f'--timeout must be positive, got {timeout_s:g}')
+    command = [sys.executable, '-m', 'robofollow_ros.ros.ask_once', question, topic, '--timeout', str(timeout_s)]
+    # rclpy's start-up and shutdown take seconds on a loaded machine: allow a minute beyond the wait.
+    done = subprocess.run([*command, *options], capture_output=True, text=True, timeout=timeout_s + 60.0, check=False)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise CalibrationError(lines[-1] if lines else f'the {question} reader exited with status {done.returncode}')
+    return done.stdout
+
+
+def live_images(topic: str, *, count: int, every_s: float, timeout_s: float, folder: Path) -> list[str]:
+    """Paths of ``count`` images of the live ``topic``, saved as PNG files in ``folder``.
+
+    Raises:
+        CalibrationError: fewer within ``timeout_s`` per image, or the reader failed.
+    """
+    if count < 1 or every_s < 0.0:
+        raise CalibrationError(f'--count must be at least 1 and --every not negative, got {count} and {every_s:g}')
+    options = ('--count', str(count), '--every', str(every_s), '--folder', str(folder))
+    return _ask_once('images', topic, *options, timeout_s=timeout_s * count).split()
+
+
 def live_camera_info(topic: str, *, timeout_s: float) -> object:
-    """The parsed YAML document of one CameraInfo from ``topic``, read by ``ros.ask_once`` in its own
-    process (the command line never imports rclpy).
+    """The parsed YAML document of one CameraInfo from ``topic`` (``_ask_once``).
 
     Raises:
         CalibrationError: no message within ``timeout_s``, or the reader failed (its last line of stderr).
     """
-    import subprocess
-
     import yaml
 
     from robofollow_ros.textfiles import parse_yaml, yaml_problem
 
-    if timeout_s <= 0.0:
-        raise CalibrationError(f'--timeout must be positive, got {timeout_s:g}')
-    command = [sys.executable, '-m', 'robofollow_ros.ros.ask_once', 'camera_info', topic, '--timeout', str(timeout_s)]
-    # rclpy's start-up and shutdown take seconds on a loaded machine: allow a minute beyond the wait.
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s + 60.0, check=False)
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        raise CalibrationError(lines[-1] if lines else f'the CameraInfo reader exited with status {done.returncode}')
+    text = _ask_once('camera_info', topic, timeout_s=timeout_s)
     try:
-        return parse_yaml(done.stdout)
+        return parse_yaml(text)
     except yaml.YAMLError as error:
         raise CalibrationError(f'the CameraInfo of {topic} is not valid YAML ({yaml_problem(error)})') from None
 
@@ -133,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
     """Calibrate, print the error and the camera's place, write the file."""
     import numpy as np
 
+    from robofollow_ros.topics import camera_info_topic_of_image
     from robofollow_ros.tracking.board_images import calibrate_from_images
     from robofollow_ros.tracking.camera_info import load_camera_info, parse_camera_info
     from robofollow_ros.tracking.extrinsic_file import CalibrationQuality, CameraCalibration, save_calibration
@@ -140,17 +176,31 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_rms <= 0.0:
         raise CalibrationError(f'--max-rms must be positive, got {args.max_rms}')
-    # The images first: a bad file is refused before waiting for a CameraInfo.
-    images = [read_image(path) for path in args.images]
-    if args.camera_info_topic is not None:
-        document = live_camera_info(args.camera_info_topic, timeout_s=args.timeout)
-        info = parse_camera_info(document, source=args.camera_info_topic, convention=args.pixel_convention)
+    if bool(args.images) == bool(args.from_topic):
+        raise CalibrationError('give the board images as files or --from-topic TOPIC, one of the two')
+    info_topic = args.camera_info_topic
+    if args.from_topic and args.camera_info is None and info_topic is None:
+        info_topic = camera_info_topic_of_image(args.from_topic)
+    if args.camera_info is None and info_topic is None:
+        raise CalibrationError('give the intrinsics: --camera-info YAML or --camera-info-topic TOPIC')
+    # Image files first: a bad file is refused before waiting for a CameraInfo.
+    paths = list(args.images)
+    images = [read_image(path) for path in paths]
+    if info_topic is not None:
+        document = live_camera_info(info_topic, timeout_s=args.timeout)
+        info = parse_camera_info(document, source=info_topic, convention=args.pixel_convention)
     else:
         info = load_camera_info(args.camera_info, convention=args.pixel_convention)
-    board = load_markers(args.markers).board
-    result = calibrate_from_images(images, board, info.intrinsics, min_tags=args.min_tags, max_rms_px=args.max_rms)
     camera = args.camera or info.name or 'cam_high'
     out = Path(args.out or f'{camera}_calibration.yaml')
+    if args.from_topic:
+        folder = out.with_name(f'{out.stem}_board_images')
+        paths = live_images(
+            args.from_topic, count=args.count, every_s=args.every, timeout_s=args.timeout, folder=folder
+        )
+        images = [read_image(path) for path in paths]
+    board = load_markers(args.markers).board
+    result = calibrate_from_images(images, board, info.intrinsics, min_tags=args.min_tags, max_rms_px=args.max_rms)
     extrinsic = result.extrinsic
     calibration = CameraCalibration(
         camera=camera,
@@ -161,7 +211,9 @@ def run(args: argparse.Namespace) -> int:
         ),
     )
     save_calibration(calibration, out)
-    for path, seen in zip(args.images, result.seen, strict=True):
+    k = info.intrinsics
+    print(f"intrinsics: pixel convention {info.convention} (written as OpenCV's: cx {k.cx:g}, cy {k.cy:g})")
+    for path, seen in zip(paths, result.seen, strict=True):
         print(f'{path}: board tags {" ".join(map(str, seen)) or "none"} ({len(seen)} of {len(board)})')
     print(
         f'board fit: {len(extrinsic.tag_ids)} tags, reprojection RMS {extrinsic.rms_px:.2f} px, '

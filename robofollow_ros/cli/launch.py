@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
     from robofollow_ros.graph.declaration import load_graph
     from robofollow_ros.graph.supervisor import Supervisor
 
-    graph = load_graph(args.graph, parse_launch_arguments(args.arguments))
+    name, items = args.graph, list(args.arguments)
+    if ':=' in name:  # no graph named: the first item is an argument of the default graph
+        name, items = 'sim', [name, *items]
+    graph = load_graph(name, parse_launch_arguments(items))
     if args.show_args:
         for name, value in graph.arguments.items():
             print(f"    '{name}': {graph.descriptions[name]} (default: '{value}')")

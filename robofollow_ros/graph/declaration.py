@@ -6,6 +6,7 @@ module resolves, so the two cannot drift apart.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -111,9 +112,26 @@ def graph_instances(graph: GraphDeclaration, *, base: int) -> list[NodeInstance]
     return instances + [NodeInstance(node, node.name, base, None) for node in graph.nodes if node.once]
 
 
+GRAPHS = ('sim', 'real')
+"""The shipped graphs (``config/graph_<name>.yaml``)."""
+
+
 def graph_file(name: str) -> Path:
     """``config/graph_<name>.yaml`` (source tree or installed share folder)."""
     return share_file(f'config/graph_{name}.yaml')
+
+
+def _other_graphs_hint(name: str, unknown: list[str]) -> str:
+    """``; robot_profile is an argument of graph 'real' (robofollow launch real ...)`` when another shipped graph
+    declares them all."""
+    for other in GRAPHS:
+        if other == name:
+            continue
+        document = yaml.safe_load(graph_file(other).read_text(encoding='utf-8'))
+        if set(unknown) <= set(document.get('arguments') or {}):
+            are = 'is an argument' if len(unknown) == 1 else 'are arguments'
+            return f'; {", ".join(unknown)} {are} of graph {other!r} (robofollow launch {other} ...)'
+    return ''
 
 
 def _substitute(value: Any, arguments: Mapping[str, str], *, as_string: bool) -> Any:
@@ -157,7 +175,10 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
     given = dict(arguments or {})
     unknown = sorted(set(given) - set(declared))
     if unknown:
-        raise GraphError(f'unknown launch argument(s) {", ".join(unknown)} (declared: {", ".join(declared)})')
+        raise GraphError(
+            f'unknown launch argument(s) {", ".join(unknown)} of graph {name!r}{_other_graphs_hint(name, unknown)} '
+            f'(declared: {", ".join(declared)})'
+        )
     defaults = {key: str(spec.get('default', '')) for key, spec in declared.items()}
     values = {key: str(given.get(key, defaults[key])) for key, spec in declared.items()}
     _check_arguments(values)
@@ -279,6 +300,8 @@ def _check_arguments(values: Mapping[str, str]) -> None:
     from robofollow_ros.graph.suite_parameters import flag
     from robofollow_ros.robot.profiles import load_profile
     from robofollow_ros.robot.specs import get_robot_spec
+    from robofollow_ros.state_layout import HEAD_CAMERA
+    from robofollow_ros.tracking.extrinsic_file import calibration_for
 
     if 'robot' in values:
         try:
@@ -306,6 +329,12 @@ def _check_arguments(values: Mapping[str, str]) -> None:
             'launch argument pose_source: tracker over fake hardware needs markers:=true (the tracker sees the tags '
             'fake hardware draws; without them no object is ever tracked)'
         )
+    _check_layout_gate(values)
+    if values.get('calibration'):
+        try:
+            calibration_for(values['calibration'], HEAD_CAMERA)
+        except RoboFollowError as error:
+            raise GraphError(f'launch argument calibration: {error}') from None
     if 'robot_profile' in values:
         try:
             profile = load_profile(values['robot_profile'])
@@ -322,6 +351,19 @@ def _check_arguments(values: Mapping[str, str]) -> None:
                 f'launch argument robot: {values["robot"]!r} but robot profile {profile.name!r} drives the '
                 f'{profile.robot!r} robot'
             )
+
+
+def _check_layout_gate(values: Mapping[str, str]) -> None:
+    """The layout check's tolerances and wait: positive numbers."""
+    for name in ('layout_position_mm', 'layout_rotation_deg', 'layout_pose_wait'):
+        if name not in values:
+            continue
+        try:
+            number = float(values[name])
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or number <= 0.0:
+            raise GraphError(f'launch argument {name} must be a positive number, got {values[name]!r}')
 
 
 def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -38,9 +38,9 @@ from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
 from robofollow_ros.tracking.calibration import calibrate_extrinsic
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
-from robofollow_ros.tracking.camera_info import CONVENTIONS, Convention, parse_camera_info
+from robofollow_ros.tracking.camera_info import CONVENTIONS, ConventionChoice, parse_camera_info
 from robofollow_ros.tracking.cell_tracker import CellTracker
-from robofollow_ros.tracking.extrinsic_file import CameraCalibration, load_calibration
+from robofollow_ros.tracking.extrinsic_file import CameraCalibration, calibration_for
 from robofollow_ros.tracking.grasp import RigidPose
 from robofollow_ros.tracking.markers import SCENES, load_markers
 from robofollow_ros.tracking.pose import Gates, ObjectPose, detect, make_detector
@@ -70,13 +70,13 @@ class ArucoTrackerNode(Node):
             param(
                 self,
                 'pixel_centre',
-                'corner',
-                description="CameraInfo's pixel convention without a calibration file: corner (cx = W/2) or centre",
+                'auto',
+                description="CameraInfo's pixel convention without a calibration file: auto, corner (cx = W/2), centre",
             )
         )
         if pixel_centre not in CONVENTIONS:
             raise CalibrationError(f'pixel_centre must be one of {", ".join(CONVENTIONS)}, got {pixel_centre!r}')
-        self.pixel_centre: Convention = 'corner' if pixel_centre == 'corner' else 'centre'
+        self.pixel_centre: ConventionChoice = pixel_centre
         joint_topic = str(
             param(
                 self,
@@ -103,11 +103,7 @@ class ArucoTrackerNode(Node):
         self.fingers = {arm: (robot.arms[arm].fingers[0], robot.arms[arm].finger_travel) for arm in ARMS}
 
         self.config = load_markers(markers)
-        self.frozen: CameraCalibration | None = load_calibration(calibration) if calibration else None
-        if self.frozen is not None and self.frozen.camera != self.camera:
-            raise CalibrationError(
-                f'calibration {calibration} is for camera {self.frozen.camera!r}, not {self.camera!r}'
-            )
+        self.frozen: CameraCalibration | None = calibration_for(calibration, self.camera) if calibration else None
         self.live_pose: CameraPose | None = None
         self.intrinsics: Intrinsics | None = self.frozen.intrinsics if self.frozen is not None else None
         self.tracker = CellTracker(

@@ -31,7 +31,6 @@ from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from robofollow_ros import topics
-from robofollow_ros.bags.conventions import camera_frame
 from robofollow_ros.errors import EpisodeSpecError, GraphError, RoboFollowError
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
@@ -243,7 +242,7 @@ class FakeHardwareNode(Node):
                     rigs[camera] = self.cell.camera_rig(cell, cameras=(camera,), width=width, height=height)
                 rig = rigs[camera]
                 pixels = rig.render(scratch)[camera]
-                frame = camera_frame(camera)
+                frame = topics.camera_frame(camera)
                 fovy = float(cell.model.camera(camera).fovy[0])
                 intrinsics = pinhole_from_fovy(fovy, width=rig.width, height=rig.height)
                 self.info_pubs[camera].publish(camera_info_message(intrinsics, stamp_ns=stamp, frame_id=frame))

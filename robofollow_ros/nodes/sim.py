@@ -36,7 +36,6 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from robofollow_ros import topics
-from robofollow_ros.bags.conventions import camera_frame
 from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import EpisodeSpecError, GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -379,7 +378,7 @@ class SimNode(Node):
         observation = self.env.observe(images=True)
         model = self.env.cell.model  # type: ignore[union-attr]
         for camera, pixels in observation.images.items():
-            frame = camera_frame(camera)
+            frame = topics.camera_frame(camera)
             intrinsics = pinhole_from_fovy(float(model.camera(camera).fovy[0]), width=self.width, height=self.height)
             self.info_pubs[camera].publish(camera_info_message(intrinsics, stamp_ns=stamp, frame_id=frame))
             self.image_pubs[camera].publish(image_message(pixels, stamp_ns=stamp, frame_id=frame))

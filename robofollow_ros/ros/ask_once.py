@@ -1,9 +1,14 @@
 """Ask the graph one thing from a process of its own, for the command line, which never imports rclpy:
-``robofollow calibrate --camera-info-topic`` reads one CameraInfo, ``robofollow operator`` calls one Trigger service.
+``robofollow calibrate --camera-info-topic`` reads one CameraInfo, ``robofollow calibrate --from-topic`` saves a few
+images of the board, ``robofollow operator`` calls one Trigger service.
 
 ``python -m robofollow_ros.ros.ask_once camera_info /cam_high/camera_info --timeout 10`` prints the first
 CameraInfo heard as a camera_info_manager YAML document; the subscription is best effort, so it hears reliable and
 best-effort publishers alike.
+
+``python -m robofollow_ros.ros.ask_once images /cam_high/image_raw --count 3 --every 1 --folder DIR`` saves the
+first image heard and then one at least ``--every`` seconds after the one before, until ``--count``, as PNG files
+in DIR (``board_<i>.png``), and prints their paths; best effort as well.
 
 ``python -m robofollow_ros.ros.ask_once trigger /robofollow/stop --timeout 5`` waits for the service, calls it and
 prints its message (stdout; stderr for a refusal), then on stderr how long after the start it answered and the
@@ -23,10 +28,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
+
+from robofollow_ros.errors import GraphError, RoboFollowError
 
 EXIT_REFUSED = 1
 EXIT_NO_ANSWER = 2
@@ -90,6 +99,50 @@ def read_camera_info(topic: str, *, timeout_s: float, started: float | None = No
         return heard.result() if heard.done() else None
 
 
+def save_images(
+    topic: str, *, timeout_s: float, started: float | None = None, count: int, every_s: float, folder: str
+) -> list[Path] | None:
+    """``count`` images of ``topic``, ``every_s`` seconds apart at least, saved as PNG files in ``folder``; None
+    when fewer came within ``timeout_s`` seconds of ``started`` (default now)."""
+    import cv2
+    from sensor_msgs.msg import Image
+
+    from robofollow_ros.ros import qos
+    from robofollow_ros.ros.messages import image_array
+
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    saved: list[Path] = []
+    refused: list[GraphError] = []
+    last = -math.inf
+    with one_shot_node('robofollow_calibrate_images') as (node, executor):
+
+        def take(message: Image) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if len(saved) >= count or now - last < every_s:
+                return
+            path = target / f'board_{len(saved)}.png'
+            try:
+                pixels = image_array(message)
+            except GraphError as error:
+                refused.append(GraphError(f'{topic}: {error}'))
+                return
+            if not cv2.imwrite(str(path), cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)):
+                refused.append(GraphError(f'cannot write {path}'))
+                return
+            saved.append(path)
+            last = now
+
+        node.create_subscription(Image, topic, take, qos.SENSOR)
+        deadline = (time.monotonic() if started is None else started) + timeout_s
+        while len(saved) < count and not refused and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=min(0.1, max(0.0, deadline - time.monotonic())))
+    if refused:
+        raise refused[0]
+    return saved if len(saved) == count else None
+
+
 def call_trigger(
     service: str, *, timeout_s: float, started: float | None = None, recall_s: float = 0.0
 ) -> TriggerAnswer | None:
@@ -131,6 +184,12 @@ def _print_camera_info(message: Any) -> int:
     return 0
 
 
+def _print_paths(paths: list[Path]) -> int:
+    for path in paths:
+        print(path)
+    return 0
+
+
 def _print_trigger_answer(answer: TriggerAnswer) -> int:
     """The service's message alone on stdout (stderr for a refusal), then when it answered on stderr."""
     print(
@@ -163,6 +222,13 @@ QUESTIONS = {
         _print_camera_info,
         'no CameraInfo on {target} within {timeout:g} s',
     ),
+    'images': Question(
+        'the image topic, e.g. /cam_high/image_raw',
+        30.0,
+        save_images,
+        _print_paths,
+        'not enough images on {target} within {timeout:g} s (is the camera publishing?)',
+    ),
     'trigger': Question(
         'the std_srvs/Trigger service, e.g. /robofollow/stop',
         5.0,
@@ -193,10 +259,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 default=0.0,
                 help='call again every RECALL seconds until answered (default: once)',
             )
+        if name == 'images':
+            sub.add_argument('--count', type=int, default=3, help='images to save (default 3)')
+            sub.add_argument('--every', type=float, default=1.0, help='seconds between them at least (default 1)')
+            sub.add_argument('--folder', required=True, help='where to save them')
     args = parser.parse_args(argv)
     question = QUESTIONS[args.question]
-    extra = {'recall_s': args.recall} if args.question == 'trigger' else {}
-    result = question.ask(args.target, timeout_s=args.timeout, started=args.started, **extra)
+    extra: dict[str, Any] = {}
+    if args.question == 'trigger':
+        extra = {'recall_s': args.recall}
+    elif args.question == 'images':
+        extra = {'count': args.count, 'every_s': args.every, 'folder': args.folder}
+    try:
+        result = question.ask(args.target, timeout_s=args.timeout, started=args.started, **extra)
+    except RoboFollowError as error:
+        print(error, file=sys.stderr)
+        return EXIT_NO_ANSWER
     if result is None:
         print(question.silence.format(target=args.target, timeout=args.timeout), file=sys.stderr)
         return EXIT_NO_ANSWER

@@ -3,8 +3,14 @@
 major), ``distortion_model`` and ``distortion_coefficients.data``.
 
 Pixel-centre convention: a calibration made with OpenCV (which ROS's ``camera_calibration`` is) writes K in OpenCV's
-convention, the centre of pixel (0, 0) at (0, 0): ``centre``, the default. The simulator's CameraInfo writes
-cx = W / 2, pixel (0, 0) spanning [0, 1]: read it with ``convention='corner'`` (cx - 0.5, cy - 0.5).
+convention, the centre of pixel (0, 0) at (0, 0): ``centre``. The simulator's CameraInfo writes cx = W / 2, pixel
+(0, 0) spanning [0, 1]: ``corner`` (read as cx - 0.5, cy - 0.5). ``auto`` (the default) takes a principal point at
+exactly (W / 2, H / 2) for ``corner``, which a calibrated lens never gives to the last digit, and anything else for
+``centre``; ``CameraInfoFile.convention`` says which it took.
+
+The camera's name is ``camera_name``, or the camera whose optical frame it is (``topics.camera_of_frame``): a
+CameraInfo read from a topic names its frame, ``cam_high_optical_frame``, and the tracker knows the camera as
+``cam_high``.
 """
 
 from __future__ import annotations
@@ -18,24 +24,28 @@ import numpy as np
 
 from robofollow_ros.errors import CalibrationError
 from robofollow_ros.textfiles import read_yaml
+from robofollow_ros.topics import camera_of_frame
 from robofollow_ros.tracking.camera import Intrinsics
 
 Convention = Literal['centre', 'corner']
-CONVENTIONS: tuple[Convention, ...] = ('centre', 'corner')
+ConventionChoice = Literal['centre', 'corner', 'auto']
+CONVENTIONS: tuple[ConventionChoice, ...] = ('auto', 'centre', 'corner')
 # OpenCV's distortion models; ``equidistant`` (fisheye) needs cv2.fisheye, which the tracker does not use.
 DISTORTION_LENGTHS = {'plumb_bob': (5,), 'rational_polynomial': (8,)}
 
 
 @dataclass(frozen=True)
 class CameraInfoFile:
-    """What a CameraInfo file says: the camera's name (may be empty) and its intrinsics in OpenCV's convention."""
+    """What a CameraInfo file says: the camera's name (may be empty), its intrinsics in OpenCV's convention and the
+    convention its matrix was read in."""
 
     name: str
     intrinsics: Intrinsics
     distortion_model: str
+    convention: Convention = 'centre'
 
 
-def load_camera_info(path: str | Path, *, convention: Convention = 'centre') -> CameraInfoFile:
+def load_camera_info(path: str | Path, *, convention: ConventionChoice = 'auto') -> CameraInfoFile:
     """Read a CameraInfo YAML file.
 
     Raises:
@@ -46,7 +56,7 @@ def load_camera_info(path: str | Path, *, convention: Convention = 'centre') -> 
     return parse_camera_info(data, source=str(path), convention=convention)
 
 
-def parse_camera_info(data: object, *, source: str, convention: Convention = 'centre') -> CameraInfoFile:
+def parse_camera_info(data: object, *, source: str, convention: ConventionChoice = 'auto') -> CameraInfoFile:
     """Check an already parsed CameraInfo document (see ``load_camera_info``); ``source`` names it in errors."""
     if convention not in CONVENTIONS:
         raise CalibrationError(f'pixel convention must be one of {", ".join(CONVENTIONS)}, got {convention!r}')
@@ -87,7 +97,8 @@ def parse_camera_info(data: object, *, source: str, convention: Convention = 'ce
     name = data.get('camera_name', '')
     if not isinstance(name, str):
         raise fail('camera_name', f'must be text, got {name!r}')
-    if convention == 'corner':
+    taken = detected_convention(k, width=width, height=height) if convention == 'auto' else convention
+    if taken == 'corner':
         intrinsics = Intrinsics.from_corner_convention(k, width=width, height=height, distortion=distortion)
     else:
         intrinsics = Intrinsics(
@@ -99,7 +110,17 @@ def parse_camera_info(data: object, *, source: str, convention: Convention = 'ce
             height=height,
             distortion=distortion,
         )
-    return CameraInfoFile(name=name, intrinsics=intrinsics, distortion_model=str(model))
+    return CameraInfoFile(
+        name=camera_of_frame(name) if name else '',
+        intrinsics=intrinsics,
+        distortion_model=str(model),
+        convention=taken,
+    )
+
+
+def detected_convention(k: np.ndarray, *, width: int, height: int) -> Convention:
+    """``corner`` for a principal point at exactly (W / 2, H / 2), else ``centre`` (module docstring)."""
+    return 'corner' if (float(k[0, 2]), float(k[1, 2])) == (width / 2.0, height / 2.0) else 'centre'
 
 
 def camera_info_text(intrinsics: Intrinsics, *, name: str) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 
 from robofollow_ros.errors import CalibrationError
 from robofollow_ros.textfiles import read_yaml, write_atomically
+from robofollow_ros.topics import camera_of_frame
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
 
 FORMAT = 'robofollow_camera_calibration'
@@ -57,6 +58,19 @@ class CameraCalibration:
     intrinsics: Intrinsics
     pose: CameraPose
     quality: CalibrationQuality
+
+
+def calibration_for(path: str | Path, camera: str) -> CameraCalibration:
+    """The calibration file at ``path``, checked to be of ``camera`` (a file naming the camera's optical frame,
+    ``<camera>_optical_frame``, is of that camera).
+
+    Raises:
+        CalibrationError: as ``load_calibration``, or the file is of another camera.
+    """
+    calibration = load_calibration(path)
+    if camera_of_frame(calibration.camera) != camera:
+        raise CalibrationError(f'calibration {path} is for camera {calibration.camera!r}, not {camera!r}')
+    return calibration
 
 
 def calibration_text(calibration: CameraCalibration) -> str:
