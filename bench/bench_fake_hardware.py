@@ -68,8 +68,8 @@ def node(profile_name: str, seconds: float, cameras: bool) -> str:
     from sensor_msgs.msg import Image, JointState
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+    from robofollow_ros.realcell.fake_driver import DRIVER_STATE
     from robofollow_ros.ros import qos
-    from robofollow_ros.ros.fake_driver import DRIVER_STATE
     from robofollow_ros.state_layout import CAMERAS
 
     profile = load_profile(profile_name)

@@ -189,8 +189,8 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
 
     from robofollow_interfaces.msg import EpisodeEnd
     from robofollow_ros import topics
+    from robofollow_ros.realcell.drivers import message_class
     from robofollow_ros.ros import qos
-    from robofollow_ros.ros.drivers import message_class
 
     context = Context()
     rclpy.init(context=context, domain_id=domain)

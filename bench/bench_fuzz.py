@@ -186,7 +186,7 @@ def listen_commands(
     from std_msgs.msg import Int64
     from trajectory_msgs.msg import JointTrajectory
 
-    from robofollow_ros.ros.drivers import message_class
+    from robofollow_ros.realcell.drivers import message_class
 
     context = Context()
     rclpy.init(context=context, domain_id=domain)

@@ -131,8 +131,8 @@ def listen(profile: RobotProfile, recording: Recording, stop: threading.Event) -
 
     from robofollow_interfaces.msg import EpisodeEnd, SimStatus
     from robofollow_ros import topics
+    from robofollow_ros.realcell.drivers import message_class
     from robofollow_ros.ros import qos
-    from robofollow_ros.ros.drivers import message_class
     from robofollow_ros.ros.protocol import StatusEvent
 
     node = Node('bench_real_listener')

@@ -1,10 +1,10 @@
-"""The evaluator's real-cell part (``ros.operator.RealCell``) at a terminal, for ``test_operator_stop.py``.
+"""The evaluator's real-cell part (``realcell.operator.CellOperator``) at a terminal, for ``test_operator_stop.py``.
 
 ``python -m stop_key_cell OUT`` (stdin, stdout and stderr: the slave of a pty; started in a session of its own) makes
 the pty its controlling terminal, so that it is a terminal of this process's foreground group as a shell gives the
-evaluator one, builds a ``RealCell`` on a node spun by an events executor (as the evaluator's), prints ``READY`` once
-its client has found a ``/robofollow/stop`` service, and runs until SIGTERM, after which it gives the terminal back
-(``RealCell.close``) and prints ``CLOSED``.
+evaluator one, builds a ``CellOperator`` on a node spun by an events executor (as the evaluator's), prints ``READY``
+once its client has found a ``/robofollow/stop`` service, and runs until SIGTERM, after which it gives the terminal back
+(``CellOperator.close``) and prints ``CLOSED``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def main() -> int:
     import rclpy
     from rclpy.experimental import EventsExecutor
 
-    from robofollow_ros.ros.operator import CellSettings, LayoutGate, RealCell
+    from robofollow_ros.realcell.operator import CellOperator, CellSettings, LayoutGate
     from robofollow_ros.ros.runtime import spin
 
     stop = threading.Event()
@@ -41,7 +41,7 @@ def main() -> int:
     def say(text: str) -> None:
         print(text, flush=True)
 
-    cell = RealCell(
+    cell = CellOperator(
         node,
         settings=settings,
         out=Path(sys.argv[1]),

@@ -26,9 +26,9 @@ from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import DriverCommandError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.realcell.fake_driver import DRIVER_STATE, FakeDriver
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.fake_driver import DRIVER_STATE, FakeDriver
 from robofollow_ros.ros.messages import from_time, to_time
 from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, spec_message
 from robofollow_ros.safety.jtc import check_command_qos

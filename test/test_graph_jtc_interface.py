@@ -19,9 +19,10 @@ from robofollow_ros.robot.description import joint_layout
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.protocol import ChunkTicketMessage
 from robofollow_ros.ros.trajectory_cdr import trajectory_digest
-from robofollow_ros.safety.jtc import NS_PER_S, check_command_qos, check_trajectory, trajectory_view
+from robofollow_ros.safety.jtc import check_command_qos, check_trajectory, trajectory_view
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.state_layout import ARMS
+from robofollow_ros.units import NS_PER_S
 
 pytestmark = pytest.mark.ros
 

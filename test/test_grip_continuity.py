@@ -1,4 +1,5 @@
-"""ee_pose's commanded grips (``ros/commanded_grips.py``) of a gripper closed on an object stay closed across chunks.
+"""ee_pose's commanded grips (``realcell/commanded_grips.py``) of a gripper closed on an object stay closed across
+chunks.
 
 A gripper holding a block measures about 0.6 open. A JointTrajectoryController starts each new trajectory from the
 measured state, and the commanded grips of /robofollow/joint_states modelled exactly that, so with a ros2_control
@@ -18,8 +19,8 @@ from graph_helpers import private_node
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from robofollow_ros.realcell.commanded_grips import CommandedGrips
 from robofollow_ros.robot.profiles import load_profile
-from robofollow_ros.ros.commanded_grips import CommandedGrips
 from robofollow_ros.state_layout import GRIP_INDEX
 
 pytestmark = pytest.mark.ros

@@ -34,11 +34,11 @@ from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.seeds import perturbed_positions
 from robofollow_ros.evaluation.results import RESULTS_NAME
 from robofollow_ros.evaluation.suite import run_suite
+from robofollow_ros.realcell.operator import SERVICE_OVERRIDE
 from robofollow_ros.referee.aggregate import read_result_records
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials
 from robofollow_ros.ros.messages import pose_message
-from robofollow_ros.ros.operator import SERVICE_OVERRIDE
 
 PUBLISH_PERIOD = 0.1
 """The stand-in's poses per object: 10 Hz, as a tracker on a slow camera."""

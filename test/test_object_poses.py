@@ -1,6 +1,6 @@
-"""``ros.object_poses.ObjectPoses`` over real DDS (private domain): the layout check counts a pose only if it arrived
-after the check began and, when stamped, was stamped after it too (a tracker's answer to an image taken before the
-cell's reset arrives after the check began)."""
+"""``realcell.object_poses.ObjectPoses`` over real DDS (private domain): the layout check counts a pose only if it
+arrived after the check began and, when stamped, was stamped after it too (a tracker's answer to an image taken
+before the cell's reset arrives after the check began)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from geometry_msgs.msg import PoseStamped
 from graph_helpers import private_node, wait_until
 
 from robofollow_ros import topics
+from robofollow_ros.realcell.object_poses import ObjectPoses
 from robofollow_ros.ros.messages import to_time
-from robofollow_ros.ros.object_poses import ObjectPoses
 
 pytestmark = pytest.mark.ros
 NOMINAL_DOMAIN = 58

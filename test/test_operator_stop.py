@@ -26,7 +26,7 @@ from graph_helpers import ROOT, graph_env, private_node, wait_until
 from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
-from robofollow_ros.ros.operator_keys import KeyEditor
+from robofollow_ros.realcell.operator_keys import KeyEditor
 
 CLI_DOMAIN = 24
 KEY_DOMAIN = 25

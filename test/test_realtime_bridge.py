@@ -31,10 +31,10 @@ from std_srvs.srv import Trigger
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.realcell.operator import HOME_NO_STATE
 from robofollow_ros.robot.kinematics import forward_kinematics
 from robofollow_ros.robot.profiles import load_profile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.operator import HOME_NO_STATE
 from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
@@ -217,7 +217,8 @@ def assert_safe(received: list[Received]) -> int:
             q = np.array(point.positions)
             t = point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S
             assert np.all(q >= lower[columns] - 1e-9) and np.all(q <= upper[columns] + 1e-9)
-            assert profile.in_workspace(fk.tcp_pose(arm, q).position)
+            position = fk.tcp_pose(arm, q).position
+            assert np.all(position >= profile.workspace_min) and np.all(position <= profile.workspace_max)
             assert np.all(np.abs(q - previous) <= velocity * (t - previous_t) * (1 + 1e-6) + 1e-9)
             previous, previous_t = q, t
             checked += 1

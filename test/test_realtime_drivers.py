@@ -1,4 +1,5 @@
-"""The real-time bridge's driver writers (ros/drivers.py) over real DDS: what each driver kind puts on its topics."""
+"""The real-time bridge's driver writers (realcell/drivers.py) over real DDS: what each driver kind puts on its
+topics."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros.errors import GraphError
+from robofollow_ros.realcell.drivers import JtcDriver, StopFrom, StreamedDriver, make_driver, message_class
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.drivers import JtcDriver, StopFrom, StreamedDriver, make_driver, message_class
 from robofollow_ros.safety.command_filter import Command
 from robofollow_ros.safety.controlled_stop import controlled_stop, stop_decelerations
 from robofollow_ros.safety.jtc import check_command_qos, check_trajectory

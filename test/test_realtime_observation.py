@@ -1,4 +1,4 @@
-"""What the real-time bridge may put in an observation (``ros/realtime_environment.py``, ``unusable_parts``).
+"""What the real-time bridge may put in an observation (``realcell/environment.py``, ``unusable_parts``).
 
 The joint state, the TCP poses and the images must be fresh (they drive the arms and show the cell now); an object's
 pose is the latest known one of this episode however old, since a tracker publishes no pose while the object's tag
@@ -8,7 +8,7 @@ is hidden (docs/real-cell.md: the bridge waited for ever while the arm that hid 
 from __future__ import annotations
 
 from robofollow_ros import topics
-from robofollow_ros.ros.realtime_environment import unusable_parts
+from robofollow_ros.realcell.environment import unusable_parts
 
 S = 1_000_000_000
 NOW = 100 * S

@@ -1,4 +1,4 @@
-"""The real-time environment's observations (``ros/realtime_environment.py``) never take a part from before the reset.
+"""The real-time environment's observations (``realcell/environment.py``) never take a part from before the reset.
 
 Right after the cell is reset the previous episode's object poses and joint states are still younger than the
 freshness limit (fake hardware and drivers publish on through the reset): the first observation must wait for
@@ -21,12 +21,12 @@ from robofollow_ros.bags.cdr import default_typestore, encode_pose
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import GraphError
+from robofollow_ros.realcell.driver_feedback import MeasuredCell
+from robofollow_ros.realcell.environment import RealTimeEnvironment
+from robofollow_ros.realcell.safe_motion import SafeMotion
 from robofollow_ros.robot.profiles import load_profile
-from robofollow_ros.ros.driver_feedback import MeasuredCell
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import SimStatus, StatusEvent
-from robofollow_ros.ros.realtime_environment import RealTimeEnvironment
-from robofollow_ros.ros.safe_motion import SafeMotion
 
 EPISODE = 'episode-2'
 

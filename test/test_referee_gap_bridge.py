@@ -11,7 +11,8 @@ import numpy as np
 from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.referee.builder import TrajectoryBuilder
-from robofollow_ros.referee.timeline import NS_PER_S, Signal, bridge, hold
+from robofollow_ros.referee.timeline import Signal, bridge, hold
+from robofollow_ros.units import NS_PER_S
 
 MS = NS_PER_S // 1000
 

@@ -286,6 +286,9 @@ def test_unknown_unreadable_and_invalid_files_are_refused(tmp_path: Path) -> Non
 
 
 def test_workspace_box_bounds_are_inclusive() -> None:
+    from robofollow_ros.safety.profile_limits import limits_from_profile
+
     profile = load_profile('aloha_ros2_control')
-    assert profile.in_workspace(profile.workspace_min) and profile.in_workspace(profile.workspace_max)
-    assert not profile.in_workspace(profile.workspace_max + np.array([0.0, 0.0, 1e-6]))
+    box = limits_from_profile(profile).workspace
+    assert box is not None and box.contains(profile.workspace_min) and box.contains(profile.workspace_max)
+    assert not box.contains(profile.workspace_max + np.array([0.0, 0.0, 1e-6]))

@@ -12,7 +12,6 @@ from safety_support import ROW, aloha_limits, home
 
 from robofollow_ros.safety.command_filter import hold_command
 from robofollow_ros.safety.jtc import (
-    NS_PER_S,
     PointView,
     TrajectoryView,
     check_command_qos,
@@ -20,6 +19,7 @@ from robofollow_ros.safety.jtc import (
     trajectory_view,
 )
 from robofollow_ros.state_layout import ARMS, GENERIC_LAYOUT
+from robofollow_ros.units import NS_PER_S
 
 JOINTS = GENERIC_LAYOUT.command_joints('left')
 TYPESTORE = get_typestore(Stores.LATEST)

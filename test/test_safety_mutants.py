@@ -30,7 +30,6 @@ from robofollow_ros.safety.controlled_stop import (
 )
 from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.jtc import (
-    NS_PER_S,
     arm_trajectories,
     check_command_qos,
     check_trajectory,
@@ -39,6 +38,7 @@ from robofollow_ros.safety.jtc import (
 from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention, SafetyLimits, WorkspaceBox
 from robofollow_ros.safety.profile_limits import limits_from_profile
 from robofollow_ros.state_layout import GENERIC_LAYOUT
+from robofollow_ros.units import NS_PER_S
 
 NAN = float('nan')
 CENTRE = (np.asarray(BOX.lower) + np.asarray(BOX.upper)) / 2

@@ -109,7 +109,7 @@ def test_the_profile_velocity_limits_choose_the_velocity_mode(mode: str):
 
 
 def reach_of(name: str, limits_mode: str = 'refuse') -> GripperReach:
-    """The grippers' reach the real-time bridge builds from a profile's limits (``RealCell.chunk_limits``)."""
+    """The grippers' reach the real-time bridge builds from a profile's limits (``CellBridge.chunk_limits``)."""
     limits = limits_from_profile(load_profile(name))
     columns = (6, 13)
     return GripperReach(

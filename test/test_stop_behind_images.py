@@ -6,7 +6,7 @@ this process publishes the three cameras at 20 Hz each, plays the ros2_control c
 stop three times. Each answer, and a hold on both arm topics, must come within ``BOUND`` seconds of the call. Served
 on the bridge's one events-executor thread, as it was, the stop waited behind the image callback running and the
 images queued before it (seconds: the events executor runs callbacks one at a time whatever their callback group);
-served from its own node and thread (``ros/stop_server.py``) it does not.
+served from its own node and thread (``realcell/stop_server.py``) it does not.
 """
 
 from __future__ import annotations

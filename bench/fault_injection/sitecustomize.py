@@ -73,7 +73,7 @@ def _gate_fake_hardware(node) -> None:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Int64
 
-    from robofollow_ros.ros.fake_driver import DRIVER_STATE
+    from robofollow_ros.realcell.fake_driver import DRIVER_STATE
 
     switches = _Switches()
     side = node.create_publisher(JointState, SIDE_TOPIC, DRIVER_STATE)
@@ -130,7 +130,7 @@ def _patch_safe_motion(module) -> None:
 
 PATCHES = {
     'robofollow_ros.ros.runtime': _patch_runtime,
-    'robofollow_ros.ros.safe_motion': _patch_safe_motion,
+    'robofollow_ros.realcell.safe_motion': _patch_safe_motion,
 }
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from robofollow_ros.referee.timeline import MAX_GAP_S, NS_PER_S
+from robofollow_ros.referee.timeline import MAX_GAP_S
+from robofollow_ros.units import NS_PER_S
 
 __all__ = ['MAX_GAP_S', 'NS_PER_S']
 

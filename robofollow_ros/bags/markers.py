@@ -16,6 +16,7 @@ from rosbags.typesys.store import Typestore
 from robofollow_ros import topics
 from robofollow_ros.bags.conventions import MARKER_ARRAY
 from robofollow_ros.benchmark.types import Layout, ObjectSpec
+from robofollow_ros.units import NS_PER_S
 
 NAMESPACE = 'robofollow_objects'
 CUBE, SPHERE, CYLINDER = 1, 2, 3
@@ -75,7 +76,7 @@ def encode_scene_markers(
 ) -> memoryview:
     """CDR of the ``scene_markers`` MarkerArray at ``stamp_ns``, as a bag stores it."""
     t = typestore.types
-    sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
+    sec, nanosec = divmod(int(stamp_ns), NS_PER_S)
     stamp = t['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec)
     header = t['std_msgs/msg/Header'](stamp=stamp, frame_id=topics.WORLD_FRAME)
     no_header = t['std_msgs/msg/Header'](stamp=t['builtin_interfaces/msg/Time'](sec=0, nanosec=0), frame_id='')

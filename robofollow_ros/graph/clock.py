@@ -6,7 +6,7 @@ continues after the previous episode, so that ``/clock`` and every stamp only ev
 
 from __future__ import annotations
 
-from robofollow_ros.referee.timeline import NS_PER_S
+from robofollow_ros.units import NS_PER_S
 
 START_NS = NS_PER_S
 EPISODE_GAP_NS = NS_PER_S

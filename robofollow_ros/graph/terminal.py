@@ -1,6 +1,6 @@
 """The terminal a graph runs at: whether a process may change its settings, and putting them back.
 
-The evaluator of a real cell reads its terminal key by key (``ros/operator_keys.py``: a stop key), which needs the
+The evaluator of a real cell reads its terminal key by key (``realcell/operator_keys.py``: a stop key), which needs the
 terminal out of line mode; every way out must put the settings back. The evaluator does on its own exits; the
 launcher (``Supervisor.run``), which shares the terminal, saves the settings before it starts the nodes and restores
 them once every node has ended, so that a node killed (SIGKILL after the stop grace, the OOM killer) does not leave

@@ -4,13 +4,13 @@ For a real cell (or fake hardware), where no simulator publishes the TCP poses t
 read. Joints come either from ``/joint_states`` with the URDF's joint names (``robot`` parameter; e.g. a
 ros2_control ``joint_state_broadcaster``), or, with ``robot_profile`` set, from each arm's ``joint_states`` topic of
 the profile in the driver's names, signs and offsets (e.g. xs_sdk's ``/follower_left/joint_states``), read through
-``ros/driver_feedback.py``. Each pose carries the stamp of the joint state it was computed from, in the ``world``
+``realcell/driver_feedback.py``. Each pose carries the stamp of the joint state it was computed from, in the ``world``
 frame (``robot/kinematics.py``).
 
 With ``robot_profile`` set (real mode) it also publishes ``/robofollow/joint_states``: the cell's 14 joints in the
 URDF's names and the policy's units (grippers as the URDF finger joint, like the sim's ``/joint_states``), once both
 arms were heard, for every driver message, stamped like that message; the referee and recorder read it. As in the
-sim, the joints are measured and the grippers are the command (``ros/commanded_grips.py``: the referee's gripper
+sim, the joints are measured and the grippers are the command (``realcell/commanded_grips.py``: the referee's gripper
 events are thresholds on the command).
 """
 
@@ -23,13 +23,13 @@ from sensor_msgs.msg import JointState
 
 from robofollow_ros import topics
 from robofollow_ros.errors import ProfileError, SimulationError
+from robofollow_ros.realcell.commanded_grips import CommandedGrips
+from robofollow_ros.realcell.driver_feedback import DRIVER_STATES, DriverFeedback
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.kinematics import ForwardKinematics, TcpPose, forward_kinematics
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.commanded_grips import CommandedGrips
-from robofollow_ros.ros.driver_feedback import DRIVER_STATES, DriverFeedback
 from robofollow_ros.ros.messages import from_time, joint_state_message, pose_message
 from robofollow_ros.ros.runtime import param, run_node
 from robofollow_ros.state_layout import ARM_DOF, ARMS, Arm, JointLayout

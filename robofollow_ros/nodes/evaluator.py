@@ -43,9 +43,9 @@ from robofollow_ros.graph.suite_parameters import SUITE_MINIMUMS, SUITE_PARAMETE
 from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.policy.isolation.sandbox import protect_this_process
+from robofollow_ros.realcell.operator import POSE_WAIT_SECONDS, RUNTIMES, CellOperator, CellSettings, LayoutGate
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
-from robofollow_ros.ros.operator import POSE_WAIT_SECONDS, RUNTIMES, CellSettings, LayoutGate, RealCell
 from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
@@ -136,9 +136,9 @@ class EvaluatorNode(Node):
             event_callbacks=SubscriptionEventCallbacks(matched=lambda _: self._notify()),
         )
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
-        self.cell: RealCell | None = None
+        self.cell: CellOperator | None = None
         if self.cell_settings is not None:
-            self.cell = RealCell(
+            self.cell = CellOperator(
                 self,
                 settings=self.cell_settings,
                 out=self.options.out,
@@ -412,7 +412,7 @@ class EvaluatorNode(Node):
             self.cell.start(spec)
         self.instruction_pub.publish(String(data=spec.instruction))
 
-    def wait_for_cell(self, cell: RealCell) -> None:
+    def wait_for_cell(self, cell: CellOperator) -> None:
         """Block until the bridge, the referee (and the recorder) are there, and fake hardware's reset service
         when the cell is fake hardware."""
         if cell.settings.fake_hardware:
@@ -442,7 +442,7 @@ class EvaluatorNode(Node):
 
     def prepare_episode(self, spec: EpisodeSpec) -> dict[str, Any] | None:
         """On a real cell, bring it to the trial's start: announce its layout, arms home, then fake hardware's reset
-        or the operator, then the layout check (``ros/operator.py``), whose result the trial's record gains
+        or the operator, then the layout check (``realcell/operator.py``), whose result the trial's record gains
         (returned); nothing in the simulated graph (the sim resets in ``start_episode``)."""
         if self.cell is None:
             return None

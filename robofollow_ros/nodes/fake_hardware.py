@@ -1,7 +1,7 @@
 """``fake_hardware`` node: the MuJoCo cell as the robot behind a robot profile, in wall-clock time (like ros2_control's
 mock components).
 
-Parameter ``robot_profile`` (``config/robots/<name>.yaml``) picks the driver it plays (``ros/fake_driver.py``): it
+Parameter ``robot_profile`` (``config/robots/<name>.yaml``) picks the driver it plays (``realcell/fake_driver.py``): it
 takes that driver's command topics, message types and units (QoS reliable + volatile) and publishes its joint-state
 topics in the driver's names and units, stamped with this node's clock. A control loop on its own thread
 (``sim/realtime.py``) runs at the profile's ``control_rate``: each tick advances the controllers' setpoint
@@ -33,9 +33,9 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from robofollow_ros import topics
 from robofollow_ros.errors import EpisodeSpecError, GraphError, RoboFollowError
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
+from robofollow_ros.realcell.fake_driver import DRIVER_STATE, CommandTopic, FakeDriver
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.fake_driver import DRIVER_STATE, CommandTopic, FakeDriver
 from robofollow_ros.ros.messages import camera_info_message, image_message, joint_state_message, pose_message
 from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, read_spec
 from robofollow_ros.ros.runtime import param, run_node

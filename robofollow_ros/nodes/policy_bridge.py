@@ -9,7 +9,7 @@ measured position, never an empty trajectory) and the episode ends with the reas
 
 Parameter ``runtime``: ``sim`` (the synchronous handshake with the sim node, above) or ``real`` with
 ``robot_profile``: the same loop in wall-clock time over the profile's drivers, every chunk through the safety
-filter, a dead-man, ``/robofollow/stop`` and ``/robofollow/home`` (``ros/realtime_bridge.py``).
+filter, a dead-man, ``/robofollow/stop`` and ``/robofollow/home`` (``realcell/bridge.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.policy.isolation.output_log import LOG_FOLDER
 from robofollow_ros.policy.isolation.sandbox import SandboxOptions, check_sandbox_options, protect_this_process
+from robofollow_ros.realcell.bridge import RUNTIMES, CellBridge
+from robofollow_ros.realcell.environment import WatchedPolicy
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
@@ -63,8 +65,6 @@ from robofollow_ros.ros.protocol import (
     SimStatusMessage,
     StatusEvent,
 )
-from robofollow_ros.ros.realtime_bridge import RUNTIMES, RealCell
-from robofollow_ros.ros.realtime_environment import WatchedPolicy
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_episode, read_report, remember, run_node, wait_for
 from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.ros.trajectory_cdr import (
@@ -148,7 +148,7 @@ class PolicyBridge(Node):
         profile_name = str(param(self, 'robot_profile', '', description='robot profile of the real cell'))
         if self.runtime == 'real' and not profile_name:
             raise GraphError('parameter robot_profile of node policy_bridge: runtime real needs a robot profile')
-        self.real = RealCell.from_name(self, profile_name) if self.runtime == 'real' else None
+        self.real = CellBridge.from_name(self, profile_name) if self.runtime == 'real' else None
         robot_name = str(param(self, 'robot', DEFAULT_ROBOT, description='robot of the cell (robot.specs)'))
         if self.real is not None and self.real.profile.robot is not None:
             robot_name = self.real.profile.robot
@@ -185,7 +185,7 @@ class PolicyBridge(Node):
         self.requests: queue.Queue[str | None] = queue.Queue()
         self.ran: set[str] = set()
 
-        # Real mode writes the profile's command topics through its driver (RealCell), never these.
+        # Real mode writes the profile's command topics through its driver (CellBridge), never these.
         self.trajectory_pubs = trajectory_publishers(self) if self.real is None else {}
         self.ticket_pub = ticket_publisher(self) if self.real is None else None
         self.typestore = default_typestore()
@@ -193,7 +193,7 @@ class PolicyBridge(Node):
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
-        # Real mode reads the measured joints from the profile's driver topics (RealCell), not /joint_states.
+        # Real mode reads the measured joints from the profile's driver topics (CellBridge), not /joint_states.
         per_row: dict[str, type] = {topics.JOINT_STATES: JointState} if self.real is None else {}
         if self.privileged:
             per_row.update(dict.fromkeys(topics.pose_topics(), PoseStamped))
@@ -437,7 +437,7 @@ class PolicyBridge(Node):
         self.end_pub.publish(end.to_message())
 
     def run_real(self, spec: EpisodeSpec, instruction: str) -> None:
-        """One episode in real mode (``RealCell.run``)."""
+        """One episode in real mode (``CellBridge.run``)."""
         assert self.real is not None
         if self.policy.abandoned:
             self.policy = self.build_policy()

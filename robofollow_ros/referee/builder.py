@@ -21,7 +21,6 @@ from robofollow_ros.benchmark.types import ARMS, Arm
 from robofollow_ros.errors import LayoutError, TrajectoryError
 from robofollow_ros.referee.timeline import (
     MAX_GAP_S,
-    NS_PER_S,
     Signal,
     bridge,
     frame_times,
@@ -31,6 +30,7 @@ from robofollow_ros.referee.timeline import (
 )
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, Numbers, find_layout
+from robofollow_ros.units import NS_PER_S
 
 
 @dataclass(frozen=True)

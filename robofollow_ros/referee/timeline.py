@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-NS_PER_S = 1_000_000_000
+from robofollow_ros.units import NS_PER_S
+
 MAX_GAP_S = 0.5
 """A required signal silent for longer than this inside the episode is reported in ``Trajectory.gaps``."""
 

@@ -152,11 +152,6 @@ class RobotProfile:
         """Upper bounds of the 14-D state (gripper 1)."""
         return np.concatenate([np.append(self.arms[arm].upper, 1.0) for arm in ARMS])
 
-    def in_workspace(self, position: Numbers) -> bool:
-        """Whether a TCP position lies in the workspace box (bounds included)."""
-        p = np.asarray(position, dtype=np.float64)
-        return bool(np.all(p >= self.workspace_min) and np.all(p <= self.workspace_max))
-
 
 @dataclass(frozen=True)
 class DriverArmCommand:
@@ -369,21 +364,7 @@ def _arm(reader: _Reader, data: object, arm: Arm, robot: RobotDescription | None
         if sign not in (1.0, -1.0):
             reader.fail(f'{field}.signs[{i}]', f'must be 1 or -1, got {sign:g}')
     offsets = reader.vector(spec['offsets'], f'{field}.offsets', size=ARM_DOF)
-    lower = reader.vector(spec['lower'], f'{field}.lower', size=ARM_DOF)
-    upper = reader.vector(spec['upper'], f'{field}.upper', size=ARM_DOF)
-    for i in range(ARM_DOF):
-        if not lower[i] < upper[i]:
-            reader.fail(f'{field}.upper[{i}]', f'{upper[i]:g} must be above lower {lower[i]:g}')
-    velocity = reader.vector(spec['velocity'], f'{field}.velocity', size=ARM_DOF)
-    for i in range(ARM_DOF):
-        if not velocity[i] > 0.0:
-            reader.fail(f'{field}.velocity[{i}]', f'must be positive, got {velocity[i]:g}')
-    home = reader.vector(spec['home'], f'{field}.home', size=ARM_DOF + 1)
-    for i in range(ARM_DOF):
-        if not lower[i] <= home[i] <= upper[i]:
-            reader.fail(f'{field}.home[{i}]', f'{home[i]:g} is outside the limits [{lower[i]:g}, {upper[i]:g}]')
-    if not 0.0 <= home[ARM_DOF] <= 1.0:
-        reader.fail(f'{field}.home[{ARM_DOF}]', f'the gripper is normalised 0..1, got {home[ARM_DOF]:g}')
+    lower, upper, velocity, home = _arm_limits(reader, spec, field)
     if robot is not None:
         _agree_with_description(reader, field, robot, arm, joints, lower, upper, velocity)
     return ArmProfile(
@@ -399,6 +380,28 @@ def _arm(reader: _Reader, data: object, arm: Arm, robot: RobotDescription | None
         home=home,
         gripper=_gripper(reader, spec['gripper'], f'{field}.gripper'),
     )
+
+
+def _arm_limits(
+    reader: _Reader, spec: dict[str, Any], field: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """An arm's ``lower``, ``upper``, ``velocity`` and ``home``, each checked against the others."""
+    lower = reader.vector(spec['lower'], f'{field}.lower', size=ARM_DOF)
+    upper = reader.vector(spec['upper'], f'{field}.upper', size=ARM_DOF)
+    for i in range(ARM_DOF):
+        if not lower[i] < upper[i]:
+            reader.fail(f'{field}.upper[{i}]', f'{upper[i]:g} must be above lower {lower[i]:g}')
+    velocity = reader.vector(spec['velocity'], f'{field}.velocity', size=ARM_DOF)
+    for i in range(ARM_DOF):
+        if not velocity[i] > 0.0:
+            reader.fail(f'{field}.velocity[{i}]', f'must be positive, got {velocity[i]:g}')
+    home = reader.vector(spec['home'], f'{field}.home', size=ARM_DOF + 1)
+    for i in range(ARM_DOF):
+        if not lower[i] <= home[i] <= upper[i]:
+            reader.fail(f'{field}.home[{i}]', f'{home[i]:g} is outside the limits [{lower[i]:g}, {upper[i]:g}]')
+    if not 0.0 <= home[ARM_DOF] <= 1.0:
+        reader.fail(f'{field}.home[{ARM_DOF}]', f'the gripper is normalised 0..1, got {home[ARM_DOF]:g}')
+    return lower, upper, velocity, home
 
 
 def _agree_with_description(

@@ -15,8 +15,8 @@ import numpy as np
 from rclpy.serialization import serialize_message
 
 from robofollow_ros.errors import GraphError
-from robofollow_ros.referee.timeline import NS_PER_S
 from robofollow_ros.state_layout import Numbers
+from robofollow_ros.units import NS_PER_S
 
 _PROBE_STAMP_NS = 0x1234_5678 * NS_PER_S + 0x0BAD_CAFE
 _STAMP = struct.Struct('<iI')

@@ -24,8 +24,8 @@ from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import SimStatus, StatusEvent
 from robofollow_ros.state_layout import CAMERAS, JointLayout
+from robofollow_ros.units import NS_PER_S
 
-NS_PER_S = 1_000_000_000
 SAMPLE_POLL = 0.0005
 """Seconds between looks for an on-demand sample that had not arrived with the sim's status (rare: the sim
 publishes the frames before the status)."""
@@ -41,7 +41,7 @@ class QueryTiming:
 
 class GraphEpisode:
     """What one episode over the graph keeps, in the simulator's handshake (``RosEnvironment``) or in real time
-    (``ros.realtime_environment.RealTimeEnvironment``): the bridge's cache, the episode, its layout once reset, the
+    (``realcell.environment.RealTimeEnvironment``): the bridge's cache, the episode, its layout once reset, the
     stamps of its start (``origin_ns``) and latest observation (``stamp_ns``), the queries made and rows executed.
     """
 

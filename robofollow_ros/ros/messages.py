@@ -13,8 +13,8 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from robofollow_ros.errors import GraphError
 from robofollow_ros.graph.intrinsics import Intrinsics
+from robofollow_ros.units import NS_PER_S
 
-NS_PER_S = 1_000_000_000
 RGB8 = 'rgb8'
 
 

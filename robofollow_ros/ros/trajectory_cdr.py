@@ -23,7 +23,7 @@ import numpy as np
 
 from robofollow_ros.bags.cdr import CDR_LITTLE_ENDIAN, default_typestore, deserialize
 from robofollow_ros.errors import BagError, GraphError
-from robofollow_ros.referee.timeline import NS_PER_S
+from robofollow_ros.units import NS_PER_S
 
 JOINT_TRAJECTORY = 'trajectory_msgs/msg/JointTrajectory'
 

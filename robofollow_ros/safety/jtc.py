@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from robofollow_ros.state_layout import ARMS, Arm, JointLayout
-
-NS_PER_S = 1_000_000_000
+from robofollow_ros.units import NS_PER_S
 
 DURABILITY_NAMES = {0: 'system_default', 1: 'transient_local', 2: 'volatile', 3: 'unknown', 4: 'best_available'}
 """rmw's durability enum (bag metadata may store the number)."""

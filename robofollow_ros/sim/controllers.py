@@ -25,8 +25,7 @@ import numpy as np
 
 from robofollow_ros.errors import DriverCommandError
 from robofollow_ros.state_layout import STATE_DIM, Numbers
-
-NS = 1_000_000_000
+from robofollow_ros.units import NS_PER_S
 
 
 @dataclass(frozen=True)
@@ -80,10 +79,10 @@ class TrajectoryFollower:
         start_ns = goal.start_ns if goal.start_ns > 0 else now_ns
         if goal.start_ns > 0 and start_ns + int(times[-1]) < now_ns:
             raise DriverCommandError(
-                f'trajectory with start time {goal.start_ns} ns ends {(now_ns - start_ns - times[-1]) / NS:.3f} s '
-                'in the past'
+                f'trajectory with start time {goal.start_ns} ns ends '
+                f'{(now_ns - start_ns - times[-1]) / NS_PER_S:.3f} s in the past'
             )
-        point_s = (start_ns - now_ns + times) / NS
+        point_s = (start_ns - now_ns + times) / NS_PER_S
         knot_s, knot_q = point_s, positions
         if point_s[0] > 0.0:
             # Before its first point the controller moves from the state it measured when the goal arrived.
@@ -95,7 +94,7 @@ class TrajectoryFollower:
         """The setpoint (positions, velocities) of the columns at ``now_ns``; None without a trajectory."""
         if self._knot_s is None or self._knot_q is None:
             return None
-        t = (now_ns - self._origin_ns) / NS
+        t = (now_ns - self._origin_ns) / NS_PER_S
         knots, values = self._knot_s, self._knot_q
         if t <= knots[0]:
             return values[0].copy(), np.zeros(self.columns.size)
@@ -170,7 +169,7 @@ class Setpoints:
         self.velocity[:] = 0.0
         for controller in self.controllers:
             if isinstance(controller, TrajectoryFollower):
-                sampled = controller.sample(now_ns + round(dt * NS))
+                sampled = controller.sample(now_ns + round(dt * NS_PER_S))
             else:
                 sampled = controller.step(self.position[controller.columns], dt)
             if sampled is not None:

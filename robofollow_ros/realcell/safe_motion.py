@@ -1,7 +1,7 @@
 """``SafeMotion``: everything that moves a real cell's arms goes through here, after the safety layer.
 
-It owns the driver writers (``ros/drivers.py``), the measured joints (``ros/driver_feedback.py``) and the safety
-layer's state: every chunk is filtered by ``safety.command_filter.filter_chunk`` with the profile's limits (joint
+It owns the driver writers (``realcell/drivers.py``), the measured joints (``realcell/driver_feedback.py``) and the
+safety layer's state: every chunk is filtered by ``safety.command_filter.filter_chunk`` with the profile's limits (joint
 clamp or refusal, velocity, workspace by forward kinematics, non-finite values, stale state) before a row is
 written; every intervention is logged and counted. A dead-man (``safety.deadman.DeadMan``) watches the outstanding
 policy query on its own thread and holds the arms the moment its deadline passes. ``stop`` holds both arms at once
@@ -30,9 +30,9 @@ import numpy as np
 from rclpy.node import Node
 
 from robofollow_ros.errors import GraphError, MotionStoppedError, ProfileError
+from robofollow_ros.realcell.driver_feedback import DriverFeedback, MeasuredCell
+from robofollow_ros.realcell.drivers import WINDOW_SECONDS, make_driver
 from robofollow_ros.robot.profiles import RobotProfile
-from robofollow_ros.ros.driver_feedback import DriverFeedback, MeasuredCell
-from robofollow_ros.ros.drivers import WINDOW_SECONDS, make_driver
 from robofollow_ros.safety.command_filter import Command, MeasuredState, SafetyDecision, filter_chunk, hold_command
 from robofollow_ros.safety.controlled_stop import (
     STOP_SECONDS,
@@ -76,7 +76,7 @@ class MotionSettings:
         stop_seconds: a controlled stop brings a joint at its velocity limit to rest in this many seconds (its
             deceleration: the velocity limit over this).
         command_window: how far ahead (s) a JointTrajectoryController is sent a chunk's rows, each window ending in
-            a controlled stop (``ros/drivers.py``); 0 sends each chunk whole.
+            a controlled stop (``realcell/drivers.py``); 0 sends each chunk whole.
         state_watchdog: while a chunk's rows run, a measured state older than this (s) stops the arms and ends the
             chunk (a driver gone quiet). Longer than ``max_state_age``, which judges the state a chunk starts from:
             under load a driver's messages arrived up to 0.2 s late with the driver alive.

@@ -46,8 +46,8 @@ from robofollow_ros.robot.profiles import RobotProfile, to_driver
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import Command
 from robofollow_ros.state_layout import ARMS
+from robofollow_ros.units import NS_PER_S
 
-NS_PER_S = 1_000_000_000
 WINDOW_SECONDS = 0.3
 """How far ahead of now a JointTrajectory reaches along a chunk before its closing controlled stop (``JtcDriver``)."""
 WINDOWS_PER_HORIZON = 3

@@ -4,7 +4,7 @@ On a real cell attended at a terminal (the evaluator's stdin is a terminal of it
 ``KeyReader`` takes the terminal out of line mode (cbreak: no line buffering and no echo; Ctrl-C still interrupts), so
 that one key reaches the evaluator without Enter:
 
-* ``s`` or the space bar (``STOP_KEYS``): the stop, at once (``RealCell`` calls ``/robofollow/stop``), unless the
+* ``s`` or the space bar (``STOP_KEYS``): the stop, at once (``CellOperator`` calls ``/robofollow/stop``), unless the
   line typed so far begins with ``override`` (then they are part of the reason; the word itself has neither);
 * Enter: the line typed so far, as the evaluator took lines before: an empty one says ready, ``override <why>``
   overrides a failed layout check;
@@ -73,7 +73,12 @@ class KeyEditor:
             line, self.line = self.line, ''
             self.echo('\n')
             self.on_line(line)
-        elif char in ERASE:
+        else:
+            self._edit(char)
+
+    def _edit(self, char: str) -> None:
+        """A key that edits the line: erase, kill the line, or a printable character."""
+        if char in ERASE:
             if self.line:
                 self.line = self.line[:-1]
                 self.echo('\b \b')

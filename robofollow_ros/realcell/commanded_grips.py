@@ -5,7 +5,7 @@ the referee's close and open events are thresholds on that command (protocol §4
 block measures about 0.6 open, which no close threshold would tell from a half-open gripper. A real cell's driver
 reports the measured fingers, so the ee_pose node replaces each gripper's value with the command read from the
 profile's gripper command topic, evaluated at the message's time as the driver's controller follows it
-(``ros/fake_driver.py``'s controller model: a JointTrajectoryController's interpolation, a streamed target's rate).
+(``realcell/fake_driver.py``'s controller model: a JointTrajectoryController's interpolation, a streamed target's rate).
 Until a gripper has been commanded, its measured value stands. Each new command continues from the grip commanded
 so far, not from the measured finger: a JointTrajectoryController starts a new trajectory from the measured state,
 and a gripper closed on a block measures about 0.6 open, so that start would read as the gripper opening and
@@ -20,12 +20,11 @@ import numpy as np
 from rclpy.node import Node
 
 from robofollow_ros.errors import DriverCommandError
+from robofollow_ros.realcell.fake_driver import CommandTopic, FakeDriver
 from robofollow_ros.robot.profiles import RobotProfile
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.fake_driver import CommandTopic, FakeDriver
 from robofollow_ros.state_layout import ARMS, GRIP_INDEX
-
-NS_PER_S = 1_000_000_000
+from robofollow_ros.units import NS_PER_S
 
 
 class CommandedGrips:

@@ -25,6 +25,7 @@ from robofollow_ros.errors import ProfileError
 from robofollow_ros.robot.profiles import RobotProfile, arm_state_from_joint_state
 from robofollow_ros.ros.messages import from_time
 from robofollow_ros.state_layout import ARMS, Arm
+from robofollow_ros.units import NS_PER_S
 
 DRIVER_STATES = QoSProfile(
     depth=100,
@@ -37,7 +38,6 @@ transient-local reader would not match a volatile writer and would never hear a 
 
 ArmCallback = Callable[[Arm, np.ndarray, int], None]
 """Called with an arm, its seven policy values and the stamp (ns) of the message they came from."""
-NS_PER_S = 1_000_000_000
 
 
 @dataclass(frozen=True)

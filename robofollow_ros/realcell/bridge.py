@@ -1,8 +1,8 @@
 """The policy bridge's real-time mode (``runtime: real``): its parameters, its services and its episode runner.
 
-``RealCell`` holds what the bridge adds for a real cell (or fake hardware) behind a robot profile: ``SafeMotion``
+``CellBridge`` holds what the bridge adds for a real cell (or fake hardware) behind a robot profile: ``SafeMotion``
 (the safety filter, the driver writers, the measured joints, the dead-man), ``/robofollow/stop`` (served from a
-node and thread of its own, ``ros/stop_server.py``: never behind the bridge's image callbacks) and
+node and thread of its own, ``realcell/stop_server.py``: never behind the bridge's image callbacks) and
 ``/robofollow/home`` (std_srvs/Trigger), and ``run``, which runs one episode with ``run_episode`` over a
 ``RealTimeEnvironment`` and returns its ``EpisodeEnd`` (``end_stamp_ns``: the wall clock once the last rows ran).
 """
@@ -20,14 +20,14 @@ from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits, GripperReach
+from robofollow_ros.realcell.environment import RealTimeEnvironment, WatchedPolicy
+from robofollow_ros.realcell.safe_motion import MotionSettings, SafeMotion
+from robofollow_ros.realcell.stop_server import StopServer
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import EpisodeEnd
-from robofollow_ros.ros.realtime_environment import RealTimeEnvironment, WatchedPolicy
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
-from robofollow_ros.ros.safe_motion import MotionSettings, SafeMotion
 from robofollow_ros.ros.shutdown import STOP
-from robofollow_ros.ros.stop_server import StopServer
 from robofollow_ros.state_layout import GRIP_INDEX
 
 RUNTIMES = ('sim', 'real')
@@ -96,7 +96,7 @@ def motion_settings(node: Node) -> tuple[MotionSettings, float]:
     return settings, max_age
 
 
-class RealCell:
+class CellBridge:
     """The bridge's real-mode pieces (see the module docstring).
 
     Args:
@@ -116,8 +116,8 @@ class RealCell:
         node.create_service(Trigger, topics.RELEASE, self.on_release)
 
     @classmethod
-    def from_name(cls, node: Node, name: str) -> RealCell:
-        """``RealCell`` of the profile ``name`` (a shipped name or a path); ``ProfileError`` if it is wrong."""
+    def from_name(cls, node: Node, name: str) -> CellBridge:
+        """``CellBridge`` of the profile ``name`` (a shipped name or a path); ``ProfileError`` if it is wrong."""
         return cls(node, load_profile(name))
 
     def chunk_limits(self, robot: str, *, max_row_step: float) -> ChunkLimits:

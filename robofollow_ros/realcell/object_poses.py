@@ -1,5 +1,5 @@
 """Where the objects on a real cell are now: the latest pose of each ``/robofollow/objects/<name>/pose``, for the
-evaluator's layout check before a trial (``ros/operator.py``).
+evaluator's layout check before a trial (``realcell/operator.py``).
 
 A pose counts only if it arrived after a given moment (the check's start: after the cell was reset or the operator
 said ready) and, when it is stamped, was stamped after that moment too, so an object the pose source stopped

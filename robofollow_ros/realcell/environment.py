@@ -4,7 +4,7 @@ Time runs on. ``reset`` starts the episode the evaluator announced (``SimStatus`
 and takes the first observation; ``execute`` sends a chunk through ``SafeMotion`` (the safety filter, then the
 driver), waits until its rows are executed (their wall time, then the measured state reaching the last row or a
 short extra limit) and takes the next observation. An observation is the latest camera images, the latest measured
-joint state (the profile's driver ``joint_states``, ``ros/driver_feedback.py``) and, for privileged policies, the
+joint state (the profile's driver ``joint_states``, ``realcell/driver_feedback.py``) and, for privileged policies, the
 latest object and TCP poses; any part older than ``max_age`` is refused: the environment waits for a fresher one
 up to ``timeout``, then ends the episode with a ``GraphError`` naming what is old. Never used stale.
 
@@ -24,6 +24,7 @@ from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import GraphError, MotionStoppedError
+from robofollow_ros.realcell.safe_motion import SafeMotion
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
@@ -31,11 +32,10 @@ from robofollow_ros.ros.environment import GraphEpisode
 from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import StatusEvent
-from robofollow_ros.ros.safe_motion import SafeMotion
 from robofollow_ros.safety.limits import Intervention
 from robofollow_ros.state_layout import CAMERAS
+from robofollow_ros.units import NS_PER_S
 
-NS_PER_S = 1_000_000_000
 FRESH_POLL = 0.005
 """Seconds between looks for a fresh enough observation (images and poses notify nobody in real mode)."""
 

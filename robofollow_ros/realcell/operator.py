@@ -16,7 +16,7 @@ played again.
 
 On the evaluator's terminal (its stdin, when it is a terminal) ``s`` or the space bar stops both arms at once, without
 Enter: the same call as ``/robofollow/stop`` (``robofollow operator stop``), made from a client that found the
-bridge when the graph started, so no discovery stands between the key and the stop (``ros/operator_keys.py``).
+bridge when the graph started, so no discovery stands between the key and the stop (``realcell/operator_keys.py``).
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_files import LAYOUTS_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.layout_picture import layout_text, write_layout_picture
+from robofollow_ros.realcell.object_poses import ObjectPoses
+from robofollow_ros.realcell.operator_keys import KeyReader
+from robofollow_ros.realcell.safe_motion import STOPPED_MESSAGE
 from robofollow_ros.ros import qos
-from robofollow_ros.ros.object_poses import ObjectPoses
-from robofollow_ros.ros.operator_keys import KeyReader
 from robofollow_ros.ros.protocol import (
     EpisodeSpecMessage,
     ResetEpisode,
@@ -53,7 +54,6 @@ from robofollow_ros.ros.protocol import (
     spec_message,
 )
 from robofollow_ros.ros.runtime import publish_acknowledged
-from robofollow_ros.ros.safe_motion import STOPPED_MESSAGE
 from robofollow_ros.tracking.layout_check import DEFAULT_TOLERANCES, LayoutCheck, Tolerances, check_layout
 
 ANNOUNCE_SECONDS = 5.0
@@ -115,7 +115,7 @@ class CellSettings:
         return {'robot_profile': self.robot_profile, 'pose_source': self.pose_source}
 
 
-class RealCell:
+class CellOperator:
     """Services, clients and state of the evaluator node on a real cell (thin: the node does the calling).
 
     Args:

@@ -35,6 +35,7 @@ from robofollow_ros.robot.profiles import RobotProfile, arm_from_driver, arm_to_
 from robofollow_ros.sim.constants import GRIP_SPEED
 from robofollow_ros.sim.controllers import Controller, Setpoints, StreamedTarget, TrajectoryFollower, TrajectoryGoal
 from robofollow_ros.state_layout import ARM_DOF, ARM_SLICE, ARMS, GRIP_INDEX, Arm, Numbers
+from robofollow_ros.units import NS_PER_S
 
 DRIVER_STATE = QoSProfile(
     depth=10,
@@ -243,8 +244,6 @@ def trajectory_goal(message: JointTrajectory, joints: Sequence[str]) -> Trajecto
         positions[i] = np.asarray(point.positions, dtype=np.float64)[order]
         if not np.all(np.isfinite(positions[i])):
             raise DriverCommandError('trajectory positions must be finite')
-        times[i] = int(point.time_from_start.sec) * 1_000_000_000 + int(point.time_from_start.nanosec)
+        times[i] = int(point.time_from_start.sec) * NS_PER_S + int(point.time_from_start.nanosec)
     stamp = message.header.stamp
-    return TrajectoryGoal(
-        start_ns=int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec), times_ns=times, positions=positions
-    )
+    return TrajectoryGoal(start_ns=int(stamp.sec) * NS_PER_S + int(stamp.nanosec), times_ns=times, positions=positions)
