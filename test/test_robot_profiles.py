@@ -28,7 +28,7 @@ from robofollow_ros.robot.profiles import (
 )
 from robofollow_ros.state_layout import ARM_COLUMNS, ARMS
 
-SHIPPED = ('aloha_interbotix', 'aloha_ros2_control', 'piper')
+SHIPPED = ('aloha_interbotix', 'aloha_ros2_control', 'aloha_xsarm_ros_control', 'piper')
 
 
 def raw(name: str) -> dict[str, Any]:
@@ -37,10 +37,15 @@ def raw(name: str) -> dict[str, Any]:
     return document
 
 
-def test_the_three_driver_profiles_ship_and_load() -> None:
+def test_the_driver_profiles_ship_and_load() -> None:
     assert set(SHIPPED) <= set(profile_names())
     kinds = {name: load_profile(name).driver for name in SHIPPED}
-    assert kinds == {'aloha_ros2_control': 'ros2_control', 'aloha_interbotix': 'interbotix_xs', 'piper': 'piper'}
+    assert kinds == {
+        'aloha_ros2_control': 'ros2_control',
+        'aloha_xsarm_ros_control': 'ros2_control',
+        'aloha_interbotix': 'interbotix_xs',
+        'piper': 'piper',
+    }
 
 
 def test_driver_facts_of_each_profile() -> None:

@@ -108,6 +108,20 @@ class ArmProfile:
 
 
 @dataclass(frozen=True)
+class UpstreamDriver:
+    """What a profile says of the upstream driver it is written for: the driver, where its facts were read
+    (``sources``), a copy of those facts (``facts``: topics, joint names, limits, units, rates, as the upstream
+    configuration states them) and the ``edits`` the upstream configuration needs before the profile drives it
+    (each a mapping with ``why`` and, where the profile uses another value than the fact, ``value``).
+    ``test/test_robot_profile_upstream.py`` checks the profile's own fields against them, field by field."""
+
+    driver: str
+    sources: tuple[str, ...]
+    facts: dict[str, Any]
+    edits: dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class RobotProfile:
     """A robot profile as loaded and checked (see the module docstring for units).
 
@@ -124,6 +138,7 @@ class RobotProfile:
         velocity_limits: ``refuse`` a row faster than the velocity limits, or ``stretch`` its time (default refuse).
         workspace_min, workspace_max: the TCP box (m) in the ``world`` frame.
         arms: both arms.
+        upstream: the upstream driver it is written for, with its facts and sources, or None.
     """
 
     name: str
@@ -139,6 +154,7 @@ class RobotProfile:
     workspace_max: np.ndarray
     arms: dict[Arm, ArmProfile]
     velocity_limits: VelocityPolicy = 'refuse'
+    upstream: UpstreamDriver | None = None
 
     def home_state(self) -> np.ndarray:
         """The 14-D home state in policy units."""
@@ -297,7 +313,9 @@ def parse_profile(data: object, *, path: Path) -> RobotProfile:
         ProfileError: as ``load_profile``.
     """
     reader = _Reader(path)
-    top = reader.mapping(data, '', required=_TOP_FIELDS, optional=('description', 'speed_percent', 'velocity_limits'))
+    top = reader.mapping(
+        data, '', required=_TOP_FIELDS, optional=('description', 'speed_percent', 'velocity_limits', 'upstream')
+    )
     driver_kind = cast(DriverKind, reader.choice(top['driver'], 'driver', DRIVER_KINDS))
     robot_name = top['robot']
     if robot_name is not None and not isinstance(robot_name, str):
@@ -348,7 +366,27 @@ def parse_profile(data: object, *, path: Path) -> RobotProfile:
             VelocityPolicy,
             reader.choice(top.get('velocity_limits', 'refuse'), 'velocity_limits', VELOCITY_POLICIES),
         ),
+        upstream=None if top.get('upstream') is None else _upstream(reader, top['upstream']),
     )
+
+
+def _upstream(reader: _Reader, data: object) -> UpstreamDriver:
+    spec = reader.mapping(data, 'upstream', required=('driver', 'sources', 'facts'), optional=('edits',))
+    driver = spec['driver']
+    if not isinstance(driver, str) or not driver.strip():
+        reader.fail('upstream.driver', 'must name the upstream driver')
+    sources = spec['sources']
+    if not isinstance(sources, list) or not sources or not all(isinstance(s, str) and s.strip() for s in sources):
+        reader.fail('upstream.sources', 'must list where the facts were read (one or more texts)')
+    facts, edits = spec['facts'], spec.get('edits') or {}
+    for field, value in (('upstream.facts', facts), ('upstream.edits', edits)):
+        if not isinstance(value, dict):
+            reader.fail(field, f'must be a mapping, got {type(value).__name__}')
+    for name, edit in edits.items():
+        entry = reader.mapping(edit, f'upstream.edits.{name}', required=('why',), optional=('value',))
+        if not isinstance(entry['why'], str) or not entry['why'].strip():
+            reader.fail(f'upstream.edits.{name}.why', 'must say what to change upstream and why')
+    return UpstreamDriver(driver=driver, sources=tuple(sources), facts=dict(facts), edits=dict(edits))
 
 
 _TOP_FIELDS = ('driver', 'robot', 'row_period', 'control_rate', 'joint_limits', 'workspace', 'arms')
