@@ -18,7 +18,7 @@ up_to_date() {  # package, import check
     [ -f "$VENV/.$1-stamp" ] && [ "$(cat "$VENV/.$1-stamp")" = "$(package_stamp "$1")" ] && "$PY" -c "$2" 2>/dev/null
 }
 ROBOFOLLOW_IMPORT='import robofollow_interfaces.msg, robofollow_interfaces.srv'
-INTERBOTIX_IMPORT='import interbotix_xs_msgs.msg'
+INTERBOTIX_IMPORT='import interbotix_xs_msgs.msg, interbotix_xs_msgs.srv'
 if up_to_date robofollow_interfaces "$ROBOFOLLOW_IMPORT" && up_to_date interbotix_xs_msgs "$INTERBOTIX_IMPORT"; then
     exit 0
 fi

@@ -9,6 +9,7 @@ tasks per profile.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,26 @@ def test_the_expert_over_fake_hardware_scores_as_in_process(profile: str, tmp_pa
         rescored = score_path(out / record['episode_file'])
         assert [rescored[key] for key in SCORES] == [record[key] for key in SCORES], task
         assert _stages(rescored) == _stages(record), task
+
+
+def test_an_xs_sdk_cell_whose_grippers_were_not_set_up_never_moves_and_the_run_says_why(tmp_path: Path) -> None:
+    # Fake hardware answers get_robot_info as an ALOHA follower before its setup ran (gripper in linear_position):
+    # the bridge refuses the home move, the evaluator ends the run with that reason in one line, no trial is run.
+    pytest.importorskip('interbotix_xs_msgs.srv', reason='scripts/build_interfaces.sh builds interbotix_xs_msgs')
+    out = tmp_path / 'real'
+    done = run_launch(
+        DOMAINS['aloha_interbotix'],
+        graph='real',
+        timeout=180.0,
+        robot_profile='aloha_interbotix',
+        fake_gripper_mode='linear_position',
+        policy='expert',
+        task_ids=TASKS['aloha_interbotix'][0],
+        out=str(out),
+    )
+    assert done.returncode != 0, done.stdout[-4000:]
+    reason = "the left and right grippers are in 'linear_position' mode, not 'current_based_position'"
+    assert reason in done.stdout, done.stdout[-4000:]
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'failed' and reason in json.dumps(run), run
+    assert not (out / 'results.jsonl').exists() or not read_records(out / 'results.jsonl')

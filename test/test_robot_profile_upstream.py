@@ -83,6 +83,12 @@ def assert_gripper(profile: RobotProfile) -> None:
         if 'gripper_limits' in facts:
             low, high = facts['gripper_limits']
             assert low <= min(command.closed, command.open) and max(command.closed, command.open) <= high
+        mode = profile.arms[arm].gripper.operating_mode
+        if 'gripper_mode' in facts:
+            assert mode is not None and mode.mode == facts['gripper_mode']
+            assert mode.service == fill(facts['info_service'], upstream, arm)
+        else:
+            assert mode is None
 
 
 def assert_limits_and_rate(profile: RobotProfile) -> None:

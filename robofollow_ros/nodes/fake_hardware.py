@@ -14,14 +14,17 @@ another pose source, so that the same episode can be scored from truth) and the 
 thread, each camera only while someone subscribes to it), with the ArUco tags drawn on the objects and the table
 when ``markers`` is true (what the ``aruco_tracker`` sees; issue 21), and serves ``/robofollow/cell/reset``
 (``robofollow_interfaces/srv/ResetEpisode``): the episode's objects placed as the benchmark places them, the arms
-at the profile's home pose, every command dropped. It starts with the arms at home over an empty table.
+at the profile's home pose, every command dropped. It starts with the arms at home over an empty table. For a
+profile whose grippers name an operating mode (xs_sdk's), it serves each arm's ``get_robot_info`` too, answering
+the mode the profile wants, or ``gripper_mode`` when set (a cell whose setup was not run).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
@@ -34,12 +37,13 @@ from robofollow_ros import topics
 from robofollow_ros.errors import EpisodeSpecError, GraphError, RoboFollowError
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.realcell.fake_driver import DRIVER_STATE, CommandTopic, FakeDriver
+from robofollow_ros.realcell.gripper_modes import robot_info_type
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import camera_info_message, image_message, joint_state_message, pose_message
 from robofollow_ros.ros.protocol import ResetCode, ResetEpisode, read_spec
 from robofollow_ros.ros.runtime import param, run_node
-from robofollow_ros.state_layout import CAMERAS, HEAD_CAMERA
+from robofollow_ros.state_layout import ARMS, CAMERAS, HEAD_CAMERA
 
 if TYPE_CHECKING:
     from robofollow_ros.sim.render import CameraRig
@@ -134,6 +138,18 @@ class FakeHardwareNode(Node):
                 qos.ARM_COMMANDS,  # reliable and volatile: a command is never replayed to a late reader
             )
         self.create_service(ResetEpisode, topics.CELL_RESET, self.on_reset)
+        self.gripper_mode = str(
+            param(
+                self,
+                'gripper_mode',
+                '',
+                description="the grippers' operating mode get_robot_info answers ('' = the one the profile wants)",
+            )
+        )
+        modes = [mode for arm in ARMS if (mode := self.profile.arms[arm].gripper.operating_mode) is not None]
+        self.robot_info_services = [
+            self.create_service(robot_info_type(), mode.service, self.robot_info_answer(mode.mode)) for mode in modes
+        ]
 
         self.stop_cameras = threading.Event()
         self.camera_thread = threading.Thread(
@@ -153,6 +169,16 @@ class FakeHardwareNode(Node):
                 command.handle(message, self.now_ns(), self.cell.measured())
             except RoboFollowError as error:  # DriverCommandError, or ProfileError from a conversion
                 self.get_logger().error(f'{command.topic}: command refused: {error}')
+
+    def robot_info_answer(self, wanted: str) -> Callable[[Any, Any], Any]:
+        """xs_sdk's ``get_robot_info`` for a gripper: its operating mode (as set up, unless ``gripper_mode``)."""
+
+        def answer(request: Any, response: Any) -> Any:
+            response.mode = self.gripper_mode or wanted
+            response.num_joints = 1
+            return response
+
+        return answer
 
     def on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         response.episode_id = request.episode.episode_id

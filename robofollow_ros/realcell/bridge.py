@@ -21,6 +21,7 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import PolicyFailure
 from robofollow_ros.graph.chunk_limits import ChunkLimits, GripperReach
 from robofollow_ros.realcell.environment import RealTimeEnvironment, WatchedPolicy
+from robofollow_ros.realcell.gripper_modes import GripperModes
 from robofollow_ros.realcell.safe_motion import MotionSettings, SafeMotion
 from robofollow_ros.realcell.stop_server import StopServer
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
@@ -33,6 +34,8 @@ from robofollow_ros.state_layout import GRIP_INDEX
 RUNTIMES = ('sim', 'real')
 STOPPED_KIND = 'stopped'
 """``error_kind`` of an episode ended by ``/robofollow/stop``."""
+DRIVER_KIND = 'driver'
+"""``error_kind`` of an episode the driver's state forbade to start (a gripper in another operating mode)."""
 
 
 def motion_settings(node: Node) -> tuple[MotionSettings, float]:
@@ -109,6 +112,7 @@ class CellBridge:
         self.profile = profile
         settings, self.max_age = motion_settings(node)
         self.motion = SafeMotion(node, profile, settings=settings)
+        self.gripper_modes = GripperModes(node, profile)
         self.running = False
         # The stop must not wait behind the bridge's callbacks (images, joint states) on its one executor thread.
         self.stop_server = StopServer(node, topics.STOP, self.on_stop)
@@ -160,8 +164,11 @@ class CellBridge:
 
     def on_home(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """A slow move to the profile's home pose (refused while an episode runs or after a stop)."""
+        problem = self.gripper_modes.problem()
         if self.running:
             response.success, response.message = False, 'an episode is running: home refused'
+        elif problem is not None:
+            response.success, response.message = False, problem
         else:
             response.success, response.message = self.motion.home()
         self.node.get_logger().info(f'{topics.HOME}: {response.message}')
@@ -177,8 +184,20 @@ class CellBridge:
         limits: EpisodeLimits,
         timeout: float,
     ) -> EpisodeEnd | None:
-        """Run one episode; its ``EpisodeEnd`` (``None`` when the process is stopping: it has no end)."""
+        """Run one episode; its ``EpisodeEnd`` (``None`` when the process is stopping: it has no end). Nothing moves
+        while a gripper is not known to be in its profile's operating mode: the episode ends ``driver`` at once."""
         logger = self.node.get_logger()
+        problem = self.gripper_modes.problem()
+        if problem is not None:
+            logger.error(f'{spec.task_id}: {problem}')
+            return EpisodeEnd(
+                episode_id=spec.episode_id,
+                end_stamp_ns=self.node.get_clock().now().nanoseconds,
+                queries=0,
+                executed_rows=0,
+                policy_error=problem,
+                error_kind=DRIVER_KIND,
+            )
         env = RealTimeEnvironment(
             cache,
             self.motion,

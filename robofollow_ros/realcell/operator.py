@@ -41,6 +41,7 @@ from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_files import LAYOUTS_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.layout_picture import layout_text, write_layout_picture
+from robofollow_ros.realcell.gripper_modes import NOT_ANSWERED
 from robofollow_ros.realcell.object_poses import ObjectPoses
 from robofollow_ros.realcell.operator_keys import KeyReader
 from robofollow_ros.realcell.safe_motion import STOPPED_MESSAGE
@@ -67,7 +68,8 @@ HOME_ANSWER_SECONDS = 10.0
 EXIT_STOP_SECONDS = 1.0
 """How long an evaluator leaving mid-run waits for the bridge to answer its stop."""
 HOME_NO_STATE = 'no joint state from the driver yet'
-"""The bridge's refusal before it heard the driver (the graph just started): asked again every ``HOME_RETRY`` s."""
+"""The bridge's refusal before it heard the driver (the graph just started): asked again every ``HOME_RETRY`` s, as
+when the driver has not told the grippers' operating modes yet (``gripper_modes.NOT_ANSWERED``)."""
 HOME_RETRY = 0.2
 RUNTIMES = ('sim', 'real')
 """The evaluator's ``runtime`` parameter: the simulated graph, or a real (or fake-hardware) cell."""
@@ -374,7 +376,8 @@ class CellOperator:
                 self.node.get_logger().warning(unanswered)
                 continue
             response = future.result()
-            if response is None or HOME_NO_STATE not in response.message or time.monotonic() > deadline:
+            retryable = response is not None and any(why in response.message for why in (HOME_NO_STATE, NOT_ANSWERED))
+            if not retryable or time.monotonic() > deadline:
                 return response
             retry_at = time.monotonic() + HOME_RETRY
             self.wait(lambda at=retry_at: time.monotonic() >= at, timeout=HOME_SECONDS, what='the driver to be heard')

@@ -70,13 +70,24 @@ class GripperScale:
 
 
 @dataclass(frozen=True)
+class OperatingMode:
+    """The motor operating mode a gripper must be in before its commands mean what the profile says (xs_sdk takes
+    a command in the units of the motor's mode), and the driver's service that tells it (xs_sdk's
+    ``get_robot_info``, interbotix_xs_msgs/srv/RobotInfo)."""
+
+    mode: str
+    service: str
+
+
+@dataclass(frozen=True)
 class GripperProfile:
     """How one arm's gripper is commanded and read back (the two may differ: xs_sdk takes a motor angle and
-    publishes finger positions)."""
+    publishes finger positions), and the operating mode it must be in, where the driver has modes."""
 
     command: GripperScale
     interface: CommandInterface
     feedback: GripperScale
+    operating_mode: OperatingMode | None = None
 
 
 @dataclass(frozen=True)
@@ -486,11 +497,20 @@ def _interface(reader: _Reader, data: object, field: str) -> CommandInterface:
 
 
 def _gripper(reader: _Reader, data: object, field: str) -> GripperProfile:
-    spec = reader.mapping(data, field, required=('command', 'interface', 'feedback'))
+    spec = reader.mapping(data, field, required=('command', 'interface', 'feedback'), optional=('operating_mode',))
+    mode: OperatingMode | None = None
+    if 'operating_mode' in spec:
+        entry = reader.mapping(spec['operating_mode'], f'{field}.operating_mode', required=('mode', 'service'))
+        if not isinstance(entry['mode'], str) or not entry['mode']:
+            reader.fail(f'{field}.operating_mode.mode', f'must name the motor mode, got {entry["mode"]!r}')
+        mode = OperatingMode(
+            mode=entry['mode'], service=reader.topic(entry['service'], f'{field}.operating_mode.service')
+        )
     return GripperProfile(
         command=_scale(reader, spec['command'], f'{field}.command'),
         interface=_interface(reader, spec['interface'], f'{field}.interface'),
         feedback=_scale(reader, spec['feedback'], f'{field}.feedback'),
+        operating_mode=mode,
     )
 
 
