@@ -79,6 +79,7 @@ def test_the_real_graph_starts_the_nodes_its_arguments_ask_for_with_the_cells_pa
         'robot_profile': 'aloha_ros2_control',
         'markers': False,
         'publish_object_poses': True,
+        'gripper_mode': '',
     }
     assert nodes['policy_bridge'].parameters['runtime'] == 'real' == nodes['evaluator'].parameters['runtime']
     assert nodes['ee_pose'].parameters['robot_profile'] == 'aloha_ros2_control'

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from robofollow_ros.benchmark import registry
-from robofollow_ros.evaluation.layout_picture import arm_bases, layout_text, write_layout_picture
+from robofollow_ros.evaluation.layout_picture import arm_bases, layout_text, signed_cm, write_layout_picture
 
 
 def _red_pixels(path: object) -> int:
@@ -41,9 +41,22 @@ def test_the_text_says_where_each_object_goes() -> None:
     text = layout_text(layout, positions=positions)
     for name, (x, y) in positions.items():
         line = next(line for line in text.splitlines() if line.strip().startswith(f'{name}:'))
-        assert f'x {100 * x:+.1f}, y {100 * y:+.1f}' in line
+        assert f'x {signed_cm(x)}, y {signed_cm(y)}' in line
     assert 'green_cylinder_top' in text and 'on blue_cube_right' in text
     assert 'in bowl' in text
+
+
+def test_a_coordinate_a_hair_below_zero_reads_zero() -> None:
+    assert (signed_cm(-1e-5), signed_cm(-0.0004), signed_cm(-0.0006), signed_cm(0.0151)) == (
+        '+0.0',
+        '+0.0',
+        '-0.1',
+        '+1.5',
+    )
+    layout = registry.get_layout(3, 'default')
+    nominal = layout_text(layout)
+    on_the_line = {name: (-1e-6, y) for name, (_, y) in registry.perturbed_positions(layout, seed=142).items()}
+    assert '-0.0' not in layout_text(layout, positions=on_the_line) and '-0°' not in nominal
 
 
 def test_the_arm_bases_come_from_the_urdf() -> None:

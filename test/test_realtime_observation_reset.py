@@ -117,3 +117,27 @@ def test_nothing_since_the_reset_ends_the_episode_naming_the_parts() -> None:
     cache.add_status(SimStatus(StatusEvent.RESET, EPISODE, time.time_ns()))
     with pytest.raises(GraphError, match='joint state none since the episode started'):
         env.reset(task, seed=0, layout=layout, images=False)
+
+
+def test_an_occluded_objects_last_known_pose_is_said_once_until_it_is_seen_again() -> None:
+    task = registry.eval_tasks()[0]
+    layout = registry.layout_of(task)
+    names = list(layout.object_names)
+    env, cache, motion = environment(timeout=5.0)
+    said: list[str] = []
+    env.log = said.append
+    cache.add_status(SimStatus(StatusEvent.RESET, EPISODE, time.time_ns()))
+    time.sleep(0.01)
+    publish(cache, motion, names, stamp_ns=time.time_ns(), value=0.3)
+    env.reset(task, seed=0, layout=layout, images=False)
+    time.sleep(0.6)  # every object pose now older than max_age; the joints and TCPs fresh again
+    for _ in range(3):
+        publish(cache, motion, [], stamp_ns=time.time_ns(), value=0.3)
+        env._observation()
+    assert len(said) == 1 and all(name in said[0] for name in names), said
+    publish(cache, motion, names, stamp_ns=time.time_ns(), value=0.3)  # seen again
+    env._observation()
+    time.sleep(0.6)
+    publish(cache, motion, [], stamp_ns=time.time_ns(), value=0.3)
+    env._observation()
+    assert len(said) == 2, said

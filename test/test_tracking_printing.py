@@ -9,7 +9,8 @@ import cv2
 import numpy as np
 
 from robofollow_ros.cli import main
-from robofollow_ros.tracking.markers import load_markers, printed_side
+from robofollow_ros.tracking.markers import MODULES, QUIET_MODULES, load_markers, printed_side
+from robofollow_ros.tracking.printing import CAPTION_MODULES
 
 
 def _physical_side_m(path: Path) -> float:
@@ -40,6 +41,14 @@ def test_every_tag_is_written_at_its_size_and_decodes_to_its_id(tmp_path: Path) 
         assert ids is not None and ids.ravel().tolist() == [tag_id], path
         assert abs(_physical_side_m(path) - printed_side(expected[tag_id])) < 1e-4, path
         assert f'| {path.relative_to(out)} | {tag_id} |' in index
+        # A strip above marks the top edge, one below names the id; the quiet zone between stays white.
+        side = image.shape[1]
+        strip = CAPTION_MODULES * side // (MODULES + 2 * QUIET_MODULES)
+        assert image.shape[0] == side + 2 * strip, path
+        top, tag, bottom = image[:strip], image[strip : strip + side], image[strip + side :]
+        assert (top < 200).sum() > strip and (bottom < 200).sum() > strip
+        assert (tag[: side // 8] == 255).all() and (tag[-(side // 8) :] == 255).all()
+        assert (top[:, : side // 3] == 255).all()  # the arrow and TOP lie right of the middle's left third
 
 
 def test_a_printer_resolution_out_of_range_is_one_line(tmp_path: Path, capsys) -> None:

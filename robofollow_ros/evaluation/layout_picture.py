@@ -50,6 +50,11 @@ def _support(placement: Placement) -> str:
     return ''
 
 
+def signed_cm(metres: float) -> str:
+    """``+1.5``, ``-0.3``, ``+0.0`` (never ``-0.0``: a coordinate a hair below zero is zero to the operator)."""
+    return f'{round(100.0 * metres, 1) + 0.0:+.1f}'
+
+
 def layout_text(layout: Layout, *, positions: Mapping[str, tuple[float, float]] | None = None) -> str:
     """Where to place each object, one line each: name, size, x and y (cm, world frame: x to the robot's right,
     y away from the robot, origin at the table's centre line), yaw and what it stands on.
@@ -66,7 +71,7 @@ def layout_text(layout: Layout, *, positions: Mapping[str, tuple[float, float]] 
     for placement in layout.placements:
         x, y, yaw = places[placement.name]
         lines.append(
-            f'  {placement.name}: x {100 * x:+.1f}, y {100 * y:+.1f}, yaw {math.degrees(yaw):.0f}° '
+            f'  {placement.name}: x {signed_cm(x)}, y {signed_cm(y)}, yaw {round(math.degrees(yaw)) + 0}° '
             f'({_size_text(placement.spec)}{_support(placement)})'
         )
     return '\n'.join(lines)
@@ -265,7 +270,7 @@ def _legend(
         x, y, _ = places[placement.name]
         lines = [
             f'{numbers[placement.name]:>2} {placement.name}{_support(placement)}',
-            f'   x {100 * x:+.1f}  y {100 * y:+.1f} cm  {_size_text(placement.spec)}',
+            f'   x {signed_cm(x)}  y {signed_cm(y)} cm  {_size_text(placement.spec)}',
         ]
         colour = 'black'
         if check is not None:

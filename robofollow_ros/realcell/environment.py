@@ -121,6 +121,8 @@ class RealTimeEnvironment(GraphEpisode):
         self.clock_ns = clock_ns
         self.max_age = max_age
         self.log = log
+        self.held: set[str | None] = set()
+        """Objects whose last known pose the latest observation carried (said once when it starts, not per chunk)."""
 
     def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> CellObservation:
         """The first observation of the episode the evaluator reset the cell for; motion is allowed again."""
@@ -228,12 +230,15 @@ class RealTimeEnvironment(GraphEpisode):
             for topic in sorted(objects)
             if (stamp := stamps[topic]) is not None and now_ns - stamp > self.max_age * NS_PER_S
         }
-        if held:
+        newly = {name: age for name, age in held.items() if name not in self.held}
+        if newly:
             # Not an error: an occluded object keeps its last tracked pose (docs/real-cell.md, Object poses).
             self.log(
                 f'after chunk {self.queries}: the last known pose of '
-                + ', '.join(f'{name} ({age:.2g} s old)' for name, age in held.items())
+                + ', '.join(f'{name} ({age:.2g} s old)' for name, age in newly.items())
+                + ' (said once, until it is seen again)'
             )
+        self.held = set(held)
         cell = self.motion.feedback.latest()
         assert cell is not None
         with self.cache.condition:

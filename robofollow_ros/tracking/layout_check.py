@@ -83,7 +83,7 @@ class ObjectCheck:
     def describe(self) -> str:
         """One line: the object, its displacement and rotation, and what failed."""
         text = f'{self.name}: {self.displacement_mm:.1f} mm'
-        text += f' (dx {self.dx_mm:+.1f}, dy {self.dy_mm:+.1f})'
+        text += f' (dx {round(self.dx_mm, 1) + 0.0:+.1f}, dy {round(self.dy_mm, 1) + 0.0:+.1f})'
         if self.rotation_deg is not None:
             text += f', {self.rotation_deg:.1f}°'
         problems = [what for what, bad in (('displaced', self.displaced), ('rotated', self.rotated)) if bad]
