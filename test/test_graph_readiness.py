@@ -9,9 +9,11 @@ latest reset's frame 0 goes out (the superseded one would show a state nobody ru
 from __future__ import annotations
 
 import contextlib
+import itertools
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -155,3 +157,35 @@ def test_an_image_reader_matched_after_frame_0_went_out_still_gets_its_images() 
         assert future.done() and late.get_publisher_count() == 1
         assert images[0] == frame_0[0]
     assert 'its images go out again' in cell.err, cell.err[-2000:]
+
+
+def test_an_observations_images_go_out_again_while_its_chunk_does_not_come() -> None:
+    """Discovery matches a writer to a reader and the reader to the writer separately: the sim may send frame 0's
+    best-effort images the moment its side matched, before the bridge's side has, and they are dropped. So an
+    observation's images go out again every ``IMAGES_AGAIN_SECONDS`` while no chunk has run, a bounded number of
+    times, same stamp."""
+    from robofollow_ros.nodes.sim import IMAGES_AGAIN_SECONDS, IMAGES_AGAIN_TIMES
+
+    frame_0: list[int] = []
+    images: list[tuple[int, float]] = []
+    with sim_and_caller(
+        'waiting_camera_reader', match_timeout=1.0, on_reset=lambda status: frame_0.append(status.stamp_ns)
+    ) as cell:
+        cell.node.create_subscription(
+            Image,
+            topics.image_topic('cam_left_wrist'),
+            lambda m: images.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, time.monotonic())),
+            qos.SENSOR,
+        )
+        cell.client.call_async(ResetEpisode.Request(episode=spec_message(_spec(0))))
+        cell.spin_until(lambda: bool(frame_0) and bool(images), timeout=60, what='frame 0 and its images')
+        wait = (IMAGES_AGAIN_TIMES + 2) * IMAGES_AGAIN_SECONDS
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            cell.executor.spin_once(timeout_sec=0.05)
+    stamps = {stamp for stamp, _ in images}
+    assert stamps == {frame_0[0]}, (stamps, frame_0)
+    # (best effort: one copy may be lost on a busy machine)
+    assert IMAGES_AGAIN_TIMES <= len(images) <= 1 + IMAGES_AGAIN_TIMES, len(images)
+    gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(images)]
+    assert all(gap > 0.8 * IMAGES_AGAIN_SECONDS for gap in gaps), gaps

@@ -20,6 +20,7 @@ while MuJoCo steps the next row (``docs/graph.md``).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -62,6 +63,10 @@ from robofollow_ros.ros.trajectory_cdr import TrajectoryRows, decode_trajectory,
 from robofollow_ros.state_layout import CAMERAS
 
 PUBLICATION_MODE_VARIABLE = 'RMW_FASTRTPS_PUBLICATION_MODE'
+IMAGES_AGAIN_SECONDS = 1.0
+"""How long the images of an observation wait for its chunk before they go out again (``images_while_waiting``)."""
+IMAGES_AGAIN_TIMES = 5
+"""How many times at most an observation's images go out again."""
 
 
 def subscribe_trajectories(
@@ -126,6 +131,9 @@ class SimNode(Node):
         self.observation_ns = -1
         self.announced_ns = -2
         """The stamp of the latest frame 0 sent (``images_again``)."""
+        self.images_sent: tuple[int, float, int] | None = None
+        """The latest observation's images: its stamp, when they last went out (monotonic) and how many times again
+        (``images_while_waiting``)."""
         self.commands: dict[Arm, tuple[int, TrajectoryRows]] = {}
         """Per arm, the latest trajectory received (its digest and rows) and not executed yet."""
         self.ticket: ChunkTicket | None = None
@@ -175,6 +183,7 @@ class SimNode(Node):
             subscribe_tickets(self, self.on_ticket, events=watched),
         ]
         self.create_service(ResetEpisode, topics.SIM_RESET, self.on_reset)
+        self.create_timer(IMAGES_AGAIN_SECONDS / 4, self.images_while_waiting)
 
     def watched_publisher(
         self, kind: type, topic: str, profile: QoSProfile, *, on_match: Callable[[], None] | None = None
@@ -197,6 +206,20 @@ class SimNode(Node):
         if self.announcing is None and self.current is not None and 0 <= self.observation_ns == self.announced_ns:
             self.get_logger().info('an image reader matched after frame 0 went out: its images go out again')
             self.publish_images(self.observation_ns)
+
+    def images_while_waiting(self) -> None:
+        """The latest observation's images again, ``IMAGES_AGAIN_SECONDS`` after they went out while no chunk has
+        run since, up to ``IMAGES_AGAIN_TIMES``: a best-effort image sent the moment the writer saw its reader match
+        is dropped when the reader has not yet matched the writer (discovery matches each side on its own), and the
+        bridge would wait for it (same stamp: a reader that had them gets a copy)."""
+        sent = self.images_sent
+        if sent is None or self.announcing is not None or sent[0] != self.observation_ns:
+            return
+        stamp, at, times = sent
+        if times >= IMAGES_AGAIN_TIMES or time.monotonic() - at < IMAGES_AGAIN_SECONDS:
+            return
+        self.publish_images(stamp)
+        self.images_sent = (stamp, time.monotonic(), times + 1)
 
     def on_reset(self, request: ResetEpisode.Request, response: ResetEpisode.Response) -> ResetEpisode.Response:
         response.episode_id = request.episode.episode_id
@@ -367,6 +390,7 @@ class SimNode(Node):
         stamp = self.observation_ns
         if self.wants_images(ask_graph=reset):
             self.publish_images(stamp)
+            self.images_sent = (stamp, time.monotonic(), 0)
         if self.markers_pub.get_subscription_count() > 0 and self.env.layout is not None:
             observation = self.env.observe(images=False)
             self.markers_pub.publish(
