@@ -76,10 +76,17 @@ def test_a_grasped_block_is_followed_through_a_lift() -> None:
         set_object_pose(cell, data, name, start + np.array([0.0, 0.0, 0.10]), quat)
         mujoco.mj_forward(cell.model, data)
         lifted = track(env, tracker, closed={arm: True})
+        # Between images the held block follows each TCP pose (the other arm carries nothing).
+        tcp = RigidPose.from_quaternion(*tcp_pose(cell, data, arm))
+        higher = RigidPose(tcp.position + np.array([0.05, 0.0, 0.03]), tcp.rotation)
+        (carried,) = tracker.carried(arm, higher)
+        assert tracker.carried('left' if arm == 'right' else 'right', higher) == []
     assert lifted[name].source == 'gripper'
     assert math.dist(lifted[name].position, start + np.array([0.0, 0.0, 0.10])) < 0.01
     # The referee's lift: the published centre rose by the 10 cm (within a few mm).
     assert lifted[name].position[2] - start[2] > 0.09
+    assert (carried.name, carried.source) == (name, 'gripper')
+    assert np.allclose(np.subtract(carried.position, lifted[name].position), [0.05, 0.0, 0.03], atol=1e-6)
 
 
 def test_a_covered_support_is_published_under_the_object_stacked_on_it() -> None:

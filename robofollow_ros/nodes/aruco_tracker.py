@@ -18,7 +18,9 @@ the last good solution kept). Thin: the work is ``tracking/``.
 
 from __future__ import annotations
 
+import bisect
 import json
+import time
 
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
@@ -39,12 +41,18 @@ from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
 from robofollow_ros.tracking.calibration import calibrate_extrinsic
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
 from robofollow_ros.tracking.camera_info import CONVENTIONS, ConventionChoice, parse_camera_info
-from robofollow_ros.tracking.cell_tracker import CellTracker
+from robofollow_ros.tracking.cell_tracker import CellTracker, Published
 from robofollow_ros.tracking.extrinsic_file import CameraCalibration, calibration_for
 from robofollow_ros.tracking.grasp import RigidPose
 from robofollow_ros.tracking.markers import SCENES, load_markers
 from robofollow_ros.tracking.pose import Gates, ObjectPose, detect, make_detector
+from robofollow_ros.tracking.stamp_alignment import StampAligner
 
+ARMS_WAIT_SECONDS = 0.3
+"""How long an image waits for TCP poses and joint states stamped at or after it before it is tracked with the
+newest there are (the ee_pose node's poses lag the driver's joint states by a callback, under load by more)."""
+MAX_PENDING = 5
+"""Images waiting at most: beyond, the oldest is tracked at once."""
 RENDERED_CORNER_WINDOW = 0.5
 """The corner refinement window for camera images (modules): on the simulator's renders 0.7 (the synthetic
 images' best) pulled corners of 2.5-3 cm tags ~1.3 px inward and the reprojection gate refused them (Scene 3's tags in
@@ -125,9 +133,13 @@ class ArucoTrackerNode(Node):
             )
         )
         self.episode_id: str | None = None
-        self.tcps: dict[str, RigidPose] = {}
-        self.closing_tcps: dict[str, RigidPose] = {}
-        self.closed: dict[str, bool] = {}
+        self.arms = StampAligner()
+        self.pending: list[tuple[int, float, dict, CameraPose]] = []
+        """Images detected but not yet combined with the arms: (stamp, arrival, detections, camera), by stamp."""
+        self.last_image_ns: int | None = None
+        self.published_ns: dict[str, int] = {}
+        """Per object, the stamp of the latest pose that went out."""
+        self.create_timer(ARMS_WAIT_SECONDS / 4, self.flush)
 
         names = sorted({name for scene in SCENES for name in self.config.scene(scene)})
         self.pose_pubs = {
@@ -174,18 +186,35 @@ class ArucoTrackerNode(Node):
 
     def on_tcp(self, arm: str, message: PoseStamped) -> None:
         p, o = message.pose.position, message.pose.orientation
-        self.tcps[arm] = RigidPose.from_quaternion([p.x, p.y, p.z], [o.w, o.x, o.y, o.z])  # type: ignore[arg-type]
+        pose = RigidPose.from_quaternion([p.x, p.y, p.z], [o.w, o.x, o.y, o.z])  # type: ignore[arg-type]
+        stamp = self.stamp_of(message)
+        self.arms.add_tcp(arm, stamp, pose)
+        self.flush()
+        if self.arms.at(stamp, since_ns=None).closed.get(arm, False):
+            for item in self.tracker.carried(arm, pose):
+                self.publish_pose(item, stamp)
 
     def on_joint_state(self, message: JointState) -> None:
         positions = dict(zip(message.name, message.position, strict=False))
+        stamp = self.stamp_of(message)
         for arm, (finger, travel) in self.fingers.items():
             if finger in positions:
-                closed = positions[finger] / travel < self.closed_below
-                if closed and not self.closed.get(arm, False) and arm in self.tcps:
-                    # The grasp's offset is taken where the TCP is as the gripper closes, not where it is when the
-                    # next image has been processed (up to 0.1 s + latency later: the arm may be lifting already).
-                    self.closing_tcps[arm] = self.tcps[arm]
-                self.closed[arm] = closed
+                self.arms.add_grip(arm, stamp, positions[finger] / travel < self.closed_below)
+        self.flush()
+
+    def publish_pose(self, item: Published, stamp: int) -> None:
+        """``item``'s pose stamped ``stamp``, unless a pose of it stamped later went out already (a carried object's
+        poses follow the TCP's stamps, ahead of the image being tracked): no reader sees a pose go back in time."""
+        if stamp <= self.published_ns.get(item.name, -1):
+            return
+        self.published_ns[item.name] = stamp
+        self.pose_pubs[item.name].publish(
+            pose_message(item.position, item.quat, stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
+        )
+
+    def stamp_of(self, message: PoseStamped | JointState) -> int:
+        """A message's stamp (ns), or now for a driver that stamps zero."""
+        return from_time(message.header.stamp) or int(self.get_clock().now().nanoseconds)
 
     def camera_pose(self, detections: dict) -> CameraPose | None:
         if self.frozen is not None:
@@ -219,13 +248,29 @@ class ArucoTrackerNode(Node):
         if camera is None:
             return
         stamp = from_time(message.header.stamp)
-        tcps = {**self.tcps, **self.closing_tcps}
-        self.closing_tcps.clear()
-        published = self.tracker.update(detections, self.intrinsics, camera, tcps=tcps, closed=self.closed)
+        bisect.insort(self.pending, (stamp, time.monotonic(), detections, camera), key=lambda item: item[0])
+        self.flush()
+
+    def flush(self) -> None:
+        """Track every pending image whose stamp the arms' samples have reached, or that waited
+        ``ARMS_WAIT_SECONDS`` for them (then with the newest samples), oldest first."""
+        while self.pending:
+            stamp, arrived, detections, camera = self.pending[0]
+            waited = time.monotonic() - arrived >= ARMS_WAIT_SECONDS or len(self.pending) > MAX_PENDING
+            if not (self.arms.covers(stamp) or waited):
+                return
+            self.pending.pop(0)
+            self.track(stamp, detections, camera)
+
+    def track(self, stamp: int, detections: dict, camera: CameraPose) -> None:
+        """One image's poses, with the arms as they were at its stamp (``tracking.stamp_alignment``)."""
+        assert self.intrinsics is not None
+        arms = self.arms.at(stamp, since_ns=self.last_image_ns)
+        self.last_image_ns = stamp if self.last_image_ns is None else max(stamp, self.last_image_ns)
+        tcps = {**arms.tcps, **arms.closing}  # a grasp's offset belongs to the TCP at the closing
+        published = self.tracker.update(detections, self.intrinsics, camera, tcps=tcps, closed=arms.closed)
         for item in published:
-            self.pose_pubs[item.name].publish(
-                pose_message(item.position, item.quat, stamp_ns=stamp, frame_id=topics.WORLD_FRAME)
-            )
+            self.publish_pose(item, stamp)
         status: dict[str, str] = {}
         for key, result in self.tracker.last_results.items():
             if isinstance(result, ObjectPose):

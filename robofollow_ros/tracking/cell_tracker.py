@@ -382,6 +382,21 @@ class CellTracker:
                 published.append(Published(name, scene, tuple(upright.position.tolist()), quat, 'pnp'))  # type: ignore[arg-type]
         return published
 
+    def carried(self, arm: str, tcp: RigidPose) -> list[Published]:
+        """The objects ``arm`` holds (as of the last ``update``) where its TCP at ``tcp`` puts them: between two
+        images a carried object follows every TCP pose, not only the image's."""
+        carried: list[Published] = []
+        for key, _, _, scene in self._entries:
+            if self.follower.held_by(key) != arm:
+                continue
+            pose = self.follower.followed(key, {arm: tcp})
+            if pose is None:
+                continue
+            position = (float(pose.position[0]), float(pose.position[1]), float(pose.position[2]))
+            quat = tuple(float(v) for v in pose.quaternion())
+            carried.append(Published(key.split('/', 1)[1], scene, position, quat, 'gripper'))  # type: ignore[arg-type]
+        return carried
+
 
 def lifted_sighting(result: ObjectPose, held: RigidPose, camera: CameraPose, *, centre_offset: float) -> bool:
     """Whether ``result`` (a plane pose) is the tag of the object held at ``held`` (its centre; the tag
