@@ -8,7 +8,9 @@ under a stacked object is published from the object on it). Publishes, for each 
 the gates (``tracking.cell_tracker``:
 plane-constrained tag poses, poses following the TCP while grasped, flagged PnP only with ``pnp_fallback``), never
 an invented one; and ``/robofollow/tracker/status`` (std_msgs/String, JSON): each object's source or refusal this
-frame.
+frame. Each image is combined with the arms as they were at its stamp (``tracking.stamp_alignment``: it waits up to
+``ARMS_WAIT_SECONDS`` for TCP poses and joint states that reach it), and a carried object's pose also goes out with
+every TCP pose between images, stamped as that pose (no object's poses ever go back in time).
 
 The camera comes from ``calibration`` (the file ``robofollow calibrate`` freezes, ``tracking.extrinsic_file``: its
 intrinsics and pose in the world; docs/real-cell.md) or, when that is empty, from the CameraInfo (``pixel_centre``:
