@@ -79,6 +79,11 @@ class MotionStoppedError(RoboFollowError):
     """``/robofollow/stop`` was called: the arms hold and no motion is sent until the next episode starts."""
 
 
+class PoseMissingError(GraphError):
+    """A real cell's trial could not start: an object's pose never came from the pose source since the trial began
+    (its tag hidden or not seen; a layout check passed by override). The trial is void, never run blind."""
+
+
 class GraphLostError(GraphError):
     """One of several graphs lost a node mid-run (or the run stopped); its trial in flight runs on another graph."""
 

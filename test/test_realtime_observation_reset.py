@@ -141,3 +141,23 @@ def test_an_occluded_objects_last_known_pose_is_said_once_until_it_is_seen_again
     publish(cache, motion, [], stamp_ns=time.time_ns(), value=0.3)
     env._observation()
     assert len(said) == 2, said
+
+
+def test_an_object_never_seen_since_the_trial_began_makes_it_void_not_run_blind() -> None:
+    # A trial started by override while its layout check could not see an object: the first observation gets the
+    # arms fresh but no pose of that object, and the episode ends as void (played again), never as a failure.
+    from robofollow_ros.errors import PoseMissingError
+    from robofollow_ros.ros.graph_trials import POSE_MISSING, void_kind_reason
+
+    task = registry.eval_tasks()[0]
+    layout = registry.layout_of(task)
+    names = list(layout.object_names)
+    env, cache, motion = environment(timeout=0.4)
+    cache.add_status(SimStatus(StatusEvent.RESET, EPISODE, time.time_ns()))
+    time.sleep(0.01)
+    publish(cache, motion, names[1:], stamp_ns=time.time_ns(), value=0.3)
+    with pytest.raises(PoseMissingError, match=f'no pose of {names[0]} from the pose source since the trial started'):
+        env.reset(task, seed=0, layout=layout, images=False)
+    assert void_kind_reason(POSE_MISSING, 'no pose of x') == 'no pose of x'
+    assert void_kind_reason('stopped', 'stopped by /robofollow/stop') == 'stopped'
+    assert void_kind_reason('graph', 'graph: timed out') is None and void_kind_reason(None, None) is None

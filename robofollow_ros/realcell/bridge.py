@@ -15,7 +15,7 @@ from rclpy.node import Node
 from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
-from robofollow_ros.errors import MotionStoppedError, RoboFollowError
+from robofollow_ros.errors import MotionStoppedError, PoseMissingError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import PolicyFailure
@@ -34,6 +34,8 @@ from robofollow_ros.state_layout import GRIP_INDEX
 RUNTIMES = ('sim', 'real')
 STOPPED_KIND = 'stopped'
 """``error_kind`` of an episode ended by ``/robofollow/stop``."""
+POSE_MISSING_KIND = 'pose_missing'
+"""``error_kind`` of an episode whose first observation lacked an object's pose (``PoseMissingError``): void."""
 DRIVER_KIND = 'driver'
 """``error_kind`` of an episode the driver's state forbade to start (a gripper in another operating mode)."""
 
@@ -221,6 +223,8 @@ class CellBridge:
             error, kind = str(failure), failure.kind
         except MotionStoppedError as failure:
             error, kind = str(failure), STOPPED_KIND
+        except PoseMissingError as failure:
+            error, kind = str(failure), POSE_MISSING_KIND
         except RoboFollowError as failure:
             if not STOP.is_set():
                 error, kind = f'graph: {failure}', 'graph'

@@ -23,7 +23,7 @@ import numpy as np
 from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.cell_observation import CellObservation
-from robofollow_ros.errors import GraphError, MotionStoppedError
+from robofollow_ros.errors import GraphError, MotionStoppedError, PoseMissingError
 from robofollow_ros.realcell.safe_motion import SafeMotion
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
@@ -223,6 +223,14 @@ class RealTimeEnvironment(GraphEpisode):
         try:
             self.cache.wait(fresh, timeout=self.timeout, what='a fresh observation', poll=FRESH_POLL)
         except GraphError as error:
+            unseen = sorted(
+                name for part in objects if part in problems if (name := topics.object_name_from_topic(part))
+            )
+            if unseen and set(problems) <= objects:
+                raise PoseMissingError(
+                    f'no pose of {", ".join(unseen)} from the pose source since the trial started ({self.timeout:g} s '
+                    'waited): the trial is void, not run without it'
+                ) from None
             raise GraphError(f'{error}: {"; ".join(f"{part} {why}" for part, why in problems.items())}') from None
         now_ns = self.clock_ns()
         held = {

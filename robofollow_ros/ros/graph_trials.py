@@ -11,8 +11,9 @@ may come back. When every graph is lost with trials left, the run stops with ``W
 On a real cell (``runtime: real``) the evaluator prepares the cell before each trial (``prepare_episode``: home, the
 fake hardware's reset or the operator placing the objects, then the layout check, whose result the trial's record
 keeps), so the last trial's result is collected after the next one is prepared: a trial the operator voids during
-or right after it (``void_reason``), or that the bridge's stop ended (``error_kind`` ``stopped``), is written marked
-void (``referee.aggregate.is_void``) and queued again, first in line.
+or right after it (``void_reason``), that the bridge's stop ended (``error_kind`` ``stopped``), or that could not start
+without an object's pose (``pose_missing``: never run blind) is written marked void (``referee.aggregate.is_void``)
+and queued again, first in line.
 """
 
 from __future__ import annotations
@@ -66,6 +67,19 @@ class GraphLink(Protocol):
 LIVE_ONLY = ('episode_id', 'end_stamp_ns', 'policy_error', 'error_kind', 'queries', 'executed_rows')
 STOPPED = 'stopped'
 """``error_kind`` of an episode ended by ``/robofollow/stop``: void, like one the operator voided."""
+POSE_MISSING = 'pose_missing'
+"""``error_kind`` of an episode that could not start without an object's pose: void (played again), not scored."""
+
+
+def void_kind_reason(error_kind: str | None, policy_error: str | None) -> str | None:
+    """The void reason of an episode whose end makes it void by itself (a stop; a pose that never came), or None."""
+    if error_kind == STOPPED:
+        return STOPPED
+    if error_kind == POSE_MISSING:
+        return policy_error or POSE_MISSING
+    return None
+
+
 POLL_SECONDS = 0.1
 JOIN_SECONDS = 5.0
 BAG_WAIT_SECONDS = 10.0
@@ -130,7 +144,7 @@ class GraphTrials:
         if self.identity_fields:
             record.update({'runtime': self.runtime, **self.identity_fields})
         record.update(flight.cell_fields)
-        reason = link.void_reason(flight.spec) or (STOPPED if live['error_kind'] == STOPPED else None)
+        reason = link.void_reason(flight.spec) or void_kind_reason(live['error_kind'], live['policy_error'])
         if reason is not None:
             record.update({VOID_FIELD: True, 'void_reason': reason})
         if options.record == 'bag':
