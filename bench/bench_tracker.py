@@ -155,7 +155,7 @@ def main() -> None:
     parser.add_argument('--sweep', type=int, default=50, help='--rendered: occlusion sweep layouts per scene')
     parser.add_argument('--scenes', default='1,2,3,4', help='--rendered: comma-separated scenes')
     parser.add_argument(
-        '--corner-window', type=float, default=0.5, help="--rendered: corner refinement window (the node's default)"
+        '--corner-window', type=float, default=0.4, help="--rendered: corner refinement window (the node's default)"
     )
     args = parser.parse_args()
     if args.rendered:

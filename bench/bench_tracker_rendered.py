@@ -43,7 +43,7 @@ CLOSED_BELOW = 0.9
 HOVERS = (0.15, 0.08, 0.04, 0.015)
 STAGES = ('rest', *(f'hover {100 * h:g} cm' for h in HOVERS), 'grasped', 'lifted 10 cm')
 OFF = 0.010
-CORNER_WINDOW = [0.5]
+CORNER_WINDOW = [0.4]
 """The detector's corner refinement window in modules (``--corner-window``)."""
 
 
@@ -373,7 +373,7 @@ def report_sweep(scene: int, result: dict) -> None:
         )
 
 
-def main(*, layouts: int, sweep: int, seed: int, scenes: tuple[int, ...] = SCENES, corner_window: float = 0.5) -> None:
+def main(*, layouts: int, sweep: int, seed: int, scenes: tuple[int, ...] = SCENES, corner_window: float = 0.4) -> None:
     CORNER_WINDOW[0] = corner_window
     print(f'detector corner window {corner_window} module')
     rng = np.random.default_rng(seed)

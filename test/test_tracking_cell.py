@@ -112,3 +112,30 @@ def test_a_covered_support_is_published_under_the_object_stacked_on_it() -> None
         moved = track(env, tracker)
     assert moved[support].source == 'marker'
     assert math.dist(moved[support].position, observation.object_pos[support]) < 0.003
+
+
+def test_every_scene_1_evaluation_layout_passes_the_layout_check_on_clean_renders() -> None:
+    # The cylinder's 2.5 cm tag on its dark top: with the node's former corner window (0.5 module) its corners were
+    # pulled toward the white border's outer edge and 19 of these 116 trials refused a correctly placed cylinder.
+    from robofollow_ros.benchmark.seeds import trial_seed
+    from robofollow_ros.nodes.aruco_tracker import RENDERED_CORNER_WINDOW
+    from robofollow_ros.tracking.cell_tracker import yaw_of
+    from robofollow_ros.tracking.layout_check import check_layout
+
+    detector = make_detector(corner_window=RENDERED_CORNER_WINDOW)
+    failed = []
+    with CellEnv(markers='default', width=WIDTH, height=HEIGHT) as env:
+        for task in registry.eval_tasks(scene=1):
+            seed, layout = trial_seed(task.task_id, 3), registry.layout_of(task)
+            env.reset(task, seed=seed, images=False)
+            assert env.cell is not None and env.data is not None
+            image = env.observe(images=True).images['cam_high']
+            intrinsics, camera = camera_view(env.cell.model, env.data, 'cam_high', width=WIDTH, height=HEIGHT)
+            tracker = CellTracker(load_markers('default'), {s: registry.scene_objects(s) for s in SCENES})
+            tracker.start_episode(1, {})
+            published = tracker.update(detect(detector, image[:, :, ::-1]), intrinsics, camera)
+            measured = {p.name: (p.position[0], p.position[1], yaw_of(p.quat)) for p in published}
+            check = check_layout(layout, measured, positions=registry.perturbed_positions(layout, seed=seed))
+            if not check.passed:
+                failed.append(f'{task.task_id}: {check.summary()}')
+    assert len(registry.eval_tasks(scene=1)) == 116 and failed == [], failed
