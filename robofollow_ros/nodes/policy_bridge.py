@@ -77,6 +77,21 @@ from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.state_layout import CAMERAS
 
 STOP_JOIN_SECONDS = 2.0
+MAX_PENDING_INSTRUCTIONS = 4
+"""Instructions the episode thread has not taken yet, at most (``on_instruction``)."""
+
+
+def put_newest(requests: queue.Queue[str | None], item: str | None) -> list[str | None]:
+    """Put ``item`` into the bounded ``requests``; when it is full, the oldest go first (an instruction starts the
+    episode of the latest reset, so only the newest can still find one). Returns what was dropped."""
+    dropped: list[str | None] = []
+    while True:
+        try:
+            requests.put_nowait(item)
+            return dropped
+        except queue.Full:
+            with contextlib.suppress(queue.Empty):
+                dropped.append(requests.get_nowait())
 
 
 def trajectory_publishers(node: Node) -> dict[Arm, Publisher]:
@@ -182,7 +197,7 @@ class PolicyBridge(Node):
         self.images = self.policy.needs_images
         self.cache = ObservationCache()
         self.specs: dict[str, EpisodeSpec] = {}
-        self.requests: queue.Queue[str | None] = queue.Queue()
+        self.requests: queue.Queue[str | None] = queue.Queue(maxsize=MAX_PENDING_INSTRUCTIONS)
         self.ran: set[str] = set()
 
         # Real mode writes the profile's command topics through its driver (CellBridge), never these.
@@ -257,7 +272,12 @@ class PolicyBridge(Node):
             self.cache.condition.notify_all()
 
     def on_instruction(self, message: String) -> None:
-        self.requests.put(message.data)
+        self.request(message.data)
+
+    def request(self, instruction: str | None) -> None:
+        """Queue an instruction (None: stop) for the episode thread (``put_newest``)."""
+        for dropped in put_newest(self.requests, instruction):
+            self.get_logger().warning(f'instructions pile up: {dropped!r} dropped, the newest kept')
 
     def on_status(self, message: SimStatusMessage) -> None:
         status = read_report(self, SimStatus.from_message, message, topic=topics.SIM_STATUS)
@@ -453,7 +473,7 @@ class PolicyBridge(Node):
         episode thread (its waits end on ``STOP``) before the node's publishers go away."""
         if self.real is not None:
             self.real.motion.halt(what='bridge exit')
-        self.requests.put(None)
+        self.request(None)
         with self.cache.condition:
             self.cache.condition.notify_all()
         self.worker.join(timeout=STOP_JOIN_SECONDS)

@@ -10,6 +10,7 @@ node and thread of its own, ``realcell/stop_server.py``: never behind the bridge
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 from rclpy.node import Node
 from std_srvs.srv import Trigger
@@ -115,7 +116,9 @@ class CellBridge:
         settings, self.max_age = motion_settings(node)
         self.motion = SafeMotion(node, profile, settings=settings)
         self.gripper_modes = GripperModes(node, profile)
-        self.running = False
+        self.busy = threading.Lock()
+        """Held by an episode for its whole run and by a home move: the two never overlap (the home service runs on
+        the executor's thread, the episode on the bridge's own)."""
         # The stop must not wait behind the bridge's callbacks (images, joint states) on its one executor thread.
         self.stop_server = StopServer(node, topics.STOP, self.on_stop)
         node.create_service(Trigger, topics.HOME, self.on_home)
@@ -167,12 +170,15 @@ class CellBridge:
     def on_home(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """A slow move to the profile's home pose (refused while an episode runs or after a stop)."""
         problem = self.gripper_modes.problem()
-        if self.running:
-            response.success, response.message = False, 'an episode is running: home refused'
-        elif problem is not None:
+        if problem is not None:
             response.success, response.message = False, problem
+        elif not self.busy.acquire(blocking=False):
+            response.success, response.message = False, 'an episode is running: home refused'
         else:
-            response.success, response.message = self.motion.home()
+            try:
+                response.success, response.message = self.motion.home()
+            finally:
+                self.busy.release()
         self.node.get_logger().info(f'{topics.HOME}: {response.message}')
         return response
 
@@ -213,7 +219,7 @@ class CellBridge:
         policy.motion = self.motion
         error: str | None = None
         kind: str | None = None
-        self.running = True
+        self.busy.acquire()
         try:
             task, layout = spec.resolve()
             task = dataclasses.replace(task, instruction=instruction)
@@ -229,7 +235,7 @@ class CellBridge:
             if not STOP.is_set():
                 error, kind = f'graph: {failure}', 'graph'
         finally:
-            self.running = False
+            self.busy.release()
         if STOP.is_set():
             self.motion.halt(what='bridge stopping')  # SIGINT / SIGTERM mid-episode: the arms hold before it ends
             return None
