@@ -19,6 +19,7 @@ BUILTIN_POLICIES: dict[str, str] = {
     'replay': 'robofollow_ros.bags.replay:ReplayPolicy',
     'openpi': 'robofollow_ros.policy.openpi:OpenpiPolicy',
     'robotwin-tcp': 'robofollow_ros.policy.robotwin_tcp:RobotwinTcpPolicy',
+    'gr00t': 'robofollow_ros.policy.gr00t:Gr00tPolicy',
 }
 PRIVILEGED_POLICIES = frozenset({'expert', 'blind'})
 """Built-in reference policies granted the task and the scene's ground-truth poses (sim only).
@@ -34,8 +35,8 @@ Isolation = Literal['sandbox', 'process', 'trusted', 'built-in']
 nothing of the simulator, the task or the referee and reaches neither the graph nor the run's files; ``process``:
 the same process without the sandbox (runs recorded before the sandbox existed); ``trusted``: a
 ``module:function`` policy in the evaluator's process, because the user said ``--trusted-policy``; ``built-in``:
-one of ``BUILTIN_POLICIES``, project code in the evaluator's process (``openpi`` and ``robotwin-tcp`` are clients
-of a policy that runs elsewhere anyway)."""
+one of ``BUILTIN_POLICIES``, project code in the evaluator's process (``openpi``, ``robotwin-tcp`` and ``gr00t`` are
+clients of a policy that runs elsewhere anyway)."""
 
 
 def _split(reference: str) -> tuple[str, str]:
