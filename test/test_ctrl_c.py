@@ -51,3 +51,27 @@ def test_ctrl_c_as_the_run_starts_is_an_interrupt_not_a_failure(tmp_path):
     assert err == 'robofollow eval: interrupted (SIGINT); run the same command again to resume\n'
     run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
     assert (run['status'], run['reason'], run['completed_trials']) == ('interrupted', 'SIGINT', 0)
+
+
+@pytest.mark.sim
+def test_a_killed_run_that_could_not_say_so_is_told_apart_from_a_running_one(tmp_path, capsys):
+    # SIGKILL (or the OOM killer) leaves run.json "running": it records its process and host, and the report of
+    # the folder says the run is not running any more (the html page too).
+    from robofollow_ros.cli import main
+    from robofollow_ros.evaluation.status import stale_running
+
+    out = tmp_path / 'run'
+    process = eval_process.start(eval_args(out, *sleeping(600)))
+    eval_process.wait_for_file(out / 'run.json', process)
+    run = json.loads((out / 'run.json').read_text(encoding='utf-8'))
+    assert run['status'] == 'running' and run['pid'] == process.pid and stale_running(run) is None
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert json.loads((out / 'run.json').read_text(encoding='utf-8'))['status'] == 'running'
+    stale = stale_running(run)
+    assert stale == (
+        f'run.json says running, but its process {process.pid} is gone (killed?): the same command resumes the run'
+    )
+    (out / 'results.jsonl').write_text('', encoding='utf-8')
+    main(['report', str(out / 'results.jsonl')])
+    assert f'warning: {out}: {stale}' in capsys.readouterr().err

@@ -101,10 +101,22 @@ def one_run(records: Sequence[dict[str, Any]], *, sources: Sequence[str]) -> dic
     return about if any(value is not None for value in about.values()) else None
 
 
+def _run_json(path: Path) -> dict[str, Any]:
+    """A run folder's run.json, or an empty map when there is none or it does not read."""
+    import json
+
+    try:
+        run = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, ValueError):
+        return {}
+    return run if isinstance(run, dict) else {}
+
+
 def run(args: argparse.Namespace) -> int:
     """Read, deduplicate, summarise, write the tables and the plot, print the Markdown."""
     from robofollow_ros.diagnostics.mirage_and_confusion import write_diagnostics
     from robofollow_ros.evaluation.digests import check_file_unchanged
+    from robofollow_ros.evaluation.status import RUN_NAME, stale_running
     from robofollow_ros.referee.aggregate import deduplicate, read_result_records
     from robofollow_ros.referee.table1 import write_report
 
@@ -115,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
     for path in files:
         for unverified in check_file_unchanged(path, what=f'cannot report {path}'):
             print(f'warning: {unverified}', file=sys.stderr)
+        stale = stale_running(_run_json(path.parent / RUN_NAME))
+        if stale is not None:
+            print(f'warning: {path.parent}: {stale}', file=sys.stderr)
     records = [record for path in files for record in read_result_records(path)]
     if not records:
         raise RoboFollowError('no result records in ' + ', '.join(map(str, files)))

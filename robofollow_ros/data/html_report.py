@@ -17,6 +17,7 @@ from typing import Any
 from robofollow_ros.diagnostics.confusion import CATEGORIES
 from robofollow_ros.diagnostics.mirage import ALL_LEVELS, gap_interval_triple, gap_verdict_triple, percent_triple
 from robofollow_ros.diagnostics.mirage_and_confusion import PLOT_NAME, Diagnostics
+from robofollow_ros.evaluation.status import stale_running
 from robofollow_ros.referee.table1 import METRICS, Table, bounds_text
 from robofollow_ros.statistics.cells import Intervals, methods_used
 
@@ -199,6 +200,10 @@ def write_html_report(
             f'robofollow_ros {_e(run.get("robofollow_ros", "?"))}, '
             f'status {_e(run.get("status", "?"))}'
         )
+        stale = stale_running(run)
+        if stale is not None:
+            details += f' ({_e(stale)})'
+
     completed = sum(bool(r.get('completion_ok')) for r in records)
     body = (
         f'<h1>RoboFollow run: {_e(run_dir.name)}</h1><p class="meta">{details}</p>'

@@ -148,12 +148,29 @@ def write_status(
         'completed_trials': counts['trials'],
         'counts': counts,
         'peak_rss_mib': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        'pid': os.getpid(),
+        'host': platform.node(),
     }
     layout = layout_checks(records)
     if layout is not None:
         run['layout_checks'] = layout
     write_atomically(out / RUN_NAME, json.dumps(run, indent=2, default=str) + '\n')
     return run
+
+
+def stale_running(run: Mapping[str, Any]) -> str | None:
+    """Why a ``running`` run.json is not running any more (its process on this host is gone: killed, or the
+    machine went down), or None. A process that cannot write its last status (SIGKILL, OOM) leaves ``running``."""
+    pid, host = run.get('pid'), run.get('host')
+    if run.get('status') != 'running' or not isinstance(pid, int) or host != platform.node():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return f'run.json says running, but its process {pid} is gone (killed?): the same command resumes the run'
+    except PermissionError:
+        return None
+    return None
 
 
 def amend_status(out: Path, *, status: Status, reason: str | None) -> None:
