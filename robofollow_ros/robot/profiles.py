@@ -44,11 +44,11 @@ LIMIT_TOLERANCE = 1e-6
 
 @dataclass(frozen=True)
 class CommandInterface:
-    """Where a driver takes commands: a topic and its message type, optionally an action server too."""
+    """Where a driver takes commands: a topic and its message type (the bridge streams on topics; a controller's
+    action server, where it has one, is a fact of the profile's ``upstream`` block, not used)."""
 
     topic: str
     type: str
-    action: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class ArmProfile:
 
     Attributes:
         arm: ``left`` or ``right``.
-        command: the arm's command topic (and action).
+        command: the arm's command topic.
         joint_states: topic of the arm's measured joints.
         joints: the driver's six joint names, in the order of the 14-D layout's columns.
         signs, offsets: per joint, driver = sign * policy + offset (rad).
@@ -482,18 +482,13 @@ def _agree_with_description(
 
 
 def _interface(reader: _Reader, data: object, field: str) -> CommandInterface:
-    spec = reader.mapping(data, field, required=('topic', 'type'), optional=('action',))
+    spec = reader.mapping(data, field, required=('topic', 'type'))
     message_type = spec['type']
     if not isinstance(message_type, str) or message_type.count('/') != 2:
         reader.fail(
             f'{field}.type', f'must be a ROS type like trajectory_msgs/msg/JointTrajectory, got {message_type!r}'
         )
-    action = spec.get('action')
-    return CommandInterface(
-        topic=reader.topic(spec['topic'], f'{field}.topic'),
-        type=message_type,
-        action=None if action is None else reader.topic(action, f'{field}.action'),
-    )
+    return CommandInterface(topic=reader.topic(spec['topic'], f'{field}.topic'), type=message_type)
 
 
 def _gripper(reader: _Reader, data: object, field: str) -> GripperProfile:
