@@ -54,7 +54,7 @@ from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.matching import every_reader_matched
 from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
-from robofollow_ros.ros.on_demand_readers import VOLATILE_NEWEST, OnDemandReaders
+from robofollow_ros.ros.on_demand_readers import NEWEST, VOLATILE_NEWEST, OnDemandReaders
 from robofollow_ros.ros.protocol import (
     ChunkTicket,
     ChunkTicketMessage,
@@ -212,8 +212,16 @@ class PolicyBridge(Node):
         per_row: dict[str, type] = {topics.JOINT_STATES: JointState} if self.real is None else {}
         if self.privileged:
             per_row.update(dict.fromkeys(topics.pose_topics(), PoseStamped))
+        pose_source = str(
+            param(self, 'pose_source', 'sim', description='where object poses come from (mocap: best-effort readers)')
+        )
+        profile = NEWEST if self.real is None else VOLATILE_NEWEST
         self.samples = OnDemandReaders(
-            self, per_row, store=self.on_sample, **({} if self.real is None else {'profile': VOLATILE_NEWEST})
+            self,
+            per_row,
+            store=self.on_sample,
+            profile=profile,
+            profiles=qos.object_pose_readers(profile, pose_source=pose_source),
         )
         self.cache.sources.append(self.samples.drain)
         if self.images:

@@ -117,9 +117,13 @@ class RecorderNode(Node):
                 description='joint states with the URDF names (real cell: robofollow/joint_states from ee_pose)',
             )
         )
+        pose_source = str(
+            param(self, 'pose_source', 'sim', description='where object poses come from (mocap: best-effort readers)')
+        )
         self._raw(JointState, self.joint_states, JOINT_STATE, qos.STATE)
+        pose_profiles = qos.object_pose_readers(qos.STATE, pose_source=pose_source)
         for topic in topics.pose_topics():
-            self._raw(PoseStamped, topic, POSE_STAMPED, qos.STATE)
+            self._raw(PoseStamped, topic, POSE_STAMPED, pose_profiles.get(topic, qos.STATE))
         for name in topics.all_object_names():  # fake hardware's truth beside a tracker (publish_truth_poses)
             self._raw(PoseStamped, topics.truth_pose_topic(name), POSE_STAMPED, qos.STATE)
         if bool(param(self, 'images', False, description='record the camera images and CameraInfo')):

@@ -89,8 +89,17 @@ class RefereeNode(Node):
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
+        pose_source = str(
+            param(self, 'pose_source', 'sim', description='where object poses come from (mocap: best-effort readers)')
+        )
         per_row = {self.joint_states: JointState, **dict.fromkeys(topics.pose_topics(), PoseStamped)}
-        self.samples = OnDemandReaders(self, per_row, store=self.on_sample, profile=qos.STATE)
+        self.samples = OnDemandReaders(
+            self,
+            per_row,
+            store=self.on_sample,
+            profile=qos.STATE,
+            profiles=qos.object_pose_readers(qos.STATE, pose_source=pose_source),
+        )
         self.end_timer = Timeout(self, self.end_timeout, self.on_end_timeout)
 
     def on_episode(self, message: EpisodeSpecMessage) -> None:

@@ -47,6 +47,7 @@ class OnDemandReaders:
         kinds: the topics and their message types.
         store: receives ``(topic, header stamp ns, CDR bytes)`` for every sample ``drain`` takes.
         profile: the readers' QoS; its depth is how many samples per topic wait for ``drain``.
+        profiles: another QoS for some topics (e.g. object poses from a best-effort driver).
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class OnDemandReaders:
         *,
         store: Callable[[str, int, bytes], None],
         profile: QoSProfile = NEWEST,
+        profiles: Mapping[str, QoSProfile] | None = None,
     ) -> None:
         self.store = store
         self.node = rclpy.create_node(
@@ -67,7 +69,9 @@ class OnDemandReaders:
             enable_rosout=False,
         )
         self.readers = {
-            topic: self.node.create_subscription(kind, node.resolve_topic_name(topic), _never_called, profile, raw=True)
+            topic: self.node.create_subscription(
+                kind, node.resolve_topic_name(topic), _never_called, (profiles or {}).get(topic, profile), raw=True
+            )
             for topic, kind in kinds.items()
         }
 

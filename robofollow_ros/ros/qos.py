@@ -10,6 +10,8 @@ from rclpy.qos import (
     qos_profile_sensor_data,
 )
 
+from robofollow_ros import topics
+
 MATCH_TIMEOUT_SECONDS = 5.0
 """How long a writer whose first samples are not replayed waits for every reader the graph lists to match it before
 it settles for those matched (one that never matches, e.g. with incompatible QoS, must not stop the run)."""
@@ -70,3 +72,30 @@ MARKERS = QoSProfile(
 fall behind for a moment when it closes a bag (a reader of depth 1 kept only the newest of those that arrived
 meanwhile), and a reader may match the sim's writer a moment after the writer matched it (discovery is not
 symmetric): a writer of depth 1 then handed it only the newest, and a bag missed its episode's markers."""
+
+MOCAP = 'mocap'
+"""``pose_source`` of object poses from a motion-capture driver (``vrpn_mocap``)."""
+
+
+def pose_reader(profile: QoSProfile, *, pose_source: str) -> QoSProfile:
+    """A reader's QoS for the object pose topics: ``profile``, or best effort and volatile (same depth) when the
+    poses come from a motion-capture driver: vrpn_mocap publishes with the sensor-data QoS (best effort) by default
+    (``sensor_data_qos: true``), and a reliable reader never matches a best-effort writer."""
+    if pose_source != MOCAP:
+        return profile
+    return QoSProfile(
+        depth=profile.depth,
+        history=HistoryPolicy.KEEP_LAST,
+        reliability=ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+def object_pose_readers(profile: QoSProfile, *, pose_source: str) -> dict[str, QoSProfile]:
+    """Per object pose topic, the QoS its readers take when it differs from ``profile`` (``pose_reader``)."""
+    if pose_source != MOCAP:
+        return {}
+    return {
+        topics.object_pose_topic(name): pose_reader(profile, pose_source=pose_source)
+        for name in topics.all_object_names()
+    }
