@@ -14,6 +14,11 @@ TCP 15, 8, 4 and 1.5 cm above the object's top (gripper open), then at the grasp
 then lifted 10 cm with the object. One tracker over the sequence (rest first), fed the TCP poses and gripper states
 as the node is: per stage, how often the object's pose is published (and from what), and how many published poses
 (of this object, and of every object in view) are off by more than 10 mm from simulation truth (3-D).
+
+The degradations (``--degrade``, ``main_degraded``; the conditions are described in ``bench/bench_tracker.py``):
+per layout, the 640x480 render, a 320x240 and a 1280x720 render of the same state (their own ``CellEnv``), and a
+wider render at the same focal length for the lens distortion (``WideLens``), degraded by
+``bench/tracker_degradations.py``; one fresh tracker per condition.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import mujoco
 import numpy as np
@@ -384,3 +389,264 @@ def main(*, layouts: int, sweep: int, seed: int, scenes: tuple[int, ...] = SCENE
                 report_layouts(scene, run_layouts(scene, layouts, rng, env, visibility))
             if sweep:
                 report_sweep(scene, run_sweep(scene, sweep, rng, env))
+
+
+# --degrade: the same layouts under camera degradations (bench/tracker_degradations.py).
+
+DISTORTION = (-0.2, 0.05, 0.0, 0.0, 0.0)
+"""The lens's OpenCV distortion coefficients (k1, k2, p1, p2, k3): a moderate barrel, as wide webcam lenses have."""
+CONDITIONS = {
+    'clean': 'the render as it is',
+    'noise5': 'sensor noise, Gaussian sigma 5 grey levels',
+    'noise10': 'sensor noise, Gaussian sigma 10 grey levels',
+    'motion3': 'motion blur, linear 3 px, random direction',
+    'motion5': 'motion blur, linear 5 px, random direction',
+    'motion7': 'motion blur, linear 7 px, random direction',
+    'defocus3': 'defocus blur, disk 3 px across',
+    'jpeg70': 'JPEG quality 70',
+    'jpeg40': 'JPEG quality 40',
+    'over1.8': 'overexposed: levels x1.8, clipped',
+    'gamma0.5': 'gamma 0.5 (shadows brightened)',
+    'gamma2': 'gamma 2.0 (dim)',
+    'distort': 'lens distortion k1 -0.2, k2 0.05, coefficients given to the tracker',
+    'distort-ignored': 'the same distorted image, tracker told no distortion',
+    '320x240': 're-rendered at 320x240',
+    '1280x720': 're-rendered at 1280x720 (same vertical field of view)',
+    'bump1': 'camera bumped 1 mm / 0.2 deg after calibration',
+    'bump2': 'camera bumped 2 mm / 0.5 deg after calibration',
+}
+RESOLUTIONS = {'320x240': (320, 240), '1280x720': (1280, 720)}
+BUMPS = {'bump1': (0.001, 0.2), 'bump2': (0.002, 0.5)}
+
+
+@dataclass
+class DegradeStats:
+    visible: int = 0
+    visible_published: int = 0
+    published: int = 0
+    foreign: int = 0
+    xy: list[float] = field(default_factory=list)
+    yaw: list[float] = field(default_factory=list)
+    off: list[tuple[float, str, int, str, str]] = field(default_factory=list)
+    """Published poses off by more than ``OFF`` (3-D): (error mm, object, scene, source, what: xy and z error, the
+    task and trial seed of the layout)."""
+    scene_visible: Counter = field(default_factory=Counter)
+    scene_published: Counter = field(default_factory=Counter)
+    detect_s: list[float] = field(default_factory=list)
+
+
+def _fit_framebuffer(env: CellEnv) -> None:
+    """Let the offscreen framebuffer of the current cell hold this env's image size (the cell sets 640x480)."""
+    assert env.cell is not None
+    for model in (env.cell.model, env.cell.render_model()):
+        model.vis.global_.offwidth = max(model.vis.global_.offwidth, env.width)
+        model.vis.global_.offheight = max(model.vis.global_.offheight, env.height)
+
+
+def _render_like(env: CellEnv, source: CellEnv, task, seed: int, *, fovy: float | None = None) -> np.ndarray:
+    """cam_high's BGR image from ``env`` in ``source``'s state (same task and trial seed, then its joint
+    positions, so the turned objects too); ``fovy`` overrides the camera's vertical field of view (degrees)."""
+    assert source.data is not None
+    env.reset(task, seed=seed, images=False)
+    assert env.cell is not None and env.data is not None
+    _fit_framebuffer(env)
+    if fovy is not None:
+        camera_id = env.cell.model.camera('cam_high').id
+        for model in (env.cell.model, env.cell.render_model()):
+            model.cam_fovy[camera_id] = fovy
+    env.data.qpos[:] = source.data.qpos
+    mujoco.mj_forward(env.cell.model, env.data)
+    return np.ascontiguousarray(env.observe(images=True).images['cam_high'][:, :, ::-1])
+
+
+class WideLens:
+    """The distorted image of a barrel lens over the 640x480 pinhole: rendered wider than 640x480 at the same focal
+    length (a margin around the frame, ``fovy`` widened to match), so that the distorted image's corners, which see
+    past the pinhole's frame, show the cell and not black; then remapped (``tracker_degradations``)."""
+
+    def __init__(self, intrinsics) -> None:
+        from tracker_degradations import distortion_maps
+
+        map_x, map_y = distortion_maps(intrinsics.matrix, np.asarray(DISTORTION), intrinsics.width, intrinsics.height)
+        margin_x = math.ceil(max(-map_x.min(), map_x.max() - (intrinsics.width - 1), 0.0)) + 2
+        margin_y = math.ceil(max(-map_y.min(), map_y.max() - (intrinsics.height - 1), 0.0)) + 2
+        self.maps = (map_x + margin_x, map_y + margin_y)
+        width, height = intrinsics.width + 2 * margin_x, intrinsics.height + 2 * margin_y
+        self.fovy = math.degrees(2.0 * math.atan(0.5 * height / intrinsics.fy))
+        self.env = CellEnv(markers='default', width=width, height=height)
+
+    def image(self, source: CellEnv, task, seed: int) -> np.ndarray:
+        from tracker_degradations import lens_distortion
+
+        return lens_distortion(_render_like(self.env, source, task, seed, fovy=self.fovy), self.maps)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _degraded(key: str, clean: np.ndarray, view: tuple, rng: np.random.Generator, others: dict) -> tuple:
+    """The image and the camera model the tracker is given under condition ``key``."""
+    import tracker_degradations as degrade
+
+    intrinsics, camera = view
+    if key == 'clean':
+        return clean, view
+    if key.startswith('noise'):
+        return degrade.sensor_noise(clean, float(key.removeprefix('noise')), rng), view
+    if key.startswith('motion'):
+        return degrade.motion_blur(clean, int(key.removeprefix('motion')), rng.uniform(0.0, math.pi)), view
+    if key.startswith('defocus'):
+        return degrade.defocus_blur(clean, float(key.removeprefix('defocus'))), view
+    if key.startswith('jpeg'):
+        return degrade.jpeg(clean, int(key.removeprefix('jpeg'))), view
+    if key.startswith('over'):
+        return degrade.exposure(clean, float(key.removeprefix('over'))), view
+    if key.startswith('gamma'):
+        return degrade.gamma(clean, float(key.removeprefix('gamma'))), view
+    if key.startswith('distort'):
+        image = others['distorted']()
+        if key == 'distort':
+            intrinsics = replace(intrinsics, distortion=DISTORTION)
+        return image, (intrinsics, camera)
+    if key in RESOLUTIONS:
+        return others[key]()
+    if key in BUMPS:
+        translation, angle = BUMPS[key]
+        return clean, (intrinsics, degrade.bump(camera, translation, angle, rng))
+    raise ValueError(f'unknown condition {key!r}')
+
+
+def run_degraded(
+    scene: int,
+    layouts: int,
+    rng: np.random.Generator,
+    envs: dict,
+    visibility: TagVisibility,
+    conditions: tuple[str, ...],
+    stats: dict[str, DegradeStats],
+    *,
+    seed: int,
+) -> None:
+    config = load_markers('default')
+    scene_objects = {s: registry.scene_objects(s) for s in SCENES}
+    detector = make_detector(corner_window=CORNER_WINDOW[0])
+    tasks = [t for t in registry.eval_tasks() if t.scene == scene]
+    env: CellEnv = envs['640x480']
+    keys = list(CONDITIONS)
+    for index in range(layouts):
+        task = tasks[int(rng.integers(len(tasks)))]
+        trial_seed = int(rng.integers(2**31))
+        env.reset(task, seed=trial_seed, images=False)
+        _turn(env, rng)
+        assert env.cell is not None and env.data is not None and env.layout is not None
+        truth = _truth(env)
+        visible = visibility()
+        stacks = {p.name: p.on for p in env.layout.placements if p.on is not None}
+        clean = np.ascontiguousarray(env.observe(images=True).images['cam_high'][:, :, ::-1])
+        view = camera_view(env.cell.model, env.data, 'cam_high', width=WIDTH, height=HEIGHT)
+
+        def resolution(key: str, task=task, trial_seed=trial_seed) -> tuple:
+            other: CellEnv = envs[key]
+            image = _render_like(other, env, task, trial_seed)
+            assert other.cell is not None and other.data is not None
+            return image, camera_view(other.cell.model, other.data, 'cam_high', width=other.width, height=other.height)
+
+        cache: dict[str, np.ndarray] = {}
+
+        def distorted(task=task, trial_seed=trial_seed, cache=cache, view=view) -> np.ndarray:
+            if 'image' not in cache:
+                if 'lens' not in envs:
+                    envs['lens'] = WideLens(view[0])
+                cache['image'] = envs['lens'].image(env, task, trial_seed)
+            return cache['image']
+
+        others = {key: (lambda key=key: resolution(key)) for key in RESOLUTIONS}
+        others['distorted'] = distorted
+        for key in conditions:
+            condition_rng = np.random.default_rng([seed, scene, index, keys.index(key)])
+            image, (intrinsics, camera) = _degraded(key, clean, view, condition_rng, others)
+            tracker = CellTracker(config, scene_objects)
+            tracker.start_episode(scene, stacks)
+            start = time.perf_counter()
+            detections = detect(detector, image)
+            into = stats[key]
+            into.detect_s.append(time.perf_counter() - start)
+            published = tracker.update(detections, intrinsics, camera)
+            mine = {p.name: p for p in published if p.scene == scene and p.name in truth}
+            into.foreign += sum(1 for p in published if p.scene != scene or p.name not in truth)
+            into.visible += len(visible)
+            into.scene_visible[scene] += len(visible)
+            hits = sum(1 for name in visible if name in mine)
+            into.visible_published += hits
+            into.scene_published[scene] += hits
+            for name, pose in mine.items():
+                position, yaw = truth[name]
+                into.published += 1
+                into.xy.append(1000.0 * math.hypot(pose.position[0] - position[0], pose.position[1] - position[1]))
+                if pose.source == 'marker':
+                    into.yaw.append(abs(math.degrees(math.remainder(yaw_of(pose.quat) - yaw, 2 * math.pi))))
+                error = float(np.linalg.norm(np.array(pose.position) - position))
+                if error > OFF:
+                    dz = 1000.0 * (pose.position[2] - position[2])
+                    what = f'xy {into.xy[-1]:.1f}, z {dz:+.1f} mm; {task.task_id} seed {trial_seed}'
+                    into.off.append((1000.0 * error, name, scene, pose.source, what))
+
+
+def report_degraded(conditions: tuple[str, ...], stats: dict[str, DegradeStats], scenes: tuple[int, ...]) -> None:
+    print(
+        f'{"condition":16s} {"detected":>16s} {"published":>9s}  {"xy mm med / p95 / max":>22s}  '
+        f'{"yaw deg med / p95 / max":>22s}  {"off>10mm":>8s}  {"detect ms":>9s}'
+    )
+    for key in conditions:
+        s = stats[key]
+        rate = s.visible_published / s.visible if s.visible else math.nan
+        print(
+            f'{key:16s} {rate:7.1%} {s.visible_published:4d}/{s.visible:<4d} {s.published:9d}  '
+            f'{percentiles(s.xy):>22s}  {percentiles(s.yaw):>22s}  {len(s.off):8d}  {1000 * np.median(s.detect_s):9.1f}'
+        )
+    print('\ndetected per scene (published / tag in full view):')
+    print(f'{"condition":16s} ' + ' '.join(f'{"scene " + str(scene):>12s}' for scene in scenes))
+    for key in conditions:
+        s = stats[key]
+        print(
+            f'{key:16s} '
+            + ' '.join(f'{s.scene_published[scene] / max(s.scene_visible[scene], 1):12.1%}' for scene in scenes)
+        )
+    print('\npublished poses off by more than 10 mm (3-D): count, by object, and the worst 3')
+    for key in conditions:
+        s = stats[key]
+        foreign = f'; {s.foreign} poses published of objects not in the cell' if s.foreign else ''
+        if not s.off:
+            print(f'{key:16s} none{foreign}')
+            continue
+        objects = Counter(f'{n} (scene {sc})' for _, n, sc, _, _ in s.off)
+        print(f'{key:16s} {len(s.off)}: ' + ', '.join(f'{n} {k}' for n, k in objects.most_common()) + foreign)
+        for error, name, scene, source, what in sorted(s.off, reverse=True)[:3]:
+            print(f'{"":18s}{name} (scene {scene}, {source}) {error:.1f} mm ({what})')
+
+
+def main_degraded(*, layouts: int, seed: int, scenes: tuple[int, ...], conditions: tuple[str, ...]) -> None:
+    import contextlib
+
+    start = time.perf_counter()
+    print(
+        f'detector corner window {CORNER_WINDOW[0]} module; {layouts} layouts per scene, scenes '
+        f'{",".join(map(str, scenes))}, seed {seed}; conditions:'
+    )
+    for key in conditions:
+        print(f'    {key:16s} {CONDITIONS[key]}')
+    rng = np.random.default_rng(seed)
+    stats = {key: DegradeStats() for key in conditions}
+    with contextlib.ExitStack() as stack:
+        envs: dict = {'640x480': stack.enter_context(CellEnv(markers='default', width=WIDTH, height=HEIGHT))}
+        for key, (width, height) in RESOLUTIONS.items():
+            if key in conditions:
+                envs[key] = stack.enter_context(CellEnv(markers='default', width=width, height=height))
+        visibility = TagVisibility(envs['640x480'])
+        stack.callback(visibility.close)
+        stack.callback(lambda: envs['lens'].close() if 'lens' in envs else None)
+        for scene in scenes:
+            run_degraded(scene, layouts, rng, envs, visibility, conditions, stats, seed=seed)
+    print()
+    report_degraded(conditions, stats, scenes)
+    print(f'\ntotal {time.perf_counter() - start:.0f} s')
