@@ -145,12 +145,15 @@ def estimate_on_planes(
     planes: tuple[Plane, ...],
     gates: Gates,
     previous: ObjectPose | None = None,
+    preferred_z: float | None = None,
 ) -> PoseResult:
     """The pose on a known bowl's floor when it lies within the floor; else the pose on the lowest candidate plane
     passing the gates and holding the pose (``Plane.holds``), unless a
     higher one's measured edge is nearer ``EXPECTED_EDGE`` by more than ``EDGE_EVIDENCE`` (objects rest on the
     table far more often than on each other; a close tag measured 1.3 % long on its right plane); the lowest
-    plane's refusal when none passes."""
+    plane's refusal when none passes. With ``preferred_z`` (the top of the support the trial's layout stacks the
+    object on) that plane is the default instead, and another wins only with the same edge evidence: a blurred or
+    overexposed tag's edge tells the planes apart too weakly, and a stacked object was put on the table, 5 cm low."""
     best: ObjectPose | None = None
     first: Refusal | None = None
     for plane in sorted(planes, key=lambda p: not p.inside_bowl):
@@ -160,7 +163,11 @@ def estimate_on_planes(
         if isinstance(result, ObjectPose) and plane.holds(result.x, result.y):
             # Within a known bowl's floor an object cannot stand on the table.
             return result
-    for plane in sorted(planes, key=lambda p: p.z):
+
+    def order(plane: Plane) -> tuple[bool, float]:
+        return (preferred_z is None or abs(plane.z - preferred_z) >= PLANE_MERGE, plane.z)
+
+    for plane in sorted(planes, key=order):
         if plane.inside_bowl:
             continue
         result = estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
@@ -258,7 +265,9 @@ class CellTracker:
     ) -> PoseResult:
         intrinsics, camera = view
         unlimited = Gates(self.gates.max_reprojection_px, self.gates.edge_tolerance, None)
-        result = estimate_on_planes(detection, marker, intrinsics, camera, planes=planes, gates=unlimited)
+        result = estimate_on_planes(
+            detection, marker, intrinsics, camera, planes=planes, gates=unlimited, preferred_z=self._stacked_z(key)
+        )
         if not isinstance(result, ObjectPose):
             return result
         last = self._accepted.get(key)
@@ -278,6 +287,19 @@ class CellTracker:
         self._accepted[key] = result
         del self._pending[key]
         return result
+
+    def _stacked_z(self, key: str) -> float | None:
+        """The tag plane of ``key`` (``scene<N>/<name>``) on the support the trial's layout stacks it on, or None."""
+        support = self._stacks.get(key)
+        if support is None:
+            return None
+        scene_name, top = key.split('/', 1)
+        objects = self._scene_objects[int(scene_name.removeprefix('scene'))]
+        return (
+            TABLE_Z
+            + top_height(objects[support.split('/', 1)[1]])
+            + self._markers[int(scene_name.removeprefix('scene'))][top].height
+        )
 
     def _footprints(
         self, scene: int, tops: tuple[tuple[float, str | None], ...]
