@@ -54,6 +54,11 @@ def test_a_grasp_takes_the_tcp_at_the_closing_and_only_once() -> None:
     assert arms.at(190 * MS, since_ns=150 * MS).closing == {}  # the next image: no new closing
     # An image taken before the closing sees the gripper open, whatever arrived since.
     assert arms.at(60 * MS, since_ns=None).closed == {'left': False}
+    assert (arms.closed_at('left', 60 * MS), arms.closed_at('left', 70 * MS), arms.closed_at('right', 70 * MS)) == (
+        False,
+        True,
+        False,
+    )
 
 
 def test_old_samples_are_let_go() -> None:

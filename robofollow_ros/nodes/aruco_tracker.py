@@ -196,7 +196,7 @@ class ArucoTrackerNode(Node):
         stamp = self.stamp_of(message)
         self.arms.add_tcp(arm, stamp, pose)
         self.flush()
-        if self.arms.at(stamp, since_ns=None).closed.get(arm, False):
+        if self.arms.closed_at(arm, stamp):
             for item in self.tracker.carried(arm, pose):
                 self.publish_pose(item, stamp)
 

@@ -71,6 +71,11 @@ class StampAligner:
             for arm in self.arms.values()
         )
 
+    def closed_at(self, arm: str, stamp_ns: int) -> bool:
+        """Whether ``arm``'s gripper was closed at ``stamp_ns`` (False for an arm never heard from)."""
+        samples = self.arms.get(arm)
+        return bool(samples and samples.grips and _state_at(samples.grips, stamp_ns))
+
     def at(self, stamp_ns: int, *, since_ns: int | None) -> Aligned:
         """The arms at ``stamp_ns``; ``closing`` for grippers that closed after ``since_ns`` (the previous image's
         stamp; None: none before) and at or before ``stamp_ns``. Past the newest sample, the newest stands."""
