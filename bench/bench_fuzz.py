@@ -30,12 +30,13 @@ hooks' side channel); after the run every message is checked, independently of t
   ``|q(t + 2T) - 2 q(t + T) + q(t)| / T^2`` (T = 0.06 s; exact for the uniform deceleration of a controlled stop
   sampled every row period, a velocity step read as that step over one row period), at every ``t`` that places a
   knot on one of the three samples (where it peaks), against the profile's stop deceleration (velocity limit /
-  ``stop_seconds``, 0.5 s: docs/safety.md's controlled stops). Events over it are counted by what the segment at
-  ``t + T`` is: the policy's own rows (``rows``: a chunk's rows may accelerate as they like, the filter checks no
-  acceleration; the knot where a whole chunk's last row ends, too), the end of a chunk the filter cut short
-  (``cut``: the arm commanded from its speed to rest at the last row sent), holds and controlled stops (``stop``,
-  window tails included) and the home move between trials (``home``). Holds and stops that set a resting arm
-  moving are counted apart, with how far they would take it.
+  ``stop_seconds``, 0.5 s: docs/safety.md's controlled stops) and, apart, against the profile's acceleration limit
+  (the filter's acceleration rule). Events over it are counted by what the segment at
+  ``t + T`` is: the policy's own rows (``rows``: a chunk's rows may accelerate up to the profile's acceleration
+  limit, far above the stop's; the knot where a whole chunk's last row ends, too), the end of a chunk the filter
+  cut short (``cut``: the arm commanded from its speed to rest at the last row sent), holds and controlled stops
+  (``stop``, window tails included) and the home move between trials (``home``). Holds and stops that set a resting
+  arm moving are counted apart, with how far they would take it.
 
 Then: chunks served, command messages checked, violations by rule, the acceleration per category, the bridge's
 interventions counted by kind (``interventions`` of the trials' records) and how the episodes ended, wall time and
@@ -1097,6 +1098,7 @@ def analyse(out: Path, dump: dict[str, Any], args: argparse.Namespace) -> None:
     refused = sum(item.rows is None for item in served)
     loads = dump['loads'] or [math.nan]
     decel = max(float(np.max(profile.arms[arm].velocity)) / args.stop_seconds for arm in ARMS)
+    acceleration_limit = min(float(np.min(profile.arms[arm].acceleration)) for arm in ARMS)
     print(f'\n{dump["profile"]}: {len(served)} chunks served ({dict(kinds)}), {refused} of them not a valid [T, 14]')
     print(
         f'  wall {dump["wall"] / 60:.1f} min ({dump["wall"] / max(len(served), 1):.2f} s per chunk), generation '
@@ -1154,7 +1156,8 @@ def analyse(out: Path, dump: dict[str, Any], args: argparse.Namespace) -> None:
         over = len(ratios)
         print(
             f'    {category:<5} {tally.windows[category]:>8} windows, peak {tally.peak[category] * decel:8.1f} rad/s2 '
-            f'(x{tally.peak[category]:.2f}), events over the limit {over}'
+            f"(x{tally.peak[category]:.2f}), events over the limit {over}, over the profile's acceleration limit "
+            f'{acceleration_limit:g} rad/s2 {int((ratios * decel > acceleration_limit * ACCELERATION_SLACK).sum())}'
             + (
                 f' (x1-2: {int((ratios <= 2.0).sum())}, x2-4: {int(((ratios > 2.0) & (ratios <= 4.0)).sum())}, '
                 f'over x4: {int((ratios > 4.0).sum())})'

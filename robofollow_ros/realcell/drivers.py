@@ -18,7 +18,7 @@ profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins
   position streams, so the rows are streamed at the profile's ``control_rate`` by a thread of the driver's own,
   interpolating linearly to the first row and between rows. A new command replaces the one streaming. A chunk
   starts from the last target streamed (the servos' reference), not the measured state, while the arm is measured
-  within ``CONTINUE_WITHIN`` of it: a measurement lagging its target made every new chunk pull the reference back
+  within ``FOLLOWING_WITHIN`` of it: a measurement lagging its target made every new chunk pull the reference back
   (the fuzz counted 1,086 reference steps over the velocity limit, up to 5.8 times it). Its first segment is
   lengthened when the reference is further from the first row than the velocity limits allow in one row. Holds
   (and an arm further off, blocked or moved by hand) start where the caller says: the measured state. (On a ROS
@@ -45,6 +45,7 @@ from robofollow_ros.errors import GraphError
 from robofollow_ros.robot.profiles import RobotProfile, to_driver
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import Command
+from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN
 from robofollow_ros.state_layout import ARMS
 from robofollow_ros.units import NS_PER_S
 
@@ -54,9 +55,6 @@ WINDOWS_PER_HORIZON = 3
 FIRST_POINT_LEAD = 0.03
 """A re-sent window's first point is due at least this long (s) after it is sent."""
 """How many windows are sent while one window's rows run."""
-CONTINUE_WITHIN = 0.05
-"""rad (normalised units for grippers): a chunk streams on from the last target while every value is measured within
-this of it (``StreamedDriver``)."""
 StopFrom = Callable[[np.ndarray, np.ndarray], Command]
 """The controlled stop from a 14-D position moving at a 14-D velocity (``safety.controlled_stop``)."""
 INTERBOTIX_ARM_GROUP = 'arm'
@@ -280,11 +278,11 @@ class StreamedDriver:
 
     def origin(self, command: Command, start: np.ndarray) -> np.ndarray:
         """Where ``command`` streams from: the last target while the arm (``start``, measured) is within
-        ``CONTINUE_WITHIN`` of it, else ``start``; a hold always from ``start``."""
+        ``FOLLOWING_WITHIN`` of it, else ``start``; a hold always from ``start``."""
         last = self.last
         if command.hold or last is None or not np.isfinite(start).all():
             return start
-        return last.copy() if float(np.abs(start - last).max()) <= CONTINUE_WITHIN else start
+        return last.copy() if float(np.abs(start - last).max()) <= FOLLOWING_WITHIN else start
 
     def target(self, elapsed: float) -> tuple[np.ndarray, bool]:
         """The interpolated 14-D target ``elapsed`` seconds into the plan, and whether the plan is over."""

@@ -37,6 +37,7 @@ from robofollow_ros.safety.command_filter import Command, MeasuredState, SafetyD
 from robofollow_ros.safety.controlled_stop import (
     STOP_SECONDS,
     SentCommand,
+    chunk_start,
     commanded_at,
     stop_decelerations,
     stop_in_workspace,
@@ -196,18 +197,23 @@ class SafeMotion:
             f'safety: {what}: {dataclasses.replace(decision, interventions=tuple(material)).summary()}'
         )
 
-    def write(self, decision: SafetyDecision, state: MeasuredState, *, moving: bool) -> Command | None:
+    def write(
+        self, decision: SafetyDecision, state: MeasuredState, *, moving: bool, start: np.ndarray | None = None
+    ) -> Command | None:
         """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``); a hold goes
-        out as a controlled stop (``controlled``). Returns what was written."""
+        out as a controlled stop (``controlled``). ``start``: where the rows start from (default: the measured
+        state). Returns what was written."""
         with self.lock:
             if moving and (self.stopped or self.exiting):
                 raise MotionStoppedError(self.refusal())
-            return self._send(decision, state)
+            return self._send(decision, state, start=start)
 
-    def _send(self, decision: SafetyDecision, state: MeasuredState) -> Command | None:
+    def _send(
+        self, decision: SafetyDecision, state: MeasuredState, *, start: np.ndarray | None = None
+    ) -> Command | None:
         """Write the decision's command (a hold as a controlled stop) and return what was written; the caller holds
         ``lock``."""
-        command, start = self.controlled(decision, state)
+        command, start = self.controlled(decision, state, start=start)
         if command is not None:
             self.driver.send(command, start=start)
             start = np.asarray(start, dtype=np.float64)
@@ -215,18 +221,21 @@ class SafeMotion:
             self.commanded_grips = command.positions[-1, GRIP_COLUMNS].copy()
         return command
 
-    def controlled(self, decision: SafetyDecision, state: MeasuredState) -> tuple[Command | None, np.ndarray]:
-        """The command to write for ``decision`` and the 14-D state it starts from. A hold (or a refusal for want of
-        a usable measured state) while a trajectory sent earlier is still running becomes a controlled stop from
-        where that trajectory commands the arms to be now, at the velocity it commands (``safety.controlled_stop``):
-        never a jump back to a measured position up to ``max_state_age`` old. An arm whose last trajectory has
-        ended holds where it is measured."""
+    def controlled(
+        self, decision: SafetyDecision, state: MeasuredState, *, start: np.ndarray | None = None
+    ) -> tuple[Command | None, np.ndarray]:
+        """The command to write for ``decision`` and the 14-D state it starts from (``start``, default the measured
+        state). A hold (or a refusal for want of a usable measured state) while a trajectory sent earlier is still
+        running becomes a controlled stop from where that trajectory commands the arms to be now, at the velocity it
+        commands (``safety.controlled_stop``): never a jump back to a measured position up to ``max_state_age`` old.
+        An arm whose last trajectory has ended holds where it is measured."""
         sent = self.sent
         holding = decision.command is None or decision.held
         now = time.monotonic()
         if not holding or sent is None or now >= sent.sent_at + float(sent.command.times[-1]):
+            origin = state.positions if start is None or holding else start
             # An arm measured a little past a limit (it overshot) streams from the limit, never beyond it.
-            return decision.command, np.clip(state.positions, self.limits.lower, self.limits.upper)
+            return decision.command, np.clip(origin, self.limits.lower, self.limits.upper)
         position, velocity = commanded_at(sent, now)
         return self.stop_from(position, velocity), position
 
@@ -246,24 +255,29 @@ class SafeMotion:
         if self.stopped or self.exiting:
             raise MotionStoppedError(self.refusal())
         state = self.measured()
-        decision = filter_chunk(chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp)
+        start = chunk_start(self.sent, state, now=time.monotonic())
+        decision = filter_chunk(
+            chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp, start=start
+        )
         self.record(decision, what)
-        decision = self.ended_in_a_stop(decision, state)
-        self.write(decision, state, moving=not decision.held)
+        decision = self.ended_in_a_stop(decision, start.position)
+        self.write(decision, state, moving=not decision.held, start=start.position)
         return decision
 
-    def ended_in_a_stop(self, decision: SafetyDecision, state: MeasuredState) -> SafetyDecision:
-        """``decision`` with a controlled stop after its rows when the chunk was refused from a row on."""
+    def ended_in_a_stop(self, decision: SafetyDecision, start: np.ndarray) -> SafetyDecision:
+        """``decision`` (its rows starting from ``start``, 14-D) with a controlled stop after its rows when the chunk
+        was refused from a row on."""
         if decision.command is None or decision.held or decision.rows_sent >= decision.rows_in:
             return decision
-        stopping = self.ending_in_a_stop(decision.command, state)
+        stopping = self.ending_in_a_stop(decision.command, start)
         added = len(stopping.positions) - len(decision.command.positions)
         return dataclasses.replace(decision, command=stopping, stop_points=added)
 
-    def ending_in_a_stop(self, command: Command, state: MeasuredState) -> Command:
-        """``command`` (the rows of a chunk refused from a row on) followed by the controlled stop from its last row
-        at the speed it arrives there: a refused chunk decelerates the arms instead of ending its last row at speed."""
-        before = command.positions[-2] if len(command.positions) > 1 else state.positions
+    def ending_in_a_stop(self, command: Command, start: np.ndarray) -> Command:
+        """``command`` (the rows of a chunk refused from a row on, from ``start``) followed by the controlled stop from
+        its last row at the speed it arrives there: a refused chunk decelerates the arms instead of ending its last
+        row at speed."""
+        before = command.positions[-2] if len(command.positions) > 1 else start
         span = float(command.times[-1] - (command.times[-2] if len(command.times) > 1 else 0.0))
         velocity = (command.positions[-1] - np.asarray(before, dtype=np.float64)) / span
         stop = self.stop_from(command.positions[-1], velocity)
@@ -368,7 +382,7 @@ class SafeMotion:
         )
         decision, rows = plan.decision, len(plan.rows)
         self.record(decision, 'home')
-        decision = self.ended_in_a_stop(decision, state)
+        decision = self.ended_in_a_stop(decision, state.positions)
         try:
             self.write(decision, state, moving=not decision.held)
         except MotionStoppedError as error:

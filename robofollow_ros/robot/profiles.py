@@ -14,6 +14,7 @@ the bridge, fake hardware and tests share them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -101,6 +102,8 @@ class ArmProfile:
         joints: the driver's six joint names, in the order of the 14-D layout's columns.
         signs, offsets: per joint, driver = sign * policy + offset (rad).
         lower, upper, velocity: joint limits (rad) and velocity limits (rad/s), in policy units.
+        acceleration: the largest change of each joint's speed a command may ask (rad/s^2; ``inf``: no limit, for a
+            profile that states none).
         home: six joints (rad) and the gripper (0..1), in policy units.
         gripper: the gripper's command and feedback mapping.
     """
@@ -116,6 +119,7 @@ class ArmProfile:
     velocity: np.ndarray
     home: np.ndarray
     gripper: GripperProfile
+    acceleration: np.ndarray = dataclasses.field(default_factory=lambda: np.full(ARM_DOF, np.inf))
 
 
 @dataclass(frozen=True)
@@ -406,7 +410,7 @@ _ARM_FIELDS = ('command', 'joint_states', 'joints', 'signs', 'offsets', 'lower',
 
 def _arm(reader: _Reader, data: object, arm: Arm, robot: RobotDescription | None) -> ArmProfile:
     field = f'arms.{arm}'
-    spec = reader.mapping(data, field, required=_ARM_FIELDS)
+    spec = reader.mapping(data, field, required=_ARM_FIELDS, optional=('acceleration',))
     joints = reader.names(spec['joints'], f'{field}.joints', size=ARM_DOF)
     signs = reader.vector(spec['signs'], f'{field}.signs', size=ARM_DOF)
     for i, sign in enumerate(signs):
@@ -428,7 +432,19 @@ def _arm(reader: _Reader, data: object, arm: Arm, robot: RobotDescription | None
         velocity=velocity,
         home=home,
         gripper=_gripper(reader, spec['gripper'], f'{field}.gripper'),
+        acceleration=_acceleration(reader, spec.get('acceleration'), f'{field}.acceleration'),
     )
+
+
+def _acceleration(reader: _Reader, value: object, field: str) -> np.ndarray:
+    """An arm's ``acceleration`` limits (rad/s^2, positive), or no limit when the profile states none."""
+    if value is None:
+        return np.full(ARM_DOF, np.inf)
+    acceleration = reader.vector(value, field, size=ARM_DOF)
+    for i in range(ARM_DOF):
+        if not acceleration[i] > 0.0:
+            reader.fail(f'{field}[{i}]', f'must be positive, got {acceleration[i]:g}')
+    return acceleration
 
 
 def _arm_limits(

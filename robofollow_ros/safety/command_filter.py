@@ -7,11 +7,16 @@ The rules, in order (each row is a 14-D absolute target, ``row_period_s`` apart)
 2. A chunk that is not a [T, 14] array of numbers, or holds a non-finite value anywhere, is refused whole: hold.
 3. Joint limits: a target outside its bounds is clamped to the bound (``clamp``) or refuses the chunk from its row
    on (``refuse``); a target within ``POSITION_TOLERANCE`` of the bound is clamped in both modes.
-4. Velocity: each row's change from the row before (the first row's from the measured state) over its duration
-   must stay within every joint's velocity limit. ``refuse`` refuses the chunk from the first too-fast row on;
+4. Velocity: each row's change from the row before (the first row's from the chunk's start: where the arms are
+   commanded to be, ``ChunkStart``, by default the measured state) over its duration must stay within every joint's
+   velocity limit. ``refuse`` refuses the chunk from the first too-fast row on;
    ``stretch`` lengthens that row's ``time_from_start`` increment until it complies (at most ``max_stretch`` row
    periods, beyond that the row is refused).
-5. Workspace: from the first row whose TCP (of either arm, by the ``tcp`` function passed in) leaves the workspace
+5. Acceleration: the change of each joint's speed at every row, over one row period, must stay within its
+   acceleration limit: the first row's from the start's commanded speed (rest by default), and the last row's to
+   rest (a chunk sent whole ends at rest on its last row; one cut short by a rule before ends in the caller's
+   controlled stop). From the first row asking more, the chunk is refused.
+6. Workspace: from the first row whose TCP (of either arm, by the ``tcp`` function passed in) leaves the workspace
    box, the chunk is refused. An arm measured outside the box (a real arm lags and overshoots its commands by a few
    millimetres) may move back: a row outside is accepted while no TCP coordinate gets further outside than the row
    before it (the first row: the measured state), so that a hold is not the only command left.
@@ -57,6 +62,15 @@ class MeasuredState:
 
     positions: np.ndarray
     age_s: float
+
+
+@dataclass(frozen=True)
+class ChunkStart:
+    """Where the arms are commanded to be (14,) when a chunk starts, and the speed they are commanded to have (14,):
+    the reference a new command takes over from (``controlled_stop.chunk_start``)."""
+
+    position: np.ndarray
+    velocity: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -177,13 +191,17 @@ def filter_chunk(
     limits: SafetyLimits,
     row_period_s: float,
     tcp: TcpFunction | None = None,
+    start: ChunkStart | None = None,
 ) -> SafetyDecision:
     """What of ``chunk`` (T, 14 absolute targets, ``row_period_s`` apart) may be sent from ``state``.
 
-    Never raises for what a policy returns; see the module docstring for the rules.
+    ``start`` is where the rows start from and at what speed (a measured state lags the arm it measures); by
+    default the measured position, at rest. Never raises for what a policy returns; see the module docstring for the
+    rules.
 
     Raises:
-        SafetyError: the row period is not positive, or ``limits`` has a workspace but no ``tcp`` is given.
+        SafetyError: the row period is not positive, ``limits`` has a workspace but no ``tcp`` is given, or
+            ``start`` is not 14 finite positions and velocities.
     """
     period = check_row_period(row_period_s)
     if limits.workspace is not None and tcp is None:
@@ -191,6 +209,7 @@ def filter_chunk(
     measured = _state_vector(state)
     if measured is None:
         return hold_command(state, limits, row_period_s=period)
+    origin, speed = _start_vectors(start, measured)
     rows, reasons, rows_in = _parse_chunk(chunk, limits)
     if not np.isfinite(state.age_s) or state.age_s > limits.max_state_age_s:
         stale = Intervention('stale_state', None, None, float(state.age_s), limits.max_state_age_s)
@@ -199,7 +218,8 @@ def filter_chunk(
         return hold_command(state, limits, row_period_s=period, reasons=reasons, rows_in=rows_in)
     found: list[Intervention] = []
     rows, cut = _apply_joint_limits(rows, limits, found)
-    times, cut = _apply_velocity(rows[:cut], measured, limits, period, found)
+    times, cut = _apply_velocity(rows[:cut], origin, limits, period, found)
+    cut = _apply_acceleration(rows[:cut], times, origin, speed, limits, period, found, whole=cut == len(rows))
     if limits.workspace is not None and tcp is not None:
         cut = _apply_workspace(rows[:cut], limits.workspace, tcp, found, start=measured)
     if cut < rows_in:
@@ -219,6 +239,18 @@ def _state_vector(state: MeasuredState) -> np.ndarray | None:
     if positions.shape != (ACTION_DIM,) or not np.isfinite(positions).all():
         return None
     return positions
+
+
+def _start_vectors(start: ChunkStart | None, measured: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The start's position and velocity (14,) each: ``measured`` at rest when there is no ``start``."""
+    if start is None:
+        return measured, np.zeros(ACTION_DIM)
+    position = np.asarray(start.position, dtype=np.float64)
+    velocity = np.asarray(start.velocity, dtype=np.float64)
+    for label, values in (('position', position), ('velocity', velocity)):
+        if values.shape != (ACTION_DIM,) or not np.isfinite(values).all():
+            raise SafetyError(f'chunk start: {label} needs {ACTION_DIM} finite numbers')
+    return position, velocity
 
 
 def _parse_chunk(chunk: object, limits: SafetyLimits) -> tuple[np.ndarray | None, tuple[Intervention, ...], int]:
@@ -298,6 +330,47 @@ def _apply_velocity(
             )
         return np.cumsum(durations[:row]), row
     return np.cumsum(durations), len(rows)
+
+
+def _apply_acceleration(
+    rows: np.ndarray,
+    times: np.ndarray,
+    origin: np.ndarray,
+    speed: np.ndarray,
+    limits: SafetyLimits,
+    period: float,
+    found: list[Intervention],
+    *,
+    whole: bool,
+) -> int:
+    """The first row whose speed differs from the speed before it (the first row's: ``speed``) by more than the
+    acceleration limits allow in one row period, or, when the rows are the ``whole`` chunk, the last row if it cannot
+    come to rest at its end (rows cut short end in a controlled stop instead); ``len(rows)`` if none."""
+    if not len(rows):
+        return 0
+    durations = np.diff(np.concatenate([[0.0], times]))
+    velocities = np.diff(np.vstack([origin[None, :], rows]), axis=0) / durations[:, None]
+    before = np.vstack([speed[None, :], velocities])
+    after = np.vstack([velocities, np.zeros((1, ACTION_DIM))])
+    if not whole:
+        before, after = before[:-1], after[:-1]
+    asked = np.abs(after - before) / period  # at each row's start, and the last row's end
+    over = asked > limits.acceleration * (1.0 + SPEED_TOLERANCE)
+    knots = np.flatnonzero(over.any(axis=1))
+    if not len(knots):
+        return len(rows)
+    row = min(int(knots[0]), len(rows) - 1)
+    for column in np.flatnonzero(over[knots[0]]):
+        found.append(
+            Intervention(
+                'over_acceleration',
+                row,
+                joint_name(limits, int(column)),
+                float(asked[knots[0], column]),
+                float(limits.acceleration[column]),
+            )
+        )
+    return row
 
 
 def _apply_workspace(

@@ -1,6 +1,6 @@
 """``controlled_stop``: the trajectory that brings moving arms to rest (IEC 60204-1 stop category 2), and where the
 arms were commanded to be at a moment of a trajectory already sent (``commanded_at``); ``stop_in_workspace``: the
-same, kept inside the workspace box.
+same, kept inside the workspace box; ``chunk_start``: where a new chunk starts from.
 
 A stop used to be one point at the measured position (up to ``max_state_age`` old), due one row period later: an arm
 moving at speed was commanded back to where it had been, and to a standstill within 60 ms. A controlled stop starts
@@ -19,7 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from robofollow_ros.errors import SafetyError
-from robofollow_ros.safety.command_filter import Command, MeasuredState, TcpFunction, check_row_period, hold_command
+from robofollow_ros.safety.command_filter import (
+    ChunkStart,
+    Command,
+    MeasuredState,
+    TcpFunction,
+    check_row_period,
+    hold_command,
+)
 from robofollow_ros.safety.limits import SafetyLimits
 
 STOP_SECONDS = 0.5
@@ -27,6 +34,9 @@ STOP_SECONDS = 0.5
 command horizon: the longest stop runs 0.5 s)."""
 REST_SPEED = 1e-6
 """Below this speed (rad/s, or gripper strokes/s) a joint counts as at rest."""
+FOLLOWING_WITHIN = 0.05
+"""rad (normalised units for grippers): an arm measured within this of where it was commanded to be at the
+measurement's time follows its command."""
 HARDER_STOPS = (1.0, 2.0, 4.0)
 """The decelerations ``stop_in_workspace`` tries, in multiples of the limits', to keep the TCPs in the box."""
 
@@ -58,11 +68,28 @@ def commanded_at(sent: SentCommand, now: float) -> tuple[np.ndarray, np.ndarray]
     return points[before] + velocity * (elapsed - knots[before]), velocity
 
 
+def chunk_start(sent: SentCommand | None, state: MeasuredState, *, now: float) -> ChunkStart:
+    """Where a chunk filtered at ``now`` (monotonic seconds) starts from: where the last trajectory ``sent`` commands
+    the arms to be now and how fast, while the arms follow it (the measured position within ``FOLLOWING_WITHIN`` of
+    where it commanded them to be when they were measured, ``state.age_s`` ago: a measurement lagging a moving arm
+    is not taken for where it is); else (nothing sent, an arm blocked or moved by hand) the measured position, at
+    rest. A measured state that is not 14 finite numbers is returned as it is (the filter refuses it)."""
+    measured = np.asarray(state.positions, dtype=np.float64)
+    at_rest = ChunkStart(position=measured, velocity=np.zeros_like(measured))
+    if sent is None or not (np.isfinite(measured).all() and math.isfinite(state.age_s)):
+        return at_rest
+    then, _ = commanded_at(sent, now - max(state.age_s, 0.0))
+    if then.shape != measured.shape or float(np.abs(measured - then).max()) > FOLLOWING_WITHIN:
+        return at_rest
+    position, velocity = commanded_at(sent, now)
+    return ChunkStart(position=position, velocity=velocity)
+
+
 def stop_decelerations(limits: SafetyLimits, *, stop_seconds: float = STOP_SECONDS) -> np.ndarray:
-    """Each value's deceleration (14,): its velocity limit over ``stop_seconds``."""
+    """Each value's deceleration (14,): its velocity limit over ``stop_seconds``, at most its acceleration limit."""
     if not (math.isfinite(stop_seconds) and stop_seconds > 0.0):
         raise SafetyError(f'stopping time must be a positive number of seconds, got {stop_seconds}')
-    return np.asarray(limits.velocity, dtype=np.float64) / stop_seconds
+    return np.minimum(np.asarray(limits.velocity, dtype=np.float64) / stop_seconds, limits.acceleration)
 
 
 def controlled_stop(

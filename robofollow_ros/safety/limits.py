@@ -1,9 +1,10 @@
 """``SafetyLimits``: what a real cell lets a command do, and ``Intervention``: one thing the filter changed or refused.
 
-Limits are data, built from a robot profile (or the URDF through ``SafetyLimits.for_robot``): joint position bounds
-and velocity bounds of the 14-D layout (grippers normalised, 1 open), one TCP workspace box in the world frame for
-both arms, the largest age of the measured joint state a command may start from, and the mode that decides what
-happens to a target outside its joint limits (``clamp`` it to the limit, or ``refuse`` the chunk from that row on).
+Limits are data, built from a robot profile (or the URDF through ``SafetyLimits.for_robot``): joint position,
+velocity and acceleration bounds of the 14-D layout (grippers normalised, 1 open), one TCP workspace box in the
+world frame for both arms, the largest age of the measured joint state a command may start from, and the mode
+that decides what happens to a target outside its joint limits (``clamp`` it to the limit, or ``refuse`` the chunk
+from that row on).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ InterventionKind = Literal[
     'position_refused',
     'too_fast',
     'row_stretched',
+    'over_acceleration',
     'outside_workspace',
     'rows_refused',
     'stale_state',
@@ -115,6 +117,8 @@ class SafetyLimits:
     Attributes:
         lower, upper: (14,) position bounds of the layout (radians; grippers 0..1).
         velocity: (14,) largest speed of each value (rad/s; grippers in normalised units per second).
+        acceleration: (14,) largest change of speed a command may ask of each value (rad/s^2; grippers in normalised
+            units per second squared), ``inf`` for no limit (the default: none on any value).
         workspace: the box both TCPs must stay in, or ``None`` for no workspace check.
         max_state_age_s: a measured state older than this is stale: the arms hold instead of moving.
         limit_mode: ``clamp`` or ``refuse`` (``LimitMode``).
@@ -128,6 +132,7 @@ class SafetyLimits:
     upper: np.ndarray
     velocity: np.ndarray
     workspace: WorkspaceBox | None = None
+    acceleration: np.ndarray = field(default_factory=lambda: np.full(ACTION_DIM, np.inf))
     max_state_age_s: float = 0.2
     limit_mode: LimitMode = 'refuse'
     velocity_mode: VelocityMode = 'refuse'
@@ -145,6 +150,10 @@ class SafetyLimits:
             raise SafetyError(f'safety limits: lower must be below upper, not for {self.names[column]}')
         if not (self.velocity > 0.0).all():
             raise SafetyError('safety limits: every velocity limit must be positive')
+        acceleration = np.asarray(self.acceleration, dtype=np.float64)
+        if acceleration.shape != (ACTION_DIM,) or np.isnan(acceleration).any() or not (acceleration > 0.0).all():
+            raise SafetyError(f'safety limits: acceleration needs {ACTION_DIM} positive numbers (inf: no limit)')
+        object.__setattr__(self, 'acceleration', acceleration)
         if self.limit_mode not in LIMIT_MODES:
             raise SafetyError(f'safety limits: limit_mode must be one of {LIMIT_MODES}, got {self.limit_mode!r}')
         if self.velocity_mode not in VELOCITY_MODES:
@@ -165,6 +174,7 @@ class SafetyLimits:
         *,
         workspace: WorkspaceBox | None,
         velocity_scale: float = 1.0,
+        acceleration: float | None = None,
         gripper_velocity: float | None = None,
         max_state_age_s: float = 0.2,
         limit_mode: LimitMode = 'refuse',
@@ -173,7 +183,8 @@ class SafetyLimits:
     ) -> SafetyLimits:
         """Limits from a registered robot's URDF: its joint limits, its velocity limits times ``velocity_scale``
         (a real cell usually runs well below the URDF's), the gripper speed from the finger's URDF speed and travel
-        unless ``gripper_velocity`` (normalised units per second) is given.
+        unless ``gripper_velocity`` (normalised units per second) is given; ``acceleration`` (rad/s^2) bounds every
+        arm joint (not the grippers), ``None`` none.
 
         Raises:
             SimulationError: unknown robot, or its URDF cannot be read.
@@ -199,12 +210,20 @@ class SafetyLimits:
             upper=description.state_upper(),
             velocity=velocity,
             workspace=workspace,
+            acceleration=arm_joint_values(np.inf if acceleration is None else acceleration),
             max_state_age_s=max_state_age_s,
             limit_mode=limit_mode,
             velocity_mode=velocity_mode,
             max_stretch=max_stretch,
             names=description.joint_layout.names,
         )
+
+
+def arm_joint_values(value: float) -> np.ndarray:
+    """(14,): ``value`` for every arm joint, ``inf`` for the grippers."""
+    values = np.full(ACTION_DIM, float(value))
+    values[[GRIP_INDEX[arm] for arm in ARMS]] = np.inf
+    return values
 
 
 def joint_name(limits: SafetyLimits, column: int) -> str:

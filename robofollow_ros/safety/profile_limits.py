@@ -1,6 +1,7 @@
 """The safety layer's inputs from a robot profile (``config/robots/<name>.yaml``): its limits and its TCP function.
 
-A profile states joint and velocity limits per arm in the policy's units, the workspace box, ``joint_limits``
+A profile states joint, velocity and (optionally) acceleration limits per arm in the policy's units, the workspace
+box, ``joint_limits``
 (``clamp`` or ``refuse``) and ``velocity_limits`` (``refuse`` or ``stretch``); the gripper's speed is its URDF
 finger's (the bridge may override it), the state age is an argument here. The TCP function is the URDF forward
 kinematics of the profile's robot; a profile without a robot (the Piper) has none, and its workspace box cannot be
@@ -31,7 +32,8 @@ def limits_from_profile(
     max_stretch: float = 4.0,
     gripper_velocity: float | None = None,
 ) -> SafetyLimits:
-    """The ``SafetyLimits`` a profile states: its joint and velocity limits, its workspace box, its ``joint_limits``
+    """The ``SafetyLimits`` a profile states: its joint, velocity and acceleration limits (none on the grippers: a
+    gripper's command is a target its own controller closes on at its speed), its workspace box, its ``joint_limits``
     and ``velocity_limits`` modes, and the driver's joint names (the gripper's command joint) for the interventions.
 
     ``velocity_mode`` overrides the profile's ``velocity_limits`` when given.
@@ -43,17 +45,20 @@ def limits_from_profile(
         SafetyError: a limit is not usable.
     """
     velocity = np.empty(len(profile.state_lower()))
+    acceleration = np.full(len(velocity), np.inf)
     names: list[str] = []
     for arm in ARMS:
         spec = profile.arms[arm]
         grip = GRIP_INDEX[arm]
         velocity[grip - len(spec.velocity) : grip] = spec.velocity
+        acceleration[grip - len(spec.acceleration) : grip] = spec.acceleration
         velocity[grip] = gripper_velocity if gripper_velocity is not None else _gripper_velocity(profile, arm)
         names += [*spec.joints, spec.gripper.command.joint]
     return SafetyLimits(
         lower=profile.state_lower(),
         upper=profile.state_upper(),
         velocity=velocity,
+        acceleration=acceleration,
         workspace=WorkspaceBox(lower=_point(profile.workspace_min), upper=_point(profile.workspace_max)),
         max_state_age_s=max_state_age_s,
         limit_mode=profile.joint_limits,
