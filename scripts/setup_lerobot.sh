@@ -4,7 +4,8 @@
 # LeRobot's default video decoder, torchcodec, loads the system's FFmpeg shared libraries (any of FFmpeg 4-8), so
 # they are installed too (Debian/Ubuntu as root: the distribution's `ffmpeg`, 79 packages on Debian 12); without
 # them pass video_backend='pyav' (see docs/data.md). Safe to run again.
-# Then: ROBOFOLLOW_LEROBOT_PYTHON=.venv-lerobot/bin/python scripts/test.sh test/test_data_lerobot.py
+# Then: ROBOFOLLOW_LEROBOT_PYTHON=.venv-lerobot/bin/python scripts/test.sh test/test_data_lerobot.py, and
+# robofollow eval --policy lerobot --policy-kwargs '{"path": ".../pretrained_model"}' (docs/policies.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -32,6 +33,10 @@ if ! "$VENV/bin/python" -c 'import lerobot' 2>/dev/null; then
     "$PYTHON" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     "$VENV/bin/python" -m pip install -q 'lerobot==0.4.4'
+fi
+if ! "$VENV/bin/python" -c 'import msgpack' 2>/dev/null; then
+    # --policy lerobot runs robofollow's policy host under this interpreter: its wire needs msgpack.
+    "$VENV/bin/python" -m pip install -q 'msgpack>=1.0.5'
 fi
 "$VENV/bin/python" -c 'import lerobot; print("lerobot", lerobot.__version__, "in '"$VENV"'")'
 if "$VENV/bin/python" -c 'import torchcodec.decoders' 2>/dev/null; then

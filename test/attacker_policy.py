@@ -269,7 +269,10 @@ def publish_result(self: Attacker) -> tuple[bool, str]:
             return False, f'no subscriber of /robofollow/result within {self.ros_seconds:g} s'
         message = Result()
         message.task_id = self.marker
-        publisher.publish(message)
+        # The writer can see the reader before the reader has matched the writer: one message may go nowhere.
+        for _ in range(5):
+            publisher.publish(message)
+            time.sleep(0.05)
         return True, f'published a Result to {publisher.get_subscription_count()} subscriber(s)'
 
     return with_ros(self, act)

@@ -34,6 +34,10 @@ policy refuses connections through 3 trials in a row: then the run stops (resume
 is back). --retry-errors plays the trials whose records hold a policy error again; their first
 records and files are kept in OUT/retried-<time>/.
 
+--policy lerobot --policy-kwargs '{"path": ".../pretrained_model"}' evaluates a LeRobot checkpoint in its
+own sandboxed process under the Python that has LeRobot ($ROBOFOLLOW_LEROBOT_PYTHON, else .venv-lerobot
+from scripts/setup_lerobot.sh); see docs/policies.md.
+
 --workers N runs N simulators as separate processes of this machine (with --in-process), or N graphs in
 ROS domains ROS_DOMAIN_ID+0..N-1 driven by one evaluator (over the graph); --ray [ADDRESS] runs them as
 Ray actors on a cluster (or on a Ray instance started for the run; needs `pip install .[ray]`; with
@@ -51,7 +55,11 @@ def _split(values: list[str] | None) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``robofollow eval``."""
     parser.add_argument('--in-process', action='store_true', help='simulate, act and score in this process')
-    parser.add_argument('--policy', default='expert', help='expert, blind, hold, or module:function (default expert)')
+    parser.add_argument(
+        '--policy',
+        default='expert',
+        help='expert, blind, hold, lerobot, openpi, robotwin-tcp, gr00t, or module:function (default expert)',
+    )
     parser.add_argument('--policy-kwargs', default=None, help='JSON object of keyword arguments for the policy')
     parser.add_argument('--scene', action='append', help='scene 1-4 (repeat or comma-separate; default all)')
     parser.add_argument('--level', action='append', help='level L0-L3 (repeat or comma-separate; default all)')

@@ -26,7 +26,11 @@ def _split(values: list[str] | None) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the options of ``robofollow probe``."""
-    parser.add_argument('--policy', default='expert', help='expert, blind, hold, or module:function (default expert)')
+    parser.add_argument(
+        '--policy',
+        default='expert',
+        help='expert, blind, hold, lerobot, openpi, robotwin-tcp, gr00t, or module:function (default expert)',
+    )
     parser.add_argument('--policy-kwargs', default=None, help='JSON object of keyword arguments for the policy')
     parser.add_argument('--scene', action='append', help='scene 1-4 (repeat or comma-separate; default all)')
     parser.add_argument('--config', action='append', help='training configuration, e.g. scene4_2 (default all)')

@@ -15,9 +15,11 @@ Ctrl-C and SIGTERM reach the main thread, so they stop the run cleanly however b
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -158,11 +160,17 @@ class GuardedPolicy:
         from robofollow_ros.policy.isolation.client import PolicyProcess
 
         sandbox = (self.sandbox or SandboxOptions()) if factory.isolation == 'sandbox' else None
+        if sandbox is not None and factory.readable:
+            sandbox = dataclasses.replace(sandbox, readable=(*sandbox.readable, *map(Path, factory.readable)))
         try:
-            self._process = PolicyProcess(memory_limit_mib=self.memory_limit_mib, sandbox=sandbox)
+            self._process = PolicyProcess(
+                memory_limit_mib=self.memory_limit_mib, sandbox=sandbox, interpreter=factory.interpreter
+            )
         except PolicyProcessError as error:
             raise PolicyFailure(str(error), kind='build') from error
-        request = {'name': factory.name, 'kwargs': dict(factory.kwargs), 'path': list(sys.path)}
+        # Another interpreter keeps its own path: this one's site-packages would shadow its own.
+        path = list(sys.path) if factory.interpreter is None else None
+        request = {'name': factory.name, 'kwargs': dict(factory.kwargs), 'path': path}
         built = self._remote('build', 'build', request, timeout=timeout)
         self.needs_images = bool(built.get('needs_images', True)) if isinstance(built, dict) else True
 

@@ -21,6 +21,12 @@ BUILTIN_POLICIES: dict[str, str] = {
     'robotwin-tcp': 'robofollow_ros.policy.robotwin_tcp:RobotwinTcpPolicy',
     'gr00t': 'robofollow_ros.policy.gr00t:Gr00tPolicy',
 }
+OWN_INTERPRETER_POLICIES: dict[str, str] = {
+    'lerobot': 'robofollow_ros.policy.lerobot_policy:LeRobotPolicy',
+}
+"""Built-in backends that run in their own process under another interpreter (``policy.interpreters``), in the
+policy sandbox like a ``module:function`` policy (``--trusted-policy``: in this process, which then needs their
+dependencies)."""
 PRIVILEGED_POLICIES = frozenset({'expert', 'blind'})
 """Built-in reference policies granted the task and the scene's ground-truth poses (sim only).
 
@@ -103,6 +109,8 @@ class PolicyFactory:
             runs in its own process (``isolation == 'sandbox'``), whose module this process never imports.
         kwargs: keyword arguments for every instance.
         isolation: where instances run (``Isolation``).
+        interpreter: the Python its own process runs under (``None``: the evaluator's).
+        readable: folders its process must read (a checkpoint named in ``kwargs``), shown to its sandbox.
     """
 
     name: str
@@ -110,6 +118,8 @@ class PolicyFactory:
     factory: Callable[..., Any] | None = field(repr=False, compare=False)
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     isolation: Isolation = 'trusted'
+    interpreter: str | None = None
+    readable: tuple[str, ...] = ()
 
     def build(self) -> Any:
         """A new policy instance in this process (``GuardedPolicy`` builds isolated ones in their process).
@@ -149,11 +159,12 @@ def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, truste
         PolicyError: unknown name, module not importable, (in-process) no such attribute, or a policy to sandbox
             on a machine where the sandbox cannot be made (``--trusted-policy`` is then the user's decision).
     """
-    reference = BUILTIN_POLICIES.get(name, name)
+    reference = BUILTIN_POLICIES.get(name) or OWN_INTERPRETER_POLICIES.get(name, name)
     if ':' not in reference:
-        known = ', '.join(sorted(BUILTIN_POLICIES))
+        known = ', '.join(sorted([*BUILTIN_POLICIES, *OWN_INTERPRETER_POLICIES]))
         raise PolicyError(f'unknown policy {name!r}: use one of {known} or "module:function"')
     isolation = policy_isolation(name, trusted=trusted)
+    interpreter = None
     if isolation == 'sandbox':
         from robofollow_ros.policy.isolation.sandbox import sandbox_problem
 
@@ -164,6 +175,8 @@ def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, truste
             )
         _check_findable(reference)
         factory = None
+        if name in OWN_INTERPRETER_POLICIES:
+            interpreter = _interpreter_for(name, kwargs or {})
     else:
         factory = load_reference(reference)
     return PolicyFactory(
@@ -172,7 +185,24 @@ def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, truste
         kwargs=dict(kwargs or {}),
         factory=factory,
         isolation=isolation,
+        interpreter=interpreter,
+        readable=(str((kwargs or {})['path']),) if interpreter is not None else (),
     )
+
+
+def _interpreter_for(name: str, kwargs: Mapping[str, Any]) -> str:
+    """The interpreter an ``OWN_INTERPRETER_POLICIES`` backend runs under; refuses a LeRobot policy without a path.
+
+    Raises:
+        PolicyError: no such interpreter, or no checkpoint path in the keyword arguments.
+    """
+    from robofollow_ros.policy.interpreters import lerobot_python
+
+    if not kwargs.get('path'):
+        raise PolicyError(
+            f'policy {name!r} needs its checkpoint: --policy-kwargs \'{{"path": "<.../pretrained_model>"}}\''
+        )
+    return lerobot_python()
 
 
 def make_policy(name: str, *, kwargs: Mapping[str, Any] | None = None) -> Any:

@@ -27,7 +27,7 @@ import numpy as np
 from robofollow_ros.errors import PolicyChunkError, PolicyError, PolicyProcessError, PolicyRaisedError
 from robofollow_ros.policy.isolation.network import OuterRelay
 from robofollow_ros.policy.isolation.output_log import OutputLog, log_path_in
-from robofollow_ros.policy.isolation.sandbox import SandboxOptions, bwrap_command, bwrap_environment
+from robofollow_ros.policy.isolation.sandbox import SandboxOptions, bwrap_command, bwrap_environment, package_root
 from robofollow_ros.policy.isolation.shared_images import SharedImages
 from robofollow_ros.policy.isolation.transport import Channel, FrameTooLarge
 
@@ -55,6 +55,17 @@ def exit_description(returncode: int | None, *, sandboxed: bool = False) -> str:
     return f'exit code {returncode}'
 
 
+def host_command(interpreter: str | None) -> list[str]:
+    """How to start the policy host: ``python -m`` here, or under another interpreter with this package's folder
+    first on its path (its own site-packages stay its own)."""
+    if interpreter is None:
+        return [sys.executable, '-m', HOST_MODULE]
+    bootstrap = (
+        f'import sys; sys.path.insert(0, {str(package_root())!r}); from {HOST_MODULE} import main; sys.exit(main())'
+    )
+    return [interpreter, '-c', bootstrap]
+
+
 class PolicyProcess:
     """One user policy in its own process.
 
@@ -62,12 +73,16 @@ class PolicyProcess:
         memory_limit_mib: the cap on each of its processes' address space in MiB (0: none); see
             ``host.limit_memory``.
         sandbox: the sandbox to run it in (``None``: a plain child process, with none of the sandbox's walls).
+        interpreter: the Python to run it under (``None``: this one); another interpreter keeps its own
+            ``sys.path``, with this package's folder put first.
 
     Raises:
         PolicyProcessError: the interpreter (or its sandbox) cannot be started.
     """
 
-    def __init__(self, *, memory_limit_mib: int, sandbox: SandboxOptions | None) -> None:
+    def __init__(
+        self, *, memory_limit_mib: int, sandbox: SandboxOptions | None, interpreter: str | None = None
+    ) -> None:
         self.memory_limit_mib = memory_limit_mib
         self.sandboxed = sandbox is not None
         self.images = SharedImages()
@@ -76,9 +91,7 @@ class PolicyProcess:
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         command = [
-            sys.executable,
-            '-m',
-            HOST_MODULE,
+            *host_command(interpreter),
             f'--requests={request_read}',
             f'--replies={reply_write}',
             f'--images={self.images.fd}',
@@ -89,7 +102,8 @@ class PolicyProcess:
             command.append(f'--relay={self.relay.port}:{self.relay.socket_path}')
         if sandbox is not None:
             relay_dir = None if self.relay is None else self.relay.folder
-            command = bwrap_command(command, options=sandbox, search_path=sys.path, relay_dir=relay_dir)
+            search_path = [*sys.path, str(package_root())]
+            command = bwrap_command(command, options=sandbox, search_path=search_path, relay_dir=relay_dir)
         passed = (request_read, reply_write, *((self.images.fd,) if self.images.fd >= 0 else ()))
         try:
             self.process = subprocess.Popen(

@@ -59,12 +59,14 @@ class SandboxOptions:
             keeps what the policy writes from one process to the next: caches); ``None``: the private ``/tmp``.
         network: ``host:port`` the policy may open TCP connections to (``--policy-network``), reached from
             inside the sandbox at ``127.0.0.1:port``; ``None``: no network at all.
+        readable: folders the policy must read (a checkpoint), bound back read-only where a tmpfs covered them.
     """
 
     log_dir: Path | None = None
     hidden: tuple[Path, ...] = ()
     scratch: Path | None = None
     network: str | None = None
+    readable: tuple[Path, ...] = ()
 
 
 def check_sandbox_options(options: SandboxOptions) -> None:
@@ -189,6 +191,9 @@ def bwrap_command(
             arguments += ['--perms', '1777', '--size', str(size << 20), '--tmpfs', covered]
     for code in _code_folders(search_path, cwd):
         arguments += ['--ro-bind-try', str(code), str(code)]
+    for folder in (Path(path).resolve() for path in options.readable):
+        if _within(folder, COVERED):
+            arguments += ['--ro-bind-try', str(folder), str(folder)]
     if relay_dir is not None:
         arguments += ['--ro-bind', str(relay_dir), str(relay_dir)]
     home = '/tmp'

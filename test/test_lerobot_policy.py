@@ -1,0 +1,203 @@
+"""``--policy lerobot`` (issue 31): a LeRobot checkpoint evaluated in its own process under the interpreter that has
+LeRobot. Feature fitting and the other-interpreter host run everywhere; the end-to-end tests (a checkpoint trained
+here by ``lerobot-train`` on our own export, evaluated by ``robofollow eval``) run where ``.venv-lerobot`` exists
+(``scripts/setup_lerobot.sh``) or ``ROBOFOLLOW_LEROBOT_PYTHON`` names a Python with LeRobot."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from robofollow_ros.errors import PolicyError
+from robofollow_ros.evaluation.guard import GuardedPolicy
+from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
+from robofollow_ros.policy.interpreters import LEROBOT_PYTHON_ENV, lerobot_python, package_root
+from robofollow_ros.policy.isolation.sandbox import sandbox_problem
+from robofollow_ros.policy.lerobot_policy import check_features
+from robofollow_ros.policy.observation import Observation
+from robofollow_ros.state_layout import CAMERAS
+
+
+def feature(kind: str, *shape: int) -> SimpleNamespace:
+    return SimpleNamespace(type=kind, shape=shape)
+
+
+def config(**changes: object) -> SimpleNamespace:
+    """A LeRobot policy config's features as our LeRobot export makes them, changed by ``changes``."""
+    inputs = {f'observation.images.{camera}': feature('VISUAL', 3, 240, 320) for camera in CAMERAS}
+    inputs['observation.state'] = feature('STATE', 14)
+    features = {'input_features': inputs, 'output_features': {'action': feature('ACTION', 14)}}
+    for name, value in changes.items():
+        group, _, key = name.partition(':')
+        if value is None:
+            del features[group][key]
+        else:
+            features[group][key] = value
+    return SimpleNamespace(**features)
+
+
+def test_a_checkpoint_of_our_export_maps_every_camera_by_name():
+    assert check_features(config(), cameras=None) == {f'observation.images.{c}': c for c in CAMERAS}
+
+
+@pytest.mark.parametrize(
+    ('changes', 'cameras', 'message'),
+    [
+        ({'input_features:observation.images.top': feature('VISUAL', 3, 480, 640)}, None, "'observation.images.top'"),
+        ({}, {'cam_high': 'cam_top'}, "'observation.images.cam_high' has no camera here"),
+        ({'input_features:observation.state': feature('STATE', 7)}, None, "'observation.state' has shape (7,)"),
+        ({'output_features:action': feature('ACTION', 7)}, None, "'action' has shape (7,)"),
+        ({'output_features:action': None}, None, "'action' has shape None"),
+        (
+            {'input_features:observation.environment_state': feature('ENV', 6)},
+            None,
+            "'observation.environment_state' (ENV) is not something robofollow observes",
+        ),
+    ],
+)
+def test_a_checkpoint_whose_features_do_not_fit_is_refused_naming_the_feature(changes, cameras, message):
+    with pytest.raises(PolicyError, match='LeRobot checkpoint') as raised:
+        check_features(config(**changes), cameras=cameras)
+    assert message in str(raised.value) and '\n' not in str(raised.value)
+
+
+def test_other_camera_names_map_to_ours():
+    renamed = config(
+        **{
+            'input_features:observation.images.cam_high': None,
+            'input_features:observation.images.top': feature('VISUAL', 3, 240, 320),
+        }
+    )
+    mapping = check_features(renamed, cameras={'top': 'cam_high'})
+    assert mapping['observation.images.top'] == 'cam_high'
+
+
+def test_the_backend_needs_a_checkpoint_and_an_interpreter_with_lerobot(monkeypatch, tmp_path):
+    if sandbox_problem() is not None:
+        pytest.skip(f'no sandbox here: {sandbox_problem()}')
+    with pytest.raises(PolicyError, match=r'needs its checkpoint: --policy-kwargs'):
+        resolve_policy('lerobot')
+    monkeypatch.setenv(LEROBOT_PYTHON_ENV, str(tmp_path / 'python'))
+    with pytest.raises(PolicyError, match=f'{LEROBOT_PYTHON_ENV}=.* is not a Python interpreter'):
+        resolve_policy('lerobot', kwargs={'path': str(tmp_path)})
+    monkeypatch.setenv(LEROBOT_PYTHON_ENV, sys.executable)
+    factory = resolve_policy('lerobot', kwargs={'path': str(tmp_path)})
+    assert (factory.isolation, factory.interpreter, factory.factory) == ('sandbox', sys.executable, None)
+    in_process = resolve_policy('lerobot', kwargs={'path': str(tmp_path)}, trusted=True)
+    assert in_process.isolation == 'trusted' and in_process.interpreter is None
+
+
+@pytest.mark.parametrize('isolation', ['process', 'sandbox'])
+def test_a_policy_host_started_under_a_named_interpreter_answers(isolation):
+    if isolation == 'sandbox' and sandbox_problem() is not None:
+        pytest.skip(f'no sandbox here: {sandbox_problem()}')
+    # Started as another interpreter is (``host_command``: this package's folder put on its own path), not told
+    # the evaluator's path.
+    guarded = GuardedPolicy(
+        PolicyFactory(name='hold', privileged=False, factory=None, isolation=isolation, interpreter=sys.executable)
+    )
+    try:
+        guarded.reset()
+        guarded.set_instruction('hold still')
+        state = np.linspace(-0.5, 0.5, 14, dtype=np.float32)
+        chunk = guarded.predict(Observation(images={}, state=state), max_rows=50)
+        np.testing.assert_array_equal(chunk[0], state)
+        assert guarded.pid is not None and guarded.pid != os.getpid()
+    finally:
+        guarded.close()
+
+
+def test_the_host_command_puts_the_package_folder_first_on_another_interpreters_path():
+    from robofollow_ros.policy.isolation.client import HOST_MODULE, host_command
+
+    assert host_command(None) == [sys.executable, '-m', HOST_MODULE]
+    python, flag, bootstrap = host_command('/opt/other/bin/python')
+    assert (python, flag) == ('/opt/other/bin/python', '-c')
+    assert f'sys.path.insert(0, {str(package_root())!r})' in bootstrap and HOST_MODULE in bootstrap
+
+
+# --- with LeRobot ---------------------------------------------------------------------------------------------
+
+
+def lerobot_interpreter() -> str:
+    try:
+        python = lerobot_python()
+    except PolicyError as error:
+        pytest.skip(str(error))
+    found = subprocess.run([python, '-c', 'import lerobot'], capture_output=True, check=False)
+    if found.returncode != 0:
+        pytest.skip(f'{python} has no LeRobot')
+    return python
+
+
+@pytest.fixture(scope='module')
+def checkpoint(tmp_path_factory) -> Path:
+    """An ACT checkpoint trained two steps by ``lerobot-train`` on two demonstrations exported here."""
+    python = lerobot_interpreter()
+    folder = tmp_path_factory.mktemp('lerobot_loop')
+    env = {**os.environ, 'MUJOCO_GL': os.environ.get('MUJOCO_GL', 'egl'), 'HF_HUB_OFFLINE': '1'}
+    collect = [sys.executable, '-m', 'robofollow_ros', 'collect', '--labels', 'pickup_yellow_block_1_left']
+    collect += ['--episodes', '2', '--image-size', '64x48', '--out', str(folder / 'demos'), '--format', 'lerobot']
+    subprocess.run([*collect, '--quiet'], check=True, env=env, cwd=folder, timeout=600)
+    train = [str(Path(python).parent / 'lerobot-train'), '--dataset.repo_id=robofollow/demos']
+    train += [f'--dataset.root={folder / "demos" / "lerobot"}', '--policy.type=act', '--policy.device=cpu']
+    train += ['--policy.push_to_hub=false', '--policy.pretrained_backbone_weights=null', '--policy.chunk_size=20']
+    train += ['--policy.n_action_steps=20', '--policy.dim_model=64', '--policy.dim_feedforward=128']
+    train += [f'--output_dir={folder / "train"}', '--steps=2', '--batch_size=2', '--save_freq=2']
+    train += ['--wandb.enable=false', '--num_workers=0']
+    done = subprocess.run(train, env=env, cwd=folder, timeout=900, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder / 'train' / 'checkpoints' / '000002' / 'pretrained_model'
+
+
+def test_the_adapter_returns_the_policys_own_chunk_unnormalised(checkpoint):
+    python = lerobot_interpreter()
+    script = f"""
+import json, sys
+import numpy as np, torch
+sys.path.insert(0, {str(package_root())!r})
+from robofollow_ros.policy.lerobot_policy import LeRobotPolicy
+from robofollow_ros.policy.observation import Observation
+rng = np.random.default_rng(0)
+cameras = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+images = {{c: rng.integers(0, 256, (48, 64, 3), dtype=np.uint8) for c in cameras}}
+observation = Observation(images=images, state=rng.uniform(-1, 1, 14).astype(np.float32))
+policy = LeRobotPolicy({str(checkpoint)!r})
+policy.reset(); policy.set_instruction('pick up the block')
+chunk = policy.predict(observation)
+policy.reset()
+batch = policy.preprocess(policy.inputs(observation))
+with torch.inference_mode():
+    own = policy.policy.predict_action_chunk(batch)[0]
+    own = torch.stack([policy.postprocess(row[None]).reshape(-1) for row in own]).numpy()
+print(json.dumps({{'shape': list(chunk.shape), 'difference': float(np.abs(chunk - own[: len(chunk)]).max()),
+                  'spread': float(chunk.std(axis=0).max())}}))
+"""
+    done = subprocess.run([python, '-c', script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result['shape'] == [20, 14]  # n_action_steps rows, 14 values
+    assert result['difference'] < 1e-5 and result['spread'] > 0.0
+
+
+def test_robofollow_eval_runs_the_checkpoint_in_the_sandbox(checkpoint, tmp_path):
+    if sandbox_problem() is not None:
+        pytest.skip(f'no sandbox here: {sandbox_problem()}')
+    out = tmp_path / 'run'
+    command = [sys.executable, '-m', 'robofollow_ros', 'eval', '--in-process', '--policy', 'lerobot']
+    command += ['--policy-kwargs', json.dumps({'path': str(checkpoint)}), '--level', 'L0']
+    command += ['--tasks', 'pickup_yellow_block_1_left', '--out', str(out)]
+    env = {**os.environ, 'MUJOCO_GL': os.environ.get('MUJOCO_GL', 'egl'), LEROBOT_PYTHON_ENV: lerobot_interpreter()}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (record,) = [json.loads(line) for line in (out / 'results.jsonl').read_text().splitlines()]
+    assert record['policy'] == 'lerobot' and record['isolation'] == 'sandbox'
+    assert record['policy_error'] is None and record['queries'] == 10
+    assert record['executed_rows'] == 10 * 20  # the checkpoint's 20 actions per query, images scaled to 64x48
