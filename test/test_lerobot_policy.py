@@ -83,13 +83,15 @@ def test_the_backend_needs_a_checkpoint_and_an_interpreter_with_lerobot(monkeypa
     if sandbox_problem() is not None:
         pytest.skip(f'no sandbox here: {sandbox_problem()}')
     with pytest.raises(PolicyError, match=r'needs its checkpoint: --policy-kwargs'):
-        resolve_policy('lerobot')
+        resolve_policy('lerobot', kwargs={})
     monkeypatch.setenv(LEROBOT_PYTHON_ENV, str(tmp_path / 'python'))
     with pytest.raises(PolicyError, match=f'{LEROBOT_PYTHON_ENV}=.* is not a Python interpreter'):
         resolve_policy('lerobot', kwargs={'path': str(tmp_path)})
     monkeypatch.setenv(LEROBOT_PYTHON_ENV, sys.executable)
     factory = resolve_policy('lerobot', kwargs={'path': str(tmp_path)})
     assert (factory.isolation, factory.interpreter, factory.factory) == ('sandbox', sys.executable, None)
+    assert factory.readable == (str(tmp_path),)  # shown to the sandbox
+    assert resolve_policy('lerobot').interpreter == sys.executable  # looked up only (the graph's evaluator)
     in_process = resolve_policy('lerobot', kwargs={'path': str(tmp_path)}, trusted=True)
     assert in_process.isolation == 'trusted' and in_process.interpreter is None
 

@@ -176,7 +176,7 @@ def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, truste
         _check_findable(reference)
         factory = None
         if name in OWN_INTERPRETER_POLICIES:
-            interpreter = _interpreter_for(name, kwargs or {})
+            interpreter = _interpreter_for(name, kwargs)
     else:
         factory = load_reference(reference)
     return PolicyFactory(
@@ -186,19 +186,20 @@ def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, truste
         factory=factory,
         isolation=isolation,
         interpreter=interpreter,
-        readable=(str((kwargs or {})['path']),) if interpreter is not None else (),
+        readable=(str(kwargs['path']),) if interpreter is not None and kwargs and kwargs.get('path') else (),
     )
 
 
-def _interpreter_for(name: str, kwargs: Mapping[str, Any]) -> str:
-    """The interpreter an ``OWN_INTERPRETER_POLICIES`` backend runs under; refuses a LeRobot policy without a path.
+def _interpreter_for(name: str, kwargs: Mapping[str, Any] | None) -> str:
+    """The interpreter an ``OWN_INTERPRETER_POLICIES`` backend runs under; refuses keyword arguments without the
+    checkpoint's path (``None``: only looked up, nothing will be built from them).
 
     Raises:
         PolicyError: no such interpreter, or no checkpoint path in the keyword arguments.
     """
     from robofollow_ros.policy.interpreters import lerobot_python
 
-    if not kwargs.get('path'):
+    if kwargs is not None and not kwargs.get('path'):
         raise PolicyError(
             f'policy {name!r} needs its checkpoint: --policy-kwargs \'{{"path": "<.../pretrained_model>"}}\''
         )
