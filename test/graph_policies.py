@@ -56,9 +56,21 @@ def _out_of_limits(state: np.ndarray) -> np.ndarray:
     return chunk
 
 
+def _grippers_overshooting(state: np.ndarray) -> np.ndarray:
+    chunk = np.tile(state, (10, 1))
+    chunk[:, 6] = 1.12  # more than fully open, as a regressed gripper command asks
+    chunk[:, 13] = -0.05  # a little more than closed
+    return chunk
+
+
 def nan_policy() -> _Scripted:
     """A NaN in the first chunk."""
     return _Scripted([_nan])
+
+
+def grippers_overshooting() -> _Scripted:
+    """Grippers asked a little past fully open and closed, every chunk."""
+    return _Scripted([_grippers_overshooting] * 10)
 
 
 def hold_then_out_of_limits() -> _Scripted:

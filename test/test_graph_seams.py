@@ -20,7 +20,6 @@ from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.errors import EpisodeSpecError, GraphError, LayoutError, PolicyError, TrajectoryError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.graph.clock import SimClock
 from robofollow_ros.graph.declaration import graph_environment, graph_instances, load_graph
 from robofollow_ros.graph.domains import base_domain, graph_domains
@@ -47,6 +46,7 @@ from robofollow_ros.ros.protocol import (
     spec_from_message,
     spec_message,
 )
+from robofollow_ros.safety.chunk_limits import ChunkLimits
 from robofollow_ros.state_layout import GENERIC_LAYOUT, JointLayout, find_layout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +102,7 @@ def test_name_lists_and_layouts_import_without_mujoco() -> None:
     code = (
         'import sys; import robofollow_ros.robot.description as r, robofollow_ros.bags, '
         'robofollow_ros.referee.builder, '
-        'robofollow_ros.evaluation.environment, robofollow_ros.graph.chunk_limits; '
+        'robofollow_ros.evaluation.environment, robofollow_ros.safety.chunk_limits; '
         'r.known_joint_layouts(); assert "mujoco" not in sys.modules, "mujoco imported"'
     )
     subprocess.run([sys.executable, '-c', code], check=True)

@@ -13,8 +13,8 @@ import pytest
 from safety_support import ROW
 
 from robofollow_ros.errors import SafetyError
-from robofollow_ros.graph.chunk_limits import GripperReach
 from robofollow_ros.robot.profiles import load_profile, profile_names
+from robofollow_ros.safety.chunk_limits import GripperReach
 from robofollow_ros.safety.command_filter import MeasuredState, filter_chunk
 from robofollow_ros.safety.limits import SafetyLimits
 from robofollow_ros.safety.profile_limits import DEFAULT_GRIPPER_VELOCITY, limits_from_profile, profile_tcp

@@ -19,11 +19,13 @@ from robofollow_ros.evaluation.dispatch import TrialQueue, new_binding, run_pool
 from robofollow_ros.evaluation.episode import run_episode
 from robofollow_ros.evaluation.guard import GuardedPolicy, PolicyFailure
 from robofollow_ros.evaluation.identity import RunIdentity
+from robofollow_ros.evaluation.limited_policy import LimitedPolicy
 from robofollow_ros.evaluation.options import SuiteOptions
 from robofollow_ros.evaluation.records import Trial, build_failure_record, make_record
 from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
 from robofollow_ros.policy.isolation.sandbox import SandboxOptions, protect_this_process
 from robofollow_ros.referee.trajectory import Trajectory
+from robofollow_ros.safety.chunk_limits import DEFAULT_MAX_ROW_STEP, ChunkLimits
 
 WALL_CLOCK_FIELDS = frozenset({'wall_seconds'})
 """Record fields that measure wall-clock time; every other field is the same wherever a trial runs."""
@@ -40,24 +42,41 @@ class TrialResult:
 
 
 class PolicySlot:
-    """Holds the current policy instance; builds a fresh one when there is none or it was abandoned."""
+    """Holds the current policy instance; builds a fresh one when there is none or it was abandoned. With ``limits``
+    its chunks are checked as the graph's policy bridge checks them (``LimitedPolicy``)."""
 
     def __init__(
-        self, factory: PolicyFactory, *, timeout: float, memory_limit_mib: int, sandbox: SandboxOptions | None = None
+        self,
+        factory: PolicyFactory,
+        *,
+        timeout: float,
+        memory_limit_mib: int,
+        sandbox: SandboxOptions | None = None,
+        limits: ChunkLimits | None = None,
     ) -> None:
         self.factory = factory
         self.timeout = timeout
         self.memory_limit_mib = memory_limit_mib
         self.sandbox = sandbox
+        self.limits = limits
         self.policy: GuardedPolicy | None = None
 
     def get(self) -> GuardedPolicy:
         """The live instance, built on first use or after the previous one was abandoned."""
         if self.policy is None or self.policy.abandoned:
             self.close()
-            self.policy = GuardedPolicy(
-                self.factory, timeout=self.timeout, memory_limit_mib=self.memory_limit_mib, sandbox=self.sandbox
-            )
+            if self.limits is None:
+                self.policy = GuardedPolicy(
+                    self.factory, timeout=self.timeout, memory_limit_mib=self.memory_limit_mib, sandbox=self.sandbox
+                )
+            else:
+                self.policy = LimitedPolicy(
+                    self.factory,
+                    limits=self.limits,
+                    timeout=self.timeout,
+                    memory_limit_mib=self.memory_limit_mib,
+                    sandbox=self.sandbox,
+                )
         return self.policy
 
     def close(self) -> str | None:
@@ -101,6 +120,7 @@ class TrialRunner:
             timeout=self.options.query_timeout,
             memory_limit_mib=self.options.policy_memory_limit,
             sandbox=self.options.sandbox(),
+            limits=ChunkLimits.for_robot(self.options.robot, max_row_step=DEFAULT_MAX_ROW_STEP),
         )
 
     def rebind(self, policy_kwargs: dict[str, Any] | None) -> str | None:

@@ -40,7 +40,7 @@ from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, DEFAULT_QUERY_TIMEOUT, PolicyFailure
-from robofollow_ros.graph.chunk_limits import ChunkLimits
+from robofollow_ros.evaluation.limited_policy import LimitedPolicy
 from robofollow_ros.policy.factory import parse_policy_kwargs, resolve_policy
 from robofollow_ros.policy.isolation.output_log import LOG_FOLDER
 from robofollow_ros.policy.isolation.sandbox import SandboxOptions, check_sandbox_options, protect_this_process
@@ -50,7 +50,6 @@ from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.environment import RosEnvironment
-from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.matching import every_reader_matched
 from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
@@ -73,6 +72,7 @@ from robofollow_ros.ros.trajectory_cdr import (
     trajectory_digest,
     warm_trajectory_codec,
 )
+from robofollow_ros.safety.chunk_limits import DEFAULT_MAX_ROW_STEP, ChunkLimits
 from robofollow_ros.sim.constants import ROW_SECONDS
 from robofollow_ros.state_layout import CAMERAS
 
@@ -172,7 +172,7 @@ class PolicyBridge(Node):
         row_step = param(
             self,
             'max_row_step',
-            0.5,
+            DEFAULT_MAX_ROW_STEP,
             description='largest joint step between two rows, rad',
             minimum=0.001,
             maximum=6.3,

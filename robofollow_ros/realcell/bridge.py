@@ -20,7 +20,6 @@ from robofollow_ros.errors import MotionStoppedError, PoseMissingError, RoboFoll
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import PolicyFailure
-from robofollow_ros.graph.chunk_limits import ChunkLimits, GripperReach
 from robofollow_ros.realcell.environment import RealTimeEnvironment, WatchedPolicy
 from robofollow_ros.realcell.gripper_modes import GripperModes
 from robofollow_ros.realcell.safe_motion import MotionSettings, SafeMotion
@@ -30,6 +29,7 @@ from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import EpisodeEnd
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
 from robofollow_ros.ros.shutdown import STOP
+from robofollow_ros.safety.chunk_limits import ChunkLimits, GripperReach
 from robofollow_ros.state_layout import GRIP_INDEX
 
 RUNTIMES = ('sim', 'real')

@@ -24,12 +24,12 @@ from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import GraphError, MotionStoppedError, PoseMissingError
+from robofollow_ros.evaluation.limited_policy import LimitedPolicy
 from robofollow_ros.realcell.safe_motion import SafeMotion
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros.environment import GraphEpisode
-from robofollow_ros.ros.limited_policy import LimitedPolicy
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import StatusEvent
 from robofollow_ros.safety.limits import Intervention

@@ -1,13 +1,19 @@
-"""``ChunkLimits``: what the policy bridge checks before any row of a chunk reaches an arm.
+"""``ChunkLimits``: what is checked of a chunk before any row of it reaches an arm, in simulation and on a real cell.
 
-Beyond shape and finiteness (``policy.base.validate_chunk``): every target inside the joint limits (grippers in
-[0, 1]) and no row more than ``max_row_step`` away from the row before it (the first row from the current state),
-so that a wild chunk is rejected whole instead of being clipped or slowed down by the executor.
+Beyond shape and finiteness (``policy.base.validate_chunk``): every arm target inside the joint limits and no row
+more than ``max_row_step`` away from the row before it (the first row from the current state), so that a wild
+chunk is rejected whole instead of being clipped or slowed down by the executor. Gripper targets are clamped into
+[0, 1] (``clamp_grippers``), not refused: a learned policy's regressed gripper command overshoots fully open or
+closed by a few hundredths to tenths (an ACT trained here asked 1.12), which the simulated gripper's actuator range
+clamps anyway and a real gripper's end stops do.
 
-That is the simulated graph's check. In real mode the bridge's safety filter (``safety.command_filter``) judges
-joint limits (by the profile's ``joint_limits``: clamp or refuse) and speeds (by the profile's velocity limits and
-``velocity_limits``: refuse or stretch), so ``ChunkLimits.for_real_cell`` checks nothing beyond shape and
-finiteness; what it adds is ``GripperReach``: a gripper command moved towards its target at the gripper's speed.
+That is the simulation's check, the same in the graph's policy bridge and in-process (``evaluation.runner``), so
+that a chunk's fate does not depend on where the trial runs.
+
+In real mode the bridge's safety filter (``safety.command_filter``) judges joint limits (by the profile's
+``joint_limits``: clamp or refuse) and speeds (by the profile's velocity limits and ``velocity_limits``: refuse or
+stretch), so ``ChunkLimits.for_real_cell`` checks nothing beyond shape and finiteness; what it adds is
+``GripperReach``: a gripper command moved towards its target at the gripper's speed.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from robofollow_ros.errors import PolicyError
 from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 
 LIMIT_TOLERANCE = 1e-6
+DEFAULT_MAX_ROW_STEP = 0.5
+"""rad: the largest step of a joint between two rows (the policy bridge's ``max_row_step`` parameter)."""
+GRIP_COLUMNS = np.array(sorted(GRIP_INDEX.values()))
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,7 @@ class ChunkLimits:
         max_row_step: (14,) largest allowed change of each value from one row to the next (infinite: none).
         names: (14,) joint names used in messages (the robot's URDF names).
         gripper_reach: in real mode, how a gripper command is moved towards its target (``shape``); None: as it is.
+        clamp_grippers: gripper targets outside their bounds are clamped into them (``shape``), not refused.
     """
 
     lower: np.ndarray
@@ -78,6 +88,7 @@ class ChunkLimits:
     max_row_step: np.ndarray
     names: tuple[str, ...]
     gripper_reach: GripperReach | None = None
+    clamp_grippers: bool = False
 
     @classmethod
     def for_robot(cls, robot: str, *, max_row_step: float, max_gripper_step: float = 1.0) -> ChunkLimits:
@@ -98,6 +109,7 @@ class ChunkLimits:
             upper=description.state_upper(),
             max_row_step=step,
             names=description.joint_layout.names,
+            clamp_grippers=True,
         )
 
     @classmethod
@@ -113,12 +125,22 @@ class ChunkLimits:
         )
 
     def shape(self, chunk: np.ndarray, state: np.ndarray) -> np.ndarray:
-        """The chunk to execute: ``chunk`` itself, or with its gripper columns moved by ``gripper_reach``."""
-        return chunk if self.gripper_reach is None else self.gripper_reach.apply(chunk, state)
+        """The chunk to execute: ``chunk`` itself, with its gripper columns clamped (``clamp_grippers``) or moved by
+        ``gripper_reach``."""
+        if self.gripper_reach is not None:
+            return self.gripper_reach.apply(chunk, state)
+        return self.clamped(chunk) if self.clamp_grippers else chunk
+
+    def clamped(self, chunk: np.ndarray) -> np.ndarray:
+        """``chunk`` with its gripper columns clamped into their bounds (the dtype kept)."""
+        rows = np.array(chunk)
+        rows[:, GRIP_COLUMNS] = np.clip(rows[:, GRIP_COLUMNS], self.lower[GRIP_COLUMNS], self.upper[GRIP_COLUMNS])
+        return rows
 
     def check(self, chunk: np.ndarray, state: np.ndarray) -> None:
-        """Raise ``PolicyError`` naming the first violation of ``chunk`` (T, 14) starting from ``state`` (14,)."""
-        rows = np.asarray(chunk, dtype=np.float64)
+        """Raise ``PolicyError`` naming the first violation of ``chunk`` (T, 14) starting from ``state`` (14,) (its
+        grippers as ``shape`` clamps them)."""
+        rows = np.asarray(self.clamped(chunk) if self.clamp_grippers else chunk, dtype=np.float64)
         below = rows < self.lower - LIMIT_TOLERANCE
         above = rows > self.upper + LIMIT_TOLERANCE
         if below.any() or above.any():

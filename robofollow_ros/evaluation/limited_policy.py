@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB, GuardedPolicy, PolicyFailure
-from robofollow_ros.graph.chunk_limits import ChunkLimits
 from robofollow_ros.policy.factory import PolicyFactory
 from robofollow_ros.policy.isolation.sandbox import SandboxOptions
+from robofollow_ros.safety.chunk_limits import ChunkLimits
 
 
 class LimitedPolicy(GuardedPolicy):
