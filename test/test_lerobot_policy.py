@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from robofollow_ros.cli import main
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.evaluation.guard import GuardedPolicy
 from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
@@ -203,3 +204,5 @@ def test_robofollow_eval_runs_the_checkpoint_in_the_sandbox(checkpoint, tmp_path
     assert record['policy'] == 'lerobot' and record['isolation'] == 'sandbox'
     assert record['policy_error'] is None and record['queries'] == 10
     assert record['executed_rows'] == 10 * 20  # the checkpoint's 20 actions per query, images scaled to 64x48
+    assert main(['report', str(out / 'results.jsonl'), '--out', str(tmp_path / 'report')]) == 0
+    assert (tmp_path / 'report' / 'summary.md').is_file()
