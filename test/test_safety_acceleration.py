@@ -78,10 +78,10 @@ def test_a_whole_chunk_whose_last_row_is_too_fast_to_stop_on_refuses_that_row():
 
 
 def test_rows_cut_short_by_another_rule_are_not_judged_at_their_end():
-    chunk = ramp_up(4)
-    chunk[3, 0] += 10.0  # beyond the waist's limit: refused from row 3 on, the caller's controlled stop follows
+    chunk = ramp_up(5)  # speeds of 1, 2, 3, 4 steps a row: the last too fast to stop on
+    chunk[4, 0] += 10.0  # beyond the waist's limit: refused from row 4 on, the caller's controlled stop follows
     decision = filter_chunk(chunk, state=home(), limits=limits(), row_period_s=ROW, tcp=tcp)
-    assert decision.rows_sent == 3 and accelerations(decision) == []
+    assert decision.rows_sent == 4 and accelerations(decision) == []
 
 
 def test_a_speed_change_exactly_at_the_limit_passes():
@@ -116,6 +116,15 @@ def test_the_first_row_is_judged_from_the_start_not_the_measured_state():
     assert going_on.untouched, going_on.summary()
     from_the_measurement = filter_chunk(chunk, state=lagging, limits=limits(), row_period_s=ROW, tcp=tcp)
     assert from_the_measurement.held  # 0.2 rad + a row in one row: too fast, from rest
+    with pytest.raises(SafetyError, match='chunk start: position needs 14 finite numbers'):
+        filter_chunk(
+            chunk,
+            state=lagging,
+            limits=limits(),
+            row_period_s=ROW,
+            tcp=tcp,
+            start=dataclasses.replace(start, position=np.zeros(13)),
+        )
     with pytest.raises(SafetyError, match='chunk start: velocity'):
         filter_chunk(
             chunk,
@@ -157,6 +166,21 @@ def test_an_arm_off_its_command_or_with_nothing_sent_starts_where_it_is_measured
         assert not start.velocity.any()
 
 
+def test_a_measurement_of_unknown_age_is_not_taken_for_a_following_arm():
+    sent = sent_ramp(1.0, seconds=1.2)
+    start = chunk_start(sent, MeasuredState(home().positions, age_s=float('inf')), now=100.6)
+    np.testing.assert_array_equal(start.position, home().positions)  # where it is measured, though the ramp began there
+    assert not start.velocity.any()
+
+
+def test_an_arm_exactly_following_within_the_tolerance_follows():
+    sent = sent_ramp(1.0, seconds=0.6)  # ended: commanded at rest on its last row
+    measured = np.asarray(sent.command.positions[-1]).copy()
+    measured[3] = FOLLOWING_WITHIN  # commanded 0.0 there: off by exactly the tolerance
+    start = chunk_start(sent, MeasuredState(measured, age_s=0.05), now=101.0)
+    np.testing.assert_array_equal(start.position, sent.command.positions[-1])
+
+
 def test_after_its_last_row_the_commanded_arm_is_at_rest_on_it():
     sent = sent_ramp(1.0, seconds=0.6)
     measured = home().positions.copy()
@@ -183,3 +207,7 @@ def test_a_profile_states_acceleration_limits_or_none_and_bad_ones_are_refused_i
         parse_profile(data, path=tmp_path / 'p.yaml')
     with pytest.raises(SafetyError, match='acceleration needs 14 positive numbers'):
         aloha_limits(acceleration=np.zeros(14))
+    with pytest.raises(SafetyError, match='acceleration needs 14 positive numbers'):
+        aloha_limits(acceleration=np.ones(3))
+    gentle = aloha_limits(acceleration=[0.5] * 14)
+    assert isinstance(gentle.acceleration, np.ndarray) and (gentle.acceleration == 0.5).all()

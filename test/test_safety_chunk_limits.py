@@ -18,6 +18,7 @@ from robofollow_ros.safety.chunk_limits import (
 )
 
 LIMITS = ChunkLimits.for_robot('aloha', max_row_step=DEFAULT_MAX_ROW_STEP)
+"""For reading; every test that checks ``for_robot`` itself builds its own (mutation testing imports this once)."""
 HOME = home_state('aloha')
 
 
@@ -27,11 +28,26 @@ def steady(rows: int = 4) -> np.ndarray:
 
 def test_the_limits_are_the_urdfs_with_one_step_per_joint_and_a_full_gripper_stroke():
     description = load_robot('aloha')
-    np.testing.assert_array_equal(LIMITS.lower, description.state_lower())
-    np.testing.assert_array_equal(LIMITS.upper, description.state_upper())
-    assert (np.delete(LIMITS.max_row_step, GRIP_COLUMNS) == DEFAULT_MAX_ROW_STEP).all()
-    assert (LIMITS.max_row_step[GRIP_COLUMNS] == 1.0).all() and LIMITS.clamp_grippers
-    assert LIMITS.names == description.joint_layout.names and tuple(GRIP_COLUMNS) == (6, 13)
+    limits = ChunkLimits.for_robot('aloha', max_row_step=0.25, max_gripper_step=0.75)
+    np.testing.assert_array_equal(limits.lower, description.state_lower())
+    np.testing.assert_array_equal(limits.upper, description.state_upper())
+    assert (np.delete(limits.max_row_step, GRIP_COLUMNS) == 0.25).all()
+    assert (limits.max_row_step[GRIP_COLUMNS] == 0.75).all() and limits.clamp_grippers
+    assert limits.names == description.joint_layout.names and tuple(GRIP_COLUMNS) == (6, 13)
+    assert (ChunkLimits.for_robot('aloha', max_row_step=0.5).max_row_step[GRIP_COLUMNS] == 1.0).all()
+    assert limits.gripper_reach is None
+
+
+def test_targets_exactly_at_the_tolerances_pass():
+    chunk = steady(2)
+    chunk[:, 1] = LIMITS.lower[1] - LIMIT_TOLERANCE
+    chunk[:, 2] = LIMITS.upper[2] + LIMIT_TOLERANCE
+    LIMITS.check(chunk, chunk[0].copy())
+    state = HOME.copy()
+    state[0] = 0.0
+    step = steady(1)
+    step[0, 0] = DEFAULT_MAX_ROW_STEP + LIMIT_TOLERANCE
+    LIMITS.check(step, state)
 
 
 def test_an_arm_target_at_its_limit_passes_and_past_the_tolerance_is_refused_by_name():
@@ -98,3 +114,34 @@ def test_the_real_cells_limits_refuse_nothing_and_move_the_grippers_at_their_spe
     np.testing.assert_allclose(shaped[:, 6], [0.9, 0.8, 0.7, 0.6])
     assert (shaped[:, 0] == 50.0).all()
     assert ChunkLimits.for_real_cell(LIMITS.names, gripper_reach=None).shape(chunk, state) is chunk
+
+
+def reach(*, refuse: bool) -> GripperReach:
+    return GripperReach(columns=(6, 13), step=np.array([0.1, 0.1]), lower=np.zeros(2), upper=np.ones(2), refuse=refuse)
+
+
+def test_a_gripper_goes_up_and_down_one_step_a_row_and_an_integer_chunk_is_moved_as_floats():
+    state = HOME.copy()
+    state[[6, 13]] = 0.0, 1.0
+    chunk = np.tile(HOME, (3, 1)).astype(np.int64)
+    chunk[:, 6], chunk[:, 13] = 1, 0
+    shaped = reach(refuse=False).apply(chunk, state)
+    np.testing.assert_allclose(shaped[:, 6], [0.1, 0.2, 0.3])
+    np.testing.assert_allclose(shaped[:, 13], [0.9, 0.8, 0.7])
+
+
+def test_a_gripper_target_outside_its_range_is_approached_from_within_the_range_or_left_to_refuse():
+    state = HOME.copy()
+    state[[6, 13]] = 1.0, 0.0
+    chunk = np.tile(HOME, (3, 1))
+    chunk[:, 6], chunk[:, 13] = 1.3, -0.3
+    approached = reach(refuse=False).apply(chunk, state)
+    np.testing.assert_allclose(approached[:, 6], [1.1, 1.1, 1.1])  # from where the filter's clamp leaves it
+    np.testing.assert_allclose(approached[:, 13], [-0.1, -0.1, -0.1])
+    refused = reach(refuse=True).apply(chunk, state)
+    np.testing.assert_allclose(refused[:, [6, 13]], chunk[:, [6, 13]])
+    edge = chunk.copy()
+    edge[:, 6], edge[:, 13] = 1.0 + LIMIT_TOLERANCE, 0.0 - LIMIT_TOLERANCE
+    state[[6, 13]] = 0.5, 0.5
+    np.testing.assert_allclose(reach(refuse=True).apply(edge, state)[:, 6], [0.6, 0.7, 0.8])  # inside: reached
+    np.testing.assert_allclose(reach(refuse=True).apply(edge, state)[:, 13], [0.4, 0.3, 0.2])
