@@ -209,5 +209,8 @@ def test_a_profile_states_acceleration_limits_or_none_and_bad_ones_are_refused_i
         aloha_limits(acceleration=np.zeros(14))
     with pytest.raises(SafetyError, match='acceleration needs 14 positive numbers'):
         aloha_limits(acceleration=np.ones(3))
+    for_robot = SafetyLimits.for_robot('aloha', workspace=None, acceleration=10.0)
+    np.testing.assert_array_equal(for_robot.acceleration, arm_joint_values(10.0))
+    assert np.isinf(SafetyLimits.for_robot('aloha', workspace=None).acceleration).all()
     gentle = aloha_limits(acceleration=[0.5] * 14)
     assert isinstance(gentle.acceleration, np.ndarray) and (gentle.acceleration == 0.5).all()
