@@ -246,3 +246,25 @@ def test_unusable_limits_and_periods_are_refused_in_one_line():
         WorkspaceBox(lower=(0.0, 0.0, 1.0), upper=(1.0, 1.0, 0.5))
     with pytest.raises(SafetyError, match='lower must be below upper'):
         SafetyLimits(lower=np.ones(14), upper=np.ones(14), velocity=np.ones(14))
+
+
+def test_an_arm_whose_measured_tcp_cannot_be_computed_may_not_go_outside_at_all():
+    positions = home().positions.copy()
+    positions[2] = -1.45  # the left TCP 5 mm above the box's floor (0.75 m)
+    measured = MeasuredState(positions=positions, age_s=0.01)
+
+    def tcp_failing_at_the_measurement(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if np.array_equal(state, positions):
+            raise ValueError('no kinematics for this state')
+        return tcp(state)
+
+    def tcp_nan_at_the_measurement(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        left, right = tcp(state)
+        return (np.full(3, np.nan), right) if np.array_equal(state, positions) else (left, right)
+
+    inside = ramp(3, column=2, step=0.01, start=positions)
+    below = ramp(3, column=2, step=-0.05, start=positions)  # 1 cm under the floor by the third row
+    for kinematics in (tcp_failing_at_the_measurement, tcp_nan_at_the_measurement):
+        assert filter_chunk(inside, state=measured, limits=aloha_limits(), row_period_s=ROW, tcp=kinematics).untouched
+        decision = filter_chunk(below, state=measured, limits=aloha_limits(), row_period_s=ROW, tcp=kinematics)
+        assert decision.rows_sent == 1 and 'outside_workspace' in kinds(decision), decision.summary()

@@ -66,3 +66,41 @@ def test_plan_home_takes_the_first_path_sent_whole_else_the_straight_one_as_cut(
         np.testing.assert_array_equal(plan.rows, paths[plan.name])
         chosen.add(plan.name)
     assert {'straight', 'lift first'} <= chosen
+
+
+def test_the_rows_of_a_stage_are_as_few_as_its_speed_allows_and_end_on_its_goal() -> None:
+    from robofollow_ros.safety.home_path import linear_rows
+
+    goal = HOME.copy()
+    goal[0] += 0.5  # 0.5 rad at 0.628 rad/s: 0.80 s, 14 rows of 0.06 s
+    rows = linear_rows(HOME, goal, speed=SPEED, row_period_s=ROW)
+    assert len(rows) == 14
+    np.testing.assert_allclose(rows[0, 0], HOME[0] + 0.5 / 14)
+    np.testing.assert_array_equal(rows[-1], goal)
+    small = HOME.copy()
+    small[0] += 0.01  # within one row
+    assert len(linear_rows(HOME, small, speed=SPEED, row_period_s=ROW)) == 1
+    assert linear_rows(HOME, HOME, speed=SPEED, row_period_s=ROW).shape == (0, 14)
+
+
+def test_from_exactly_home_the_home_move_is_one_row_at_home() -> None:
+    plan = plan_home(
+        MeasuredState(HOME.copy(), 0.0), HOME, limits=LIMITS, speed_fraction=0.2, row_period_s=ROW, tcp=TCP
+    )
+    assert plan.name == 'straight' and plan.whole
+    np.testing.assert_array_equal(plan.rows, HOME[None, :])
+
+
+def test_lift_last_moves_every_other_joint_first() -> None:
+    start = HOME + 0.3
+    start[[6, 13]] = HOME[[6, 13]]
+    paths = dict(home_paths(start, HOME, speed=SPEED, row_period_s=ROW))
+    assert list(paths) == ['straight', 'lift first', 'lift last']
+    lifting = lifting_columns()
+    others = np.setdiff1d(np.arange(14), lifting)
+    first_stage_end = paths['lift last'][np.argmax(np.all(paths['lift last'][:, others] == HOME[others], axis=1))]
+    np.testing.assert_array_equal(first_stage_end[lifting], start[lifting])  # lifting joints still where they were
+    lift_first = paths['lift first']
+    np.testing.assert_array_equal(
+        lift_first[np.argmax(np.all(lift_first[:, lifting] == HOME[lifting], axis=1))][others], start[others]
+    )
