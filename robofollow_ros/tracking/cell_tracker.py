@@ -250,10 +250,8 @@ class CellTracker:
                 continue
             if self.follower.held_by(support) is not None:
                 continue
-            scene = scene_of[support]
-            objects, markers = self._scene_objects[scene], self._markers[scene]
-            spec, top_name = objects[support.split('/', 1)[1]], top.split('/', 1)[1]
-            if abs(above.z - (TABLE_Z + top_height(spec) + markers[top_name].height)) >= PLANE_MERGE:
+            spec = self._scene_objects[scene_of[support]][support.split('/', 1)[1]]
+            if abs(above.z - self._plane_on(top, support)) >= PLANE_MERGE:
                 continue  # the object on top was moved off it
             last = self.follower.last(support)
             yaw = above.yaw if last is None else yaw_of(last.quaternion())
@@ -291,15 +289,14 @@ class CellTracker:
     def _stacked_z(self, key: str) -> float | None:
         """The tag plane of ``key`` (``scene<N>/<name>``) on the support the trial's layout stacks it on, or None."""
         support = self._stacks.get(key)
-        if support is None:
-            return None
-        scene_name, top = key.split('/', 1)
-        objects = self._scene_objects[int(scene_name.removeprefix('scene'))]
-        return (
-            TABLE_Z
-            + top_height(objects[support.split('/', 1)[1]])
-            + self._markers[int(scene_name.removeprefix('scene'))][top].height
-        )
+        return None if support is None else self._plane_on(key, support)
+
+    def _plane_on(self, top: str, support: str) -> float:
+        """The height of ``top``'s tag plane (keys ``scene<N>/<name>``) when it stands on ``support``."""
+        scene_name, name = top.split('/', 1)
+        scene = int(scene_name.removeprefix('scene'))
+        spec = self._scene_objects[scene][support.split('/', 1)[1]]
+        return TABLE_Z + top_height(spec) + self._markers[scene][name].height
 
     def _footprints(
         self, scene: int, tops: tuple[tuple[float, str | None], ...]
