@@ -32,7 +32,8 @@ import numpy as np
 
 from robofollow_ros.benchmark import registry
 from robofollow_ros.data.collect import CollectOptions, run_collection
-from robofollow_ros.data.lerobot import export_lerobot, image_key
+from robofollow_ros.data.lerobot import export_lerobot
+from robofollow_ros.policy.lerobot_features import image_key
 from robofollow_ros.state_layout import CAMERAS
 
 

@@ -33,6 +33,7 @@ from robofollow_ros.data.raw_hdf5 import read_raw_episode
 from robofollow_ros.data.store import StoredEpisode, stored_episodes
 from robofollow_ros.errors import DatasetError
 from robofollow_ros.evaluation.video import VideoWriter
+from robofollow_ros.policy.lerobot_features import ACTION_FEATURE, STATE_FEATURE, image_key
 from robofollow_ros.state_layout import CAMERAS
 
 CODEBASE_VERSION = 'v3.0'
@@ -53,11 +54,6 @@ QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 VIDEO_CRF = 18
 VIDEO_GOP = 8
 """Frames per keyframe of the exported videos (34 before: a random frame then cost up to 33 decoded frames)."""
-
-
-def image_key(camera: str) -> str:
-    """The LeRobot feature key of a camera."""
-    return f'observation.images.{camera}'
 
 
 @dataclass(frozen=True)
@@ -130,7 +126,7 @@ class PixelHistogram:
 
 def _features(height: int, width: int, fps: float) -> dict[str, Any]:
     vector = {'dtype': 'float32', 'shape': [14], 'names': list(JOINT_NAMES)}
-    features: dict[str, Any] = {'observation.state': dict(vector), 'action': dict(vector)}
+    features: dict[str, Any] = {STATE_FEATURE: dict(vector), ACTION_FEATURE: dict(vector)}
     for camera in CAMERAS:
         features[image_key(camera)] = {
             'dtype': 'video',
@@ -161,8 +157,8 @@ class _FileSet:
         self.chunk, self.file = _file_position(counter)
         self.root = root
         self.rows: dict[str, list[Any]] = {
-            'observation.state': [],
-            'action': [],
+            STATE_FEATURE: [],
+            ACTION_FEATURE: [],
             'timestamp': [],
             'frame_index': [],
             'episode_index': [],
@@ -184,8 +180,8 @@ class _FileSet:
         vector = pa.list_(pa.float32(), 14)
         table = pa.table(
             {
-                'observation.state': pa.array(self.rows['observation.state'], type=vector),
-                'action': pa.array(self.rows['action'], type=vector),
+                STATE_FEATURE: pa.array(self.rows[STATE_FEATURE], type=vector),
+                ACTION_FEATURE: pa.array(self.rows[ACTION_FEATURE], type=vector),
                 'timestamp': pa.array(self.rows['timestamp'], type=pa.float32()),
                 'frame_index': pa.array(self.rows['frame_index'], type=pa.int64()),
                 'episode_index': pa.array(self.rows['episode_index'], type=pa.int64()),
@@ -296,8 +292,8 @@ def _write(
         task_index = tasks.setdefault(stored.instruction, len(tasks))
         start_frame = files.frames_in_file
         rows = files.rows
-        rows['observation.state'] += frames.states[:length].tolist()
-        rows['action'] += frames.actions[:length].tolist()
+        rows[STATE_FEATURE] += frames.states[:length].tolist()
+        rows[ACTION_FEATURE] += frames.actions[:length].tolist()
         rows['timestamp'] += [float(i / fps) for i in range(length)]
         rows['frame_index'] += list(range(length))
         rows['episode_index'] += [episode_index] * length
@@ -364,8 +360,8 @@ def _write_meta(
     episode_index = np.concatenate([np.full(len(s), i) for i, s in enumerate(states)])
     frame_index = np.concatenate([np.arange(len(s)) for s in states])
     stats: dict[str, Any] = {
-        'observation.state': _stats(all_states),
-        'action': _stats(all_actions),
+        STATE_FEATURE: _stats(all_states),
+        ACTION_FEATURE: _stats(all_actions),
         'timestamp': _stats((frame_index / float(fps))[:, None]),
         'frame_index': _stats(frame_index[:, None]),
         'episode_index': _stats(episode_index[:, None]),

@@ -26,11 +26,8 @@ from typing import Any
 import numpy as np
 
 from robofollow_ros.errors import PolicyError
+from robofollow_ros.policy.lerobot_features import ACTION_FEATURE, IMAGE_PREFIX, STATE_FEATURE, image_key
 from robofollow_ros.state_layout import ACTION_DIM, CAMERAS, STATE_DIM
-
-IMAGE_PREFIX = 'observation.images.'
-STATE_FEATURE = 'observation.state'
-ACTION_FEATURE = 'action'
 
 
 def camera_for_features(image_features: list[str], cameras: Mapping[str, str] | None) -> dict[str, str]:
@@ -67,7 +64,7 @@ def check_features(config: Any, *, cameras: Mapping[str, str] | None) -> dict[st
             continue
         raise PolicyError(
             f'LeRobot checkpoint input {name!r} ({feature.type}) is not something robofollow observes (it gives '
-            f'{", ".join(IMAGE_PREFIX + c for c in CAMERAS)} and {STATE_FEATURE})'
+            f'{", ".join(image_key(c) for c in CAMERAS)} and {STATE_FEATURE})'
         )
     state = config.input_features.get(STATE_FEATURE)
     if state is not None and tuple(state.shape) != (STATE_DIM,):
