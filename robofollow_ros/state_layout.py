@@ -33,6 +33,9 @@ ACTION_DIM = 14
 STATE_DIM = ACTION_DIM
 ARM_SLICE: dict[Arm, slice] = {'left': slice(0, 6), 'right': slice(7, 13)}
 GRIP_INDEX: dict[Arm, int] = {'left': 6, 'right': 13}
+GRIP_COLUMNS = np.array([GRIP_INDEX[arm] for arm in ARMS])
+"""The grippers' columns in the 14-vector, in arm order (an index array)."""
+GRIP_COLUMNS.flags.writeable = False
 ARM_COLUMNS: dict[Arm, slice] = {'left': slice(0, 7), 'right': slice(7, 14)}
 """Each arm's seven columns (six joints and its gripper) in the 14-vector."""
 HEAD_CAMERA = 'cam_high'

@@ -9,13 +9,8 @@ import pytest
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.robot.description import home_state, load_robot
-from robofollow_ros.safety.chunk_limits import (
-    DEFAULT_MAX_ROW_STEP,
-    GRIP_COLUMNS,
-    LIMIT_TOLERANCE,
-    ChunkLimits,
-    GripperReach,
-)
+from robofollow_ros.safety.chunk_limits import DEFAULT_MAX_ROW_STEP, LIMIT_TOLERANCE, ChunkLimits, GripperReach
+from robofollow_ros.state_layout import GRIP_COLUMNS
 
 LIMITS = ChunkLimits.for_robot('aloha', max_row_step=DEFAULT_MAX_ROW_STEP)
 """For reading; every test that checks ``for_robot`` itself builds its own (mutation testing imports this once)."""

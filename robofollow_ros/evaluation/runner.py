@@ -42,41 +42,36 @@ class TrialResult:
 
 
 class PolicySlot:
-    """Holds the current policy instance; builds a fresh one when there is none or it was abandoned. With ``limits``
-    its chunks are checked as the graph's policy bridge checks them (``LimitedPolicy``)."""
+    """Holds the current policy instance; builds a fresh one when there is none or it was abandoned. Its chunks are
+    checked against ``limits`` as the graph's policy bridge checks them (``LimitedPolicy``)."""
 
     def __init__(
         self,
         factory: PolicyFactory,
         *,
+        limits: ChunkLimits,
         timeout: float,
         memory_limit_mib: int,
         sandbox: SandboxOptions | None = None,
-        limits: ChunkLimits | None = None,
     ) -> None:
         self.factory = factory
+        self.limits = limits
         self.timeout = timeout
         self.memory_limit_mib = memory_limit_mib
         self.sandbox = sandbox
-        self.limits = limits
         self.policy: GuardedPolicy | None = None
 
     def get(self) -> GuardedPolicy:
         """The live instance, built on first use or after the previous one was abandoned."""
         if self.policy is None or self.policy.abandoned:
             self.close()
-            if self.limits is None:
-                self.policy = GuardedPolicy(
-                    self.factory, timeout=self.timeout, memory_limit_mib=self.memory_limit_mib, sandbox=self.sandbox
-                )
-            else:
-                self.policy = LimitedPolicy(
-                    self.factory,
-                    limits=self.limits,
-                    timeout=self.timeout,
-                    memory_limit_mib=self.memory_limit_mib,
-                    sandbox=self.sandbox,
-                )
+            self.policy = LimitedPolicy(
+                self.factory,
+                limits=self.limits,
+                timeout=self.timeout,
+                memory_limit_mib=self.memory_limit_mib,
+                sandbox=self.sandbox,
+            )
         return self.policy
 
     def close(self) -> str | None:

@@ -30,7 +30,7 @@ from robofollow_ros.ros.protocol import EpisodeEnd
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
 from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.safety.chunk_limits import ChunkLimits, GripperReach
-from robofollow_ros.state_layout import GRIP_INDEX
+from robofollow_ros.state_layout import GRIP_COLUMNS
 
 RUNTIMES = ('sim', 'real')
 STOPPED_KIND = 'stopped'
@@ -137,7 +137,7 @@ class CellBridge:
         The grippers are moved at the filter's gripper speed (``GripperReach``)."""
         del robot, max_row_step
         limits = self.motion.limits
-        columns = tuple(sorted(GRIP_INDEX.values()))
+        columns = tuple(GRIP_COLUMNS.tolist())
         reach = GripperReach(
             columns=columns,
             step=limits.velocity[list(columns)] * self.profile.row_period,

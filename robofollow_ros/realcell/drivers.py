@@ -52,9 +52,9 @@ from robofollow_ros.units import NS_PER_S
 WINDOW_SECONDS = 0.3
 """How far ahead of now a JointTrajectory reaches along a chunk before its closing controlled stop (``JtcDriver``)."""
 WINDOWS_PER_HORIZON = 3
+"""How many windows are sent while one window's rows run."""
 FIRST_POINT_LEAD = 0.03
 """A re-sent window's first point is due at least this long (s) after it is sent."""
-"""How many windows are sent while one window's rows run."""
 StopFrom = Callable[[np.ndarray, np.ndarray], Command]
 """The controlled stop from a 14-D position moving at a 14-D velocity (``safety.controlled_stop``)."""
 INTERBOTIX_ARM_GROUP = 'arm'

@@ -438,13 +438,16 @@ def _arm(reader: _Reader, data: object, arm: Arm, robot: RobotDescription | None
 
 def _acceleration(reader: _Reader, value: object, field: str) -> np.ndarray:
     """An arm's ``acceleration`` limits (rad/s^2, positive), or no limit when the profile states none."""
-    if value is None:
-        return np.full(ARM_DOF, np.inf)
-    acceleration = reader.vector(value, field, size=ARM_DOF)
+    return np.full(ARM_DOF, np.inf) if value is None else _positive_vector(reader, value, field)
+
+
+def _positive_vector(reader: _Reader, value: object, field: str) -> np.ndarray:
+    """One positive number per arm joint (a velocity or acceleration limit)."""
+    values = reader.vector(value, field, size=ARM_DOF)
     for i in range(ARM_DOF):
-        if not acceleration[i] > 0.0:
-            reader.fail(f'{field}[{i}]', f'must be positive, got {acceleration[i]:g}')
-    return acceleration
+        if not values[i] > 0.0:
+            reader.fail(f'{field}[{i}]', f'must be positive, got {values[i]:g}')
+    return values
 
 
 def _arm_limits(
@@ -456,10 +459,7 @@ def _arm_limits(
     for i in range(ARM_DOF):
         if not lower[i] < upper[i]:
             reader.fail(f'{field}.upper[{i}]', f'{upper[i]:g} must be above lower {lower[i]:g}')
-    velocity = reader.vector(spec['velocity'], f'{field}.velocity', size=ARM_DOF)
-    for i in range(ARM_DOF):
-        if not velocity[i] > 0.0:
-            reader.fail(f'{field}.velocity[{i}]', f'must be positive, got {velocity[i]:g}')
+    velocity = _positive_vector(reader, spec['velocity'], f'{field}.velocity')
     home = reader.vector(spec['home'], f'{field}.home', size=ARM_DOF + 1)
     for i in range(ARM_DOF):
         if not lower[i] <= home[i] <= upper[i]:

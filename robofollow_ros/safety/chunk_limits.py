@@ -23,12 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from robofollow_ros.errors import PolicyError
-from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
+from robofollow_ros.state_layout import ACTION_DIM, GRIP_COLUMNS
 
 LIMIT_TOLERANCE = 1e-6
 DEFAULT_MAX_ROW_STEP = 0.5
 """rad: the largest step of a joint between two rows (the policy bridge's ``max_row_step`` parameter)."""
-GRIP_COLUMNS = np.array(sorted(GRIP_INDEX.values()))
 
 
 @dataclass(frozen=True)
@@ -102,8 +101,7 @@ class ChunkLimits:
 
         description = load_robot(robot)
         step = np.full(ACTION_DIM, float(max_row_step))
-        for index in GRIP_INDEX.values():
-            step[index] = max_gripper_step
+        step[GRIP_COLUMNS] = max_gripper_step
         return cls(
             lower=description.state_lower(),
             upper=description.state_upper(),

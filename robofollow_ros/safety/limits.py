@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 
 from robofollow_ros.errors import SafetyError
-from robofollow_ros.state_layout import ACTION_DIM, ARMS, GENERIC_LAYOUT, GRIP_INDEX
+from robofollow_ros.state_layout import ACTION_DIM, ARMS, GENERIC_LAYOUT, GRIP_COLUMNS, GRIP_INDEX
 
 LimitMode = Literal['clamp', 'refuse']
 """What a target outside its joint limits does: ``clamp`` sends the limit instead (and reports it), ``refuse``
@@ -222,7 +222,7 @@ class SafetyLimits:
 def arm_joint_values(value: float) -> np.ndarray:
     """(14,): ``value`` for every arm joint, ``inf`` for the grippers."""
     values = np.full(ACTION_DIM, float(value))
-    values[[GRIP_INDEX[arm] for arm in ARMS]] = np.inf
+    values[GRIP_COLUMNS] = np.inf
     return values
 
 

@@ -1,11 +1,10 @@
 """The safety layer's inputs from a robot profile (``config/robots/<name>.yaml``): its limits and its TCP function.
 
 A profile states joint, velocity and (optionally) acceleration limits per arm in the policy's units, the workspace
-box, ``joint_limits``
-(``clamp`` or ``refuse``) and ``velocity_limits`` (``refuse`` or ``stretch``); the gripper's speed is its URDF
-finger's (the bridge may override it), the state age is an argument here. The TCP function is the URDF forward
-kinematics of the profile's robot; a profile without a robot (the Piper) has none, and its workspace box cannot be
-checked until one is given.
+box, ``joint_limits`` (``clamp`` or ``refuse``) and ``velocity_limits`` (``refuse`` or ``stretch``); the gripper's
+speed is its URDF finger's (the bridge may override it), the state age is an argument here. The TCP function is the
+URDF forward kinematics of the profile's robot; a profile without a robot (the Piper) has none, and its workspace
+box cannot be checked until one is given.
 """
 
 from __future__ import annotations
