@@ -61,14 +61,20 @@ class SimUnderTest:
 
 
 @contextlib.contextmanager
-def sim_and_caller(name: str, *, match_timeout: float, on_reset: Callable[[SimStatus], None]) -> Iterator[SimUnderTest]:
-    """The sim with ``match_timeout``, and a node that hears its RESET statuses (``on_reset``) and calls its reset.
+def sim_and_caller(
+    name: str, *, match_timeout: float, on_reset: Callable[[SimStatus], None], images_again_times: int | None = None
+) -> Iterator[SimUnderTest]:
+    """The sim with ``match_timeout`` (and ``images_again_times`` if given), and a node that hears its RESET
+    statuses (``on_reset``) and calls its reset.
 
     A reader of the TCP pose makes the sim expect every frame topic's readers to match; the camera's (incompatible
     QoS) never does, so frame 0 goes out when ``match_timeout`` expires.
     """
+    arguments = ['--ros-args', '-p', f'match_timeout:={match_timeout}']
+    if images_again_times is not None:
+        arguments += ['-p', f'images_again_times:={images_again_times}']
     sim = subprocess.Popen(
-        [sys.executable, '-m', 'robofollow_ros.nodes.sim', '--ros-args', '-p', f'match_timeout:={match_timeout}'],
+        [sys.executable, '-m', 'robofollow_ros.nodes.sim', *arguments],
         env=graph_env(DOMAIN),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -162,14 +168,19 @@ def test_an_image_reader_matched_after_frame_0_went_out_still_gets_its_images() 
 def test_an_observations_images_go_out_again_while_its_chunk_does_not_come() -> None:
     """Discovery matches a writer to a reader and the reader to the writer separately: the sim may send frame 0's
     best-effort images the moment its side matched, before the bridge's side has, and they are dropped. So an
-    observation's images go out again every ``IMAGES_AGAIN_SECONDS`` while no chunk has run, a bounded number of
-    times, same stamp."""
-    from robofollow_ros.nodes.sim import IMAGES_AGAIN_SECONDS, IMAGES_AGAIN_TIMES
+    observation's images go out again every ``IMAGES_AGAIN_SECONDS`` while no chunk has run, at most
+    ``images_again_times`` times (by default as long as the bridge waits), same stamp."""
+    from robofollow_ros.nodes.sim import IMAGES_AGAIN_SECONDS
+
+    times = 4
 
     frame_0: list[int] = []
     images: list[tuple[int, float]] = []
     with sim_and_caller(
-        'waiting_camera_reader', match_timeout=1.0, on_reset=lambda status: frame_0.append(status.stamp_ns)
+        'waiting_camera_reader',
+        match_timeout=1.0,
+        on_reset=lambda status: frame_0.append(status.stamp_ns),
+        images_again_times=times,
     ) as cell:
         cell.node.create_subscription(
             Image,
@@ -179,13 +190,13 @@ def test_an_observations_images_go_out_again_while_its_chunk_does_not_come() -> 
         )
         cell.client.call_async(ResetEpisode.Request(episode=spec_message(_spec(0))))
         cell.spin_until(lambda: bool(frame_0) and bool(images), timeout=60, what='frame 0 and its images')
-        wait = (IMAGES_AGAIN_TIMES + 2) * IMAGES_AGAIN_SECONDS
+        wait = (times + 2) * IMAGES_AGAIN_SECONDS
         end = time.monotonic() + wait
         while time.monotonic() < end:
             cell.executor.spin_once(timeout_sec=0.05)
     stamps = {stamp for stamp, _ in images}
     assert stamps == {frame_0[0]}, (stamps, frame_0)
     # (best effort: one copy may be lost on a busy machine)
-    assert IMAGES_AGAIN_TIMES <= len(images) <= 1 + IMAGES_AGAIN_TIMES, len(images)
+    assert times <= len(images) <= 1 + times, len(images)
     gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(images)]
     assert all(gap > 0.8 * IMAGES_AGAIN_SECONDS for gap in gaps), gaps

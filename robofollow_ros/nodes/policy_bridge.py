@@ -142,7 +142,7 @@ class PolicyBridge(Node):
             param(
                 self,
                 'sim_timeout',
-                30.0,
+                qos.SIM_TIMEOUT_SECONDS,
                 description='seconds to wait for the sim to complete an observation',
                 minimum=MIN_TIMEOUT,
             )
@@ -428,6 +428,7 @@ class PolicyBridge(Node):
             episode_id=spec.episode_id,
             privileged=self.privileged,
             timeout=self.sim_timeout,
+            writers=self.count_publishers,
         )
         error: str | None = None
         kind: str | None = None

@@ -65,8 +65,10 @@ from robofollow_ros.state_layout import CAMERAS
 PUBLICATION_MODE_VARIABLE = 'RMW_FASTRTPS_PUBLICATION_MODE'
 IMAGES_AGAIN_SECONDS = 1.0
 """How long the images of an observation wait for its chunk before they go out again (``images_while_waiting``)."""
-IMAGES_AGAIN_TIMES = 5
-"""How many times at most an observation's images go out again."""
+IMAGES_AGAIN_TIMES = round(qos.SIM_TIMEOUT_SECONDS / IMAGES_AGAIN_SECONDS)
+"""How many times at most an observation's images go out again (parameter ``images_again_times``): as long as the
+bridge waits for them by default (its ``sim_timeout``). Five were not enough: on a loaded machine (a full test run)
+a bridge once got none of the six copies of frame 0's images sent over 5 s, and waited out its 30 s."""
 
 
 def subscribe_trajectories(
@@ -112,6 +114,16 @@ class SimNode(Node):
         )
         self.images = str(
             param(self, 'images', 'auto', description='auto (render while someone subscribes), always or never')
+        )
+        self.images_again_times = int(
+            param(
+                self,
+                'images_again_times',
+                IMAGES_AGAIN_TIMES,
+                description=f"times an observation's images go out again, {IMAGES_AGAIN_SECONDS:g} s apart, "
+                'while its chunk does not come',
+                minimum=0,
+            )
         )
         markers = bool(
             param(self, 'markers', False, description='draw the default ArUco tags on objects and table (issue 21)')
@@ -209,14 +221,14 @@ class SimNode(Node):
 
     def images_while_waiting(self) -> None:
         """The latest observation's images again, ``IMAGES_AGAIN_SECONDS`` after they went out while no chunk has
-        run since, up to ``IMAGES_AGAIN_TIMES``: a best-effort image sent the moment the writer saw its reader match
-        is dropped when the reader has not yet matched the writer (discovery matches each side on its own), and the
-        bridge would wait for it (same stamp: a reader that had them gets a copy)."""
+        run since, up to ``images_again_times`` times: a best-effort image sent the moment the writer saw its reader
+        match is dropped when the reader has not yet matched the writer (discovery matches each side on its own), and
+        the bridge would wait for it (same stamp: a reader that had them gets a copy)."""
         sent = self.images_sent
         if sent is None or self.announcing is not None or sent[0] != self.observation_ns:
             return
         stamp, at, times = sent
-        if times >= IMAGES_AGAIN_TIMES or time.monotonic() - at < IMAGES_AGAIN_SECONDS:
+        if times >= self.images_again_times or time.monotonic() - at < IMAGES_AGAIN_SECONDS:
             return
         self.publish_images(stamp)
         self.images_sent = (stamp, time.monotonic(), times + 1)

@@ -82,6 +82,8 @@ class RosEnvironment(GraphEpisode):
         episode_id: the episode the sim was reset to (from ``/robofollow/episode``).
         privileged: attach object and TCP poses.
         timeout: seconds to wait for the sim.
+        writers: how many writers of a topic discovery knows (named for each missing topic when an observation
+            times out: a topic without one was never matched, one with writers lost its samples).
     """
 
     def __init__(
@@ -93,9 +95,11 @@ class RosEnvironment(GraphEpisode):
         episode_id: str,
         privileged: bool,
         timeout: float,
+        writers: Callable[[str], int] | None = None,
     ) -> None:
         super().__init__(cache, episode_id=episode_id, privileged=privileged, timeout=timeout)
         self.publish_chunk = publish_chunk
+        self.writers = writers
         self.joints = joints
         self.timing = QueryTiming()
 
@@ -187,7 +191,15 @@ class RosEnvironment(GraphEpisode):
         if self.images:
             missing += [topics.image_topic(c) for c in CAMERAS if stamp_ns not in cache.images.get(c, _EMPTY).items]
         missing += [topic for topic in wanted if stamp_ns not in cache.poses.get(topic, _EMPTY).items]
-        return 'missing: ' + ', '.join(missing) if missing else 'nothing missing'
+        if not missing:
+            return 'nothing missing'
+        if self.writers is not None:
+            missing = [f'{topic} ({_count(self.writers(topic), "writer")} known)' for topic in missing]
+        return 'missing: ' + ', '.join(missing)
+
+
+def _count(number: int, noun: str) -> str:
+    return f'{number} {noun}' if number == 1 else f'{number} {noun}s'
 
 
 class _Empty:

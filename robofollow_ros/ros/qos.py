@@ -16,6 +16,9 @@ MATCH_TIMEOUT_SECONDS = 5.0
 """How long a writer whose first samples are not replayed waits for every reader the graph lists to match it before
 it settles for those matched (one that never matches, e.g. with incompatible QoS, must not stop the run)."""
 
+SIM_TIMEOUT_SECONDS = 30.0
+"""How long the bridge waits by default for the sim to complete an observation (its ``sim_timeout``)."""
+
 SENSOR = qos_profile_sensor_data
 """Camera images and CameraInfo: best effort, keep last 5."""
 STATE = QoSProfile(
