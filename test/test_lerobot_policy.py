@@ -19,7 +19,7 @@ from robofollow_ros.cli import main
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.evaluation.guard import GuardedPolicy
 from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
-from robofollow_ros.policy.interpreters import LEROBOT_PYTHON_ENV, lerobot_python, package_root
+from robofollow_ros.policy.interpreters import LEROBOT_PYTHON_ENV, environment_folder, lerobot_python, package_root
 from robofollow_ros.policy.isolation.sandbox import sandbox_problem
 from robofollow_ros.policy.lerobot_policy import check_features
 from robofollow_ros.policy.observation import Observation
@@ -91,8 +91,14 @@ def test_the_backend_needs_a_checkpoint_and_an_interpreter_with_lerobot(monkeypa
     monkeypatch.setenv(LEROBOT_PYTHON_ENV, sys.executable)
     factory = resolve_policy('lerobot', kwargs={'path': str(tmp_path)})
     assert (factory.isolation, factory.interpreter, factory.factory) == ('sandbox', sys.executable, None)
-    assert factory.readable == (str(tmp_path),)  # shown to the sandbox
+    # shown to the sandbox: the interpreter's environment and the checkpoint
+    assert factory.readable == (str(environment_folder(sys.executable)), str(tmp_path))
     assert resolve_policy('lerobot').interpreter == sys.executable  # looked up only (the graph's evaluator)
+    other = tmp_path / 'venv' / 'bin' / 'python'
+    other.parent.mkdir(parents=True)
+    other.symlink_to(sys.executable)
+    chosen = resolve_policy('lerobot', kwargs={'path': str(tmp_path)}, python=str(other))  # --policy-python wins
+    assert chosen.interpreter == str(other) and chosen.readable == (str(tmp_path / 'venv'), str(tmp_path))
     in_process = resolve_policy('lerobot', kwargs={'path': str(tmp_path)}, trusted=True)
     assert in_process.isolation == 'trusted' and in_process.interpreter is None
 

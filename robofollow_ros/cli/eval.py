@@ -35,8 +35,9 @@ is back). --retry-errors plays the trials whose records hold a policy error agai
 records and files are kept in OUT/retried-<time>/.
 
 --policy lerobot --policy-kwargs '{"path": ".../pretrained_model"}' evaluates a LeRobot checkpoint in its
-own sandboxed process under the Python that has LeRobot ($ROBOFOLLOW_LEROBOT_PYTHON, else .venv-lerobot
-from scripts/setup_lerobot.sh); see docs/policies.md.
+own sandboxed process under the Python that has LeRobot (--policy-python, else $ROBOFOLLOW_LEROBOT_PYTHON,
+else .venv-lerobot from scripts/setup_lerobot.sh); see docs/policies.md. --policy-python runs any sandboxed
+policy under the Python of its own environment.
 
 --workers N runs N simulators as separate processes of this machine (with --in-process), or N graphs in
 ROS domains ROS_DOMAIN_ID+0..N-1 driven by one evaluator (over the graph); --ray [ADDRESS] runs them as
@@ -165,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         policy_memory_limit=args.policy_memory_limit,
         policy_scratch=args.policy_scratch,
         policy_network=args.policy_network,
+        policy_python=args.policy_python,
         force_new=args.force_new,
         retry_errors=args.retry_errors,
         workers=args.workers if args.workers is not None else (0 if args.ray is not None else 1),

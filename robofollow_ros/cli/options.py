@@ -41,8 +41,9 @@ def confidence_fraction(percent: float) -> float:
 
 
 def add_isolation_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--trusted-policy``, ``--policy-memory-limit MIB``, ``--policy-scratch DIR`` and ``--policy-network
-    HOST:PORT``: how a ``module:function`` policy runs (in its sandbox unless trusted)."""
+    """``--trusted-policy``, ``--policy-memory-limit MIB``, ``--policy-scratch DIR``, ``--policy-network
+    HOST:PORT`` and ``--policy-python PATH``: how a ``module:function`` policy runs (in its sandbox unless
+    trusted)."""
     parser.add_argument(
         '--trusted-policy',
         action='store_true',
@@ -60,6 +61,13 @@ def add_isolation_arguments(parser: argparse.ArgumentParser) -> None:
         metavar='HOST:PORT',
         help='let the sandboxed policy open TCP connections to HOST:PORT, reached at 127.0.0.1:PORT inside its '
         'sandbox (nothing else; every record and report says so)',
+    )
+    parser.add_argument(
+        '--policy-python',
+        metavar='PATH',
+        help='run the sandboxed policy under this Python (e.g. <venv>/bin/python of an environment with its '
+        'dependencies and module; default: this one, and for --policy lerobot $ROBOFOLLOW_LEROBOT_PYTHON or '
+        '.venv-lerobot)',
     )
     parser.add_argument(
         '--policy-memory-limit',

@@ -68,7 +68,12 @@ def run(args: argparse.Namespace) -> int:
     configs = resolve_configs([parse_scene(s) for s in _split(args.scene)] or None, _split(args.config) or None)
     if args.policy_memory_limit < 0:
         raise RoboFollowError('--policy-memory-limit must be a number of MiB, or 0 for no limit')
-    factory = resolve_policy(args.policy, kwargs=parse_policy_kwargs(args.policy_kwargs), trusted=args.trusted_policy)
+    factory = resolve_policy(
+        args.policy,
+        kwargs=parse_policy_kwargs(args.policy_kwargs),
+        trusted=args.trusted_policy,
+        python=args.policy_python,
+    )
     sandbox = SandboxOptions(scratch=args.policy_scratch, network=args.policy_network)
     check_sandbox_options(sandbox)
     policy = GuardedPolicy(factory, memory_limit_mib=args.policy_memory_limit, sandbox=sandbox)

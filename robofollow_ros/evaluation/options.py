@@ -32,7 +32,9 @@ class SuiteOptions:
     A ``module:function`` policy runs in its own sandboxed process capped at ``policy_memory_limit`` MiB (0: no
     cap), unless ``trusted_policy`` runs it in the simulator's process (``robofollow_ros.evaluation.guard``); it
     may write only to ``policy_scratch`` (a folder outside ``out``; ``None``: a private tmpfs) and reach only
-    ``policy_network`` (``host:port``; ``None``: no network).
+    ``policy_network`` (``host:port``; ``None``: no network). ``policy_python`` runs that process under another
+    Python, the one whose environment has the policy's dependencies (``None``: this one; LeRobot's by default for
+    ``--policy lerobot``).
     """
 
     out: Path
@@ -53,6 +55,7 @@ class SuiteOptions:
     policy_memory_limit: int = DEFAULT_POLICY_MEMORY_MIB
     policy_scratch: Path | None = None
     policy_network: str | None = None
+    policy_python: str | None = None
     force_new: bool = False
     retry_errors: bool = False
     robot: str = DEFAULT_ROBOT

@@ -109,7 +109,9 @@ class TrialRunner:
 
     def _slot(self, policy_kwargs: dict[str, Any] | None) -> PolicySlot:
         kwargs = self.options.policy_kwargs if policy_kwargs is None else policy_kwargs
-        factory = resolve_policy(self.options.policy, kwargs=kwargs, trusted=self.options.trusted_policy)
+        factory = resolve_policy(
+            self.options.policy, kwargs=kwargs, trusted=self.options.trusted_policy, python=self.options.policy_python
+        )
         return PolicySlot(
             factory,
             timeout=self.options.query_timeout,

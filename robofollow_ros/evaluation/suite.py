@@ -242,7 +242,9 @@ def run_suite(
         KeyboardInterrupt: Ctrl-C or SIGTERM (``RunInterrupted``); everything written so far is kept.
     """
     check_options(options)
-    factory = resolve_policy(options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy)
+    factory = resolve_policy(
+        options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy, python=options.policy_python
+    )
     identity = run_identity(options, privileged=factory.privileged, isolation=factory.isolation)
     if executor is not None:
         cell = executor.identity_fields

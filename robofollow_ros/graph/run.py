@@ -33,6 +33,7 @@ def launch_arguments(options: SuiteOptions, *, record_images: bool = False) -> d
         'policy_memory_limit': str(options.policy_memory_limit),
         'policy_scratch': str(options.policy_scratch or ''),
         'policy_network': options.policy_network or '',
+        'policy_python': options.policy_python or '',
         'force_new': 'true' if options.force_new else 'false',
         'retry_errors': 'true' if options.retry_errors else 'false',
         'record_images': 'true' if record_images else 'false',

@@ -41,6 +41,7 @@ SUITE_PARAMETERS: dict[str, Any] = {
     'policy_memory_limit': DEFAULT_POLICY_MEMORY_MIB,
     'policy_scratch': '',
     'policy_network': '',
+    'policy_python': '',
     'force_new': False,
     'robot': DEFAULT_ROBOT,
     'retry_errors': False,
@@ -91,6 +92,7 @@ def suite_options(values: Mapping[str, Any], *, labels: Mapping[str, str] | None
             policy_memory_limit=number(label('policy_memory_limit'), value['policy_memory_limit'], int),
             policy_scratch=Path(str(value['policy_scratch'])) if value['policy_scratch'] else None,
             policy_network=str(value['policy_network']) or None,
+            policy_python=str(value['policy_python']) or None,
             force_new=flag(label('force_new'), value['force_new']),
             robot=get_robot_spec(str(value['robot'])).name,
             retry_errors=flag(label('retry_errors'), value['retry_errors']),
@@ -115,7 +117,9 @@ def check_suite_parameters(values: Mapping[str, Any], *, labels: Mapping[str, st
         if options.record not in RECORD_MODES:
             raise GraphError(f'record must be one of {", ".join(RECORD_MODES)} (got {options.record!r})')
         check_options(options)
-        resolve_policy(options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy)
+        resolve_policy(
+            options.policy, kwargs=options.policy_kwargs, trusted=options.trusted_policy, python=options.policy_python
+        )
         if not plan_trials(options):
             raise GraphError('the scenes, levels and tasks given select no task')
     except RoboFollowError as error:

@@ -333,7 +333,9 @@ class EvaluatorNode(Node):
             notified=True,
         )
         recording = int(self.options.record == 'bag')
-        factory = resolve_policy(self.options.policy, trusted=self.options.trusted_policy)
+        factory = resolve_policy(
+            self.options.policy, trusted=self.options.trusted_policy, python=self.options.policy_python
+        )
         pose_readers = 1 + recording + int(factory.privileged)
         expected = {topics.JOINT_STATES: 2 + recording}
         expected.update(dict.fromkeys(topics.pose_topics(), pose_readers))

@@ -186,7 +186,8 @@ class PolicyBridge(Node):
         warm_decoders()
         warm_trajectory_codec()
         registry.eval_tasks()
-        self.factory = resolve_policy(name, kwargs=kwargs, trusted=trusted)
+        python = str(param(self, 'policy_python', '', description='the Python a sandboxed policy runs under'))
+        self.factory = resolve_policy(name, kwargs=kwargs, trusted=trusted, python=python or None)
         self.policy = self.build_policy()
         self.privileged = self.policy.privileged
         if self.privileged:

@@ -110,7 +110,8 @@ class PolicyFactory:
         kwargs: keyword arguments for every instance.
         isolation: where instances run (``Isolation``).
         interpreter: the Python its own process runs under (``None``: the evaluator's).
-        readable: folders its process must read (a checkpoint named in ``kwargs``), shown to its sandbox.
+        readable: folders its process must read (another interpreter's environment, a checkpoint named in
+            ``kwargs``), shown to its sandbox.
     """
 
     name: str
@@ -149,21 +150,30 @@ def policy_isolation(name: str, *, trusted: bool) -> Isolation:
     return 'trusted' if trusted else 'sandbox'
 
 
-def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, trusted: bool = False) -> PolicyFactory:
+def resolve_policy(
+    name: str, *, kwargs: Mapping[str, Any] | None = None, trusted: bool = False, python: str | None = None
+) -> PolicyFactory:
     """Look ``name`` up (a built-in or an importable ``module:function``) without building anything.
 
     A ``module:function`` policy runs in its own sandboxed process unless ``trusted`` (``--trusted-policy``): its
-    module is then never imported here, only its top-level package is looked for.
+    module is then never imported here, only its top-level package is looked for. ``python`` (``--policy-python``)
+    runs that process under another interpreter, whose environment holds the policy's dependencies (and its
+    module, which is then not looked for here); it also replaces the default interpreter of
+    ``OWN_INTERPRETER_POLICIES``.
 
     Raises:
-        PolicyError: unknown name, module not importable, (in-process) no such attribute, or a policy to sandbox
-            on a machine where the sandbox cannot be made (``--trusted-policy`` is then the user's decision).
+        PolicyError: unknown name, module not importable, (in-process) no such attribute, a policy to sandbox
+            on a machine where the sandbox cannot be made (``--trusted-policy`` is then the user's decision), or
+            ``python`` for a policy that runs in this process or naming no interpreter.
     """
     reference = BUILTIN_POLICIES.get(name) or OWN_INTERPRETER_POLICIES.get(name, name)
     if ':' not in reference:
         known = ', '.join(sorted([*BUILTIN_POLICIES, *OWN_INTERPRETER_POLICIES]))
         raise PolicyError(f'unknown policy {name!r}: use one of {known} or "module:function"')
     isolation = policy_isolation(name, trusted=trusted)
+    if python is not None and isolation != 'sandbox':
+        where = '--trusted-policy runs it' if isolation == 'trusted' else 'built-in policies run'
+        raise PolicyError(f'--policy-python is for a policy in its own process: {where} in this one ({name!r})')
     interpreter = None
     if isolation == 'sandbox':
         from robofollow_ros.policy.isolation.sandbox import sandbox_problem
@@ -173,10 +183,13 @@ def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, truste
             raise PolicyError(
                 f'{problem}; without the sandbox, --trusted-policy runs {name!r} in this process, unprotected'
             )
-        _check_findable(reference)
         factory = None
         if name in OWN_INTERPRETER_POLICIES:
-            interpreter = _interpreter_for(name, kwargs)
+            interpreter = _interpreter_for(name, kwargs, python)
+        elif python is not None:
+            interpreter = _checked_python(python)
+        if python is None:
+            _check_findable(reference)
     else:
         factory = load_reference(reference)
     return PolicyFactory(
@@ -186,13 +199,30 @@ def resolve_policy(name: str, *, kwargs: Mapping[str, Any] | None = None, truste
         factory=factory,
         isolation=isolation,
         interpreter=interpreter,
-        readable=(str(kwargs['path']),) if interpreter is not None and kwargs and kwargs.get('path') else (),
+        readable=_readable_for(name, interpreter, kwargs),
     )
 
 
-def _interpreter_for(name: str, kwargs: Mapping[str, Any] | None) -> str:
-    """The interpreter an ``OWN_INTERPRETER_POLICIES`` backend runs under; refuses keyword arguments without the
-    checkpoint's path (``None``: only looked up, nothing will be built from them).
+def _checked_python(python: str) -> str:
+    from robofollow_ros.policy.interpreters import checked_python
+
+    return checked_python(python)
+
+
+def _readable_for(name: str, interpreter: str | None, kwargs: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """What the sandbox must let a policy under another interpreter read: that interpreter's environment and, for
+    ``OWN_INTERPRETER_POLICIES``, the checkpoint (``path``)."""
+    if interpreter is None:
+        return ()
+    from robofollow_ros.policy.interpreters import environment_folder
+
+    checkpoint = kwargs.get('path') if name in OWN_INTERPRETER_POLICIES and kwargs else None
+    return (str(environment_folder(interpreter)), *([str(checkpoint)] if checkpoint else []))
+
+
+def _interpreter_for(name: str, kwargs: Mapping[str, Any] | None, python: str | None) -> str:
+    """The interpreter an ``OWN_INTERPRETER_POLICIES`` backend runs under (``python`` if given); refuses keyword
+    arguments without the checkpoint's path (``None``: only looked up, nothing will be built from them).
 
     Raises:
         PolicyError: no such interpreter, or no checkpoint path in the keyword arguments.
@@ -203,7 +233,7 @@ def _interpreter_for(name: str, kwargs: Mapping[str, Any] | None) -> str:
         raise PolicyError(
             f'policy {name!r} needs its checkpoint: --policy-kwargs \'{{"path": "<.../pretrained_model>"}}\''
         )
-    return lerobot_python()
+    return lerobot_python() if python is None else _checked_python(python)
 
 
 def make_policy(name: str, *, kwargs: Mapping[str, Any] | None = None) -> Any:

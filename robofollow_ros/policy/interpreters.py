@@ -1,5 +1,6 @@
-"""The Python interpreters policies with their own dependencies run under (``--policy lerobot``: LeRobot and torch,
-kept out of robofollow's own environment, whose pins they conflict with)."""
+"""The Python interpreters policies with their own dependencies run under: ``--policy lerobot`` (LeRobot and torch,
+kept out of robofollow's own environment, whose pins they conflict with) and any sandboxed policy given
+``--policy-python`` (a user's own environment)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,38 @@ as ``scripts/setup_lerobot.sh`` makes it)."""
 LEROBOT_VENV = '.venv-lerobot'
 
 
+def checked_python(python: str, *, source: str = '--policy-python') -> str:
+    """``python`` if it names an executable file (``source``: the option or variable it came from, for the error).
+
+    Raises:
+        PolicyError: no such file, or not executable.
+    """
+    path = Path(python)
+    given = f'{source}={python}' if source.isupper() else f'{source} {python}'
+    if not path.is_file():
+        raise PolicyError(f'{given} is not a Python interpreter (no such file)')
+    if not os.access(path, os.X_OK):
+        raise PolicyError(f'{given} is not a Python interpreter (not executable)')
+    return python
+
+
+def environment_folder(python: str) -> Path:
+    """The folder of the environment ``python`` belongs to (a venv's root for ``<venv>/bin/python``; ``/usr`` for
+    ``/usr/bin/python3``), which the policy sandbox must let it read: its standard library and site-packages live
+    there, also when it lies under a folder the sandbox covers (``/tmp``)."""
+    return Path(os.path.abspath(python)).parent.parent
+
+
 def lerobot_python() -> str:
     """The interpreter to run a LeRobot policy under.
 
     Raises:
-        PolicyError: ``ROBOFOLLOW_LEROBOT_PYTHON`` names no file, or it is unset and no ``.venv-lerobot`` exists.
+        PolicyError: ``ROBOFOLLOW_LEROBOT_PYTHON`` names no executable, or it is unset and no ``.venv-lerobot``
+            exists.
     """
     configured = os.environ.get(LEROBOT_PYTHON_ENV)
     if configured:
-        if not Path(configured).is_file():
-            raise PolicyError(f'{LEROBOT_PYTHON_ENV}={configured} is not a Python interpreter (no such file)')
-        return configured
+        return checked_python(configured, source=LEROBOT_PYTHON_ENV)
     for folder in (package_root(), Path.cwd()):
         candidate = folder / LEROBOT_VENV / 'bin' / 'python'
         if candidate.is_file():
