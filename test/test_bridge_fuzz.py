@@ -182,7 +182,7 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
                     event=StatusEvent.RESET, episode_id=spec.episode_id, stamp_ns=node.get_clock().now().nanoseconds
                 )
                 status_pub.publish(status.to_message())
-                instruction_pub.publish(String(data='fuzz'))
+                instruction_pub.publish(String(data=spec.instruction))
                 with ended:
                     done = ended.wait_for(functools.partial(has_ended, ends, spec.episode_id), timeout=60)
                 if not done or bridge.poll() is not None:

@@ -11,6 +11,7 @@ unsafe rows of a chunk, a stale joint state and a silent policy get holds only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import subprocess
 import sys
 import threading
@@ -155,6 +156,7 @@ def run_episode(
     )
     task = registry.eval_tasks(scene=1, level=1)[0]
     spec = EpisodeSpec.for_trial(task, seed=1, round=1, variant='corrected', layout=registry.layout_of(task).name)
+    spec = dataclasses.replace(spec, instruction=instruction)  # the bridge takes an instruction for its own episode
     first = len(cell.driver.received)
     cell.spec_pub.publish(spec_message(spec))  # type: ignore[attr-defined]
     now_ns = cell.node.get_clock().now().nanoseconds if reset_ns is None else reset_ns

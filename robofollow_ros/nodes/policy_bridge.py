@@ -50,6 +50,7 @@ from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.environment import RosEnvironment
+from robofollow_ros.ros.instruction_episode import episode_for_instruction
 from robofollow_ros.ros.matching import every_reader_matched
 from robofollow_ros.ros.messages import from_time, image_array
 from robofollow_ros.ros.observation_cache import ObservationCache
@@ -62,7 +63,6 @@ from robofollow_ros.ros.protocol import (
     EpisodeSpecMessage,
     SimStatus,
     SimStatusMessage,
-    StatusEvent,
 )
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param, read_episode, read_report, remember, run_node, wait_for
 from robofollow_ros.ros.shutdown import STOP
@@ -384,39 +384,29 @@ class PolicyBridge(Node):
         rclpy.try_shutdown(context=self.context)
 
     def serve_instructions(self) -> None:
-        """Run an episode for each instruction, until ``None`` arrives."""
+        """Run an episode for each instruction, until ``None`` arrives: the episode the sim was last reset to, if
+        its spec carries that instruction (``episode_for_instruction``)."""
         while True:
             instruction = self.requests.get()
             if instruction is None or STOP.is_set():
                 return
-            spec = self.fresh_spec()
+            match = episode_for_instruction(
+                instruction,
+                cache=self.cache,
+                specs=self.specs,
+                ran=self.ran,
+                timeout=self.sim_timeout,
+                superseded=lambda: not self.requests.empty() or STOP.is_set(),
+            )
             if STOP.is_set():
                 return
-            if spec is None:
-                self.get_logger().error(
-                    f'instruction {instruction!r} without a new {topics.EPISODE} and reset: ignored'
-                )
+            if match.spec is None:
+                self.get_logger().error(str(match.ignored))
                 continue
+            spec = match.spec
             self.ran.add(spec.episode_id)
             self.get_logger().debug(f'episode {spec.task_id} r{spec.round} ({spec.episode_id})')
             self.run(spec, instruction)
-
-    def fresh_spec(self) -> EpisodeSpec | None:
-        """The episode the sim last reset to, once both its spec and its reset status are here, if not run yet."""
-
-        def latest_reset() -> EpisodeSpec | None:
-            found = self.cache.find_status(lambda s: s.event is StatusEvent.RESET)
-            if found is None:
-                return None
-            episode_id = found[1].episode_id
-            return None if episode_id in self.ran else self.specs.get(episode_id)
-
-        try:
-            self.cache.wait(lambda: latest_reset() is not None, timeout=self.sim_timeout, what='a new episode')
-        except RoboFollowError:
-            return None
-        with self.cache.condition:
-            return latest_reset()
 
     def run(self, spec: EpisodeSpec, instruction: str) -> None:
         if self.real is not None:
