@@ -36,6 +36,7 @@ from robofollow_ros.benchmark.types import ARMS, TABLE_Z
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
 from robofollow_ros.sim.physics import set_arm_joints, set_object_pose, tcp_pose
+from robofollow_ros.tracking.board_drift import BoardWatch
 from robofollow_ros.tracking.calibration import calibrate_extrinsic, pose_difference
 from robofollow_ros.tracking.camera import project
 from robofollow_ros.tracking.cell_tracker import CellTracker, Published, yaw_of
@@ -433,6 +434,9 @@ class DegradeStats:
     scene_visible: Counter = field(default_factory=Counter)
     scene_published: Counter = field(default_factory=Counter)
     detect_s: list[float] = field(default_factory=list)
+    board_excess: list[float] = field(default_factory=list)
+    """Per image, the board's drift excess (px, ``tracking.board_drift``): how far the camera the tracker is
+    given looks moved; only a bump should raise it."""
 
 
 def _fit_framebuffer(env: CellEnv) -> None:
@@ -572,6 +576,9 @@ def run_degraded(
             into = stats[key]
             into.detect_s.append(time.perf_counter() - start)
             published = tracker.update(detections, intrinsics, camera)
+            drift = BoardWatch(config.board).observe(detections, intrinsics, camera)
+            if drift is not None:
+                into.board_excess.append(drift.excess_px)
             mine = {p.name: p for p in published if p.scene == scene and p.name in truth}
             into.foreign += sum(1 for p in published if p.scene != scene or p.name not in truth)
             into.visible += len(visible)
@@ -604,6 +611,11 @@ def report_degraded(conditions: tuple[str, ...], stats: dict[str, DegradeStats],
             f'{key:16s} {rate:7.1%} {s.visible_published:4d}/{s.visible:<4d} {s.published:9d}  '
             f'{percentiles(s.xy):>22s}  {percentiles(s.yaw):>22s}  {len(s.off):8d}  {1000 * np.median(s.detect_s):9.1f}'
         )
+    print('\nboard drift excess, px (tracking.board_drift; the tracker says "moved" from a median of 0.5):')
+    for key in conditions:
+        excess = stats[key].board_excess
+        if excess:
+            print(f'{key:16s} {len(excess):5d} images  {percentiles(excess):>22s}  min {min(excess):.2f}')
     print('\ndetected per scene (published / tag in full view):')
     print(f'{"condition":16s} ' + ' '.join(f'{"scene " + str(scene):>12s}' for scene in scenes))
     for key in conditions:

@@ -40,6 +40,7 @@ from robofollow_ros.ros.messages import camera_info_document, from_time, image_a
 from robofollow_ros.ros.protocol import EpisodeSpecMessage
 from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
+from robofollow_ros.tracking.board_drift import BoardWatch
 from robofollow_ros.tracking.calibration import calibrate_extrinsic
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
 from robofollow_ros.tracking.camera_info import CONVENTIONS, ConventionChoice, parse_camera_info
@@ -146,6 +147,8 @@ class ArucoTrackerNode(Node):
         self.published_ns: dict[str, int] = {}
         """Per object, the stamp of the latest pose that went out."""
         self.create_timer(ARMS_WAIT_SECONDS / 4, self.flush)
+        self.board_watch = BoardWatch(self.config.board) if self.frozen is not None else None
+        self.said_moved = False
 
         names = sorted({name for scene in SCENES for name in self.config.scene(scene)})
         self.pose_pubs = {
@@ -250,12 +253,33 @@ class ArucoTrackerNode(Node):
             self.get_logger().error(f'image skipped: {error}', throttle_duration_sec=5.0)
             return
         detections = detect(self.detector, pixels[:, :, ::-1] if pixels.ndim == 3 else pixels)
+        self.watch_board(detections)
         camera = self.camera_pose(detections)
         if camera is None:
             return
         stamp = from_time(message.header.stamp)
         bisect.insort(self.pending, (stamp, time.monotonic(), detections, camera), key=lambda item: item[0])
         self.flush()
+
+    def watch_board(self, detections: dict) -> None:
+        """With a frozen calibration: say (once, then every 30 s while it lasts) when the board shows the camera
+        moved since it was calibrated, and when it is back (``tracking.board_drift``)."""
+        if self.board_watch is None or self.frozen is None or self.intrinsics is None:
+            return
+        self.board_watch.observe(detections, self.intrinsics, self.frozen.pose)
+        summary = self.board_watch.summary()
+        if self.board_watch.moved:
+            self.get_logger().error(
+                f"camera {self.camera} moved since its calibration: the board's tags land "
+                f'{summary["excess_px"]:.2f} px off where the calibration puts them (the board sees the camera '
+                f'{summary["moved_mm"]:.1f} mm / {summary["moved_deg"]:.2f} deg away), so every tracked pose is off '
+                'by millimetres: fix the camera and run robofollow calibrate again',
+                throttle_duration_sec=0.0 if not self.said_moved else 30.0,
+            )
+            self.said_moved = True
+        elif self.said_moved:
+            self.get_logger().info(f'camera {self.camera}: the board lands where the calibration puts it again')
+            self.said_moved = False
 
     def flush(self) -> None:
         """Track every pending image whose stamp the arms' samples have reached, or that waited
@@ -285,7 +309,10 @@ class ArucoTrackerNode(Node):
                 status[key] = f'refused: {result.reason}'
         for item in published:
             status[f'scene{item.scene}/{item.name}'] = item.source
-        self.status_pub.publish(String(data=json.dumps({'stamp_ns': stamp, 'objects': status}, sort_keys=True)))
+        report: dict[str, object] = {'stamp_ns': stamp, 'objects': status}
+        if self.board_watch is not None:
+            report['camera'] = self.board_watch.summary()
+        self.status_pub.publish(String(data=json.dumps(report, sort_keys=True)))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -26,9 +26,7 @@ class InstructionMatch:
     ignored: str | None = None
 
 
-def latest_reset(
-    cache: ObservationCache, specs: Mapping[str, EpisodeSpec], ran: Collection[str]
-) -> EpisodeSpec | None:
+def latest_reset(cache: ObservationCache, specs: Mapping[str, EpisodeSpec], ran: Collection[str]) -> EpisodeSpec | None:
     """The spec of the episode the sim last reported reset to, if it is here and that episode has not run."""
     found = cache.find_status(lambda s: s.event is StatusEvent.RESET)
     if found is None:

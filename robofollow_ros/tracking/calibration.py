@@ -84,6 +84,26 @@ def calibrate_extrinsic(
     return Extrinsic(camera=camera, rms_px=rms, max_px=float(residuals.max()), tag_ids=tuple(t.id for t in seen))
 
 
+def board_residual(
+    detections: Mapping[int, Detection],
+    board: Sequence[BoardTag],
+    intrinsics: Intrinsics,
+    camera: CameraPose,
+    *,
+    min_tags: int = MIN_TAGS,
+) -> float | None:
+    """RMS pixel distance between the board tags' corners seen in one image and where ``camera`` (the pose the
+    tracker believes) projects them; ``None`` when fewer than ``min_tags`` board tags are seen. A camera moved
+    since it was calibrated shows here first: its board no longer lands where the frozen pose says."""
+    seen = [tag for tag in board if tag.id in detections]
+    if len(seen) < min_tags:
+        return None
+    world = np.concatenate([tag.corners_world() for tag in seen])
+    pixels = np.concatenate([np.asarray(detections[tag.id].corners, dtype=np.float64).reshape(4, 2) for tag in seen])
+    residuals = np.linalg.norm(project(intrinsics, camera, world) - pixels, axis=1)
+    return float(np.sqrt(np.mean(residuals**2)))
+
+
 def pose_difference(a: CameraPose, b: CameraPose) -> tuple[float, float]:
     """(position distance in metres, rotation angle in degrees) between two camera poses."""
     relative = a.rotation.T @ b.rotation
