@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 DEFAULT_SIM_ROBOT = 'aloha'
 """The simulated cell behind a profile that names no robot description (the Piper's)."""
+CAMERA_JOIN_SECONDS = 10.0
+"""How long ``close`` waits for a render under way (one frame; seconds under heavy load)."""
 
 
 class FakeHardwareNode(Node):
@@ -151,6 +153,10 @@ class FakeHardwareNode(Node):
             self.create_service(robot_info_type(), mode.service, self.robot_info_answer(mode.mode)) for mode in modes
         ]
 
+        self.last_measured = self.cell.measured()
+        self.held_ticks = 0
+        """Control periods a reset held the cell (``tick``)."""
+        self.resetting = threading.Event()
         self.stop_cameras = threading.Event()
         self.camera_thread = threading.Thread(
             target=self.run_cameras, args=(1.0 / camera_rate,), name='cameras', daemon=True
@@ -190,26 +196,43 @@ class FakeHardwareNode(Node):
             response.code, response.message = int(ResetCode.INVALID_EPISODE), str(error)
             return response
         home = self.profile.home_state()
-        with self.lock:
-            try:
+        started, held = time.monotonic(), self.held_ticks
+        self.resetting.set()
+        try:
+            with self.lock:
                 self.cell.reset(task, seed=spec.seed, layout=layout, home=home)
-            except RoboFollowError as error:
-                self.get_logger().error(f'reset to {spec.task_id} failed: {error}')
-                response.code, response.message = int(ResetCode.RESET_FAILED), str(error)
-                return response
-            self.driver.setpoints.reset(home)
+                self.driver.setpoints.reset(home)
+                self.last_measured = self.cell.measured()
+        except RoboFollowError as error:
+            self.get_logger().error(f'reset to {spec.task_id} failed: {error}')
+            response.code, response.message = int(ResetCode.RESET_FAILED), str(error)
+            return response
+        finally:
+            self.resetting.clear()
         response.code = int(ResetCode.OK)
-        self.get_logger().info(f'cell reset to {spec.task_id} r{spec.round} (layout {layout.name}, seed {spec.seed})')
+        self.get_logger().info(
+            f'cell reset to {spec.task_id} r{spec.round} (layout {layout.name}, seed {spec.seed}) in '
+            f'{time.monotonic() - started:.2f} s; the joint states held meanwhile for {self.held_ticks - held} '
+            'control periods'
+        )
         return response
 
     def tick(self) -> None:
-        """One control period: advance the setpoint and the physics, publish the joint states (and poses)."""
-        with self.lock:
-            position, velocity = self.driver.setpoints.advance(self.now_ns(), self.period)
-            self.cell.step(position, velocity)
-            measured = self.cell.measured()
-            due = (self.publish_objects or self.publish_truth) and self.cell.steps % self.pose_every == 0
-            poses = self.cell.object_poses() if due else {}
+        """One control period: advance the setpoint and the physics, publish the joint states (and poses).
+
+        While a reset holds the cell (it lays out a scene, which can take longer than many periods), the joint
+        states still go out every period, the last measured ones stamped now, as a robot keeps reporting its joints
+        while the objects are placed: a driver whose states stopped would look dead to the bridge."""
+        if self.resetting.is_set():
+            self.held_ticks += 1
+            measured, poses = self.last_measured, {}
+        else:
+            with self.lock:
+                position, velocity = self.driver.setpoints.advance(self.now_ns(), self.period)
+                self.cell.step(position, velocity)
+                measured = self.last_measured = self.cell.measured()
+                due = (self.publish_objects or self.publish_truth) and self.cell.steps % self.pose_every == 0
+                poses = self.cell.object_poses() if due else {}
         stamp = self.now_ns()
         for topic, (names, values) in self.driver.joint_states(measured).items():
             self.joint_pubs[topic].publish(joint_state_message(names, values, stamp_ns=stamp))
@@ -241,6 +264,18 @@ class FakeHardwareNode(Node):
         watched cameras are drawn: with the tracker alone reading cam_high at 640x480, the wrist cameras cost
         nothing."""
         rigs: dict[str, CameraRig] = {}
+        try:
+            self.render_until_stopped(period, rigs)
+        except Exception as error:  # a camera that died is not there any more: say so and end, as the loop does
+            self.get_logger().fatal(f'camera thread failed: {error!r}')
+            self.exit_code = 1
+            rclpy.try_shutdown(context=self.context)
+        finally:
+            for done in rigs.values():
+                done.close()
+
+    def render_until_stopped(self, period: float, rigs: dict[str, CameraRig]) -> None:
+        """``run_cameras``'s loop (``rigs``: the renderers made, which the caller closes)."""
         scratch, rendered_cell = None, None
         next_due = time.monotonic()
         while not self.stop_cameras.wait(max(0.0, next_due - time.monotonic())):
@@ -261,7 +296,8 @@ class FakeHardwareNode(Node):
                 # Outside the lock: building the render model takes long enough to hold up the control loop.
                 for old in rigs.values():
                     old.close()
-                rigs, rendered_cell = {}, cell
+                rigs.clear()
+                rendered_cell = cell
             for camera in watched:
                 if camera not in rigs:
                     width, height = self.camera_size(camera)
@@ -273,14 +309,19 @@ class FakeHardwareNode(Node):
                 intrinsics = pinhole_from_fovy(fovy, width=rig.width, height=rig.height)
                 self.info_pubs[camera].publish(camera_info_message(intrinsics, stamp_ns=stamp, frame_id=frame))
                 self.image_pubs[camera].publish(image_message(np.asarray(pixels), stamp_ns=stamp, frame_id=frame))
-        for done in rigs.values():
-            done.close()
 
     def close(self) -> None:
+        """Stop the control loop and the cameras, then free the cell, unless a render still uses it (the process
+        frees it on exit instead: freeing a model under a running render crashes)."""
         self.loop.stop()
         self.stop_cameras.set()
-        self.camera_thread.join(timeout=5.0)
-        self.get_logger().info(f'control loop: {self.loop.stats.summary()}')
+        self.camera_thread.join(timeout=CAMERA_JOIN_SECONDS)
+        self.get_logger().info(f'control loop: {self.loop.stats.summary()}; reset-held periods: {self.held_ticks}')
+        if self.camera_thread.is_alive():
+            self.get_logger().error(
+                f'the camera thread still renders after {CAMERA_JOIN_SECONDS:g} s: the cell is left to the exit'
+            )
+            return
         with self.lock:
             self.cell.close()
 
