@@ -51,6 +51,7 @@ from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
     EpisodeSpecMessage,
+    MoveHome,
     ResetEpisode,
     ResultMessage,
     SimStatus,
@@ -252,15 +253,15 @@ class StandInBridge(Node):
         self.specs: dict[str, str] = {}
         self.instructions = 0
         self.ended = 0
-        self.create_service(Trigger, topics.HOME, self.on_home)
+        self.create_service(MoveHome, topics.HOME, self.on_home)
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_spec, qos.LATCHED_READER)
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(String, topics.INSTRUCTION, self.on_instruction, qos.COMMANDS)
         self.end_pub = self.create_publisher(EpisodeEndMessage, topics.EPISODE_END, qos.EVENTS)
 
-    def on_home(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def on_home(self, _request: MoveHome.Request, response: MoveHome.Response) -> MoveHome.Response:
         self.calls.append('home')
-        response.success = True
+        response.code = MoveHome.Response.MOVING
         return response
 
     def on_spec(self, message: EpisodeSpecMessage) -> None:
@@ -506,17 +507,17 @@ def test_fake_hardware_resets_the_cell_with_the_episode_after_the_arms_went_home
         response.code, response.episode_id = ResetEpisode.Response.OK, request.episode.episode_id
         return response
 
-    def on_home(_request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def on_home(_request: MoveHome.Request, response: MoveHome.Response) -> MoveHome.Response:
         calls.append('home')
         called.append(time.monotonic())
         if len(calls) == 1:  # the bridge's answers: before it heard the driver, then while the move runs
-            response.success, response.message = False, 'no joint state from the driver yet: nothing to move from'
+            response.code, response.message = MoveHome.Response.NOT_YET, 'the message is not read'
         else:
-            response.success, response.message = True, 'moving home in 0.50 s (9 rows)'
+            response.code, response.seconds, response.message = MoveHome.Response.MOVING, 0.5, 'not read either'
         return response
 
     hardware.create_service(ResetEpisode, topics.CELL_RESET, on_reset)
-    hardware.create_service(Trigger, topics.HOME, on_home)
+    hardware.create_service(MoveHome, topics.HOME, on_home)
     with spinning(context, node, hardware, threads=3):
         wait_until(
             lambda: node.cell.reset_client.service_is_ready() and node.cell.home_client.service_is_ready(),

@@ -18,6 +18,7 @@ from rclpy.context import Context
 from std_srvs.srv import Trigger
 
 from robofollow_ros import topics
+from robofollow_ros.ros.protocol import MoveHome
 
 pytestmark = pytest.mark.ros
 
@@ -41,6 +42,14 @@ def services():
 
     node.create_service(Trigger, topics.VOID, answer('void', True, 'trial 3 voided'))
     node.create_service(Trigger, topics.STOP, answer('stop', False, 'no robot here'))
+    homes = iter([(MoveHome.Response.MOVING, 'moving home in 1.20 s'), (MoveHome.Response.BUSY, 'an episode runs')])
+
+    def home(_request: MoveHome.Request, response: MoveHome.Response) -> MoveHome.Response:
+        calls.append('home')
+        response.code, response.message = next(homes)
+        return response
+
+    node.create_service(MoveHome, topics.HOME, home)
     with spinning(context, node):
         yield calls
 
@@ -66,6 +75,14 @@ def test_the_operator_calls_the_graphs_services(services) -> None:
     assert refused.returncode == 1 and refused.stderr.splitlines()[0] == 'no robot here'
     assert ANSWERED.fullmatch(refused.stderr.splitlines()[1]) is not None, refused.stderr
     assert services == ['void', 'stop']
+
+
+def test_home_is_done_when_the_bridge_says_the_move_was_sent_and_refused_otherwise(services) -> None:
+    moving = _operator('home', '--timeout', '20')
+    assert moving.returncode == 0 and moving.stdout.strip() == 'moving home in 1.20 s', moving.stderr
+    busy = _operator('home', '--timeout', '20')
+    assert busy.returncode == 1 and busy.stderr.splitlines()[0] == 'an episode runs', busy.stderr
+    assert services == ['home', 'home']
 
 
 def test_a_service_nobody_serves_is_one_line() -> None:

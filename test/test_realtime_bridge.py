@@ -32,7 +32,6 @@ from std_srvs.srv import Trigger
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.realcell.operator import HOME_NO_STATE
 from robofollow_ros.robot.kinematics import forward_kinematics
 from robofollow_ros.robot.profiles import load_profile
 from robofollow_ros.ros import qos
@@ -40,6 +39,8 @@ from robofollow_ros.ros.protocol import (
     EpisodeEnd,
     EpisodeEndMessage,
     EpisodeSpecMessage,
+    HomeCode,
+    MoveHome,
     SimStatus,
     SimStatusMessage,
     StatusEvent,
@@ -184,6 +185,17 @@ def call(cell: Cell, service: str) -> tuple[Trigger.Response, float]:
     result = future.result()
     assert result is not None
     return result, called
+
+
+def call_home(cell: Cell) -> MoveHome.Response:
+    """Call the bridge's ``/robofollow/home``; its typed answer."""
+    client = cell.node.create_client(MoveHome, topics.HOME)
+    assert client.wait_for_service(timeout_sec=60)
+    future = client.call_async(MoveHome.Request())
+    wait_until(future.done, timeout=30, what=f'{topics.HOME} to answer', poll=0.001)
+    result = future.result()
+    assert result is not None
+    return result
 
 
 def assert_safe(received: list[Received]) -> int:
@@ -376,11 +388,12 @@ def test_home_on_a_stale_joint_state_answers_none_yet_so_that_the_evaluator_asks
     cell.driver.lag = 0.8
     try:
         time.sleep(0.3)
-        refused, _ = call(cell, topics.HOME)
+        refused = call_home(cell)
     finally:
         cell.driver.lag = 0.0
-    assert not refused.success and HOME_NO_STATE in refused.message and 's old' in refused.message, refused.message
-    wait_until(lambda: call(cell, topics.HOME)[0].success, timeout=30, what='home once the driver is fresh again')
+    assert refused.code == HomeCode.NOT_YET and 's old' in refused.message, refused.message
+    assert refused.seconds == 0.0
+    wait_until(lambda: call_home(cell).code == HomeCode.MOVING, timeout=30, what='home once the driver is fresh again')
 
 
 def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next(cell: Cell) -> None:
@@ -423,8 +436,8 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
 
     # Stopped: home is refused too, and an episode announced before the stop stays stopped (its reset was stamped
     # before it); an episode announced after it moves again.
-    refused, _ = call(cell, topics.HOME)
-    assert not refused.success and 'stopped' in refused.message
+    refused = call_home(cell)
+    assert refused.code == HomeCode.STOPPED and 'stopped' in refused.message
     before_stop_ns = end.end_stamp_ns - 1_000_000_000
     end, received = run_episode(cell, 'move', reset_ns=before_stop_ns)
     assert end.error_kind == 'stopped' and end.executed_rows == 0
@@ -436,8 +449,9 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
 
     # Home: one slow trajectory per controller through the safety filter, ending at the profile's home pose.
     before = len(cell.driver.received)
-    answer, _ = call(cell, topics.HOME)
-    assert answer.success, answer.message
+    answer = call_home(cell)
+    assert answer.code == HomeCode.MOVING, answer.message
+    assert answer.seconds > 0.0 and f'moving home in {answer.seconds:.2f} s' in answer.message
     wait_until(lambda: len(cell.driver.received) >= before + 4, timeout=30, what='the home trajectories')
     home = cell.driver.received[before:]
     assert_safe(home)
@@ -467,7 +481,7 @@ def test_the_profile_joint_limits_mode_decides_out_of_limit_targets_and_grippers
     cell: Cell = request.getfixturevalue('clamp_cell' if mode == 'clamp' else 'cell')
     profile = load_profile(str(TEST_PROFILE))
     home = profile.home_state()
-    wait_until(lambda: call(cell, topics.HOME)[0].success, timeout=60, what='the home move')
+    wait_until(lambda: call_home(cell).code == HomeCode.MOVING, timeout=60, what='the home move')
     wait_until(
         lambda: np.allclose(cell.driver.state(), home, atol=1e-6), timeout=30, what='the arms at home', poll=0.01
     )

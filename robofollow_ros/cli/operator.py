@@ -84,9 +84,11 @@ def run(args: argparse.Namespace) -> int:
     started = command_started()
     if args.timeout <= 0.0:
         raise GraphError(f'--timeout must be positive, got {args.timeout:g}')
-    command = [sys.executable, '-m', 'robofollow_ros.ros.ask_once', 'trigger', SERVICES[args.action]]
+    question = 'home' if args.action == 'home' else 'trigger'
+    command = [sys.executable, '-m', 'robofollow_ros.ros.ask_once', question, SERVICES[args.action]]
     command += ['--timeout', repr(args.timeout), '--started', repr(started)]
-    command += ['--recall', repr(RECALL_SECONDS.get(args.action, 0.0))]
+    if question == 'trigger':
+        command += ['--recall', repr(RECALL_SECONDS.get(args.action, 0.0))]
     try:
         done = subprocess.run(command, timeout=args.timeout + ANSWER_WAIT_SECONDS, check=False)
     except subprocess.TimeoutExpired:

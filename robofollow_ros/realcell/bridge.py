@@ -22,11 +22,11 @@ from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.guard import PolicyFailure
 from robofollow_ros.realcell.environment import RealTimeEnvironment, WatchedPolicy
 from robofollow_ros.realcell.gripper_modes import GripperModes
-from robofollow_ros.realcell.safe_motion import MotionSettings, SafeMotion
+from robofollow_ros.realcell.safe_motion import HomeAnswer, MotionSettings, SafeMotion
 from robofollow_ros.realcell.stop_server import StopServer
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros.observation_cache import ObservationCache
-from robofollow_ros.ros.protocol import EpisodeEnd
+from robofollow_ros.ros.protocol import EpisodeEnd, HomeCode, MoveHome
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
 from robofollow_ros.ros.shutdown import STOP
 from robofollow_ros.safety.chunk_limits import ChunkLimits, GripperReach
@@ -121,7 +121,7 @@ class CellBridge:
         the executor's thread, the episode on the bridge's own)."""
         # The stop must not wait behind the bridge's callbacks (images, joint states) on its one executor thread.
         self.stop_server = StopServer(node, topics.STOP, self.on_stop)
-        node.create_service(Trigger, topics.HOME, self.on_home)
+        node.create_service(MoveHome, topics.HOME, self.on_home)
         node.create_service(Trigger, topics.RELEASE, self.on_release)
 
     @classmethod
@@ -167,19 +167,21 @@ class CellBridge:
         self.node.get_logger().warning(f'{topics.RELEASE}: {response.message}')
         return response
 
-    def on_home(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def on_home(self, request: MoveHome.Request, response: MoveHome.Response) -> MoveHome.Response:
         """A slow move to the profile's home pose (refused while an episode runs or after a stop)."""
         problem = self.gripper_modes.problem()
         if problem is not None:
-            response.success, response.message = False, problem
+            code = HomeCode.GRIPPER_MODE if self.gripper_modes.all_told() else HomeCode.NOT_YET
+            answer = HomeAnswer(code, 0.0, problem)
         elif not self.busy.acquire(blocking=False):
-            response.success, response.message = False, 'an episode is running: home refused'
+            answer = HomeAnswer(HomeCode.BUSY, 0.0, 'an episode is running: home refused')
         else:
             try:
-                response.success, response.message = self.motion.home()
+                answer = self.motion.home()
             finally:
                 self.busy.release()
-        self.node.get_logger().info(f'{topics.HOME}: {response.message}')
+        response.code, response.seconds, response.message = int(answer.code), answer.seconds, answer.message
+        self.node.get_logger().info(f'{topics.HOME}: {answer.message}')
         return response
 
     def run(

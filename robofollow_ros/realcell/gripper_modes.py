@@ -92,6 +92,11 @@ class GripperModes:
             if answer is not None:
                 self.seen[arm] = str(answer.mode)
 
+    def all_told(self) -> bool:
+        """Whether every gripper whose mode the profile names has told its mode (right or wrong)."""
+        with self.lock:
+            return all(arm in self.seen for arm in self.wanted)
+
     def problem(self) -> str | None:
         """None when every gripper was seen in its mode; else why the arms must not move (one line)."""
         with self.lock:

@@ -22,7 +22,6 @@ bridge when the graph started, so no discovery stands between the key and the st
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -41,13 +40,13 @@ from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_files import LAYOUTS_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.evaluation.layout_picture import layout_text, write_layout_picture
-from robofollow_ros.realcell.gripper_modes import NOT_ANSWERED
 from robofollow_ros.realcell.object_poses import ObjectPoses
 from robofollow_ros.realcell.operator_keys import KeyReader
-from robofollow_ros.realcell.safe_motion import STOPPED_MESSAGE
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.protocol import (
     EpisodeSpecMessage,
+    HomeCode,
+    MoveHome,
     ResetEpisode,
     SimStatus,
     SimStatusMessage,
@@ -61,16 +60,13 @@ ANNOUNCE_SECONDS = 5.0
 """How long a trial's layout announcement waits for its readers' acknowledgement before the trial goes on."""
 HOME_SECONDS = 120.0
 """How long the bridge may take to bring both arms home (slowly, through the safety filter)."""
-HOME_MOVE = re.compile(r'moving home in ([0-9.]+) s')
-"""The bridge's answer while the home move runs (it answers at once): how long the move takes."""
 HOME_ANSWER_SECONDS = 10.0
 """How long a call of ``/robofollow/home`` may stay unanswered before it is made again (the bridge answers at once)."""
 EXIT_STOP_SECONDS = 1.0
 """How long an evaluator leaving mid-run waits for the bridge to answer its stop."""
-HOME_NO_STATE = 'no joint state from the driver yet'
-"""The bridge's refusal before it heard the driver (the graph just started): asked again every ``HOME_RETRY`` s, as
-when the driver has not told the grippers' operating modes yet (``gripper_modes.NOT_ANSWERED``)."""
 HOME_RETRY = 0.2
+"""Seconds between calls of ``/robofollow/home`` while the bridge has heard nothing fresh from the driver yet
+(``NOT_YET``: the graph just started, or the grippers' operating modes are not told yet)."""
 RUNTIMES = ('sim', 'real')
 """The evaluator's ``runtime`` parameter: the simulated graph, or a real (or fake-hardware) cell."""
 
@@ -160,7 +156,7 @@ class CellOperator:
         self.override: str | None = None
         """Why the operator overrode the held check (set while ``holding``)."""
         self.poses = ObjectPoses(node) if settings.layout.enabled else None
-        self.home_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.HOME)
+        self.home_client: Client[MoveHome.Request, MoveHome.Response] = node.create_client(MoveHome, topics.HOME)
         self.stop_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.STOP)
         self.release_client: Client[Trigger.Request, Trigger.Response] = node.create_client(Trigger, topics.RELEASE)
         self.reset_client: Client[ResetEpisode.Request, ResetEpisode.Response] = node.create_client(
@@ -313,7 +309,7 @@ class CellOperator:
         if not self.home_client.service_is_ready():
             return
         response = self._move_home()
-        if response is not None and not response.success and STOPPED_MESSAGE in response.message:
+        if response is not None and response.code == HomeCode.STOPPED:
             self.say(
                 f'the arms are stopped ({self.name(topics.STOP)}); the stopped trial is void and plays again. '
                 f'When the cell is safe, press Enter here or call {self.name(topics.READY)} (robofollow operator '
@@ -322,16 +318,14 @@ class CellOperator:
             self._wait_for_operator(spec, held=False)
             self._release()
             response = self._move_home()
-        if response is None or not response.success:
+        if response is None or response.code != HomeCode.MOVING:
             reason = response.message if response is not None else 'no answer'
             raise GraphError(f'{self.name(topics.HOME)} refused to move the arms home: {reason}')
         # Reset the cell only once the arms are home: a trial started meanwhile saw the move's last rows (the
         # commanded grips of /robofollow/joint_states opening a gripper the last trial closed: "the other arm took
         # part").
-        move = HOME_MOVE.search(response.message)
-        if move is not None:
-            home_at = time.monotonic() + float(move.group(1))
-            self.wait(lambda: time.monotonic() >= home_at, timeout=HOME_SECONDS, what='the arms to reach home')
+        home_at = time.monotonic() + float(response.seconds)
+        self.wait(lambda: time.monotonic() >= home_at, timeout=HOME_SECONDS, what='the arms to reach home')
 
     def _release(self) -> None:
         """Ask the bridge to release its stop (``/robofollow/release``)."""
@@ -348,7 +342,7 @@ class CellOperator:
         answer = response.message if response is not None else 'no answer'
         self.node.get_logger().warning(f'{self.name(topics.RELEASE)}: {answer}')
 
-    def _move_home(self) -> Trigger.Response | None:
+    def _move_home(self) -> MoveHome.Response | None:
         """Call ``/robofollow/home`` until the bridge has heard the driver (or ``HOME_SECONDS`` passed); its answer.
         A call unanswered for ``HOME_ANSWER_SECONDS`` is made again (moving home twice is harmless): under load the
         bridge's answer to the first call of a fresh graph was once lost ("failed to send response (timeout)": the
@@ -356,7 +350,7 @@ class CellOperator:
         deadline = time.monotonic() + HOME_SECONDS
         what = f'the arms to reach home ({self.name(topics.HOME)})'
         while True:
-            future = self.home_client.call_async(Trigger.Request())
+            future = self.home_client.call_async(MoveHome.Request())
             future.add_done_callback(lambda _: self._notify())
             answer_by = min(deadline, time.monotonic() + HOME_ANSWER_SECONDS)
 
@@ -376,7 +370,7 @@ class CellOperator:
                 self.node.get_logger().warning(unanswered)
                 continue
             response = future.result()
-            retryable = response is not None and any(why in response.message for why in (HOME_NO_STATE, NOT_ANSWERED))
+            retryable = response is not None and response.code == HomeCode.NOT_YET
             if not retryable or time.monotonic() > deadline:
                 return response
             retry_at = time.monotonic() + HOME_RETRY

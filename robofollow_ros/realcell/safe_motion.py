@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from rclpy.node import Node
@@ -33,6 +34,7 @@ from robofollow_ros.errors import GraphError, MotionStoppedError, ProfileError
 from robofollow_ros.realcell.driver_feedback import DriverFeedback, MeasuredCell
 from robofollow_ros.realcell.drivers import WINDOW_SECONDS, make_driver
 from robofollow_ros.robot.profiles import RobotProfile
+from robofollow_ros.ros.protocol import HomeCode
 from robofollow_ros.safety.command_filter import Command, MeasuredState, SafetyDecision, filter_chunk, hold_command
 from robofollow_ros.safety.controlled_stop import (
     STOP_SECONDS,
@@ -53,6 +55,16 @@ ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column n
 STOPPED_MESSAGE = 'stopped by /robofollow/stop: motion refused until the operator releases it (/robofollow/release)'
 """What every refusal of motion after a stop says (the evaluator recognises a stopped bridge by it)."""
 EXITING_MESSAGE = 'the policy bridge is exiting: the arms hold, and no further motion is sent'
+
+
+class HomeAnswer(NamedTuple):
+    """The answer to a home request: ``HomeCode``, how long the move takes (``MOVING``) and one line."""
+
+    code: HomeCode
+    seconds: float
+    message: str
+
+
 FRESH_STATE_WAIT = 1.0
 STATE_WATCH_SECONDS = 0.02
 """How often the measured state's age is looked at while a chunk's rows run."""
@@ -357,19 +369,21 @@ class SafeMotion:
             if not self.exiting:
                 self.stop_event.clear()
 
-    def home(self) -> tuple[bool, str]:
-        """A slow move from the measured state to the profile's home pose, through the safety filter; whether all
-        of it was sent, and one line saying what was done."""
+    def home(self) -> HomeAnswer:
+        """A slow move from the measured state to the profile's home pose, through the safety filter: whether all
+        of it was sent (``MOVING``) and how long it takes, or why not."""
         if self.stopped or self.exiting:
-            return False, self.refusal()
+            return HomeAnswer(HomeCode.STOPPED, 0.0, self.refusal())
         state = self.fresh_state(within=FRESH_STATE_WAIT)
         if not np.isfinite(state.positions).all():
-            return False, 'no joint state from the driver yet: nothing to move from'
+            return HomeAnswer(HomeCode.NOT_YET, 0.0, 'no joint state from the driver yet: nothing to move from')
         if state.age_s > self.settings.max_state_age:
-            # Said as "none yet", which the evaluator calls again for (a driver back after a pause moves home).
-            return False, (
+            # NOT_YET, which the evaluator calls again for (a driver back after a pause moves home).
+            return HomeAnswer(
+                HomeCode.NOT_YET,
+                0.0,
                 f'no joint state from the driver yet younger than {self.settings.max_state_age:g} s (the latest is '
-                f'{state.age_s:.3g} s old)'
+                f'{state.age_s:.3g} s old)',
             )
         plan = plan_home(
             state,
@@ -385,11 +399,12 @@ class SafeMotion:
         try:
             self.write(decision, state, moving=not decision.held)
         except MotionStoppedError as error:
-            return False, str(error)
+            return HomeAnswer(HomeCode.STOPPED, 0.0, str(error))
         if decision.rows_sent < rows:
-            return False, f'home move not sent whole: {decision.summary()}'
+            return HomeAnswer(HomeCode.REFUSED, 0.0, f'home move not sent whole: {decision.summary()}')
         how = '' if plan.name == 'straight' else f', {plan.name}: the straight path leaves the workspace'
-        return True, f'moving home in {rows * self.row_period:.2f} s ({rows} rows{how})'
+        seconds = rows * self.row_period
+        return HomeAnswer(HomeCode.MOVING, seconds, f'moving home in {seconds:.2f} s ({rows} rows{how})')
 
     def hold_if_stale(self) -> None:
         """Hold the arms (a controlled stop) and raise ``GraphError`` when the measured state is older than

@@ -1,6 +1,6 @@
 """Ask the graph one thing from a process of its own, for the command line, which never imports rclpy:
 ``robofollow calibrate --camera-info-topic`` reads one CameraInfo, ``robofollow calibrate --from-topic`` saves a few
-images of the board, ``robofollow operator`` calls one Trigger service.
+images of the board, ``robofollow operator`` calls one Trigger service (or the bridge's ``MoveHome``).
 
 ``python -m robofollow_ros.ros.ask_once camera_info /cam_high/camera_info --timeout 10`` prints the first
 CameraInfo heard as a camera_info_manager YAML document; the subscription is best effort, so it hears reliable and
@@ -15,13 +15,14 @@ prints its message (stdout; stderr for a refusal), then on stderr how long after
 service was found. ``--started T`` (``time.monotonic()`` of the command that started this process) counts the
 timeout and the times printed from T; ``--recall S`` calls again every S seconds until an answer comes (for the
 idempotent stop: an answer Fast DDS drops, because the service had not yet matched this process's reader, must not
-make a stop that went through look unanswered).
+make a stop that went through look unanswered). ``home /robofollow/home`` does the same for the bridge's
+``robofollow_interfaces/srv/MoveHome`` (success: the whole move was sent).
 
 It imports rclpy and the message it needs, nothing of the package's heavy modules (an emergency stop starts it), and
 looks for the service every ``POLL_SECONDS`` (rclpy's ``wait_for_service`` sleeps 0.25 s between looks).
 
-Exit codes: 0 on an answer (a Trigger's success), 1 when a Trigger answers failure, 2 when nothing answered in time
-(said in one line on stderr).
+Exit codes: 0 on an answer (a Trigger's success, a home move sent), 1 when the service answers failure, 2 when
+nothing answered in time (said in one line on stderr).
 """
 
 from __future__ import annotations
@@ -151,10 +152,30 @@ def call_trigger(
     ``recall_s`` > 0 it is called again every ``recall_s`` seconds until one call is answered."""
     from std_srvs.srv import Trigger
 
+    return _call(Trigger, lambda a: bool(a.success), service, timeout_s=timeout_s, started=started, recall_s=recall_s)
+
+
+def call_home(service: str, *, timeout_s: float, started: float | None = None) -> TriggerAnswer | None:
+    """As ``call_trigger``, for the bridge's ``/robofollow/home`` (``MoveHome``: done when the move was sent whole)."""
+    from robofollow_ros.ros.protocol import HomeCode, MoveHome
+
+    return _call(MoveHome, lambda a: a.code == HomeCode.MOVING, service, timeout_s=timeout_s, started=started)
+
+
+def _call(
+    kind: Any,
+    done: Callable[[Any], bool],
+    service: str,
+    *,
+    timeout_s: float,
+    started: float | None,
+    recall_s: float = 0.0,
+) -> TriggerAnswer | None:
+    """``call_trigger`` for a service of type ``kind`` with an empty request, ``done`` telling success."""
     start = time.monotonic() if started is None else started
     deadline = start + timeout_s
     with one_shot_node('robofollow_operator') as (node, executor):
-        client: Any = node.create_client(Trigger, service)
+        client: Any = node.create_client(kind, service)
         while not client.service_is_ready():  # looked at once at least, however late this process started
             if time.monotonic() >= deadline or not node.context.ok():
                 return None
@@ -163,14 +184,14 @@ def call_trigger(
         answer_by = max(deadline, time.monotonic() + ANSWER_GRACE_SECONDS)
         calls = 0
         while time.monotonic() < answer_by:
-            future = client.call_async(Trigger.Request())
+            future = client.call_async(kind.Request())
             calls += 1
             until = answer_by if recall_s <= 0.0 else min(answer_by, time.monotonic() + recall_s)
             executor.spin_until_future_complete(future, timeout_sec=max(0.0, until - time.monotonic()))
             answer: Any = future.result() if future.done() else None
             if answer is not None:
                 seconds = time.monotonic() - start
-                return TriggerAnswer(bool(answer.success), str(answer.message), seconds, found, calls)
+                return TriggerAnswer(done(answer), str(answer.message), seconds, found, calls)
             client.remove_pending_request(future)
         return None
 
@@ -233,6 +254,13 @@ QUESTIONS = {
         'the std_srvs/Trigger service, e.g. /robofollow/stop',
         5.0,
         call_trigger,
+        _print_trigger_answer,
+        'no {target} service answered within {timeout:g} s',
+    ),
+    'home': Question(
+        "the policy bridge's robofollow_interfaces/MoveHome service, e.g. /robofollow/home",
+        5.0,
+        call_home,
         _print_trigger_answer,
         'no {target} service answered within {timeout:g} s',
     ),

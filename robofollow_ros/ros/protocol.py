@@ -52,7 +52,7 @@ from robofollow_interfaces.msg import EpisodeSpec as EpisodeSpecMessage
 from robofollow_interfaces.msg import Result as ResultMessage
 from robofollow_interfaces.msg import SimStatus as SimStatusMessage
 from robofollow_interfaces.msg import Stage as StageMessage
-from robofollow_interfaces.srv import ResetEpisode
+from robofollow_interfaces.srv import MoveHome, ResetEpisode
 from robofollow_ros.benchmark.types import Arm
 from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -65,6 +65,8 @@ __all__ = [
     'EpisodeEnd',
     'EpisodeEndMessage',
     'EpisodeSpecMessage',
+    'HomeCode',
+    'MoveHome',
     'ResetCode',
     'ResetEpisode',
     'ResultMessage',
@@ -92,6 +94,17 @@ class ResetCode(IntEnum):
     OK = ResetEpisode.Response.OK
     INVALID_EPISODE = ResetEpisode.Response.INVALID_EPISODE
     RESET_FAILED = ResetEpisode.Response.RESET_FAILED
+
+
+class HomeCode(IntEnum):
+    """``MoveHome.Response.code``: the bridge's answer to ``/robofollow/home``."""
+
+    MOVING = MoveHome.Response.MOVING
+    STOPPED = MoveHome.Response.STOPPED
+    NOT_YET = MoveHome.Response.NOT_YET
+    GRIPPER_MODE = MoveHome.Response.GRIPPER_MODE
+    BUSY = MoveHome.Response.BUSY
+    REFUSED = MoveHome.Response.REFUSED
 
 
 def _check_version(message: Any, what: str) -> None:
