@@ -328,3 +328,39 @@ class NetworkProbe(HoldingPolicy):
         except OSError:
             print(f'other 127.0.0.1:{self.other_port} refused', flush=True)
         return super().predict(observation)
+
+
+class BatchingAffine:
+    """A chunk (3 rows) that depends on the observation and the instruction only, answered one query at a time or
+    batched (``predict_batch``, each call's size kept in ``batches``); a batch holding a state above ``fail_above``
+    fails. Reads cam_high's centre pixel, which a wire's resizing with padding keeps."""
+
+    needs_images = True
+
+    def __init__(self, fail_above: float = float('inf')) -> None:
+        self.fail_above = fail_above
+        self.batches: list[int] = []
+        self.instruction = ''
+
+    def reset(self) -> None:
+        pass
+
+    def set_instruction(self, text: str) -> None:
+        self.instruction = text
+
+    @staticmethod
+    def chunk(observation, instruction):
+        image = observation.images['cam_high']
+        centre = float(image[image.shape[0] // 2, image.shape[1] // 2, 0]) / 255.0
+        state = np.asarray(observation.state, dtype=np.float32)
+        rows = [state + 0.01 * (row + 1) * len(instruction or '') + centre for row in range(3)]
+        return np.stack(rows).astype(np.float32)
+
+    def predict(self, observation):
+        return self.chunk(observation, self.instruction)
+
+    def predict_batch(self, observations, instructions):
+        self.batches.append(len(observations))
+        if any(float(o.state[0]) > self.fail_above for o in observations):
+            raise RuntimeError('the batch exploded')
+        return [self.chunk(o, i) for o, i in zip(observations, instructions, strict=True)]

@@ -196,6 +196,42 @@ print(json.dumps({{'shape': list(chunk.shape), 'difference': float(np.abs(chunk 
     assert result['difference'] < 1e-5 and result['spread'] > 0.0
 
 
+def test_a_batch_of_episodes_gets_what_each_query_alone_gets(checkpoint):
+    """``predict_batch`` (``serve-policy --batch``): one forward pass for four episodes' observations, each with its
+    own instruction, equal to the chunks ``predict`` gives each alone (to float32 rounding: the batched matrix
+    products sum in another order)."""
+    python = lerobot_interpreter()
+    script = f"""
+import json, sys
+import numpy as np
+sys.path.insert(0, {str(package_root())!r})
+from robofollow_ros.policy.lerobot_policy import LeRobotPolicy
+from robofollow_ros.policy.observation import Observation
+rng = np.random.default_rng(1)
+cameras = ('cam_high', 'cam_left_wrist', 'cam_right_wrist')
+observations = [
+    Observation(images={{c: rng.integers(0, 256, (48, 64, 3), dtype=np.uint8) for c in cameras}},
+                state=rng.uniform(-1, 1, 14).astype(np.float32))
+    for _ in range(4)
+]
+instructions = ['pick up the block', 'pick up the block', 'put it left', 'put it right']
+policy = LeRobotPolicy({str(checkpoint)!r})
+alone = []
+for observation, instruction in zip(observations, instructions):
+    policy.reset(); policy.set_instruction(instruction)
+    alone.append(policy.predict(observation))
+batched = policy.predict_batch(observations, instructions)
+print(json.dumps({{'batchable': policy.batchable, 'shapes': [list(c.shape) for c in batched],
+                  'difference': max(float(np.abs(a - b).max()) for a, b in zip(alone, batched)),
+                  'between': float(np.abs(alone[0] - alone[2]).max())}}))
+"""
+    done = subprocess.run([python, '-c', script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result['batchable'] and result['shapes'] == [[20, 14]] * 4
+    assert result['difference'] < 1e-5 and result['between'] > 1e-4, result
+
+
 def test_robofollow_eval_runs_the_checkpoint_in_the_sandbox(checkpoint, tmp_path):
     if sandbox_problem() is not None:
         pytest.skip(f'no sandbox here: {sandbox_problem()}')

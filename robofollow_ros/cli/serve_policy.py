@@ -15,6 +15,11 @@ examples:
   robofollow serve-policy --policy hold --port 8000
   robofollow serve-policy --policy replay --policy-kwargs '{"path": "runs/x/episodes/ep"}' --protocol robotwin-tcp
   robofollow serve-policy --policy my_pkg.policies:make --policy-kwargs '{"checkpoint": "ckpt"}' --port 8000
+  robofollow serve-policy --policy my_pkg.policies:make --batch 8    # eval --workers 8 --policy openpi against it
+
+--batch N answers the queries of concurrent episodes (eval --workers, Ray, several graphs) in one call of the
+policy's predict_batch(observations, instructions) for up to N of them, gathered for --batch-window-ms after the
+first; such a policy must be stateless between queries (every connection is one episode with its own instruction).
 """
 
 
@@ -49,6 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         'in the middle of a request never is), and with none idle new clients wait to be accepted (default 64)',
     )
     parser.add_argument(
+        '--batch',
+        type=int,
+        default=1,
+        help="queries answered in one call of the policy's predict_batch, at most (default 1: one at a time)",
+    )
+    parser.add_argument(
+        '--batch-window-ms',
+        type=float,
+        default=5.0,
+        help='how long a batch waits after its first query for more, in ms (default 5)',
+    )
+    parser.add_argument(
         '--idle-timeout',
         type=float,
         default=None,
@@ -77,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
         raise RoboFollowError('--max-connections must be at least 1')
     if args.idle_timeout is not None and not args.idle_timeout > 0:
         raise RoboFollowError('--idle-timeout must be positive')
+    if args.batch < 1:
+        raise RoboFollowError('--batch must be at least 1')
+    if not 0.0 <= args.batch_window_ms <= 10_000.0:
+        raise RoboFollowError('--batch-window-ms must lie between 0 and 10000')
     serve_policy(
         args.policy,
         kwargs=parse_policy_kwargs(args.policy_kwargs),
@@ -87,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         idle_timeout=args.idle_timeout,
         max_connections=args.max_connections,
         max_inflight_bytes=_bytes(args.max_inflight_mb),
+        batch=args.batch,
+        batch_window=args.batch_window_ms / 1000.0,
         announce=lambda line: print(line, flush=True),
     )
     return 0

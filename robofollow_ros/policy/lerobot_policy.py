@@ -15,11 +15,16 @@ Each query returns the actions LeRobot itself executes per prediction: ``select_
 ``n_action_steps`` times on the query's observation (the policy's own action queue: ACT predicts its chunk once and
 hands it out row by row; Diffusion Policy keeps its observation history). A policy with temporal ensembling
 predicts every step, so it returns one row per query unless ``n_action_steps`` is given.
+
+``predict_batch`` answers several episodes' queries in one forward pass (``serve-policy --batch``): the first
+``n_action_steps`` rows of ``predict_action_chunk`` on the stacked inputs, what ``select_action`` hands out over a
+query. Only a checkpoint that keeps nothing between queries can be batched (``batchable``: a chunk API, one
+observation step, no temporal ensembling; ACT as trained here), since the episodes of a batch share the policy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +137,12 @@ class LeRobotPolicy:
         self.rows = max(1, int(getattr(self.policy.config, 'n_action_steps', 1) or 1))
         self.image_shapes = {name: tuple(self.policy.config.input_features[name].shape) for name in self.cameras}
         self.instruction = ''
+        config = self.policy.config
+        self.batchable = (
+            callable(getattr(self.policy, 'predict_action_chunk', None))
+            and int(getattr(config, 'n_obs_steps', 1) or 1) == 1
+            and getattr(config, 'temporal_ensemble_coeff', None) is None
+        )
 
     def reset(self) -> None:
         self.policy.reset()
@@ -148,13 +159,37 @@ class LeRobotPolicy:
         chunk = self.torch.stack([action.reshape(-1) for action in actions]).float().cpu().numpy()
         return np.asarray(chunk, dtype=np.float32)
 
-    def inputs(self, observation: Any) -> dict[str, Any]:
+    def predict_batch(self, observations: Sequence[Any], instructions: Sequence[str | None]) -> list[np.ndarray]:
+        """One forward pass for several episodes' queries (``batchable`` checkpoints only); a chunk for each.
+
+        Raises:
+            PolicyError: the checkpoint keeps history between queries, or the lists differ in length.
+        """
+        if not self.batchable:
+            raise PolicyError(
+                f'this {self.policy.config.type} checkpoint keeps history between queries (observation steps or '
+                'temporal ensembling): it cannot be batched'
+            )
+        if len(observations) != len(instructions) or not observations:
+            raise PolicyError('a batch needs one instruction per observation, and at least one')
+        torch = self.torch
+        parts = [self.inputs(o, instruction=i or '') for o, i in zip(observations, instructions, strict=True)]
+        stacked: dict[str, Any] = {key: torch.cat([part[key] for part in parts]) for key in parts[0] if key != 'task'}
+        stacked['task'] = [part['task'] for part in parts]
+        batch = self.preprocess(stacked)
+        with torch.inference_mode():
+            chunks = self.policy.predict_action_chunk(batch)[:, : self.rows]
+            actions = self.postprocess(chunks)
+        values = actions.float().cpu().numpy().astype(np.float32)
+        return [values[index] for index in range(len(parts))]
+
+    def inputs(self, observation: Any, *, instruction: str | None = None) -> dict[str, Any]:
         """The observation as LeRobot's unprocessed inputs: images (1, 3, H, W) in [0, 1] at the checkpoint's
-        size, the state (1, 14), the task text."""
+        size, the state (1, 14), the task text (``instruction``, else the one set)."""
         torch = self.torch
         inputs: dict[str, Any] = {
             STATE_FEATURE: torch.from_numpy(np.array(observation.state, dtype=np.float32)).reshape(1, STATE_DIM),
-            'task': self.instruction,
+            'task': self.instruction if instruction is None else instruction,
         }
         for feature, camera in self.cameras.items():
             if camera not in observation.images:

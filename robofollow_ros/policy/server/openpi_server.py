@@ -32,7 +32,7 @@ from robofollow_ros.policy.openpi_codec import packb, unpackb
 from robofollow_ros.policy.openpi_images import OPENPI_IMAGE_SIZE
 from robofollow_ros.policy.openpi_messages import CAMERAS, parse_request
 from robofollow_ros.policy.server.failures import describe_failure
-from robofollow_ros.policy.server.interface import DEFAULT_IDLE_TIMEOUT
+from robofollow_ros.policy.server.interface import DEFAULT_IDLE_TIMEOUT, Served, Session
 from robofollow_ros.policy.server.limits import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_FRAME_BYTES,
@@ -42,7 +42,6 @@ from robofollow_ros.policy.server.limits import (
     check_limits,
     hang_up,
 )
-from robofollow_ros.policy.server.served import ServedPolicy
 from robofollow_ros.state_layout import ACTION_DIM
 
 CONTROL_KEY = '__ctrl__'
@@ -221,7 +220,7 @@ class OpenpiServer:
 
     def __init__(
         self,
-        served: ServedPolicy,
+        served: Served,
         *,
         host: str = '127.0.0.1',
         port: int = DEFAULT_PORT,
@@ -284,12 +283,13 @@ class OpenpiServer:
 
     def _handle(self, connection: ServerConnection) -> None:
         requests = cast(_RequestSocket, connection.socket)
+        session = self.served.session()
         try:
-            self.served.reset()
+            session.reset()
             connection.send(packb(self.metadata))
             while True:
                 try:
-                    reply = self._answer(connection.recv(timeout=self.idle_timeout))
+                    reply = self._answer(connection.recv(timeout=self.idle_timeout), session)
                 except TimeoutError:
                     connection.close(CloseCode.GOING_AWAY, f'no request for {self.idle_timeout:g} s')
                     return
@@ -299,23 +299,23 @@ class OpenpiServer:
         except ConnectionClosed:
             return
 
-    def _answer(self, frame: str | bytes) -> str | bytes:
+    def _answer(self, frame: str | bytes, session: Session) -> str | bytes:
         if isinstance(frame, str):
             return 'robofollow serve-policy: expected a binary msgpack frame, got text'
         started = time.perf_counter()
         try:
             request = unpackb(frame)
             if isinstance(request, dict) and CONTROL_KEY in request:
-                return packb(self._control(request[CONTROL_KEY]))
+                return packb(self._control(request[CONTROL_KEY], session))
             observation = parse_request(request)
-            chunk = self.served.predict(observation.images, observation.state, observation.prompt)
+            chunk = session.predict(observation.images, observation.state, observation.prompt)
         except Exception as error:  # a bad request or a failing policy must not end the connection
             return f'robofollow serve-policy: {describe_failure(error)}'
         return packb({'actions': chunk, 'server_timing': {'infer_ms': 1000.0 * (time.perf_counter() - started)}})
 
-    def _control(self, command: Any) -> dict[str, str]:
+    def _control(self, command: Any, session: Session) -> dict[str, str]:
         if command == 'episode_start':
-            self.served.reset()
+            session.reset()
             return {'__ack__': 'episode_start'}
         if command == 'episode_end':
             return {'__ack__': 'episode_end'}

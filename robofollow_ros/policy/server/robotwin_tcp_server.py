@@ -25,7 +25,7 @@ from robofollow_ros.policy.robotwin_tcp import DEFAULT_PORT
 from robofollow_ros.policy.robotwin_tcp_codec import decode_message, encode_message, read_frame
 from robofollow_ros.policy.robotwin_tcp_messages import COMMANDS, parse_predict_payload
 from robofollow_ros.policy.server.failures import describe_failure, exception_line
-from robofollow_ros.policy.server.interface import DEFAULT_IDLE_TIMEOUT
+from robofollow_ros.policy.server.interface import DEFAULT_IDLE_TIMEOUT, Served, Session
 from robofollow_ros.policy.server.limits import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_FRAME_BYTES,
@@ -35,7 +35,6 @@ from robofollow_ros.policy.server.limits import (
     check_limits,
     hang_up,
 )
-from robofollow_ros.policy.server.served import ServedPolicy
 
 
 class _Listener(socketserver.TCPServer):
@@ -56,7 +55,7 @@ class RobotwinTcpServer:
 
     def __init__(
         self,
-        served: ServedPolicy,
+        served: Served,
         *,
         host: str = '127.0.0.1',
         port: int = DEFAULT_PORT,
@@ -114,13 +113,14 @@ class RobotwinTcpServer:
 
     def converse(self, sock: socket.socket, client: AdmittedClient) -> None:
         """Answer the frames of one connection until the client leaves, stays idle too long or the framing breaks."""
+        session = self.served.session()
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.settimeout(self.idle_timeout)
             while sock.recv(1, socket.MSG_PEEK) and client.start_request():
                 reserved: list[int] = []
                 try:
-                    going_on = self._request(sock, reserved)
+                    going_on = self._request(sock, reserved, session)
                 finally:
                     self._budget.release(sum(reserved))
                     client.end_request()
@@ -134,7 +134,7 @@ class RobotwinTcpServer:
             client.leave()
             sock.close()
 
-    def _request(self, sock: socket.socket, reserved: list[int]) -> bool:
+    def _request(self, sock: socket.socket, reserved: list[int], session: Session) -> bool:
         def reserve(size: int) -> None:
             if not self._budget.reserve(size, timeout=self.idle_timeout):
                 raise PolicyError(
@@ -147,7 +147,7 @@ class RobotwinTcpServer:
         except PolicyError as error:
             self._send(sock, _error_reply(error))
             return False
-        return body is not None and self._send(sock, self.answer(body))
+        return body is not None and self._send(sock, self.answer(body, session))
 
     @staticmethod
     def _send(sock: socket.socket, reply: Mapping[str, Any]) -> bool:
@@ -157,20 +157,21 @@ class RobotwinTcpServer:
             return False
         return True
 
-    def answer(self, body: bytes) -> dict[str, Any]:
-        """The reply to one request frame body."""
+    def answer(self, body: bytes, session: Session | None = None) -> dict[str, Any]:
+        """The reply to one request frame body (``session``: the connection's; default the served policy's own)."""
+        session = self.served.session() if session is None else session
         try:
             request = decode_message(body)
             if not isinstance(request, dict) or request.get('cmd') not in COMMANDS:
                 raise PolicyError(f'a request must be {{"cmd": one of {", ".join(COMMANDS)}, "obs": ...}}')
             command, payload = request['cmd'], request.get('obs')
             if command == 'reset':
-                self.served.reset()
+                session.reset()
                 return {'res': None}
             if command == 'set_instruction':
-                self.served.set_instruction(payload)
+                session.set_instruction(payload)
                 return {'res': None}
             images, state, instruction = parse_predict_payload(payload)
-            return {'res': self.served.predict(images, state, instruction)}
+            return {'res': session.predict(images, state, instruction)}
         except Exception as error:  # a bad request or a failing policy must not end the connection
             return _error_reply(error)

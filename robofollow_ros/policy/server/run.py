@@ -10,7 +10,8 @@ from typing import Any, Literal
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.policy import openpi, robotwin_tcp
 from robofollow_ros.policy.factory import resolve_policy
-from robofollow_ros.policy.server.interface import PolicyServer
+from robofollow_ros.policy.server.batching import DEFAULT_WINDOW, BatchedPolicy
+from robofollow_ros.policy.server.interface import PolicyServer, Served
 from robofollow_ros.policy.server.openpi_server import OpenpiServer
 from robofollow_ros.policy.server.robotwin_tcp_server import RobotwinTcpServer
 from robofollow_ros.policy.server.served import ServedPolicy
@@ -22,7 +23,7 @@ SCHEMES: dict[WireProtocol, str] = {'openpi': 'ws', 'robotwin-tcp': 'tcp'}
 
 
 def make_server(
-    served: ServedPolicy,
+    served: Served,
     *,
     protocol: WireProtocol,
     host: str,
@@ -62,6 +63,8 @@ def serve_policy(
     idle_timeout: float | None = None,
     max_connections: int | None = None,
     max_inflight_bytes: int | None = None,
+    batch: int = 1,
+    batch_window: float = DEFAULT_WINDOW,
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve the policy ``name`` until SIGINT or SIGTERM, then close it.
@@ -73,7 +76,8 @@ def serve_policy(
     ``idle_timeout`` (default ``interface.DEFAULT_IDLE_TIMEOUT``, 300 s) closes a connection that sends nothing
     for that long; ``max_frame_bytes``, ``max_connections`` and ``max_inflight_bytes`` default to ``limits``'s.
     ``announce`` receives one line with the bound address once the server accepts connections (``port=0`` binds
-    a free port, which that line names).
+    a free port, which that line names). ``batch`` > 1 answers the queries of concurrent connections in batches of
+    up to that many, gathered for ``batch_window`` seconds (``batching``; the policy must have ``predict_batch``).
     """
     factory = resolve_policy(name, kwargs=kwargs, trusted=True)  # the server's process is the policy's own
     if factory.privileged:
@@ -82,7 +86,18 @@ def serve_policy(
             'serve a policy that needs only images, state and instruction (e.g. hold, or a replay of a recorded '
             'expert episode)'
         )
-    served = ServedPolicy(factory.build(), name=name)
+    policy = factory.build()
+    try:
+        served: Served = (
+            ServedPolicy(policy, name=name)
+            if batch == 1
+            else BatchedPolicy(policy, name=name, max_batch=batch, window=batch_window)
+        )
+    except PolicyError:
+        close = getattr(policy, 'close', None)
+        if close is not None:
+            close()
+        raise
     try:
         server = make_server(
             served,
@@ -102,7 +117,8 @@ def serve_policy(
     worker = threading.Thread(target=server.serve_forever, name='serve-policy', daemon=True)
     try:
         worker.start()
-        announce(f'serving {name} over {protocol} at {SCHEMES[protocol]}://{host}:{server.port}')
+        batching = '' if batch == 1 else f' in batches of up to {batch} within {1000 * batch_window:g} ms'
+        announce(f'serving {name}{batching} over {protocol} at {SCHEMES[protocol]}://{host}:{server.port}')
         while not stop.wait(0.5):
             if not worker.is_alive():
                 raise PolicyError(f'the {protocol} server stopped unexpectedly')

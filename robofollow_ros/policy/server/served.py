@@ -1,4 +1,4 @@
-"""The policy behind a server: what a wire request turns into, one request at a time."""
+"""The policy behind a server: what a wire request turns into, one request at a time (``batching``: several)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ class ServedPolicy:
         self.name = name
         self._instruction: str | None = None
         self._lock = threading.Lock()
+
+    def session(self) -> ServedPolicy:
+        """What one connection talks to: the one policy itself (its calls are serialised; a new connection's
+        ``reset`` starts a new episode of the one instance)."""
+        return self
 
     def reset(self) -> None:
         """Start a new episode."""
