@@ -10,6 +10,11 @@ demonstration, the ratios to the baseline, and the load average (other work on t
 
 Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_collect.py [--labels-per-scene 2] [--episodes 2] [--video]
 [--robot aloha]``
+
+``--workers N`` instead compares one worker with N (``collect --workers``, three cameras, background writer) on the
+same labels in this run: demonstrations per wall minute of each, their ratio, whether every demonstration's HDF5
+file has the same hash either way, and the wall time the whole training split (75 labels x 50) would take at each
+rate.
 """
 
 from __future__ import annotations
@@ -52,6 +57,43 @@ def measure(
     }
 
 
+def _hashes(out: Path) -> dict[str, str]:
+    import hashlib
+
+    from robofollow_ros.data.store import stored_episodes
+
+    return {str(s.hdf5.relative_to(out)): hashlib.sha256(s.hdf5.read_bytes()).hexdigest() for s in stored_episodes(out)}
+
+
+def compare_workers(labels: list[str], *, episodes: int, workers: int, robot: str) -> None:
+    """One worker against ``workers`` on the same labels (module docstring)."""
+    from robofollow_ros.benchmark.registry import training_labels
+
+    full = len(training_labels()) * 50
+    with tempfile.TemporaryDirectory() as folder:
+        results = {}
+        for count in (1, workers):
+            out = Path(folder) / f'workers{count}'
+            options = CollectOptions(out=out, labels=labels, episodes=episodes, robot=robot)
+            started = time.perf_counter()
+            tallies = run_collection(options, progress=False, workers=count)
+            wall = time.perf_counter() - started
+            demos = sum(tally.accepted for tally in tallies.values())
+            attempts = sum(tally.attempts for tally in tallies.values())
+            results[count] = (demos, attempts, wall, _hashes(out))
+        print(f'load average after: {" ".join(f"{v:.2f}" for v in os.getloadavg())} on {os.cpu_count()} CPUs')
+        print(f'robot {robot}, {len(labels)} labels x {episodes} demonstrations, three cameras, background writer')
+        for count, (demos, attempts, wall, _) in results.items():
+            rate = demos / wall * 60.0
+            print(
+                f'{count} worker(s): {demos}/{attempts} accepted in {wall:.1f} s wall, {rate:.2f} demos/min; the '
+                f'training split ({full} demonstrations) in {full / rate / 60.0:.1f} h at this rate'
+            )
+        one, many = results[1], results[workers]
+        print(f'{workers} workers / 1 (wall rate): {one[2] / many[2] * many[0] / one[0]:.3f}x')
+        print(f'identical HDF5 files either way: {one[3] == many[3]} ({len(one[3])} files)')
+
+
 def main() -> None:
     """Run the baseline and the camera collection and print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -60,10 +102,14 @@ def main() -> None:
     parser.add_argument('--video', action='store_true', help='also write an MP4 per demonstration')
     parser.add_argument('--lerobot', action='store_true', help='also time the LeRobot export of the camera run')
     parser.add_argument('--robot', default=DEFAULT_ROBOT, choices=robot_names())
+    parser.add_argument('--workers', type=int, default=0, help='compare one worker with this many instead')
     args = parser.parse_args()
     labels = [
         task.task_id for scene in range(1, 5) for task in registry.training_labels(scene=scene)[: args.labels_per_scene]
     ]
+    if args.workers > 1:
+        compare_workers(labels, episodes=args.episodes, workers=args.workers, robot=args.robot)
+        return
     # Older trees have no background writer: then only the one-core camera run.
     has_background = 'background_writes' in inspect.signature(run_collection).parameters
     print(f'load average before: {" ".join(f"{v:.2f}" for v in os.getloadavg())} on {os.cpu_count()} CPUs')

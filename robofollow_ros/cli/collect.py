@@ -17,7 +17,9 @@ seed) and one of the label's paraphrases, records three cameras, the 14-D state 
 action target of every frame, and is kept only if the referee scores it complete. Demonstrations are
 stored in the published raw layout (OUT/sceneN/sceneN_<label>/data/episode<k>.hdf5); --format lerobot
 also writes a LeRobot v3.0 dataset to OUT/lerobot, --format bag a rosbag2 per demonstration. Running
-the same command again resumes; other options on the same OUT are refused.
+the same command again resumes; other options on the same OUT are refused. --workers N collects N labels
+at once in processes of their own; a label's attempts walk its seeds in order in one process, so the
+demonstrations are the same files whatever N (it may change between a run and its resume).
 """
 
 
@@ -49,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--video', action='store_true', help='also write an MP4 per demonstration')
     parser.add_argument('--image-size', type=_size, default=(320, 240), help='camera image size WxH (default 320x240)')
     parser.add_argument('--max-attempts', type=int, default=5000, help='attempts per label (default 5000)')
+    parser.add_argument(
+        '--workers',
+        type=int,
+        default=1,
+        help='labels collected at once, each in a process of its own (default 1; the files are the same either way)',
+    )
     parser.add_argument('--quiet', action='store_true', help='no progress display')
     add_robot_argument(parser)
 
@@ -78,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         max_attempts=args.max_attempts,
         robot=args.robot,
     )
-    tallies = run_collection(options, progress=not args.quiet)
+    tallies = run_collection(options, progress=not args.quiet, workers=args.workers)
     attempts = sum(tally.attempts for tally in tallies.values())
     kept = sum(tally.accepted for tally in tallies.values())
     for tally in tallies.values():

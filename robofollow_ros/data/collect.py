@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from functools import partial
@@ -208,13 +208,116 @@ def _tallies(options: CollectOptions, records: list[dict[str, Any]]) -> dict[str
     return tallies
 
 
+def apply_entry(tally: LabelTally, entry: dict[str, Any]) -> None:
+    """Count one attempt's ledger entry in its label's tally."""
+    tally.attempts += 1
+    if entry['accepted']:
+        tally.accepted += 1
+    else:
+        reason = str(entry.get('reason', 'not complete'))
+        tally.reasons[reason] = tally.reasons.get(reason, 0) + 1
+
+
+Report = Callable[[dict[str, Any], float], None]
+"""Called with an attempt's ledger entry (once its files are complete) and the attempt's wall seconds."""
+
+
+class LabelCollector:
+    """One process's simulator, guarded expert and episode writer; collects a label at a time.
+
+    A label's attempts walk its training seeds in order from where its ledger stopped, so what a label holds
+    depends on the seeds only, not on which process collected it or what it collected before.
+
+    Args:
+        options: the collection.
+        background_writes: write an accepted episode's files on a second thread while the next attempt runs.
+    """
+
+    def __init__(self, options: CollectOptions, *, background_writes: bool = True) -> None:
+        from robofollow_ros.evaluation.guard import GuardedPolicy
+        from robofollow_ros.policy.factory import resolve_policy
+        from robofollow_ros.sim.env import CellEnv
+
+        self.options = options
+        self.env = CellEnv(render=options.cameras, width=options.width, height=options.height, robot=options.robot)
+        self.capture = FrameCapture(self.env, images=options.cameras)
+        self.policy = GuardedPolicy(resolve_policy('expert'))
+        self.limits = EpisodeLimits(max_queries=options.max_queries)
+        self.writes = OrderedWrites(background=background_writes)
+
+    def collect(self, label: str, *, attempts: int, accepted: int, report: Report) -> None:
+        """Attempt ``label`` from its attempt number ``attempts`` (``accepted`` kept so far) until it has
+        ``episodes`` demonstrations or its attempt budget is spent; ``report`` each attempt once its files are
+        complete (on this thread, in order). Returns once every file is written."""
+        options = self.options
+        label_task = registry.get_task(label)
+        layout = registry.layout_of(label_task)
+        while accepted < options.episodes and attempts < options.max_attempts:
+            seed = training_seed(attempts)
+            task = replace(label_task, instruction=draw_paraphrase(label_task, seed=seed))
+            started = time.perf_counter()
+            outcome = run_episode(self.capture, self.policy, task, seed=seed, layout=layout, limits=self.limits)
+            record = score_attempt(task, outcome.trajectory, seed=seed, policy_error=outcome.policy_error)
+            ok = bool(record.get('completion_ok'))
+            entry: dict[str, Any] = {
+                'task_id': label,
+                'round': attempts,
+                'seed': seed,
+                'accepted': ok,
+                'instruction': task.instruction,
+                'frames': len(outcome.trajectory),
+                'intent_score': record.get('intent_score', 0.0),
+                'exec_score': record.get('exec_score', 0.0),
+            }
+            write = None
+            if ok:
+                entry['episode'] = accepted
+                write = partial(_write_episode, options, task, accepted, self.capture.frames(), outcome, record)
+            else:
+                entry['reason'] = _rejection_reason(record)
+            attempts += 1
+            accepted += ok
+            wall = time.perf_counter() - started
+            # The ledger line (and the label's seed list) only once the episode's files are complete.
+            self.writes.submit(write, then=partial(report, entry, wall))
+        self.writes.finish()
+
+    def close(self) -> None:
+        """Finish the writes in flight (best effort) and release the simulator and the expert."""
+        with contextlib.suppress(Exception):
+            self.writes.finish()
+        self.writes.close()
+        self.policy.close()
+        self.env.close()
+
+
+def check_collection(options: CollectOptions) -> None:
+    """Refuse options no collection can run with.
+
+    Raises:
+        DatasetError: budgets below 1, videos without cameras, or an evaluation task among the labels.
+    """
+    if options.episodes < 1 or options.max_attempts < 1:
+        raise DatasetError('--episodes and --max-attempts must be at least 1')
+    if options.video and not options.cameras:
+        raise DatasetError('videos need the cameras')
+    for label in options.labels:
+        if registry.get_task(label).split != 'train':
+            raise DatasetError(
+                f'{label} is an evaluation task; collect training labels (robofollow tasks --split train)'
+            )
+
+
 def run_collection(
-    options: CollectOptions, *, progress: bool = True, background_writes: bool = True
+    options: CollectOptions, *, progress: bool = True, background_writes: bool = True, workers: int = 1
 ) -> dict[str, LabelTally]:
     """Collect until every label has ``options.episodes`` accepted demonstrations (or its attempt budget is spent).
 
     With ``background_writes`` (the default) an accepted episode's files are encoded and written on a second
     thread while the next attempt runs (``data.background``); False writes them before the next attempt starts.
+    ``workers`` > 1 collects that many labels at once in worker processes (``data.collect_workers``); the
+    demonstrations are the same files whatever the number (the seeds decide), and it is not part of the
+    collection's identity.
 
     Returns:
         Per label, the attempts and acceptances so far (this run and earlier ones).
@@ -223,84 +326,75 @@ def run_collection(
         DatasetError: the folder holds a collection with other options, or a ledger or manifest that is not one.
         RunFolderError: another process collects into (or evaluates in) the folder, or it cannot be written.
     """
-    from robofollow_ros.evaluation.guard import GuardedPolicy
-    from robofollow_ros.policy.factory import resolve_policy
-    from robofollow_ros.sim.env import CellEnv
-
-    if options.episodes < 1 or options.max_attempts < 1:
-        raise DatasetError('--episodes and --max-attempts must be at least 1')
-    if options.video and not options.cameras:
-        raise DatasetError('videos need the cameras')
-    tasks = {label: registry.get_task(label) for label in options.labels}
-    for label, task in tasks.items():
-        if task.split != 'train':
-            raise DatasetError(
-                f'{label} is an evaluation task; collect training labels (robofollow tasks --split train)'
-            )
+    check_collection(options)
+    if workers < 1:
+        raise DatasetError(f'--workers must be at least 1, got {workers}')
     make_out_folder(options.out)
     with RunLock(options.out):
         open_manifest(options.out, collection_identity(options.identity()))
         ledger = open_ledger(options.out)
         tallies = _tallies(options, ledger.records)
-        wanted = options.episodes * len(tasks)
+        wanted = options.episodes * len(options.labels)
         already = sum(min(tally.accepted, options.episodes) for tally in tallies.values())
         display = CollectProgress(wanted, already=already) if progress else None
-        env = CellEnv(render=options.cameras, width=options.width, height=options.height, robot=options.robot)
-        capture = FrameCapture(env, images=options.cameras)
-        policy = GuardedPolicy(resolve_policy('expert'))
-        limits = EpisodeLimits(max_queries=options.max_queries)
-        writes = OrderedWrites(background=background_writes)
+        book = CollectionBook(options, ledger, tallies, display)
+        if workers > 1:
+            from robofollow_ros.data.collect_workers import collect_with_workers
+
+            collect_with_workers(options, book, workers=workers)
+            return tallies
+        collector = LabelCollector(options, background_writes=background_writes)
         try:
-            for label, label_task in tasks.items():
+            for label in options.labels:
                 tally = tallies[label]
-                layout = registry.layout_of(label_task)
-                while tally.accepted < options.episodes and tally.attempts < options.max_attempts:
-                    attempt = tally.attempts
-                    seed = training_seed(attempt)
-                    task = replace(label_task, instruction=draw_paraphrase(label_task, seed=seed))
-                    started = time.perf_counter()
-                    outcome = run_episode(capture, policy, task, seed=seed, layout=layout, limits=limits)
-                    record = score_attempt(task, outcome.trajectory, seed=seed, policy_error=outcome.policy_error)
-                    ok = bool(record.get('completion_ok'))
-                    entry: dict[str, Any] = {
-                        'task_id': label,
-                        'round': attempt,
-                        'seed': seed,
-                        'accepted': ok,
-                        'instruction': task.instruction,
-                        'frames': len(outcome.trajectory),
-                        'intent_score': record.get('intent_score', 0.0),
-                        'exec_score': record.get('exec_score', 0.0),
-                    }
-                    write = None
-                    if ok:
-                        entry['episode'] = tally.accepted
-                        write = partial(
-                            _write_episode, options, task, tally.accepted, capture.frames(), outcome, record
-                        )
-                    else:
-                        entry['reason'] = _rejection_reason(record)
-                        tally.reasons[entry['reason']] = tally.reasons.get(entry['reason'], 0) + 1
-                    tally.attempts += 1
-                    tally.accepted += ok
-                    # The ledger line (and the label's seed list) only once the episode's files are complete.
-                    writes.submit(write, then=partial(_record_attempt, options, label_task, ledger, entry, tally))
-                    if display is not None:
-                        display.update(
-                            label,
-                            seed=seed,
-                            ok=ok,
-                            reason=entry.get('reason', ''),
-                            wall_seconds=time.perf_counter() - started,
-                        )
-                writes.submit(None, then=partial(_finish_label, options, label_task, ledger, tally))
-            writes.finish()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                writes.finish()
-            raise
+                collector.collect(
+                    label, attempts=tally.attempts, accepted=tally.accepted, report=partial(book.record, label)
+                )
+                book.label_done(label)
         finally:
-            writes.close()
-            policy.close()
-            env.close()
+            collector.close()
     return tallies
+
+
+class CollectionBook:
+    """What the collecting process keeps: the ledger, the labels' seed lists and completion marks, the tallies
+    and the progress display (one writer, whichever process simulated)."""
+
+    def __init__(
+        self,
+        options: CollectOptions,
+        ledger: Ledger,
+        tallies: dict[str, LabelTally],
+        display: CollectProgress | None,
+    ) -> None:
+        self.options = options
+        self.ledger = ledger
+        self.tallies = tallies
+        self.display = display
+
+    def record(self, label: str, entry: dict[str, Any], wall_seconds: float) -> None:
+        """One attempt of ``label`` whose files are complete: its ledger line, tally and progress line."""
+        tally = self.tallies[label]
+        apply_entry(tally, entry)
+        _record_attempt(self.options, registry.get_task(label), self.ledger, entry, tally)
+        if self.display is not None:
+            self.display.update(
+                label,
+                seed=int(entry['seed']),
+                ok=bool(entry['accepted']),
+                reason=str(entry.get('reason', '')),
+                wall_seconds=wall_seconds,
+            )
+
+    def label_done(self, label: str) -> None:
+        """``label``'s attempts are over: its seed list and, when it has its episodes, its completion mark."""
+        _finish_label(self.options, registry.get_task(label), self.ledger, self.tallies[label])
+
+    def unfinished(self) -> list[str]:
+        """The labels, in order, that still want demonstrations and have attempts left."""
+        options = self.options
+        return [
+            label
+            for label in options.labels
+            if self.tallies[label].accepted < options.episodes and self.tallies[label].attempts < options.max_attempts
+        ]
