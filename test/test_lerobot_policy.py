@@ -248,3 +248,26 @@ def test_robofollow_eval_runs_the_checkpoint_in_the_sandbox(checkpoint, tmp_path
     assert record['executed_rows'] == 10 * 20  # the checkpoint's 20 actions per query, images scaled to 64x48
     assert main(['report', str(out / 'results.jsonl'), '--out', str(tmp_path / 'report')]) == 0
     assert (tmp_path / 'report' / 'summary.md').is_file()
+
+
+@pytest.mark.ros
+def test_the_checkpoint_gives_the_same_record_in_process_and_over_the_graph(checkpoint, tmp_path, monkeypatch):
+    """``robofollow eval --policy lerobot`` in-process and the graph's bridge (``policy:=lerobot``) run the same
+    checkpoint in the same sandbox and score the same episode alike."""
+    if sandbox_problem() is not None:
+        pytest.skip(f'no sandbox here: {sandbox_problem()}')
+    from graph_helpers import read_records, run_launch
+
+    monkeypatch.setenv(LEROBOT_PYTHON_ENV, lerobot_interpreter())
+    kwargs = json.dumps({'path': str(checkpoint)})
+    task = 'L0_pickup_yellow_block_1_left'
+    local = tmp_path / 'in_process'
+    command = ['eval', '--in-process', '--policy', 'lerobot', '--policy-kwargs', kwargs, '--tasks', task]
+    assert main([*command, '--out', str(local), '--quiet']) == 0
+    graph = tmp_path / 'graph'
+    result = run_launch(18, timeout=600.0, policy='lerobot', policy_kwargs=kwargs, task_ids=task, out=str(graph))
+    assert result.returncode == 0, result.stdout[-4000:]
+    ((mine,), (theirs,)) = (read_records(folder / 'results.jsonl') for folder in (local, graph))
+    assert mine['policy_error'] is None and theirs['isolation'] == mine['isolation'] == 'sandbox'
+    for field in ('policy_error', 'queries', 'executed_rows', 'intent_score', 'exec_score', 'completion_ok', 'frames'):
+        assert theirs.get(field) == mine.get(field), field
