@@ -143,6 +143,8 @@ def _refused(argument: str, capsys, monkeypatch) -> str:
         ('calibration:=/missing.yaml', 'launch argument calibration: '),
         ('layout_position_mm:=0', "layout_position_mm must be a positive number, got '0'"),
         ('layout_rotation_deg:=ten', "layout_rotation_deg must be a positive number, got 'ten'"),
+        ('layout_recheck:=0', "layout_recheck must be a positive number, got '0'"),
+        ('layout_timeout:=-1', "layout_timeout must be 0 (for ever) or more seconds, got '-1'"),
     ],
 )
 def test_a_bad_cell_argument_is_refused_in_one_line_before_any_node_starts(argument, message, capsys, monkeypatch):

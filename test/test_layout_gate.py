@@ -11,13 +11,17 @@ simulation's truth and passes after the reset: test_graph_real's fake-hardware t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -32,6 +36,7 @@ from test_graph_real import DOMAIN, TASKS, _call, running_cell_graph
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.seeds import perturbed_positions
+from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.results import RESULTS_NAME
 from robofollow_ros.evaluation.suite import run_suite
 from robofollow_ros.realcell.operator import SERVICE_OVERRIDE
@@ -87,7 +92,7 @@ class StandInPoses(Node):
 @pytest.fixture
 def checked_cell(tmp_path, monkeypatch) -> Iterator[tuple[Any, ...]]:
     """test_graph_real's cell with the layout check on (a 1 s wait for poses) and the stand-in pose source."""
-    parameters = {'layout_pose_wait': '1.0'}
+    parameters = {'layout_pose_wait': '1.0', 'layout_recheck': '600.0'}  # checks only when the operator says
     with running_cell_graph(
         tmp_path / 'run', monkeypatch, parameters=parameters, extra=lambda context: [StandInPoses(context)]
     ) as nodes:
@@ -199,11 +204,11 @@ def test_a_displaced_turned_or_unseen_object_holds_the_trial_until_fixed_or_over
     }
 
 
-def test_over_fake_hardware_a_block_the_reset_left_3_cm_off_holds_the_trial_until_it_is_put_back(
-    tmp_path, monkeypatch
-) -> None:
-    """The check on the simulation's truth: the fake cell (in this process) places yellow_block_1 3 cm off at the
-    reset, as a careless operator would; the trial is held until the test puts it back and says ready."""
+@contextlib.contextmanager
+def careless_cell(tmp_path: Path, monkeypatch, *parameters: str) -> Iterator[SimpleNamespace]:
+    """The evaluator and the fake cell in this process, the cell's reset leaving yellow_block_1 3 cm off as a
+    careless operator would; ``prepare`` starts a trial's preparation on a thread of its own (its outcome in
+    ``result``), ``put_back`` puts the block where the reset should have."""
     import mujoco
     import numpy as np
 
@@ -213,7 +218,13 @@ def test_over_fake_hardware_a_block_the_reset_left_3_cm_off_holds_the_trial_unti
     from robofollow_ros.sim.physics import object_pose, set_object_pose
 
     monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    parameters = ['runtime:=real', 'robot_profile:=aloha_ros2_control', f'out:={tmp_path}', 'fake_hardware:=true']
+    parameters = (
+        'runtime:=real',
+        'robot_profile:=aloha_ros2_control',
+        f'out:={tmp_path}',
+        'fake_hardware:=true',
+        *parameters,
+    )
     rclpy.init(domain_id=DOMAIN, args=['--ros-args', *(a for p in parameters for a in ('-p', p))])
     hardware = FakeHardwareNode()
     node = EvaluatorNode()
@@ -231,40 +242,36 @@ def test_over_fake_hardware_a_block_the_reset_left_3_cm_off_holds_the_trial_unti
         set_object_pose(cell, data, block, position + np.array([0.03, 0.0, 0.0]), quat)
         mujoco.mj_forward(cell.model, data)
 
+    def put_back() -> None:
+        with hardware.lock:
+            position, quat = moved['place']
+            set_object_pose(hardware.cell.cell, hardware.cell.data, block, position, quat)
+            mujoco.mj_forward(hardware.cell.cell.model, hardware.cell.data)
+
     hardware.cell.reset = careless_reset
     executor = MultiThreadedExecutor(num_threads=3)
     for each in (hardware, node, operator):
         executor.add_node(each)
     threading.Thread(target=executor.spin, daemon=True).start()
     result: dict[str, Any] = {}
-    try:
-        wait_until(node.cell.reset_client.service_is_ready, timeout=60, what='the fake hardware reset service')
-        spec = EpisodeSpec.for_trial(
-            registry.get_task(TASKS[0]), seed=registry.trial_seed(TASKS[0], 1), round=1, variant='published'
-        )
+    spec = EpisodeSpec.for_trial(
+        registry.get_task(TASKS[0]), seed=registry.trial_seed(TASKS[0], 1), round=1, variant='published'
+    )
 
-        def prepare() -> None:
+    def prepare() -> None:
+        def run() -> None:
             try:
                 result['fields'] = node.prepare_episode(spec)
             except BaseException as error:  # handed to the test thread
                 result['error'] = error
 
-        threading.Thread(target=prepare, daemon=True).start()
-        wait_until(lambda: node.cell.holding is not None or result, timeout=60, what='the held trial')
-        assert 'error' not in result, result['error']
-        found = re.search(rf'{block}: ([0-9.]+) mm \(dx \+([0-9.]+), dy [-+][0-9.]+\), [0-9.]+°: displaced', said[-1])
-        assert found and 28.0 < float(found.group(1)) < 32.0, said[-1]
-        assert 'red_sphere' not in said[-1], 'only the displaced block is off'
-        with hardware.lock:
-            position, quat = moved['place']
-            set_object_pose(hardware.cell.cell, hardware.cell.data, block, position, quat)
-            mujoco.mj_forward(hardware.cell.cell.model, hardware.cell.data)
-        assert _call(operator, topics.READY).success
-        wait_until(lambda: result, timeout=60, what='the check to pass')
-        assert 'error' not in result, result['error']
-        check = result['fields']['layout_check']
-        assert check['passed'] and check['attempts'] == 2 and check['override'] is None
-        assert max(o['displacement_mm'] for o in check['objects']) < 2.0, check
+        threading.Thread(target=run, daemon=True).start()
+
+    try:
+        wait_until(node.cell.reset_client.service_is_ready, timeout=60, what='the fake hardware reset service')
+        yield SimpleNamespace(
+            node=node, operator=operator, said=said, block=block, result=result, prepare=prepare, put_back=put_back
+        )
     finally:
         node.stopping = True
         executor.shutdown(timeout_sec=5)
@@ -272,3 +279,55 @@ def test_over_fake_hardware_a_block_the_reset_left_3_cm_off_holds_the_trial_unti
         for each in (hardware, node, operator):
             each.destroy_node()
         rclpy.shutdown()
+
+
+def test_over_fake_hardware_a_block_the_reset_left_3_cm_off_holds_the_trial_until_it_is_put_back(
+    tmp_path, monkeypatch
+) -> None:
+    """The check on the simulation's truth: the trial is held until the test puts the block back and says ready
+    (no check made by itself meanwhile: ``layout_recheck`` 600 s)."""
+    with careless_cell(tmp_path, monkeypatch, 'layout_recheck:=600.0') as cell:
+        cell.prepare()
+        wait_until(lambda: cell.node.cell.holding is not None or cell.result, timeout=60, what='the held trial')
+        assert 'error' not in cell.result, cell.result['error']
+        block = cell.block
+        found = re.search(
+            rf'{block}: ([0-9.]+) mm \(dx \+([0-9.]+), dy [-+][0-9.]+\), [0-9.]+°: displaced', cell.said[-1]
+        )
+        assert found and 28.0 < float(found.group(1)) < 32.0, cell.said[-1]
+        assert 'red_sphere' not in cell.said[-1], 'only the displaced block is off'
+        cell.put_back()
+        assert _call(cell.operator, topics.READY).success
+        wait_until(lambda: cell.result, timeout=60, what='the check to pass')
+        assert 'error' not in cell.result, cell.result['error']
+        check = cell.result['fields']['layout_check']
+        assert check['passed'] and check['attempts'] == 2 and check['override'] is None
+        assert max(o['displacement_mm'] for o in check['objects']) < 2.0, check
+
+
+def test_a_held_trial_goes_on_by_itself_once_a_check_of_its_own_passes(tmp_path, monkeypatch) -> None:
+    """Nobody says ready: the layout is checked again every ``layout_recheck`` seconds, and the trial goes on once
+    the block is back (a tag the tracker missed once is seen again the same way); the problem is said once."""
+    with careless_cell(tmp_path, monkeypatch, 'layout_recheck:=0.3') as cell:
+        cell.prepare()
+        wait_until(lambda: cell.node.cell.holding is not None or cell.result, timeout=60, what='the held trial')
+        time.sleep(1.5)  # a few checks of its own fail meanwhile
+        assert not cell.result
+        cell.put_back()
+        wait_until(lambda: cell.result, timeout=60, what='the check to pass by itself')
+    assert 'error' not in cell.result, cell.result['error']
+    check = cell.result['fields']['layout_check']
+    assert check['passed'] and check['attempts'] >= 4 and check['override'] is None, check
+    assert sum('the layout is off' in line for line in cell.said) == 1, cell.said
+
+
+def test_a_trial_held_past_the_layout_timeout_stops_the_run_in_one_line(tmp_path, monkeypatch) -> None:
+    with careless_cell(tmp_path, monkeypatch, 'layout_recheck:=0.3', 'layout_timeout:=1.5') as cell:
+        started = time.monotonic()
+        cell.prepare()
+        wait_until(lambda: cell.result, timeout=60, what='the layout timeout')
+        waited = time.monotonic() - started
+    error = cell.result.get('error')
+    assert isinstance(error, GraphError), cell.result
+    assert 'the layout stayed off for 1.5 s (layout_timeout)' in str(error) and 'resumes from this trial' in str(error)
+    assert cell.block in str(error) and waited < 30.0

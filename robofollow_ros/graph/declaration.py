@@ -354,15 +354,18 @@ def _check_arguments(values: Mapping[str, str]) -> None:
 
 
 def _check_layout_gate(values: Mapping[str, str]) -> None:
-    """The layout check's tolerances and wait: positive numbers."""
-    for name in ('layout_position_mm', 'layout_rotation_deg', 'layout_pose_wait'):
+    """The layout check's tolerances, waits and re-check period: positive numbers; its timeout: 0 or more."""
+    for name in ('layout_position_mm', 'layout_rotation_deg', 'layout_pose_wait', 'layout_recheck', 'layout_timeout'):
         if name not in values:
             continue
         try:
             number = float(values[name])
         except ValueError:
             number = math.nan
-        if not math.isfinite(number) or number <= 0.0:
+        if name == 'layout_timeout':
+            if not math.isfinite(number) or number < 0.0:
+                raise GraphError(f'launch argument {name} must be 0 (for ever) or more seconds, got {values[name]!r}')
+        elif not math.isfinite(number) or number <= 0.0:
             raise GraphError(f'launch argument {name} must be a positive number, got {values[name]!r}')
 
 

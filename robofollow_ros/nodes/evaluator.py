@@ -43,7 +43,15 @@ from robofollow_ros.graph.suite_parameters import SUITE_MINIMUMS, SUITE_PARAMETE
 from robofollow_ros.graph.supervisor import STOP_REASON_VARIABLE
 from robofollow_ros.policy.factory import resolve_policy
 from robofollow_ros.policy.isolation.sandbox import protect_this_process
-from robofollow_ros.realcell.operator import POSE_WAIT_SECONDS, RUNTIMES, CellOperator, CellSettings, LayoutGate
+from robofollow_ros.realcell.operator import (
+    LAYOUT_TIMEOUT_SECONDS,
+    POSE_WAIT_SECONDS,
+    RECHECK_SECONDS,
+    RUNTIMES,
+    CellOperator,
+    CellSettings,
+    LayoutGate,
+)
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.graph_trials import GraphTrials, remove_orphaned_partials
 from robofollow_ros.ros.protocol import (
@@ -226,8 +234,26 @@ class EvaluatorNode(Node):
                 minimum=0.05,
             )
         )
+        recheck = float(
+            param(
+                self,
+                'layout_recheck',
+                RECHECK_SECONDS,
+                description='layout check: seconds between checks of a held trial made without the operator',
+                minimum=0.05,
+            )
+        )
+        timeout = float(
+            param(
+                self,
+                'layout_timeout',
+                LAYOUT_TIMEOUT_SECONDS,
+                description='layout check: seconds a trial may be held before the run stops (0: for ever)',
+                minimum=0.0,
+            )
+        )
         tolerances = Tolerances(position_mm=position, rotation_deg=rotation)
-        return LayoutGate(enabled=enabled, tolerances=tolerances, pose_wait=pose_wait)
+        return LayoutGate(enabled=enabled, tolerances=tolerances, pose_wait=pose_wait, recheck=recheck, timeout=timeout)
 
     def on_result(self, message: ResultMessage) -> None:
         record = read_report(self, record_from_result, message, topic=topics.RESULT)

@@ -70,6 +70,12 @@ HOME_RETRY = 0.2
 RUNTIMES = ('sim', 'real')
 """The evaluator's ``runtime`` parameter: the simulated graph, or a real (or fake-hardware) cell."""
 
+RECHECK_SECONDS = 3.0
+"""How often a held trial's layout is checked again without the operator: a tag the tracker missed once (glare, an
+arm in the view) is seen again, and the trial goes on by itself."""
+LAYOUT_TIMEOUT_SECONDS = 900.0
+"""How long a trial may be held by its layout check, nobody fixing or overriding it, before the run stops (it
+resumes from that trial); an unattended run must not wait for ever."""
 POSE_WAIT_SECONDS = 2.0
 """How long a layout check waits for a fresh pose of every object (the tracker publishes at the camera's rate)."""
 OVERRIDE_WORD = 'override'
@@ -90,12 +96,16 @@ Wait = Callable[..., None]
 @dataclass(frozen=True)
 class LayoutGate:
     """The layout check before each trial (the evaluator's ``layout_check``, ``layout_position_mm``,
-    ``layout_rotation_deg`` and ``layout_pose_wait`` parameters): on or off, its tolerances, and how long it waits
-    for a fresh pose of every object before the ones without count as not seen."""
+    ``layout_rotation_deg``, ``layout_pose_wait``, ``layout_recheck`` and ``layout_timeout`` parameters): on or
+    off, its tolerances, how long it waits for a fresh pose of every object before the ones without count as not
+    seen, how often a held trial's layout is checked again by itself, and how long a trial may be held before the
+    run stops (0: for ever)."""
 
     enabled: bool = True
     tolerances: Tolerances = DEFAULT_TOLERANCES
     pose_wait: float = POSE_WAIT_SECONDS
+    recheck: float = RECHECK_SECONDS
+    timeout: float = LAYOUT_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -405,9 +415,9 @@ class CellOperator:
         self._wait_for_operator(spec, held=False)
         return picture
 
-    def _wait_for_operator(self, spec: EpisodeSpec, *, held: bool) -> str | None:
-        """Wait (no time limit) until the operator says ready for ``spec`` or, ``held`` by a failed layout check,
-        overrides it; returns the override's reason, or None for ready."""
+    def _wait_for_operator(self, spec: EpisodeSpec, *, held: bool, until: float = math.inf) -> str | None:
+        """Wait until the operator says ready for ``spec`` or, ``held`` by a failed layout check, overrides it, or
+        until ``until`` (``time.monotonic()``; none by default); returns the override's reason, else None."""
         with self.condition:
             self.awaiting, self.ready = spec.episode_id, None
             if held:
@@ -417,7 +427,9 @@ class CellOperator:
         )
         try:
             self.wait(
-                lambda: self.ready == spec.episode_id or (held and self.override is not None),
+                lambda: (
+                    self.ready == spec.episode_id or (held and self.override is not None) or time.monotonic() >= until
+                ),
                 timeout=math.inf,
                 what=what,
                 notified=True,
@@ -432,11 +444,12 @@ class CellOperator:
         """The layout check before ``spec``'s trial (the cell is reset or the operator said ready): read where the
         objects are, compare with the trial's places, write the picture with what was measured and tell the
         operator; outside tolerance hold the trial until a check passes (the operator fixed the objects and said
-        ready again) or the operator overrides it. Returns the fields the trial's record gains (``layout_check``:
-        the accepted check's ``to_dict()``, how many checks it took and the picture), or none with the check off.
+        ready again, or a check made by itself every ``recheck`` seconds passes) or the operator overrides it.
+        Returns the fields the trial's record gains (``layout_check``: the accepted check's ``to_dict()``, how many
+        checks it took and the picture), or none with the check off.
 
         Raises:
-            GraphError: the node shut down while waiting.
+            GraphError: the node shut down while waiting, or the trial was held ``timeout`` seconds.
         """
         gate = self.settings.layout
         if not gate.enabled or self.poses is None:
@@ -450,6 +463,8 @@ class CellOperator:
         picture = self.out / LAYOUTS_DIR / f'{episode_stem(spec.task_id, spec.round)}{CHECK_PICTURE_SUFFIX}'
         name = f'{spec.task_id} round {spec.round}'
         attempts = 0
+        held_until = math.inf if gate.timeout <= 0.0 else time.monotonic() + gate.timeout
+        reported, asked = None, False
         while True:
             attempts += 1
             measured = self._measure(layout.object_names, wait=gate.pose_wait)
@@ -463,8 +478,17 @@ class CellOperator:
             if check.passed:
                 self.say(f'{name}: {check.summary()}')
                 break
-            self._report_problems(name, check, picture)
-            reason = self._wait_for_operator(spec, held=True)
+            if asked or check.summary() != reported:  # a check of its own says only what changed
+                self._report_problems(name, check, picture)
+                reported = check.summary()
+            if time.monotonic() >= held_until:
+                raise GraphError(
+                    f'{name}: the layout stayed off for {gate.timeout:g} s (layout_timeout) with nobody fixing or '
+                    f'overriding it: {check.summary()}; the run stops here and resumes from this trial'
+                )
+            until = min(time.monotonic() + gate.recheck, held_until)
+            reason = self._wait_for_operator(spec, held=True, until=until)
+            asked = reason is None and time.monotonic() < until  # the operator said ready, before the next check
             if reason is not None:
                 check = check_layout(
                     layout,
