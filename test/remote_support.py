@@ -7,7 +7,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,3 +107,15 @@ class ServedPolicyProcess:
         if self.process.poll() is None:
             self.process.kill()
         self.process.communicate()
+
+
+@contextmanager
+def serving(server: Any) -> Iterator[Any]:
+    """``server`` (a policy server already bound) answering on a thread of its own until the block ends."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)

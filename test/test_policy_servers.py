@@ -13,7 +13,7 @@ import msgpack
 import numpy as np
 import pytest
 from graph_helpers import wait_until
-from remote_support import ServedPolicyProcess
+from remote_support import ServedPolicyProcess, serving
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.sync.server import serve
@@ -49,16 +49,10 @@ class FailingPolicy(HoldPolicy):
         return super().predict(observation)
 
 
-@contextmanager
 def running(server_class, **options):
-    server = server_class(ServedPolicy(FailingPolicy(), name='failing'), port=0, max_frame_bytes=FRAME_CAP, **options)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
+    return serving(
+        server_class(ServedPolicy(FailingPolicy(), name='failing'), port=0, max_frame_bytes=FRAME_CAP, **options)
+    )
 
 
 def openpi_request(state=None):

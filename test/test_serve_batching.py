@@ -4,13 +4,12 @@ what its query alone gets, over both wires; a policy that cannot batch is refuse
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from policy_doubles import BatchingAffine as Affine
-from remote_support import ServedPolicyProcess
+from remote_support import ServedPolicyProcess, serving
 
 from robofollow_ros.cli import main
 from robofollow_ros.errors import PolicyError
@@ -32,19 +31,6 @@ def episode_observation(episode: int, step: int) -> SimpleNamespace:
 
 def instruction_of(episode: int) -> str:
     return 'pick up the block' + ' now' * episode
-
-
-@contextmanager
-def serving(server_class, served):
-    server = server_class(served, port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
-        served.close()
 
 
 def run_episodes(make_client, steps: int) -> dict[int, list[np.ndarray]]:
@@ -79,7 +65,7 @@ def test_concurrent_episodes_get_what_their_queries_alone_get_in_fewer_calls(wir
     policy = Affine()
     served = BatchedPolicy(policy, name='affine', max_batch=4, window=0.05)
     server_class = OpenpiServer if wire == 'openpi' else RobotwinTcpServer
-    with serving(server_class, served) as server:
+    with serving(server_class(served, port=0)) as server:
         if wire == 'openpi':
 
             def client():
@@ -91,6 +77,7 @@ def test_concurrent_episodes_get_what_their_queries_alone_get_in_fewer_calls(wir
                 return RobotwinTcpPolicy('127.0.0.1', server.port, connect_retries=3)
 
         chunks = run_episodes(client, steps=3)
+    served.close()
     alone = Affine()
     for number in range(EPISODES):
         alone.set_instruction(instruction_of(number))

@@ -20,7 +20,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from robofollow_ros.data.collect import CollectionBook, CollectOptions, LabelCollector
-from robofollow_ros.errors import DatasetError, RoboFollowError
+from robofollow_ros.errors import DatasetError
+from robofollow_ros.evaluation.workers import send_failure
 
 STOP_GRACE = 5.0
 """Seconds a worker gets to close its simulator before it is terminated."""
@@ -46,10 +47,7 @@ def serve_labels(connection: Connection, options: CollectOptions) -> None:
     except EOFError:
         return
     except Exception as error:  # the parent re-raises it: a one-process collection would have stopped the same way
-        try:
-            connection.send(('error', error))
-        except Exception:  # the exception itself does not pickle
-            connection.send(('error', RoboFollowError(f'{type(error).__name__}: {error}')))
+        send_failure(connection, error)
     finally:
         if collector is not None:
             collector.close()

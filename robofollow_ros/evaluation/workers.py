@@ -43,10 +43,16 @@ def serve_trials(
     except EOFError:
         return
     except Exception as error:  # the parent re-raises it: a one-process run would have stopped the same way
-        try:
-            connection.send(('error', error))
-        except Exception:  # the exception itself does not pickle
-            connection.send(('error', RoboFollowError(f'{type(error).__name__}: {error}')))
+        send_failure(connection, error)
+
+
+def send_failure(connection: Connection, error: BaseException) -> None:
+    """Tell a worker's parent ``error`` (``('error', exception)``), as a ``RoboFollowError`` naming it when the
+    exception itself does not pickle."""
+    try:
+        connection.send(('error', error))
+    except Exception:
+        connection.send(('error', RoboFollowError(f'{type(error).__name__}: {error}')))
 
 
 class _Worker:
