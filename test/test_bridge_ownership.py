@@ -11,10 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 from graph_helpers import private_node
-from std_srvs.srv import Trigger
 
 from robofollow_ros.nodes.policy_bridge import MAX_PENDING_INSTRUCTIONS, put_newest
 from robofollow_ros.realcell.bridge import CellBridge
+from robofollow_ros.realcell.safe_motion import HomeAnswer
+from robofollow_ros.ros.protocol import HomeCode, MoveHome
 
 pytestmark = pytest.mark.ros
 NOMINAL_DOMAIN = 45
@@ -30,8 +31,8 @@ def bridge() -> Iterator[CellBridge]:
             cell.close()
 
 
-def home_answer(bridge: CellBridge) -> Trigger.Response:
-    return bridge.on_home(Trigger.Request(), Trigger.Response())
+def home_answer(bridge: CellBridge) -> MoveHome.Response:
+    return bridge.on_home(MoveHome.Request(), MoveHome.Response())
 
 
 def test_home_is_refused_while_an_episode_holds_the_arms_and_an_episode_waits_for_a_home_move(
@@ -39,16 +40,16 @@ def test_home_is_refused_while_an_episode_holds_the_arms_and_an_episode_waits_fo
 ) -> None:
     moves: list[str] = []
 
-    def slow_home() -> tuple[bool, str]:
+    def slow_home() -> HomeAnswer:
         moves.append('home starts')
         time.sleep(0.3)
         moves.append('home ends')
-        return True, 'home'
+        return HomeAnswer(HomeCode.MOVING, 0.3, 'home')
 
     monkeypatch.setattr(bridge.motion, 'home', slow_home)
     with bridge.busy:  # an episode runs
         answer = home_answer(bridge)
-    assert (answer.success, answer.message) == (False, 'an episode is running: home refused') and moves == []
+    assert (answer.code, answer.message) == (HomeCode.BUSY, 'an episode is running: home refused') and moves == []
     homing = threading.Thread(target=home_answer, args=(bridge,))
     homing.start()
     while not moves:
@@ -57,7 +58,7 @@ def test_home_is_refused_while_an_episode_holds_the_arms_and_an_episode_waits_fo
         moves.append('episode starts')
     homing.join()
     assert moves == ['home starts', 'home ends', 'episode starts']
-    assert home_answer(bridge).success
+    assert home_answer(bridge).code == HomeCode.MOVING
 
 
 def test_pending_instructions_are_bounded_and_the_newest_kept() -> None:
@@ -74,4 +75,4 @@ def test_pending_instructions_are_bounded_and_the_newest_kept() -> None:
 def test_the_bridge_node_answers_home_from_the_executor_while_its_episode_thread_is_free(bridge: CellBridge) -> None:
     # No joint state from any driver here: home is refused for that reason, not for an episode.
     answer = home_answer(bridge)
-    assert not answer.success and 'episode' not in answer.message, answer.message
+    assert answer.code == HomeCode.NOT_YET and 'episode' not in answer.message, answer.message
