@@ -7,8 +7,9 @@ batched ones through ``policy/server/batching.py``). ``--episodes`` clients (def
 at once: every client sends ``--queries`` observations (three 240x320 cameras, the 14-D state, its own instruction;
 the same per episode for every server) one after another, as an evaluation worker does. Rounds alternate between
 the servers, so that load from elsewhere falls on all alike. Prints per batch size: queries per second and its ratio
-to batch 1, latency per query p50 / p95 and what batching adds to batch 1's p50, the batch sizes the front formed,
-and the largest difference between each episode's chunks and batch 1's.
+to batch 1, latency per query p50 / p95 and its difference to batch 1's p50, the batch sizes the front formed, the
+largest difference between each episode's chunks and batch 1's, and the latency of one episode alone (what the
+batch window adds to a query nobody joins).
 
 Usage: ``.venv/bin/python bench/bench_batching.py --checkpoint outputs/train/act/checkpoints/last/pretrained_model``
 """
@@ -158,6 +159,10 @@ def main() -> None:
                 entry['latency'] += latencies
                 entry['chunks'] = chunks
         formed = {s.batch: s.batch_sizes() for s in servers}
+        alone: dict[int, list[float]] = {b: [] for b in sizes}
+        for _ in range(args.rounds):  # one episode alone: what the window costs a query nobody joins
+            for server in servers:
+                alone[server.batch] += play_round(server.port, observations[:1])[1]
     finally:
         for server in servers:
             server.close()
@@ -186,6 +191,11 @@ def main() -> None:
             f'{batch:5d} {rate:9.2f} {rate / base_rate:6.2f} {p50:8.1f} {p95:8.1f} {p50 - 1000 * base_p50:8.1f}  '
             f'{diff:10.2e}  {made_text}'
         )
+    lone = {batch: 1000.0 * float(np.median(latencies)) for batch, latencies in alone.items()}
+    print(
+        'one episode alone, p50 per query: '
+        + ', '.join(f'batch {b} {lone[b]:.1f} ms ({lone[b] - lone[1]:+.1f})' for b in sizes)
+    )
 
 
 if __name__ == '__main__':
