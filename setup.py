@@ -62,6 +62,8 @@ setup(
         share('config/robots', '*.yaml'),
         share('config/markers', '*.yaml'),
         share('urdf', '*.urdf'),
+        # The licence and provenance of the Piper kinematics urdf/piper_cell.urdf states (tools/make_piper_urdf.py).
+        share('urdf/piper', 'LICENSE', 'README.md'),
         # The ALOHA cell's ViperX 300 meshes (gym-aloha 0.1.5, with its license); the MJCF beside them is only
         # read by tools/make_aloha_urdf.py and is not installed.
         share('meshes/vx300s', '*.stl', 'LICENSE', 'README.md'),

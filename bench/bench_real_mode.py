@@ -2,10 +2,11 @@
 
 For each robot profile (default: aloha_ros2_control, aloha_interbotix, piper) the 16 demo tasks
 (``robofollow_ros.cli.demo.demo_task_ids``, one per scene x level) run with the expert in real-time mode
-(``robofollow launch real``, fake hardware, simulator poses, one bag per episode); the same tasks run in-process in
-the synchronous cell (its records equal the synchronous graph's). Printed: IS / ES / CR per task beside each
-other, the tasks with the same completion per profile, and every difference (look at the bags under --out). A
-profile the real graph refuses (the Piper: no robot description) gets the launch's one-line refusal as its row.
+(``robofollow launch real robot:=<the profile's robot>``, fake hardware, simulator poses, one bag per episode); the
+same tasks run in-process in the synchronous cell of each profile's robot (its records equal the synchronous
+graph's). Printed: IS / ES / CR per task beside each other, the tasks with the same completion per profile, and
+every difference (look at the bags under --out). A profile the real graph refuses (one naming no robot
+description) gets the launch's one-line refusal as its row.
 
 Timing is measured from outside, by a listener node in this process on the profile's command topics, its driver
 joint states, the evaluator's SimStatus RESET and the bridge's EpisodeEnd. A command's time is its DDS source
@@ -17,10 +18,10 @@ listener's own scheduling on a loaded machine does not enter:
     a row at the first control tick at or after its due time, seen as the first joint state stamped at or after it. The
     deviation |executed(i+1) - executed(i) - row_period| over consecutive rows of a trajectory that were not
     replaced by a newer one before they were due;
-  - streamed drivers (xs_sdk): the bridge streams interpolated targets at the control rate; the deviation
-    |interval - control period| of consecutive JointGroupCommand messages per arm, chunk boundaries included (from
-    outside they cannot be told from a late tick), and how many intervals exceed two periods beside the number of
-    chunk boundaries (the bridge's log counts the queries);
+  - streamed drivers (xs_sdk, piper_ros): the bridge streams interpolated targets at the control rate; the
+    deviation |interval - control period| of consecutive command messages (JointGroupCommand, joint_ctrl_single) per
+    arm, chunk boundaries included (from outside they cannot be told from a late tick), and how many intervals
+    exceed two periods beside the number of chunk boundaries (the bridge's log counts the queries);
 * ros2_control only (one message per chunk): the delay from a chunk's last row (its due time) to the next query,
   per chunk boundary inside an episode:
   - ``settled``: to the first driver joint state stamped after the due time with every arm joint within the
@@ -154,8 +155,10 @@ def listen(profile: RobotProfile, recording: Recording, stop: threading.Event) -
 
     def on_group(topic: str, names: tuple[str, ...], message: Any, info: Any) -> None:
         arrival = info['source_timestamp']
+        # xs_sdk's JointGroupCommand holds the six joints in cmd, piper_ros's joint_ctrl_single in position[0..5].
+        values = list(message.position)[: len(names)] if isinstance(message, JointState) else list(message.cmd)
         recording.commands.setdefault(topic, []).append(
-            Message(arrival, [0.0], [dict(zip(names, message.cmd, strict=True))])
+            Message(arrival, [0.0], [dict(zip(names, values, strict=True))])
         )
 
     def on_state(topic: str, message: Any, info: Any) -> None:
@@ -312,15 +315,17 @@ def streamed_timing(profile: RobotProfile, recording: Recording) -> Timing:
 # --- runs -----------------------------------------------------------------------------------------------------
 
 
-def launch_real(profile_name: str, tasks: list[str], out: Path, domain: int) -> tuple[int, str, float]:
+def launch_real(profile: RobotProfile, tasks: list[str], out: Path, domain: int) -> tuple[int, str, float]:
+    robot = {} if profile.robot is None else {'robot': profile.robot}
     command = launch_command(
         'real',
-        robot_profile=profile_name,
+        robot_profile=profile.name,
         policy='expert',
         task_ids=','.join(tasks),
         out=str(out),
         record='bag',
         force_new='true',
+        **robot,
     )
     start = time.monotonic()
     done = subprocess.run(command, env=graph_env(domain), cwd=ROOT, capture_output=True, text=True, timeout=3600)
@@ -351,7 +356,7 @@ def run_profile(name: str, tasks: list[str], out: Path, domain: int) -> tuple[di
 
     profile = load_profile(name)
     if profile.robot is None:
-        code, output, _ = launch_real(name, tasks, out / name, domain)
+        code, output, _ = launch_real(profile, tasks, out / name, domain)
         refusal = next((line for line in output.splitlines() if line.strip()), '')
         return {}, f'{name}: refused by the real graph (exit {code}): {refusal}'
     recording = Recording()
@@ -369,7 +374,7 @@ def run_profile(name: str, tasks: list[str], out: Path, domain: int) -> tuple[di
         sampler = threading.Thread(target=sample_load, daemon=True)
         recording.loads.append(os.getloadavg()[0])
         sampler.start()
-        code, output, seconds = launch_real(name, tasks, out / name, domain)
+        code, output, seconds = launch_real(profile, tasks, out / name, domain)
         loads_stop.set()
         recording.loads.append(os.getloadavg()[0])
         time.sleep(0.5)
@@ -418,27 +423,34 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     print(f'machine: {machine()}; load average {" ".join(f"{v:.2f}" for v in os.getloadavg())}', flush=True)
 
-    start = time.monotonic()
-    run_suite(
-        SuiteOptions(out=args.out / 'in_process', policy='expert', task_ids=tasks, force_new=True), progress=False
-    )
-    print(f'in-process (synchronous cell): {time.monotonic() - start:.0f} s', flush=True)
-    expected = records(args.out / 'in_process' / 'results.jsonl')
+    names = args.profiles.split(',')
+    robots = sorted({profile.robot for profile in map(load_profile, names) if profile.robot is not None})
+    expected_by_robot: dict[str, dict[str, dict]] = {}
+    for robot in robots:
+        start = time.monotonic()
+        folder = args.out / f'in_process_{robot}'
+        options = SuiteOptions(out=folder, policy='expert', task_ids=tasks, force_new=True, robot=robot)
+        run_suite(options, progress=False)
+        print(f'in-process (synchronous cell, {robot}): {time.monotonic() - start:.0f} s', flush=True)
+        expected_by_robot[robot] = records(folder / 'results.jsonl')
 
     live: dict[str, dict[str, dict]] = {}
     notes = []
-    for name in args.profiles.split(','):
+    for name in names:
         found, lines = run_profile(name, tasks, args.out, args.domain)
         print(lines, flush=True)
         notes.append(lines)
         if found or load_profile(name).robot is not None:
             live[name] = found
 
-    print('\n| task | in-process IS / ES / CR | ' + ' | '.join(f'{n} IS / ES / CR' for n in live) + ' |')
-    print('|---|---|' + '---|' * len(live))
+    header = [f'in-process {robot} IS / ES / CR' for robot in robots] + [f'{n} IS / ES / CR' for n in live]
+    print('\n| task | ' + ' | '.join(header) + ' |')
+    print('|---|' + '---|' * len(header))
     for task in tasks:
-        print(f'| {task} | {cell(expected.get(task))} | ' + ' | '.join(cell(live[n].get(task)) for n in live) + ' |')
+        cells = [cell(expected_by_robot[robot].get(task)) for robot in robots] + [cell(live[n].get(task)) for n in live]
+        print(f'| {task} | ' + ' | '.join(cells) + ' |')
     for name, found in live.items():
+        expected = expected_by_robot[str(load_profile(name).robot)]
         same = [
             t
             for t in tasks

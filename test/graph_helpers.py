@@ -359,3 +359,12 @@ def stop_node_process(process: subprocess.Popen[str]) -> str:
         process.terminate()
     _, err = process.communicate(timeout=30)
     return err
+
+
+def profile_without_robot(folder: Path) -> Path:
+    """A copy of the shipped Piper profile that names no robot description (``robot: null``): ``no_robot.yaml``."""
+    text = (ROOT / 'config' / 'robots' / 'piper.yaml').read_text(encoding='utf-8')
+    assert '\nrobot: piper\n' in text
+    path = folder / 'no_robot.yaml'
+    path.write_text(text.replace('\nrobot: piper\n', '\nrobot: null\n'), encoding='utf-8')
+    return path

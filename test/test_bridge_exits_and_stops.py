@@ -101,21 +101,21 @@ def test_a_bridge_whose_episode_thread_fails_exits_non_zero_instead_of_staying_u
     assert 'the episode thread failed: RuntimeError: injected fault; holding the arms and exiting' in done.stderr
 
 
-def test_a_bridge_started_on_its_own_refuses_a_profile_without_kinematics() -> None:
+def test_a_bridge_started_on_its_own_refuses_a_profile_without_kinematics(tmp_path) -> None:
     """``ros2 run`` (or any launch but ours) once got a warning and a bridge that drove the arms without the
     profile's workspace box."""
     import subprocess
     import sys
 
-    from graph_helpers import ROOT, graph_env
+    from graph_helpers import ROOT, graph_env, profile_without_robot
 
     command = [sys.executable, '-m', 'robofollow_ros.nodes.policy_bridge', '--ros-args', '-p', 'runtime:=real']
-    command += ['-p', 'robot_profile:=piper', '-p', 'policy:=hold']
+    command += ['-p', f'robot_profile:={profile_without_robot(tmp_path)}', '-p', 'policy:=hold']
     done = subprocess.run(
         command, env=graph_env(DOMAIN), cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 2, done.stderr[-3000:]
-    assert "robot profile 'piper' names no robot description: without kinematics" in done.stderr
+    assert "robot profile 'no_robot' names no robot description: without kinematics" in done.stderr
 
 
 def test_the_safety_layers_interventions_are_counted_in_run_json_and_the_end_of_run_line() -> None:

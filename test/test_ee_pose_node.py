@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from geometry_msgs.msg import PoseStamped
-from graph_helpers import private_node, start_node_process, stop_node_process, wait_until
+from graph_helpers import private_node, profile_without_robot, start_node_process, stop_node_process, wait_until
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -150,11 +150,11 @@ def test_ee_pose_publishes_the_cells_joint_states_from_the_driver_topics(ros) ->
     assert message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec == STAMP_NS
 
 
-def test_ee_pose_refuses_a_profile_without_kinematics() -> None:
-    process = start_node('robot_profile:=piper')
+def test_ee_pose_refuses_a_profile_without_kinematics(tmp_path) -> None:
+    process = start_node(f'robot_profile:={profile_without_robot(tmp_path)}')
     try:
         code = process.wait(timeout=120)
     finally:
         err = stop_node(process)
     assert code == 2
-    assert "error: robot profile 'piper' names no robot description, so ee_pose has no kinematics" in err
+    assert "error: robot profile 'no_robot' names no robot description, so ee_pose has no kinematics" in err

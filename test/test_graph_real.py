@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import rclpy
 import yaml
-from graph_helpers import ROOT, graph_env, ros_domain, spinning, wait_until
+from graph_helpers import ROOT, graph_env, profile_without_robot, ros_domain, spinning, wait_until
 from launch_capture import declared_nodes, run_launch_file
 from rclpy.context import Context
 from rclpy.node import Node
@@ -138,7 +138,6 @@ def _refused(argument: str, capsys, monkeypatch) -> str:
         ('pose_source:=tracker', 'pose_source: tracker over fake hardware needs markers:=true'),
         ('fake_hardware:=maybe', "fake_hardware must be true or false (got 'maybe')"),
         ('robot:=primitive', "robot profile 'aloha_ros2_control' drives the 'aloha' robot"),
-        ('robot_profile:=piper', "'piper' names no robot description, and the real-time graph needs one"),
         ('policy:=nope', "unknown policy 'nope'"),
         ('calibration:=/missing.yaml', 'launch argument calibration: '),
         ('layout_position_mm:=0', "layout_position_mm must be a positive number, got '0'"),
@@ -149,6 +148,11 @@ def _refused(argument: str, capsys, monkeypatch) -> str:
 )
 def test_a_bad_cell_argument_is_refused_in_one_line_before_any_node_starts(argument, message, capsys, monkeypatch):
     assert message in _refused(argument, capsys, monkeypatch)
+
+
+def test_a_profile_without_a_robot_description_is_refused_before_any_node_starts(tmp_path, capsys, monkeypatch):
+    error = _refused(f'robot_profile:={profile_without_robot(tmp_path)}', capsys, monkeypatch)
+    assert "'no_robot' names no robot description, and the real-time graph needs one" in error
 
 
 def test_a_calibration_of_another_camera_is_refused_and_one_of_its_optical_frame_taken(tmp_path, capsys, monkeypatch):
@@ -710,3 +714,11 @@ def test_the_evaluator_resets_the_fake_hardware_node_and_starts_the_episode_on_i
     finally:
         hardware.terminate()
         hardware.communicate(timeout=30)
+
+
+def test_the_robot_follows_the_profile_unless_given() -> None:
+    from robofollow_ros.graph.declaration import load_graph
+
+    for profile, robot in (('piper', 'piper'), ('aloha_ros2_control', 'aloha'), ('aloha_interbotix', 'aloha')):
+        graph = load_graph('real', {'robot_profile': profile, 'fake_hardware': 'true'})
+        assert {n.parameters['robot'] for n in graph.nodes if 'robot' in n.parameters} == {robot}, profile

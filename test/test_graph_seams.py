@@ -334,7 +334,9 @@ def test_the_robot_argument_reaches_every_node_and_an_unknown_robot_is_refused_b
     assert {node.name: node.parameters['robot'] for node in graph.nodes} == dict.fromkeys(
         ('sim', 'policy_bridge', 'referee', 'recorder', 'evaluator'), 'primitive'
     )
-    with pytest.raises(GraphError, match="launch argument robot: unknown robot 'ur5'; choose one of aloha, primitive"):
+    with pytest.raises(
+        GraphError, match="launch argument robot: unknown robot 'ur5'; choose one of aloha, piper, primitive"
+    ):
         load_graph('sim', {'robot': 'ur5'})
     from robofollow_ros.cli import main
 

@@ -125,6 +125,8 @@ def test_pip_install_into_a_fresh_venv_evaluates_the_default_robot(fresh_venv, t
     meshes = fresh_venv / 'share' / 'robofollow' / 'meshes' / 'vx300s'
     assert (meshes / 'LICENSE').is_file() and len(list(meshes.glob('*.stl'))) == 11
     assert len(list((meshes / 'light').glob('*.stl'))) == 11, 'the cameras draw these (tools/make_light_meshes.py)'
+    piper = fresh_venv / 'share' / 'robofollow' / 'urdf'
+    assert (piper / 'piper_cell.urdf').is_file() and (piper / 'piper' / 'LICENSE').is_file()
     robofollow = str(fresh_venv / 'bin' / 'robofollow')
     run = [robofollow, 'eval', '--in-process', '--policy', 'expert', '--tasks', TASK, '--record', 'bag', '--out', 'run']
     result = subprocess.run([*run, '--quiet'], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -17,6 +17,7 @@ from graph_helpers import read_records, run_launch
 
 from robofollow_ros.cli.score import score_path
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+from robofollow_ros.robot.profiles import load_profile
 
 pytestmark = pytest.mark.ros
 
@@ -24,8 +25,9 @@ TASKS = {
     'aloha_ros2_control': ('L0_place_yellow_block_2_behind_green_sphere', 'L1_scene3_1__r_pick2_via4_to6_short_front'),
     'aloha_interbotix': ('L1_s11_pick_right_of_red',),
     'aloha_xsarm_ros_control': ('L0_s41_l_pick_red_sphere',),
+    'piper': ('L0_place_yellow_block_3_behind_red_cylinder', 'L1_scene3_1__l_pick4_around2_to1_short_right'),
 }
-DOMAINS = {'aloha_ros2_control': 46, 'aloha_interbotix': 47, 'aloha_xsarm_ros_control': 48}
+DOMAINS = {'aloha_ros2_control': 46, 'aloha_interbotix': 47, 'aloha_xsarm_ros_control': 48, 'piper': 14}
 SCORES = ('intent_score', 'exec_score', 'completion_ok')
 
 
@@ -33,9 +35,11 @@ def _stages(record: dict) -> list[tuple[str, float, float]]:
     return [(stage['name'], stage['intent'], stage['exec']) for stage in record['stages']]
 
 
-def _in_process(tasks: tuple[str, ...], out: Path) -> dict[str, dict]:
+def _in_process(tasks: tuple[str, ...], out: Path, robot: str) -> dict[str, dict]:
     pattern = tasks[0] if len(tasks) == 1 else None
-    options = SuiteOptions(out=out, policy='expert', task_ids=None if pattern else list(tasks), pattern=pattern)
+    options = SuiteOptions(
+        out=out, policy='expert', task_ids=None if pattern else list(tasks), pattern=pattern, robot=robot
+    )
     run_suite(options, progress=False)
     return {record['task_id']: record for record in read_records(out / 'results.jsonl')}
 
@@ -43,12 +47,15 @@ def _in_process(tasks: tuple[str, ...], out: Path) -> dict[str, dict]:
 @pytest.mark.parametrize('profile', sorted(TASKS))
 def test_the_expert_over_fake_hardware_scores_as_in_process(profile: str, tmp_path: Path) -> None:
     tasks = TASKS[profile]
+    robot = load_profile(profile).robot
+    assert robot is not None
     out = tmp_path / 'real'
     done = run_launch(
         DOMAINS[profile],
         graph='real',
         timeout=240.0,
         robot_profile=profile,
+        robot=robot,
         policy='expert',
         task_ids=','.join(tasks),
         record='bag',
@@ -57,7 +64,7 @@ def test_the_expert_over_fake_hardware_scores_as_in_process(profile: str, tmp_pa
     assert done.returncode == 0, done.stdout[-4000:]
     live = {record['task_id']: record for record in read_records(out / 'results.jsonl')}
     assert sorted(live) == sorted(tasks)
-    expected = _in_process(tasks, tmp_path / 'in_process')
+    expected = _in_process(tasks, tmp_path / 'in_process', robot)
     for task, record in live.items():
         assert (record['runtime'], record['robot_profile'], record['pose_source']) == ('real', profile, 'sim')
         assert record['layout_check']['passed'], record['layout_check']  # on the truth, right after the reset

@@ -32,7 +32,7 @@ def eval_args(out, robot: str) -> list[str]:
 
 
 def test_registry_names_every_robot_and_the_default() -> None:
-    assert robot_names() == ('aloha', 'primitive')
+    assert robot_names() == ('aloha', 'piper', 'primitive')
     assert DEFAULT_ROBOT in ROBOTS
     for name, spec in ROBOTS.items():
         assert spec.name == name and spec.urdf.is_file() and len(spec.joints) == 6 and len(spec.home) == 6

@@ -81,6 +81,20 @@ def test_aloha_profiles_agree_with_the_robot_description(name: str) -> None:
     assert np.allclose(profile.home_state(), robot.home_state())
 
 
+def test_the_piper_profile_agrees_with_the_piper_cell() -> None:
+    profile = load_profile('piper')
+    robot = load_robot('piper')
+    assert profile.robot == 'piper'
+    for arm in ARMS:
+        described, spec = robot.arms[arm], profile.arms[arm]
+        assert [f'{arm}_{name}' for name in spec.joints] == list(described.joints)
+        narrower = np.flatnonzero((spec.lower > described.lower) | (spec.upper < described.upper))
+        assert narrower.tolist() == [3, 5], 'joint4 and joint6 kept clear of the wrist end stops, the rest as the URDF'
+        np.testing.assert_allclose(spec.velocity, described.velocity)
+        assert spec.gripper.command.open == pytest.approx(described.opening)  # 0.07 m: both fingers' travel
+    np.testing.assert_allclose(profile.home_state(), robot.home_state())
+
+
 def test_ros2_control_gripper_reads_the_joint_states_the_simulated_cell_publishes() -> None:
     """The sim's /joint_states carry each gripper as its first finger's position in metres (robot description's
     JointLayout): the ros2_control profile must read them back as the same normalised value."""

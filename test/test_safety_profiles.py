@@ -1,32 +1,39 @@
 """The safety layer fed from the shipped robot profiles (``safety.profile_limits``): the limits, mode and workspace
 are the profile's, a small chunk from the profile's home goes out untouched (the box holds home), a chunk lowering
 the left TCP through the table is cut by the URDF forward kinematics, and a profile without a robot has no TCP
-function (its box cannot be checked yet); the profile's ``velocity_limits`` choose the velocity mode, and the
+function (its box cannot be checked); the profile's ``velocity_limits`` choose the velocity mode, and the
 grippers move at their URDF speed (``GripperReach``) instead of being refused as too fast."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from safety_support import ROW
 
 from robofollow_ros.errors import SafetyError
-from robofollow_ros.robot.profiles import load_profile, profile_names
+from robofollow_ros.robot.profiles import load_profile, parse_profile, profile_names, profile_path
 from robofollow_ros.safety.chunk_limits import GripperReach
 from robofollow_ros.safety.command_filter import MeasuredState, filter_chunk
 from robofollow_ros.safety.limits import SafetyLimits
 from robofollow_ros.safety.profile_limits import DEFAULT_GRIPPER_VELOCITY, limits_from_profile, profile_tcp
 
-WITH_ROBOT = ['aloha_ros2_control', 'aloha_interbotix']
+LOWERED = {'aloha_ros2_control': (0.7, 0.2), 'aloha_interbotix': (0.7, 0.2), 'piper': (2.9, -1.1)}
+"""Left joint2 and joint3 that put the TCP below the table top (ALOHA: shoulder forward, z 0.716; Piper: upper arm
+forward and down, elbow opened, z 0.711)."""
+WITH_ROBOT = sorted(LOWERED)
+FINGER_SPEED = {'aloha_ros2_control': 0.2 / 0.036, 'aloha_interbotix': 0.2 / 0.036, 'piper': 0.2 / 0.035}
+"""Normalised gripper speed (1/s): the URDF's finger speed (m/s) over its travel (m)."""
 
 
 def test_the_shipped_profiles_are_the_ones_tested():
-    assert set(profile_names()) >= {*WITH_ROBOT, 'piper'}
+    assert set(profile_names()) >= set(WITH_ROBOT)
 
 
-@pytest.mark.parametrize('name', [*WITH_ROBOT, 'piper'])
+@pytest.mark.parametrize('name', WITH_ROBOT)
 def test_limits_are_the_profiles(name: str):
     profile = load_profile(name)
     limits = limits_from_profile(profile)
@@ -70,7 +77,7 @@ def test_the_urdf_tcp_cuts_a_chunk_through_the_table(name: str):
     limits, tcp = limits_from_profile(profile), profile_tcp(profile)
     home = profile.home_state()
     lowered = home.copy()
-    lowered[1], lowered[2] = 0.7, 0.2  # left shoulder forward: the TCP goes below the table top (z 0.716)
+    lowered[1], lowered[2] = LOWERED[name]
     chunk = home + np.linspace(0.0, 1.0, 31)[1:, None] * (lowered - home)
     heights = np.array([tcp(row)[0][2] for row in chunk])
     floor = float(profile.workspace_min[2])
@@ -83,8 +90,12 @@ def test_the_urdf_tcp_cuts_a_chunk_through_the_table(name: str):
 
 
 def test_a_profile_without_a_robot_has_no_tcp_function():
-    with pytest.raises(SafetyError, match=r'piper.*names no robot'):
-        profile_tcp(load_profile('piper'))
+    document = yaml.safe_load(profile_path('piper').read_text(encoding='utf-8'))
+    document['robot'] = None
+    without = parse_profile(document, path=Path('no_robot.yaml'))
+    assert without.robot is None
+    with pytest.raises(SafetyError, match=r'no_robot.*names no robot'):
+        profile_tcp(without)
 
 
 @pytest.mark.parametrize('mode', ['refuse', 'stretch'])
@@ -127,7 +138,8 @@ def reach_of(name: str, limits_mode: str = 'refuse') -> GripperReach:
 def test_a_gripper_closed_in_one_row_moves_at_its_urdf_speed_instead_of_being_refused(name: str):
     profile = load_profile(name)
     limits, tcp = limits_from_profile(profile), profile_tcp(profile)
-    assert limits.velocity[6] == limits.velocity[13] == pytest.approx(0.2 / 0.036)  # URDF finger m/s over travel
+    speed = FINGER_SPEED[name]
+    assert limits.velocity[6] == limits.velocity[13] == pytest.approx(speed)
     home = profile.home_state()
     chunk = np.tile(home, (5, 1))
     chunk[:, 6] = 0.0  # the left gripper closed in one row, as the expert and the simulated cell do it
@@ -135,7 +147,7 @@ def test_a_gripper_closed_in_one_row_moves_at_its_urdf_speed_instead_of_being_re
     refused = filter_chunk(chunk, state=state, limits=limits, row_period_s=ROW, tcp=tcp)
     assert refused.held and {item.kind for item in refused.interventions} >= {'too_fast'}, refused.summary()
     reached = reach_of(name).apply(chunk, home)
-    step = 0.2 / 0.036 * ROW
+    step = speed * ROW
     np.testing.assert_allclose(reached[:, 6], np.clip(1.0 - step * np.arange(1, 6), 0.0, 1.0), atol=1e-12)
     np.testing.assert_array_equal(np.delete(reached, 6, axis=1), np.delete(chunk, 6, axis=1))
     decision = filter_chunk(reached, state=state, limits=limits, row_period_s=ROW, tcp=tcp)

@@ -13,7 +13,7 @@ from robofollow_ros.robot.specs import robot_names
 from robofollow_ros.sim.constants import TIMESTEP
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.motion import MotionPlanner, Plan
-from robofollow_ros.sim.rotations import matrix_from_quat
+from robofollow_ros.sim.rotations import matrix_from_quat, quat_from_matrix, top_down
 
 pytestmark = pytest.mark.sim
 TASK_ID = 'L0_place_yellow_block_3_behind_red_cylinder'
@@ -100,10 +100,13 @@ def test_row_duration_follows_nominal_time_and_velocity_limits(env: CellEnv) -> 
     assert after_small.time == pytest.approx(steps_of(0.06))
     big = after_small.state.copy()
     big[7] += 0.5
-    expected = steps_of(0.5 / env.robot.arms['right'].velocity[0])
+    speed = env.robot.arms['right'].velocity[0]
+    expected = steps_of(0.5 / speed)
     after_big = env.execute(big[None])
     assert after_big.time - after_small.time == pytest.approx(expected, abs=1e-9)
-    assert after_big.state[7] == pytest.approx(big[7], abs=0.01)
+    # The servo ends a full-speed row up to one physics step ahead of its target (measured 6.8 mrad at the
+    # primitive's 2 rad/s, 10.0 mrad at the Piper's 3 rad/s).
+    assert after_big.state[7] == pytest.approx(big[7], abs=max(0.01, speed * TIMESTEP))
     grip = after_big.state.copy()
     grip[6] = 0.0
     after_grip = env.execute(grip[None])
@@ -139,14 +142,21 @@ def test_unknown_robot_is_a_simulation_error() -> None:
         CellEnv(render=False, robot='ur5')
 
 
+HOME_YAW = {'piper': {'left': 1.1442, 'right': -1.1442}}
+"""Yaw of the home TCP where it is not the protocol's top-down (the Piper's bases stand near the middle and its arms
+fold outward at home, each wrist roll at 0, so the grippers turn with the waists)."""
+
+
 def test_observation_tcp_frame_convention(env: CellEnv) -> None:
     obs = env.reset(registry.get_task(TASK_ID), seed=5)
     for arm in ('left', 'right'):
         rot = matrix_from_quat(obs.ee_quat[arm])
         fingertip = obs.ee_pos[arm] + rot @ np.array([0.04, 0.0, 0.0])
         assert fingertip == pytest.approx(obs.ee_pos[arm] + np.array([0.0, 0.0, -0.04]), abs=1e-3)
+        yaw = HOME_YAW.get(env.robot.name, {}).get(arm, 0.0)
         protocol_top_down = np.array([-0.5, 0.5, -0.5, -0.5])
-        assert abs(float(obs.ee_quat[arm] @ protocol_top_down)) == pytest.approx(1.0, abs=1e-5)
+        expected = protocol_top_down if yaw == 0.0 else quat_from_matrix(top_down(yaw))
+        assert abs(float(obs.ee_quat[arm] @ expected)) == pytest.approx(1.0, abs=1e-5)
     assert obs.state == pytest.approx(env.robot.home_state(), abs=2e-3)
     assert obs.images == {}
 

@@ -21,14 +21,20 @@ pytestmark = pytest.mark.sim
 ZERO_POSE_TCP = {
     'primitive': [-0.28, -0.44 + 0.15 + 0.20 + 0.06 + 0.065, 0.74 + 0.05 + 0.07 + 0.35],
     'aloha': [-0.25, -0.35 + 0.05955 + 0.2 + 0.1 + 0.069744 + 0.1287, 0.74 + 0.079 + 0.04805 + 0.3],
+    'piper': [-0.08 + 0.0000012, -0.34 + 0.1657245, 0.74 + 0.22 + 0.2227733],
 }
-"""Left TCP at the zero pose: base + every link offset along the arm's reach (world +y) and up (URDF geometry)."""
+"""Left TCP at the zero pose: base + every link offset along the arm's reach (world +y) and up (URDF geometry; the
+Piper's zero pose is folded, its chain ends 0.166 m in front of and 0.223 m above the base on its pedestal, and
+piper_description's 1.5708 for pi/2 leaves it 1.2 um to the side)."""
+ZERO_POSE_REACH = {'piper': [0.0000102, 0.9962002, 0.0870932]}
+"""The TCP's +x at the zero pose where it is not world +y (the Piper's tool axis points 5 degrees up there)."""
 TOP_DOWN_BOX = {
     'primitive': ((-0.2, 0.2), (-0.22, 0.0), (0.77, 0.95)),
     'aloha': ((-0.2, 0.2), (-0.22, 0.0), (0.77, 0.90)),
+    'piper': ((-0.2, 0.2), (-0.22, 0.0), (0.77, 0.90)),
 }
-"""Random top-down IK targets (x, y, z ranges): the operation area up to 0.16 m (ALOHA) / 0.21 m above the table;
-a ViperX reaching across to the far side cannot point straight down higher than that."""
+"""Random top-down IK targets (x, y, z ranges): the operation area up to 0.16 m (ALOHA, Piper) / 0.21 m above the
+table; a ViperX reaching across to the far side cannot point straight down higher than that."""
 
 
 @pytest.fixture(scope='module', params=robot_names())
@@ -54,7 +60,7 @@ def test_top_down_yaw_convention() -> None:
 def test_fk_of_zero_pose_matches_the_urdf_geometry(kin: Kinematics) -> None:
     pos, rot = kin.fk_matrix('left', np.zeros(6))
     assert pos == pytest.approx(ZERO_POSE_TCP[kin.cell.robot.name], abs=1e-6)
-    assert rot[:, 0] == pytest.approx([0.0, 1.0, 0.0], abs=1e-7)
+    assert rot[:, 0] == pytest.approx(ZERO_POSE_REACH.get(kin.cell.robot.name, [0.0, 1.0, 0.0]), abs=1e-7)
 
 
 @pytest.mark.parametrize('arm', ['left', 'right'])

@@ -15,6 +15,8 @@ import yourdfpy
 from robofollow_ros.benchmark import registry
 from robofollow_ros.benchmark.scene4 import SLOTS
 from robofollow_ros.benchmark.types import ARMS, TABLE_Z
+from robofollow_ros.resources import share_file
+from robofollow_ros.robot.assets import PIPER_LICENSE
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.specs import get_robot_spec, robot_names
 from robofollow_ros.sim.constants import OPERATION_AREA
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.sim
 ROOT = Path(__file__).resolve().parents[1]
 
 
-GENERATORS = {'primitive': 'make_cell_urdf.py', 'aloha': 'make_aloha_urdf.py'}
+GENERATORS = {'primitive': 'make_cell_urdf.py', 'aloha': 'make_aloha_urdf.py', 'piper': 'make_piper_urdf.py'}
 
 
 @pytest.fixture(scope='module', params=robot_names())
@@ -164,6 +166,15 @@ def test_both_arms_reach_every_nominal_position_from_above(kinematics: Kinematic
                     if not solution.success:
                         failures.append((label, dx, dy, round(height, 3), yaw))
     assert not failures, failures[:10]
+
+
+def test_the_piper_kinematics_licence_and_provenance_ship_beside_the_piper_urdf() -> None:
+    licence = share_file(PIPER_LICENSE)
+    assert licence.read_text(encoding='utf-8').startswith('MIT License\n\nCopyright (c) 2024 RosenYin')
+    provenance = licence.with_name('README.md').read_text(encoding='utf-8')
+    assert 'ac41fcbcdda598f01b51cf6175ed9a24d0dacadc' in provenance  # the piper_ros commit
+    assert '555f61b6d6ec6950d87269798b3f34552387fcf8c31234660827f5c6743a9c66' in provenance  # the file's sha256
+    assert licence.parent.parent == get_robot_spec('piper').urdf.parent
 
 
 @pytest.mark.parametrize(('attribute', 'value'), [('velocity', None), ('upper', 'wide')])

@@ -183,6 +183,8 @@ def load_graph(name: str, arguments: Mapping[str, str] | None = None, *, path: P
         )
     defaults = {key: str(spec.get('default', '')) for key, spec in declared.items()}
     values = {key: str(given.get(key, defaults[key])) for key, spec in declared.items()}
+    if values.get('robot') == '' and values.get('robot_profile'):
+        values['robot'] = _robot_of_profile(values['robot_profile'])
     _check_arguments(values)
     strings = set(document.get('strings') or [])
     nodes = []
@@ -297,6 +299,16 @@ def _remappings(entries: list[Any], values: Mapping[str, str]) -> tuple[tuple[st
     return tuple(pairs)
 
 
+def _robot_of_profile(name: str) -> str:
+    """The robot a profile drives (``''`` when it names none or cannot be read: ``_check_arguments`` says why)."""
+    from robofollow_ros.robot.profiles import load_profile
+
+    try:
+        return load_profile(name).robot or ''
+    except RoboFollowError:
+        return ''
+
+
 def _check_arguments(values: Mapping[str, str]) -> None:
     """Refuse values that would only fail once the nodes run (so the error comes before any node starts)."""
     from robofollow_ros.graph.suite_parameters import flag
@@ -305,7 +317,7 @@ def _check_arguments(values: Mapping[str, str]) -> None:
     from robofollow_ros.state_layout import HEAD_CAMERA
     from robofollow_ros.tracking.extrinsic_file import calibration_for
 
-    if 'robot' in values:
+    if values.get('robot'):
         try:
             get_robot_spec(values['robot'])
         except RoboFollowError as error:

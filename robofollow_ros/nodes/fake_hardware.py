@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from robofollow_ros.sim.render import CameraRig
 
 DEFAULT_SIM_ROBOT = 'aloha'
-"""The simulated cell behind a profile that names no robot description (the Piper's)."""
+"""The simulated cell behind a profile that names no robot description (every shipped profile names one)."""
 CAMERA_JOIN_SECONDS = 10.0
 """How long ``close`` waits for a render under way (one frame; seconds under heavy load)."""
 

@@ -1,10 +1,12 @@
-"""Robot assets installed with the package: the ViperX 300 meshes of the ALOHA cell.
+"""Robot assets installed with the package: the ViperX 300 meshes of the ALOHA cell, the Piper kinematics' licence.
 
 The meshes are unchanged copies of gym-aloha 0.1.5's (Apache-2.0; ``meshes/vx300s/LICENSE``), shipped under
 ``share/robofollow/meshes/vx300s/`` beside the URDF that references them as ``package://robofollow/meshes/vx300s/``
 (a URI robot_state_publisher / RViz resolve through the ament index), so nothing beyond ``pip install`` is needed.
 Beside them, ``light/`` holds decimated copies (~10 % of the triangles, ``tools/make_light_meshes.py``) that only the
-cameras draw; the physics collides with the shipped meshes.
+cameras draw; the physics collides with the shipped meshes. The Piper cell has no meshes: its URDF states AgileX's
+joint origins and inertias as numbers (``tools/make_piper_urdf.py``), and their MIT licence and provenance ship beside
+it as ``share/robofollow/urdf/piper/`` (``PIPER_LICENSE``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ VX300S_URI = 'package://robofollow/meshes/vx300s/'
 """How the ALOHA URDF names the folder of its meshes."""
 VX300S_LICENSE = 'meshes/vx300s/LICENSE'
 VX300S_LIGHT = 'meshes/vx300s/light/README.md'
+PIPER_LICENSE = 'urdf/piper/LICENSE'
+"""The MIT licence of the Piper kinematics that ``urdf/piper_cell.urdf`` states (``urdf/piper/README.md``: whence)."""
 
 
 def vx300s_meshes() -> Path:

@@ -63,7 +63,7 @@ class RobotDescription:
 
     def home_state(self) -> np.ndarray:
         """The 14-D home configuration: both arms at the spec's home joints with open grippers."""
-        return np.array([*self.spec.home, 1.0, *self.spec.home, 1.0], dtype=np.float64)
+        return np.array([*self.spec.arm_home('left'), 1.0, *self.spec.arm_home('right'), 1.0], dtype=np.float64)
 
     def state_lower(self) -> np.ndarray:
         """Lower bounds of the 14-D state/action vector (gripper 0)."""

@@ -18,14 +18,14 @@ from typing import Literal
 from robofollow_ros.errors import SimulationError
 from robofollow_ros.resources import share_file_or_default
 from robofollow_ros.robot.assets import VX300S_URI, vx300s_light_meshes, vx300s_meshes
-from robofollow_ros.state_layout import CAMERAS, HEAD_CAMERA, LEFT_WRIST_CAMERA, RIGHT_WRIST_CAMERA
+from robofollow_ros.state_layout import CAMERAS, HEAD_CAMERA, LEFT_WRIST_CAMERA, RIGHT_WRIST_CAMERA, Arm
 
-RobotName = Literal['aloha', 'primitive']
+RobotName = Literal['aloha', 'piper', 'primitive']
 DEFAULT_ROBOT: RobotName = 'aloha'
 
 ARM_KP = (900.0, 1200.0, 900.0, 250.0, 250.0, 150.0)
 """Position gains (N m / rad) of joints 1-6 of the primitive robot (ARM_*, HOME_Q and CAMERA_FOVY are the primitive
-robot's; the finger values are every robot's)."""
+robot's, ARM_* and CAMERA_FOVY the Piper's too; the finger values are every robot's)."""
 ARM_KV = (40.0, 50.0, 35.0, 8.0, 8.0, 5.0)
 """Velocity-feedback gains (N m s / rad) of joints 1-6, driven with the commanded joint velocity as feed-forward."""
 ARM_ARMATURE = (0.05, 0.05, 0.04, 0.01, 0.01, 0.01)
@@ -33,6 +33,13 @@ HOME_Q = (0.0, -0.5, 0.77, 0.0, math.pi / 2.0 - 0.27, 0.0)
 """Home joints of each arm (joint1..6, rad): TCP pointing straight down (joint2 + joint3 + joint5 = pi/2) at
 (-/+0.28, -0.270, 0.949), 0.17 m in front of the base and 0.21 m above the table, behind the operation area."""
 CAMERA_FOVY = 37.0
+PIPER_HOME = {
+    'left': (1.1442, 1.8326, -0.6358, 0.0, 0.4607, 0.0),
+    'right': (-1.1442, 1.8326, -0.6358, 0.0, 0.4607, 0.0),
+}
+"""Home joints of the Piper's arms (rad): each waist turned 65.6 degrees outward, TCP pointing down at (-/+0.30,
+-0.24, 0.93), 0.19 m above the table, left / right of the operation area; joint6 at 0 (its range's middle, the
+gripper's closing axis turned with the waist), so that the expert's grasps keep the wrist clear of its +-3.14 stops."""
 FINGER_KP = 400.0
 """Finger position gain (N/m) of every robot: holding a 4 cm object with the fingers commanded shut squeezes with
 ~8 N each."""
@@ -52,7 +59,10 @@ class RobotSpec:
         joints: per-arm joint names without the ``<arm>_`` prefix, base to wrist: state columns 1-6 of each arm.
         fingers: per-arm finger joint names without the prefix; each moves 0 (closed) .. its upper limit (open);
             the second mimics the first in the URDF and is actuated on its own in the simulation.
-        home: home joints of each arm (the TCP pointing down, outside the operation area).
+        home: home joints of each arm (the TCP pointing down, outside the operation area); the left arm's where
+            ``right_home`` is given.
+        right_home: the right arm's home joints where they differ from ``home`` (arms whose bases stand near the
+            middle fold outward, each to its own side), else None.
         arm_kp, arm_kv, arm_armature: per joint position gain (N m/rad), commanded-velocity gain (N m s/rad) and
             armature (kg m^2).
         arm_torque: per joint limit of the summed actuator torque (N m), or None for unlimited.
@@ -63,6 +73,9 @@ class RobotSpec:
             physics keeps the ``mesh_packages`` ones); empty when the cameras draw what the physics uses.
         visual_hulls: cameras draw mesh geoms as their convex hulls by default (see ``render.CameraRig``; blockier
             arms and gripper, and with the light meshes no faster, so off for every robot).
+        measured_ik_guess: the IK's closed-form guess takes the links' zero-pose directions from the model (an arm
+            whose zero pose is folded, like the Piper's); off, it assumes an upright arm (primitive, ALOHA, whose
+            planned trajectories stay bit for bit what they were).
         description: one line for listings.
     """
 
@@ -82,7 +95,13 @@ class RobotSpec:
     mesh_packages: tuple[tuple[str, Callable[[], Path]], ...] = field(default=())
     light_mesh_packages: tuple[tuple[str, Callable[[], Path]], ...] = field(default=())
     visual_hulls: bool = False
+    measured_ik_guess: bool = False
+    right_home: tuple[float, ...] | None = None
     description: str = ''
+
+    def arm_home(self, arm: Arm) -> tuple[float, ...]:
+        """The home joints of ``arm``."""
+        return self.right_home if arm == 'right' and self.right_home is not None else self.home
 
     def urdf_text(self, *, light: bool = False) -> str:
         """The URDF with mesh URIs resolved to the installed packages' folders (``light``: the cameras' lighter
@@ -138,7 +157,26 @@ ALOHA = RobotSpec(
     description='two ViperX 300 6DoF arms with grippers (ALOHA), meshes of gym-aloha 0.1.5 shipped with the package',
 )
 
-ROBOTS: dict[str, RobotSpec] = {spec.name: spec for spec in (ALOHA, PRIMITIVE)}
+PIPER = RobotSpec(
+    name='piper',
+    urdf=share_file_or_default('urdf/piper_cell.urdf'),
+    joints=tuple(f'joint{i}' for i in range(1, 7)),
+    fingers=('joint7', 'joint8'),
+    home=PIPER_HOME['left'],
+    arm_kp=ARM_KP,
+    arm_kv=ARM_KV,
+    arm_armature=ARM_ARMATURE,
+    arm_torque=None,
+    finger_kp=FINGER_KP,
+    finger_kv=FINGER_KV,
+    finger_force=FINGER_FORCE,
+    camera_fovy=dict.fromkeys(CAMERAS, CAMERA_FOVY),
+    measured_ik_guess=True,
+    right_home=PIPER_HOME['right'],
+    description="two AgileX Piper arms on pedestals (piper_description's kinematics, geometry from primitives)",
+)
+
+ROBOTS: dict[str, RobotSpec] = {spec.name: spec for spec in (ALOHA, PIPER, PRIMITIVE)}
 
 
 def robot_names() -> tuple[str, ...]:

@@ -2,8 +2,9 @@
 
 The IK solves for a TCP position plus a *top-down* orientation rotated by a yaw angle about world z (see
 ``rotations.top_down``), or any full orientation matrix. It starts from a closed-form guess for this arm's
-geometry (waist + planar shoulder/elbow + wrist pitch, forearm roll 0), then refines with damped least squares on
-MuJoCo's site Jacobian, clamping to joint limits. Failure is reported in ``IKSolution`` (or raised as
+geometry (waist + planar shoulder/elbow + wrist pitch, forearm roll 0; the links' zero-pose directions are those of
+an arm standing upright unless the robot's spec asks for the measured ones), then refines with damped least squares
+on MuJoCo's site Jacobian, clamping to joint limits. Failure is reported in ``IKSolution`` (or raised as
 ``UnreachablePoseError`` by ``solve_or_raise``), never silently.
 """
 
@@ -27,6 +28,8 @@ ROTATION_TOLERANCE = 2e-3
 DAMPING = 1e-3
 MAX_ITERATIONS = 80
 MAX_JOINT_STEP = 0.3
+UPRIGHT = (math.pi / 2.0, 0.0, 0.0)
+"""Zero-pose elevations of upper arm, forearm and tool the closed-form guess assumes unless measured."""
 
 
 class UnreachablePoseError(SimulationError):
@@ -62,6 +65,9 @@ class ArmGeometry:
     upper: float
     fore: float
     wrist_to_tcp: float
+    elevations: tuple[float, float, float]
+    """Zero-pose elevations (rad) above the base's horizontal plane, in the arm's vertical plane, of the upper arm
+    (shoulder to elbow), the forearm (elbow to wrist) and the tool (wrist to TCP)."""
 
 
 class Kinematics:
@@ -91,6 +97,11 @@ class Kinematics:
         base_pos = self.data.xpos[base_body].copy()
         base_rot = self.data.xmat[base_body].reshape(3, 3).copy()
         tcp = self.data.site_xpos[index.tcp_site].copy()
+
+        def elevation(start: np.ndarray, end: np.ndarray) -> float:
+            direction = base_rot.T @ (end - start)
+            return math.atan2(float(direction[2]), float(direction[0]))
+
         return ArmGeometry(
             base_pos=base_pos,
             base_rot=base_rot,
@@ -98,6 +109,11 @@ class Kinematics:
             upper=float(np.linalg.norm(anchors[2] - anchors[1])),
             fore=float(np.linalg.norm(anchors[4] - anchors[2])),
             wrist_to_tcp=float(np.linalg.norm(tcp - anchors[4])),
+            elevations=(
+                elevation(anchors[1], anchors[2]),
+                elevation(anchors[2], anchors[4]),
+                elevation(anchors[4], tcp),
+            ),
         )
 
     def _set(self, arm: Arm, q: np.ndarray) -> None:
@@ -121,15 +137,18 @@ class Kinematics:
 
     def home(self, arm: Arm) -> np.ndarray:
         """The arm's home joints."""
-        return np.array(self.cell.robot.spec.home, dtype=np.float64)
+        return np.array(self.cell.robot.spec.arm_home(arm), dtype=np.float64)
 
     def closed_form_guess(self, arm: Arm, pos: np.ndarray, yaw: float) -> np.ndarray | None:
         """Joints that put the TCP at ``pos`` pointing down at ``yaw`` for the ideal planar arm; None if out of reach.
 
-        Exact when the arm's joint axes are as built (waist z, pitch joints parallel, rolls 0); the DLS refinement
-        absorbs the remaining offsets.
+        Exact when the arm's joint axes are as built (waist z, pitch joints parallel, rolls 0) and its links' zero-pose
+        directions are the ones assumed (``ArmGeometry.elevations`` when the spec's ``measured_ik_guess`` says so,
+        else an upright upper arm with a horizontal forearm and tool); the DLS refinement absorbs the remaining
+        offsets.
         """
         geo = self.geometry[arm]
+        upper0, fore0, tool0 = geo.elevations if self.cell.robot.spec.measured_ik_guess else UPRIGHT
         wrist = geo.base_rot.T @ (
             np.asarray(pos, dtype=np.float64) + np.array([0.0, 0.0, geo.wrist_to_tcp]) - geo.base_pos
         )
@@ -141,9 +160,9 @@ class Kinematics:
             return None
         phi = -math.acos(cos_elbow)
         theta1 = math.atan2(z, r) - math.atan2(geo.fore * math.sin(phi), geo.upper + geo.fore * math.cos(phi))
-        q2 = math.pi / 2.0 - theta1
-        q3 = -phi - math.pi / 2.0
-        q5 = math.pi / 2.0 - q2 - q3
+        q2 = upper0 - theta1
+        q3 = (fore0 - upper0) - phi
+        q5 = (tool0 + math.pi / 2.0) - q2 - q3
         q6 = wrap_angle(q1 - yaw)
         return np.array([q1, q2, q3, 0.0, q5, q6])
 
