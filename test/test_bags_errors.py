@@ -49,7 +49,8 @@ def test_minimal_bag_reads(tmp_path):
         ([EPISODE, GRIPPERS, RIGHT], r'no EE pose data for the left arm'),
         (
             [EPISODE, LEFT, RIGHT],
-            r'no gripper data for the left arm \(left_left_finger, left_finger_left_joint or left_gripper in ',
+            r'no gripper data for the left arm \(left_left_finger, left_joint7, left_finger_left_joint or '
+            r'left_gripper in ',
         ),
         (
             [EPISODE, ('/joint_states', JOINTS, 0, joints_cdr(0, ['left_gripper'], [1.0])), LEFT, RIGHT],
