@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from robofollow_ros.benchmark.types import Arm
 
 # The names import nothing else: ``robofollow operator stop`` reads them and must start fast (the registry and the
@@ -150,3 +152,15 @@ def pose_topics() -> list[str]:
     from robofollow_ros.benchmark.types import ARMS
 
     return [ee_pose_topic(arm) for arm in ARMS] + [object_pose_topic(name) for name in all_object_names()]
+
+
+def frame_topics(object_names: Iterable[str], *, joint_states: str, objects_every_frame: bool) -> frozenset[str]:
+    """The topics an episode's frames must have reached its end on before it is scored or its bag closed: both TCP
+    poses, the joint states and, when the pose source publishes every frame (the sim, fake hardware's truth), the
+    poses of the layout's objects (a tracker or mocap may not see an object at all)."""
+    from robofollow_ros.benchmark.types import ARMS
+
+    due = {ee_pose_topic(arm) for arm in ARMS} | {joint_states}
+    if objects_every_frame:
+        due |= {object_pose_topic(name) for name in object_names}
+    return frozenset(due)

@@ -49,6 +49,7 @@ from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 out = Path(sys.argv[1])
 late_description = 'late-description' in sys.argv[3:]
 reset_twice = 'reset-twice' in sys.argv[3:]
+late_objects = 'late-objects' in sys.argv[3:]
 rclpy.init(args=['--ros-args', '-p', f'out:={out}', '-p', 'robot:=aloha'])
 recorder = RecorderNode()
 driver = rclpy.create_node('driver')
@@ -77,14 +78,19 @@ while (
 unit = (1.0, 0.0, 0.0, 0.0)
 
 
+def publish_objects(i, stamp):
+    for name, positions in trajectory.obj_pos.items():
+        poses[topics.object_pose_topic(name)].publish(
+            pose_message(positions[i].tolist(), unit, stamp_ns=stamp, frame_id=topics.WORLD_FRAME))
+
+
 def publish_frame(i, stamp):
     state = np.zeros(ACTION_DIM)
     for arm in ('left', 'right'):
         state[GRIP_INDEX[arm]] = trajectory.grip[arm][i]
     joints_pub.publish(joint_state_message(layout.published_names, layout.to_joints(state).tolist(), stamp_ns=stamp))
-    for name, positions in trajectory.obj_pos.items():
-        poses[topics.object_pose_topic(name)].publish(
-            pose_message(positions[i].tolist(), unit, stamp_ns=stamp, frame_id=topics.WORLD_FRAME))
+    if not late_objects:
+        publish_objects(i, stamp)
     for arm in ('left', 'right'):
         poses[topics.ee_pose_topic(arm)].publish(
             pose_message(trajectory.ee[arm][i].tolist(), trajectory.ee_quat[arm][i].tolist(), stamp_ns=stamp,
@@ -112,6 +118,13 @@ if description_pub is not None:
         assert not bag.is_dir(), 'the bag was published before the robot description a known publisher holds'
         executor.spin_once(timeout_sec=0.05)
     description_pub.publish(String(data='<robot name="late"/>'))
+if late_objects:
+    held = time.monotonic() + 1.5
+    while time.monotonic() < held:
+        assert not bag.is_dir(), 'the bag was published before the object poses up to its end'
+        executor.spin_once(timeout_sec=0.05)
+    for i, stamp in enumerate(stamps):
+        publish_objects(i, stamp)
 while not bag.is_dir():
     assert time.monotonic() < deadline, 'the recorder never published its bag'
     executor.spin_once(timeout_sec=0.05)
@@ -189,3 +202,13 @@ def test_an_episode_reset_again_is_recorded_from_its_latest_reset_only(tmp_path)
     assert len(trajectory) == len(reference)
     assert trajectory.t[0] == pytest.approx(reference.t[0])
     assert trajectory.gaps == ()
+
+
+def test_a_bag_waits_for_the_object_poses_up_to_its_end(tmp_path) -> None:
+    """Object poses of a writer discovered late come after the result: the bag is held until they are in (up to
+    the recorder's end timeout), so it holds every object of the layout and scores."""
+    _, recorded = drive_recorder(tmp_path / 'run', 'late-objects')
+    _, trajectory = read_episode_bag(recorded)
+    reference = pickup_trajectory()
+    assert sorted(trajectory.obj_pos) == sorted(reference.obj_pos)
+    assert len(trajectory) == len(reference)

@@ -36,7 +36,6 @@ from robofollow_ros import topics
 from robofollow_ros.bags.cdr import header_stamp_ns
 from robofollow_ros.bags.conventions import IMAGE, JOINT_STATE, MARKER_ARRAY, POSE_STAMPED
 from robofollow_ros.bags.writer import EpisodeBagWriter
-from robofollow_ros.benchmark.types import ARMS
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.episode_files import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -73,7 +72,7 @@ class _OpenBag:
     path: Path
     start_ns: int | None = None
     frame_ns: dict[str, int] = field(default_factory=dict)
-    """The latest stamp written of each TCP pose topic and of the joint states."""
+    """The latest stamp written of each TCP pose, object pose and joint-state topic."""
     result: dict[str, Any] | None = None
     result_seen: float = 0.0
     end_ns: int | None = None
@@ -117,11 +116,11 @@ class RecorderNode(Node):
                 description='joint states with the URDF names (real cell: robofollow/joint_states from ee_pose)',
             )
         )
-        pose_source = str(
+        self.pose_source = str(
             param(self, 'pose_source', 'sim', description='where object poses come from (mocap: best-effort readers)')
         )
         self._raw(JointState, self.joint_states, JOINT_STATE, qos.STATE)
-        pose_profiles = qos.object_pose_readers(qos.STATE, pose_source=pose_source)
+        pose_profiles = qos.object_pose_readers(qos.STATE, pose_source=self.pose_source)
         for topic in topics.pose_topics():
             self._raw(PoseStamped, topic, POSE_STAMPED, pose_profiles.get(topic, qos.STATE))
         for name in topics.all_object_names():  # fake hardware's truth beside a tracker (publish_truth_poses)
@@ -229,7 +228,7 @@ class RecorderNode(Node):
         started = [bag for bag in self.bags.values() if bag.start_ns is not None and bag.start_ns <= stamp]
         if started:
             target = max(started, key=lambda bag: bag.start_ns or 0)
-            if topic.startswith(topics.EE_POSE_PREFIX) or topic == self.joint_states:
+            if topic.startswith((topics.EE_POSE_PREFIX, topics.OBJECT_POSE_PREFIX)) or topic == self.joint_states:
                 target.frame_ns[topic] = max(stamp, target.frame_ns.get(topic, stamp))
             # A real cell publishes on after an episode's end (and lays out the next one before its reset stamp):
             # what is stamped after the end belongs to no episode.
@@ -265,15 +264,20 @@ class RecorderNode(Node):
             self.end_timer.start()
 
     def try_finish(self, *, slack: float = 0.0) -> None:
-        """Publish every bag whose result is in once its TCP poses and joint states up to the result's end stamp are
-        written (a reader matched late gets the frames it missed, ``qos.STATE``) and the robot description a known
-        publisher holds is in (or ``END_TIMEOUT_SECONDS`` after its result arrived with what is written)."""
+        """Publish every bag whose result is in once its frames up to the result's end stamp are written
+        (``topics.frame_topics``; a reader matched late gets the frames it missed, ``qos.STATE``) and the robot
+        description a known publisher holds is in (or ``END_TIMEOUT_SECONDS`` after its result arrived with what is
+        written)."""
         for episode_id, bag in list(self.bags.items()):
             if bag.result is None:
                 continue
+            due = topics.frame_topics(
+                bag.spec.resolve()[1].object_names,
+                joint_states=self.joint_states,
+                objects_every_frame=self.pose_source == 'sim',
+            )
             complete = (
-                len(bag.frame_ns) == len(ARMS) + 1
-                and min(bag.frame_ns.values()) >= (bag.end_ns or 0)
+                all(bag.frame_ns.get(topic, -1) >= (bag.end_ns or 0) for topic in due)
                 and not self.description_awaited()
             )
             if complete or time.monotonic() + slack - bag.result_seen >= END_TIMEOUT_SECONDS:

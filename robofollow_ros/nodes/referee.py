@@ -7,9 +7,10 @@ published on ``/robofollow/result`` as a ``robofollow_interfaces/msg/Result`` (t
 record as ``record_json``).
 
 The node reacts to arrivals: an episode is scored by the callback of whichever of its messages (spec, RESET
-status, end) arrives last, once the TCP poses and joint states up to its end are in (they are published before the
-sim status that the bridge's end follows, so they normally are); a timer only bounds the wait for frames that never
-come (``end_timeout``).
+status, end) arrives last, once the TCP poses, the joint states and (from the sim) the layout's object poses up to its
+end are in (they are published before the sim status that the bridge's end follows, so they normally are; a reader
+that discovered a writer late gets them then); a timer only bounds the wait for frames that never come
+(``end_timeout``), and the warning then names the topics short of the end with their matched writers.
 """
 
 from __future__ import annotations
@@ -89,16 +90,17 @@ class RefereeNode(Node):
         self.create_subscription(EpisodeSpecMessage, topics.EPISODE, self.on_episode, qos.LATCHED_READER)
         self.create_subscription(SimStatusMessage, topics.SIM_STATUS, self.on_status, qos.EVENTS)
         self.create_subscription(EpisodeEndMessage, topics.EPISODE_END, self.on_end, qos.EVENTS)
-        pose_source = str(
+        self.pose_source = str(
             param(self, 'pose_source', 'sim', description='where object poses come from (mocap: best-effort readers)')
         )
+        self.latest_ns: dict[str, int] = {}
         per_row = {self.joint_states: JointState, **dict.fromkeys(topics.pose_topics(), PoseStamped)}
         self.samples = OnDemandReaders(
             self,
             per_row,
             store=self.on_sample,
             profile=qos.STATE,
-            profiles=qos.object_pose_readers(qos.STATE, pose_source=pose_source),
+            profiles=qos.object_pose_readers(qos.STATE, pose_source=self.pose_source),
         )
         self.end_timer = Timeout(self, self.end_timeout, self.on_end_timeout)
 
@@ -130,6 +132,7 @@ class RefereeNode(Node):
             self.end_timer.start()
 
     def on_sample(self, topic: str, stamp_ns: int, data: bytes) -> None:
+        self.latest_ns[topic] = max(stamp_ns, self.latest_ns.get(topic, stamp_ns))
         if topic == self.joint_states:
             self.joints.append((stamp_ns, data))
         else:
@@ -142,9 +145,8 @@ class RefereeNode(Node):
             self.end_timer.start()
 
     def try_score(self, *, slack: float = 0.0) -> None:
-        """Score every ended episode whose spec and reset are known once the TCP poses and joint states up to its
-        end are here (a reader matched late gets the frames it missed, ``qos.STATE``) (or
-        ``end_timeout`` after its end arrived with what is here)."""
+        """Score every ended episode whose spec and reset are known once its frames up to its end are here
+        (``lacking``), or ``end_timeout`` after its end arrived with what is here."""
         self.samples.drain()
         for episode_id, (end, seen) in list(self.ends.items()):
             if episode_id not in self.specs or episode_id not in self.resets:
@@ -152,18 +154,25 @@ class RefereeNode(Node):
                     self.get_logger().warning(f'end of unknown episode {episode_id}: dropped')
                     del self.ends[episode_id]
                 continue
-            complete = all(
-                any(topic == topics.ee_pose_topic(arm) and stamp >= end.end_stamp_ns for topic, stamp, _ in self.poses)
-                for arm in ARMS
-            ) and any(stamp >= end.end_stamp_ns for stamp, _ in self.joints)
-            if not complete and time.monotonic() + slack - seen < self.end_timeout:
+            lacking = self.lacking(self.specs[episode_id], end.end_stamp_ns)
+            if lacking and time.monotonic() + slack - seen < self.end_timeout:
                 continue
             del self.ends[episode_id]
-            if not complete:
+            if lacking:
                 self.get_logger().warning(
-                    f'{episode_id}: scored without every frame up to its end ({self.end_timeout:g} s)'
+                    f'{episode_id}: scored without every frame up to its end ({self.end_timeout:g} s); short of it: '
+                    + ', '.join(f'{topic} ({self.samples.writers(topic)} writers matched)' for topic in lacking)
                 )
             self.score(self.specs.pop(episode_id), self.resets.pop(episode_id), end)
+
+    def lacking(self, spec: EpisodeSpec, end_ns: int) -> list[str]:
+        """The topics whose frames have not reached ``end_ns`` yet (a reader matched late gets the frames it missed,
+        ``qos.STATE``; with the sim as pose source that includes the layout's objects, which it poses every row)."""
+        _, layout = spec.resolve()
+        due = topics.frame_topics(
+            layout.object_names, joint_states=self.joint_states, objects_every_frame=self.pose_source == 'sim'
+        )
+        return sorted(topic for topic in due if self.latest_ns.get(topic, -1) < end_ns)
 
     def score(self, spec: EpisodeSpec, start_ns: int, end: EpisodeEnd) -> None:
         end_ns = max(end.end_stamp_ns, start_ns)

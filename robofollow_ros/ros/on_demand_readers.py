@@ -86,6 +86,10 @@ class OnDemandReaders:
                     data = cast(bytes, taken[0])  # a raw take gives the serialised bytes; rclpy types it object
                     self.store(topic, header_stamp_ns(data), data)
 
+    def writers(self, topic: str) -> int:
+        """How many writers the reader of ``topic`` has matched (for a diagnosis: none means discovery, not loss)."""
+        return self.readers[topic].get_publisher_count()
+
     def close(self) -> None:
         """Destroy the helper node."""
         self.node.destroy_node()
