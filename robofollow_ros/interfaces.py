@@ -18,13 +18,15 @@ from typing import Any
 from robofollow_ros.resources import share_candidates
 
 PACKAGE = 'robofollow_interfaces'
-VERSION = 1
-"""The interface version this code speaks: ``VERSION`` of every message definition (a test checks they agree)."""
 RESULT = f'{PACKAGE}/msg/Result'
 EPISODE_SPEC = f'{PACKAGE}/msg/EpisodeSpec'
 SIM_STATUS = f'{PACKAGE}/msg/SimStatus'
 EPISODE_END = f'{PACKAGE}/msg/EpisodeEnd'
 CHUNK_TICKET = f'{PACKAGE}/msg/ChunkTicket'
+VERSIONS: dict[str, int] = {RESULT: 1, EPISODE_SPEC: 1, SIM_STATUS: 1, EPISODE_END: 2, CHUNK_TICKET: 1}
+"""The version this code speaks of each message: its definition's ``VERSION`` constant, raised when its fields
+change (EpisodeEnd 2: the real-time keeping fields); a test checks they agree. A message of one type keeps its
+version when another changes, so bags of older runs (EpisodeSpec, Result) stay readable."""
 EPISODE_SPEC_FIELDS: dict[str, type] = {
     'episode_id': str,
     'task_id': str,
@@ -79,7 +81,7 @@ def result_fields(record: Mapping[str, Any]) -> dict[str, Any]:
     stages: Sequence[Mapping[str, Any]] = record.get('stages') or ()
     adjustments: Sequence[Mapping[str, Any]] = record.get('adjustments') or ()
     return {
-        'version': VERSION,
+        'version': VERSIONS[RESULT],
         'episode_id': _text(record.get('episode_id')),
         'task_id': _text(record.get('task_id')),
         'variant': _text(record.get('variant')),
@@ -123,8 +125,8 @@ def record_of_result(version: int, record_json: str) -> dict[str, Any]:
     Raises:
         ValueError: another version, or ``record_json`` is not a JSON object.
     """
-    if version != VERSION:
-        raise ValueError(f'Result version {version} is not {VERSION}')
+    if version != VERSIONS[RESULT]:
+        raise ValueError(f'Result version {version} is not {VERSIONS[RESULT]}')
     try:
         record = json.loads(record_json)
     except (TypeError, ValueError, RecursionError) as error:

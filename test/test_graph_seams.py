@@ -25,7 +25,7 @@ from robofollow_ros.graph.declaration import graph_environment, graph_instances,
 from robofollow_ros.graph.domains import base_domain, graph_domains
 from robofollow_ros.graph.intrinsics import pinhole_from_fovy
 from robofollow_ros.graph.supervisor import Supervisor, node_command
-from robofollow_ros.interfaces import VERSION
+from robofollow_ros.interfaces import CHUNK_TICKET, EPISODE_END, EPISODE_SPEC, RESULT, SIM_STATUS, VERSIONS
 from robofollow_ros.referee.builder import TrajectoryBuilder
 from robofollow_ros.robot.description import home_state, joint_layout, known_joint_layouts, load_robot
 from robofollow_ros.robot.specs import DEFAULT_ROBOT, robot_names
@@ -204,23 +204,27 @@ def test_handshake_messages_round_trip_through_the_typed_messages_and_reject_gar
     assert EpisodeEnd.from_message(clean.to_message()) == clean  # None survives the message's empty strings
     # The example: an unknown event (and a stamp that is no number) was accepted from JSON.
     with pytest.raises(GraphError, match='SimStatus event 7 is not one of'):
-        SimStatus.from_message(SimStatusMessage(version=VERSION, event=7, episode_id='e', stamp_ns=1))
+        SimStatus.from_message(SimStatusMessage(version=VERSIONS[SIM_STATUS], event=7, episode_id='e', stamp_ns=1))
     with pytest.raises(GraphError, match='version 2 is not 1'):
         SimStatus.from_message(SimStatusMessage(version=2, event=SimStatusMessage.EVENT_RESET, episode_id='e'))
     with pytest.raises(GraphError, match='without for_stamp_ns'):
         SimStatus.from_message(
-            SimStatusMessage(version=VERSION, event=SimStatusMessage.EVENT_EXECUTED, episode_id='e', stamp_ns=1)
+            SimStatusMessage(
+                version=VERSIONS[SIM_STATUS], event=SimStatusMessage.EVENT_EXECUTED, episode_id='e', stamp_ns=1
+            )
         )
     with pytest.raises(GraphError, match='no episode_id'):
-        EpisodeEnd.from_message(EpisodeEndMessage(version=VERSION))
+        EpisodeEnd.from_message(EpisodeEndMessage(version=VERSIONS[EPISODE_END]))
     ticket = ChunkTicket(episode_id='e', for_stamp_ns=7, rows=50, digests={'left': 2**64 - 1, 'right': 3})
     assert ChunkTicket.from_message(ticket.to_message()) == ticket
     hold = ChunkTicket(episode_id='e', for_stamp_ns=-1, rows=1, digests={'left': 1, 'right': 2}, hold=True)
     assert ChunkTicket.from_message(hold.to_message()) == hold  # a hold before any observation still holds
     with pytest.raises(GraphError, match='no rows'):
-        ChunkTicket.from_message(ChunkTicketMessage(version=VERSION, episode_id='e', for_stamp_ns=7))
+        ChunkTicket.from_message(ChunkTicketMessage(version=VERSIONS[CHUNK_TICKET], episode_id='e', for_stamp_ns=7))
     with pytest.raises(GraphError, match='without for_stamp_ns'):
-        ChunkTicket.from_message(ChunkTicketMessage(version=VERSION, episode_id='e', for_stamp_ns=-1, rows=3))
+        ChunkTicket.from_message(
+            ChunkTicketMessage(version=VERSIONS[CHUNK_TICKET], episode_id='e', for_stamp_ns=-1, rows=3)
+        )
     with pytest.raises(GraphError, match='ChunkTicket version 2 is not 1'):
         ChunkTicket.from_message(ChunkTicketMessage(version=2, episode_id='e', rows=1))
 
@@ -229,7 +233,7 @@ def test_episode_spec_and_result_round_trip_through_their_messages() -> None:
     task = registry.eval_tasks(scene=1, level=1)[0]
     spec = EpisodeSpec.for_trial(task, seed=3, round=2, variant='corrected', layout=registry.layout_of(task).name)
     message = spec_message(spec)
-    assert message.version == EpisodeSpecMessage.VERSION == VERSION
+    assert message.version == EpisodeSpecMessage.VERSION == VERSIONS[EPISODE_SPEC]
     assert spec_from_message(message) == spec
     message.arm = 'middle'
     with pytest.raises(EpisodeSpecError, match='arm'):
@@ -259,8 +263,16 @@ def test_episode_spec_and_result_round_trip_through_their_messages() -> None:
 
 
 def test_every_interface_definition_carries_the_version_the_code_speaks() -> None:
-    for kind in (SimStatusMessage, EpisodeEndMessage, EpisodeSpecMessage, ResultMessage, ChunkTicketMessage):
-        assert kind.VERSION == VERSION, kind
+    kinds = {
+        SIM_STATUS: SimStatusMessage,
+        EPISODE_END: EpisodeEndMessage,
+        EPISODE_SPEC: EpisodeSpecMessage,
+        RESULT: ResultMessage,
+        CHUNK_TICKET: ChunkTicketMessage,
+    }
+    assert set(kinds) == set(VERSIONS)
+    for name, kind in kinds.items():
+        assert VERSIONS[name] == kind.VERSION, name
     assert {int(code) for code in ResetCode} == {
         ResetEpisode.Response.OK,
         ResetEpisode.Response.INVALID_EPISODE,

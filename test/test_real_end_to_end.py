@@ -69,6 +69,11 @@ def test_the_expert_over_fake_hardware_scores_as_in_process(profile: str, tmp_pa
         assert (record['runtime'], record['robot_profile'], record['pose_source']) == ('real', profile, 'sim')
         assert record['layout_check']['passed'], record['layout_check']  # on the truth, right after the reset
         assert record['policy_error'] is None and record['completion_ok'], record['intent_msg']
+        real_time = record['real_time']  # kept or not depends on the load; the record must say which, and why
+        assert real_time['late_gap_s'] == pytest.approx(2 * load_profile(profile).row_period)
+        assert real_time['kept'] == (real_time['late_state_gaps'] == 0 and real_time['unreached_chunks'] == 0)
+        assert 0.0 < real_time['state_gap_max_s'] < 60.0
+        assert 'real_time' not in expected[task]
         assert [record[key] for key in SCORES] == [expected[task][key] for key in SCORES], task
         assert _stages(record) == _stages(expected[task]), task
         rescored = score_path(out / record['episode_file'])

@@ -29,7 +29,7 @@ from robofollow_ros.interfaces import (
     EPISODE_SPEC,
     EPISODE_SPEC_FIELDS,
     RESULT,
-    VERSION,
+    VERSIONS,
     message_definitions,
     record_of_result,
     result_fields,
@@ -218,7 +218,8 @@ def encode_episode_spec(typestore: Typestore, fields: dict[str, Any]) -> memoryv
     """
     if EPISODE_SPEC not in typestore.types:
         raise BagError(f'{EPISODE_SPEC} is unknown here: the robofollow_interfaces .msg files were not found')
-    return typestore.serialize_cdr(typestore.types[EPISODE_SPEC](version=VERSION, **fields), EPISODE_SPEC)
+    message = typestore.types[EPISODE_SPEC](version=VERSIONS[EPISODE_SPEC], **fields)
+    return typestore.serialize_cdr(message, EPISODE_SPEC)
 
 
 def decode_episode_spec(typestore: Typestore, data: bytes, *, topic: str) -> dict[str, Any]:
@@ -230,8 +231,10 @@ def decode_episode_spec(typestore: Typestore, data: bytes, *, topic: str) -> dic
     if EPISODE_SPEC not in typestore.types:
         raise BagError(f'{topic}: {EPISODE_SPEC} is unknown here: the robofollow_interfaces .msg files were not found')
     message = deserialize(typestore, data, EPISODE_SPEC, topic=topic)
-    if message.version != VERSION:
-        raise BagError(f'{topic}: EpisodeSpec version {message.version} is not {VERSION}, the one this code reads')
+    if message.version != VERSIONS[EPISODE_SPEC]:
+        raise BagError(
+            f'{topic}: EpisodeSpec version {message.version} is not {VERSIONS[EPISODE_SPEC]}, the one this code reads'
+        )
     return {name: kind(getattr(message, name)) for name, kind in EPISODE_SPEC_FIELDS.items()}
 
 

@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from robofollow_ros.evaluation.real_time import RealTimeKeeping
+
 
 class ProgressLine:
     """A count of ``done`` items toward ``total``, timed from its creation, printed one line at a time.
@@ -73,6 +75,9 @@ class Progress(ProgressLine):
         self.completed += bool(record.get('completion_ok'))
         mark = 'ok' if record.get('completion_ok') else '--'
         error = f' policy error: {record["policy_error"]}' if record.get('policy_error') else ''
+        real_time = record.get('real_time')
+        if isinstance(real_time, dict) and real_time.get('kept') is False:
+            error += f' | {RealTimeKeeping.from_record(real_time).summary()}'
         self.emit(
             f'{self.counter()} {record["task_id"]} r{record.get("round", 0)}: '
             f'IS {record.get("intent_score", 0.0):.2f} ES {record.get("exec_score", 0.0):.2f} CR {mark} '

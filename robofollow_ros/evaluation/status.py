@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from robofollow_ros.evaluation.digests import DIGESTS_NAME, RunDigests
 from robofollow_ros.evaluation.identity import RunIdentity
+from robofollow_ros.evaluation.real_time import trials_not_real_time
 from robofollow_ros.textfiles import write_atomically
 
 RUN_NAME = 'run.json'
@@ -81,6 +82,8 @@ def trial_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     if interventions:
         counts['interventions_by_kind'] = dict(sorted(interventions.items()))
         counts['trials_with_interventions'] = sum(bool(record.get('interventions')) for record in records)
+    if any('real_time' in record for record in records):
+        counts['trials_not_real_time'] = trials_not_real_time(records)
     return counts
 
 
@@ -92,6 +95,8 @@ def counts_line(counts: Mapping[str, Any]) -> str:
     if counts.get('interventions_by_kind'):
         safety = ', '.join(f'{kind} {number}' for kind, number in counts['interventions_by_kind'].items())
         line += f'; the safety layer stepped in on {counts["trials_with_interventions"]} ({safety})'
+    if counts.get('trials_not_real_time'):
+        line += f'; the cell did not keep real time in {counts["trials_not_real_time"]} (their records say how)'
     return line
 
 

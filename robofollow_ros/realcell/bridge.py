@@ -246,10 +246,13 @@ class CellBridge:
             self.motion.hold(what='episode end')
         end_ns = env.stamp_ns if env.stamp_ns >= 0 else self.node.get_clock().now().nanoseconds
         counts = self.motion.intervention_counts()
+        real_time = env.real_time()
         logger.info(
             f'episode {spec.episode_id}: {env.queries} queries, {env.executed_rows} rows executed, '
             f'{sum(counts.values())} safety interventions {counts}'
         )
+        if real_time is not None and not real_time.kept:
+            logger.warning(f'{spec.task_id}: {real_time.summary()}; the trial is scored, its record says so')
         return EpisodeEnd(
             episode_id=spec.episode_id,
             end_stamp_ns=end_ns,
@@ -258,6 +261,7 @@ class CellBridge:
             policy_error=error,
             error_kind=kind,
             interventions=tuple(sorted(counts.items())),
+            real_time=real_time,
         )
 
     def close(self) -> None:

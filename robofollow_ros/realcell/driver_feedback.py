@@ -7,6 +7,8 @@ from it in real mode, and the ``ee_pose`` node publishes the TCP poses and ``/ro
 Both arms may share one topic (a ros2_control ``joint_state_broadcaster``) or have one each (xs_sdk, piper_ros);
 each topic is subscribed once. A sample's age is measured from its ``header.stamp`` on the reader's ROS clock (in
 real mode every node stamps with its wall clock); a driver that leaves the stamp zero is aged from its arrival.
+The gaps between an arm's arrivals since ``mark_gaps`` say whether the cell kept real time
+(``evaluation/real_time.py``): a late driver and a reader that falls behind both leave the arm unobserved.
 """
 
 from __future__ import annotations
@@ -50,6 +52,15 @@ class ArmSample:
 
 
 @dataclass(frozen=True)
+class StateGaps:
+    """The gaps between an arm's joint-state arrivals since ``DriverFeedback.mark_gaps``: the largest (s) and how
+    many were longer than the limit given there."""
+
+    largest_s: float
+    late: int
+
+
+@dataclass(frozen=True)
 class MeasuredCell:
     """Both arms' latest measured state (14-D, policy units), its age (s) and the stamp of its older arm (ns)."""
 
@@ -67,6 +78,7 @@ class DriverFeedback:
         on_arm: called from the subscription callback with each arm state read (e.g. to publish its TCP pose).
         on_message: called once per message after its arms were stored (e.g. to publish the 14 joints).
         condition: notified whenever a sample is stored (a thread waiting for a fresh state waits on it).
+        monotonic: the clock arrivals are timed on.
     """
 
     def __init__(
@@ -77,13 +89,18 @@ class DriverFeedback:
         on_arm: ArmCallback | None = None,
         on_message: Callable[[int], None] | None = None,
         condition: threading.Condition | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.monotonic = monotonic
         self.node = node
         self.profile = profile
         self.on_arm = on_arm
         self.on_message = on_message
         self.condition = condition or threading.Condition()
         self.samples: dict[Arm, ArmSample] = {}
+        self.late_gap_s = float('inf')
+        self.gaps = StateGaps(largest_s=0.0, late=0)
+        self.gaps_since = monotonic()
         by_topic: dict[str, list[Arm]] = {}
         for arm in ARMS:
             by_topic.setdefault(profile.arms[arm].joint_states, []).append(arm)
@@ -97,7 +114,7 @@ class DriverFeedback:
     def on_state(self, arms: tuple[Arm, ...], message: JointState) -> None:
         """Read the arms ``message`` carries; one throttled warning for a message that cannot be read."""
         stamp_ns = from_time(message.header.stamp)
-        arrived = time.monotonic()
+        arrived = self.monotonic()
         read = False
         for arm in arms:
             try:
@@ -108,6 +125,8 @@ class DriverFeedback:
             if values is None:
                 continue
             with self.condition:
+                previous = self.samples.get(arm)
+                self._note_gap(arrived - max(previous.arrived, self.gaps_since) if previous else 0.0)
                 self.samples[arm] = ArmSample(values=values, stamp_ns=stamp_ns, arrived=arrived)
                 self.condition.notify_all()
             read = True
@@ -115,6 +134,26 @@ class DriverFeedback:
                 self.on_arm(arm, values, stamp_ns)
         if read and self.on_message is not None:
             self.on_message(stamp_ns)
+
+    def _note_gap(self, gap: float) -> None:
+        self.gaps = StateGaps(largest_s=max(self.gaps.largest_s, gap), late=self.gaps.late + int(gap > self.late_gap_s))
+
+    def mark_gaps(self, *, late_s: float) -> None:
+        """Measure the arrival gaps from now on (an episode's start), counting those longer than ``late_s``."""
+        with self.condition:
+            self.late_gap_s = late_s
+            self.gaps = StateGaps(largest_s=0.0, late=0)
+            self.gaps_since = self.monotonic()
+
+    def gaps_since_mark(self) -> StateGaps:
+        """The gaps since ``mark_gaps``, the one still open up to now included (an arm gone quiet for good)."""
+        with self.condition:
+            now = self.monotonic()
+            open_gaps = [now - max(sample.arrived, self.gaps_since) for sample in self.samples.values()]
+            gaps = self.gaps
+        for gap in open_gaps:
+            gaps = StateGaps(largest_s=max(gaps.largest_s, gap), late=gaps.late + int(gap > self.late_gap_s))
+        return gaps
 
     def state(self, *, since: float | None = None) -> np.ndarray | None:
         """The latest 14-D state, or ``None`` before both arms were heard (since ``since``, monotonic, if given)."""
@@ -132,7 +171,7 @@ class DriverFeedback:
                 return None
             samples = [self.samples[arm] for arm in ARMS]
         now_ns = self.node.get_clock().now().nanoseconds
-        now = time.monotonic()
+        now = self.monotonic()
         ages = [
             (now_ns - sample.stamp_ns) / NS_PER_S if sample.stamp_ns > 0 else now - sample.arrived for sample in samples
         ]

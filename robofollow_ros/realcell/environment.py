@@ -25,6 +25,7 @@ from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.cell_observation import CellObservation
 from robofollow_ros.errors import GraphError, MotionStoppedError, PoseMissingError
 from robofollow_ros.evaluation.limited_policy import LimitedPolicy
+from robofollow_ros.evaluation.real_time import LATE_GAP_ROWS, RealTimeKeeping
 from robofollow_ros.realcell.safe_motion import SafeMotion
 from robofollow_ros.referee.builder import empty_trajectory
 from robofollow_ros.referee.trajectory import Trajectory
@@ -122,6 +123,8 @@ class RealTimeEnvironment(GraphEpisode):
         self.max_age = max_age
         self.log = log
         self.held: set[str | None] = set()
+        self.unreached_chunks = 0
+        self.started = False
         """Objects whose last known pose the latest observation carried (said once when it starts, not per chunk)."""
 
     def reset(self, task: Task, *, seed: int, layout: Layout, images: bool) -> CellObservation:
@@ -138,6 +141,8 @@ class RealTimeEnvironment(GraphEpisode):
         self.cache.wait(announced, timeout=self.timeout, what='the reset of the cell')
         self.origin_ns = found[-1]
         self.motion.release(started_ns=self.origin_ns)
+        self.motion.feedback.mark_gaps(late_s=LATE_GAP_ROWS * self.motion.profile.row_period)
+        self.started = True
         self.cache.wait(
             self.motion.connected,
             timeout=self.timeout,
@@ -170,10 +175,23 @@ class RealTimeEnvironment(GraphEpisode):
                 raise
             self.executed_rows += decision.rows_sent
             if not reached and decision.command is not None:
+                self.unreached_chunks += 1
                 late, error = self.motion.settings.settle_timeout, self.motion.settle_error
                 self.log(f'{what}: {late:g} s after its last row, an arm joint was {error:.3g} rad off')
         self.stamp_ns = self.clock_ns()
         return self._observation()
+
+    def real_time(self) -> RealTimeKeeping | None:
+        """What the episode showed of keeping real time up to now (None before it started: nothing moved)."""
+        if not self.started:
+            return None
+        gaps = self.motion.feedback.gaps_since_mark()
+        return RealTimeKeeping(
+            state_gap_max_s=gaps.largest_s,
+            late_state_gaps=gaps.late,
+            late_gap_s=self.motion.feedback.late_gap_s,
+            unreached_chunks=self.unreached_chunks,
+        )
 
     def trajectory(self) -> Trajectory:
         """Nothing: the referee node builds the trajectory from the topics."""

@@ -34,8 +34,8 @@ an unknown event or an inconsistent field is refused with a ``GraphError`` namin
    ``/robofollow/result``: the scores as typed fields (stages as a ``Stage[]``) and the whole record as
    ``record_json``, which is what the evaluator writes to ``results.jsonl``.
 
-Versioning: each message carries ``version``, the ``VERSION`` constant of the sender's definition; ``VERSION`` here
-must equal every definition's (a test checks it) and a receiver refuses any other.
+Versioning: each message carries ``version``, the ``VERSION`` constant of the sender's definition;
+``interfaces.VERSIONS`` holds each definition's (a test checks they agree) and a receiver refuses any other.
 """
 
 from __future__ import annotations
@@ -56,10 +56,20 @@ from robofollow_interfaces.srv import MoveHome, ResetEpisode
 from robofollow_ros.benchmark.types import Arm
 from robofollow_ros.errors import GraphError
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.interfaces import VERSION, record_of_result, result_fields
+from robofollow_ros.evaluation.real_time import RealTimeKeeping
+from robofollow_ros.interfaces import (
+    CHUNK_TICKET,
+    EPISODE_END,
+    EPISODE_SPEC,
+    PACKAGE,
+    SIM_STATUS,
+    VERSIONS,
+    record_of_result,
+    result_fields,
+)
 
 __all__ = [
-    'VERSION',
+    'VERSIONS',
     'ChunkTicket',
     'ChunkTicketMessage',
     'EpisodeEnd',
@@ -108,8 +118,9 @@ class HomeCode(IntEnum):
 
 
 def _check_version(message: Any, what: str) -> None:
-    if message.version != VERSION:
-        raise GraphError(f"{what} version {message.version} is not {VERSION}, this node's (rebuild the interfaces)")
+    version = VERSIONS[f'{PACKAGE}/msg/{what}']
+    if message.version != version:
+        raise GraphError(f"{what} version {message.version} is not {version}, this node's (rebuild the interfaces)")
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,7 @@ class SimStatus:
     def to_message(self) -> SimStatusMessage:
         """The ``SimStatus`` message for ``/robofollow/sim/status``."""
         return SimStatusMessage(
-            version=VERSION,
+            version=VERSIONS[SIM_STATUS],
             event=int(self.event),
             episode_id=self.episode_id,
             stamp_ns=self.stamp_ns,
@@ -169,7 +180,7 @@ class ChunkTicket:
     def to_message(self) -> ChunkTicketMessage:
         """The ``ChunkTicket`` message for ``/robofollow/sim/chunk``."""
         return ChunkTicketMessage(
-            version=VERSION,
+            version=VERSIONS[CHUNK_TICKET],
             episode_id=self.episode_id,
             for_stamp_ns=self.for_stamp_ns,
             rows=self.rows,
@@ -205,11 +216,12 @@ class EpisodeEnd:
     error_kind: str | None = None
     bridge_overhead_ms: tuple[float, ...] = ()
     interventions: tuple[tuple[str, int], ...] = ()
+    real_time: RealTimeKeeping | None = None
 
     def to_message(self) -> EpisodeEndMessage:
         """The ``EpisodeEnd`` message for ``/robofollow/episode_end``."""
         return EpisodeEndMessage(
-            version=VERSION,
+            version=VERSIONS[EPISODE_END],
             episode_id=self.episode_id,
             end_stamp_ns=self.end_stamp_ns,
             queries=self.queries,
@@ -220,6 +232,11 @@ class EpisodeEnd:
             bridge_overhead_ms=[float(value) for value in self.bridge_overhead_ms],
             intervention_kinds=[kind for kind, _ in self.interventions],
             intervention_counts=[int(count) for _, count in self.interventions],
+            real_time_measured=self.real_time is not None,
+            state_gap_max_s=self.real_time.state_gap_max_s if self.real_time else 0.0,
+            late_state_gaps=self.real_time.late_state_gaps if self.real_time else 0,
+            late_gap_s=self.real_time.late_gap_s if self.real_time else 0.0,
+            unreached_chunks=self.real_time.unreached_chunks if self.real_time else 0,
         )
 
     @classmethod
@@ -240,6 +257,7 @@ class EpisodeEnd:
             error_kind=(message.error_kind or None) if failed else None,
             bridge_overhead_ms=tuple(float(value) for value in message.bridge_overhead_ms),
             interventions=_interventions(message),
+            real_time=_real_time(message),
         )
 
     def bookkeeping(self) -> dict[str, Any]:
@@ -253,7 +271,24 @@ class EpisodeEnd:
         }
         if self.interventions:
             fields['interventions'] = dict(self.interventions)
+        if self.real_time is not None:
+            fields['real_time'] = self.real_time.record()
         return fields
+
+
+def _real_time(message: Any) -> RealTimeKeeping | None:
+    if not message.real_time_measured:
+        return None
+    if message.late_state_gaps < 0 or message.unreached_chunks < 0:
+        raise GraphError(
+            f'EpisodeEnd real-time counts are negative ({message.late_state_gaps}, {message.unreached_chunks})'
+        )
+    return RealTimeKeeping(
+        state_gap_max_s=float(message.state_gap_max_s),
+        late_state_gaps=int(message.late_state_gaps),
+        late_gap_s=float(message.late_gap_s),
+        unreached_chunks=int(message.unreached_chunks),
+    )
 
 
 def _interventions(message: Any) -> tuple[tuple[str, int], ...]:
@@ -265,7 +300,7 @@ def _interventions(message: Any) -> tuple[tuple[str, int], ...]:
 
 def spec_message(spec: EpisodeSpec) -> EpisodeSpecMessage:
     """The ``EpisodeSpec`` message of ``spec`` (for ``/robofollow/episode`` and the reset request)."""
-    return EpisodeSpecMessage(version=VERSION, **spec.to_dict())
+    return EpisodeSpecMessage(version=VERSIONS[EPISODE_SPEC], **spec.to_dict())
 
 
 def spec_from_message(message: Any) -> EpisodeSpec:
