@@ -324,3 +324,19 @@ def test_interbotix_joint_group_and_gripper_commands(client: Client) -> None:
     np.testing.assert_allclose([final[j] for j in right.joints], target, atol=0.01)
     assert final['gripper'] == pytest.approx(0.6197, abs=0.02)
     assert "command refused: joint group 'left_arm' does not exist" in hardware.err
+
+
+def test_a_piper_speed_percent_slows_its_joints_not_its_gripper() -> None:
+    """piper_ros passes ``velocity[6]`` to the arm's motion command and drives the gripper apart at its own speed."""
+    piper = load_profile('piper')
+    driver = FakeDriver(piper, initial=np.zeros(14))
+    (command,) = [c for c in driver.topics if c.topic == '/left_piper/joint_ctrl_single']
+    (stream,) = [c for c in driver.setpoints.controllers if c.columns[0] == 0]
+    moved = {}
+    for percent in (100.0, 25.0):
+        command.handle(JointState(position=[3.0] * 6 + [0.08], velocity=[0.0] * 6 + [percent]), 0, np.zeros(14))
+        step = stream.step(np.zeros(7), 0.01)
+        assert step is not None
+        moved[percent] = step[0]
+    np.testing.assert_allclose(moved[25.0][:6], moved[100.0][:6] * 0.25)
+    assert moved[25.0][6] == moved[100.0][6] > 0.0

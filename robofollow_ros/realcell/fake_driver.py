@@ -12,8 +12,9 @@ units and hands it to the matching controller (``sim/controllers.py``):
   gripper's motor angle, or one arm joint), streamed: each is a new target. Needs the ``interbotix_xs_msgs``
   interface package (``scripts/build_interfaces.sh`` builds a minimal one into the venv).
 * ``piper``: ``joint_ctrl_single`` (sensor_msgs/JointState) read by index as piper_ros does: ``position[0..5]`` the
-  joints (rad), ``position[6]`` the gripper opening (m, clamped to the driver's 0..0.08), ``velocity[6]`` the speed
-  in percent (the profile's ``speed_percent`` when absent).
+  joints (rad), ``position[6]`` the gripper opening (m, clamped to the driver's 0..0.08), ``velocity[6]`` the joints'
+  speed in percent (the profile's ``speed_percent`` when absent; the gripper keeps its own speed, as piper_ros
+  commands it apart).
 
 Every driver publishes each arm's six joints and the gripper's feedback joint (and its command joint, where that
 differs: xs_sdk's ``gripper`` motor angle beside the finger position), measured, in the driver's names and units.
@@ -184,7 +185,7 @@ class FakeDriver:
     def _piper(self, arm: Arm) -> list[Controller]:
         spec = self.profile.arms[arm]
         columns = [*range(ARM_SLICE[arm].start, ARM_SLICE[arm].stop), GRIP_INDEX[arm]]
-        stream = StreamedTarget(columns, speed=[*spec.velocity, GRIP_SPEED])
+        stream = StreamedTarget(columns, speed=[*spec.velocity, GRIP_SPEED], scaled=[True] * ARM_DOF + [False])
         default_percent = self.profile.speed_percent or 100.0
 
         def on_command(message: JointState, now_ns: int, measured: np.ndarray) -> None:

@@ -112,13 +112,17 @@ class TrajectoryFollower:
 
 class StreamedTarget:
     """A streamed position command over ``columns``: the setpoint moves to the latest target at most at ``speed``
-    (per column, units per second)."""
+    (per column, units per second), times a command's speed scale on the columns ``scaled`` (default all: a Piper's
+    speed percent slows its joints, not its gripper, which its driver commands apart)."""
 
-    def __init__(self, columns: Sequence[int], *, speed: Sequence[float]) -> None:
+    def __init__(self, columns: Sequence[int], *, speed: Sequence[float], scaled: Sequence[bool] | None = None) -> None:
         self.columns = np.asarray(columns, dtype=np.intp)
         self.speed = np.asarray(speed, dtype=np.float64)
         if self.speed.shape != self.columns.shape or not np.all(self.speed > 0.0):
             raise ValueError('one positive speed per column')
+        self.scaled = np.ones(self.columns.shape, dtype=bool) if scaled is None else np.asarray(scaled, dtype=bool)
+        if self.scaled.shape != self.columns.shape:
+            raise ValueError('one scaled flag per column')
         self.target: np.ndarray | None = None
         self.scale = 1.0
 
@@ -144,7 +148,7 @@ class StreamedTarget:
         """The setpoint after ``dt`` seconds from the columns' ``current`` setpoint; None without a target."""
         if self.target is None:
             return None
-        limit = self.speed * self.scale * dt
+        limit = self.speed * np.where(self.scaled, self.scale, 1.0) * dt
         move = np.clip(self.target - current, -limit, limit)
         return current + move, (move / dt if dt > 0.0 else np.zeros_like(move))
 
