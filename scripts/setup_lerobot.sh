@@ -34,6 +34,10 @@ if ! "$VENV/bin/python" -c 'import lerobot' 2>/dev/null; then
     "$VENV/bin/python" -m pip install -q --upgrade pip
     "$VENV/bin/python" -m pip install -q 'lerobot==0.4.4'
 fi
+if ! "$VENV/bin/python" -c 'import grpc, lerobot.async_inference.policy_server' 2>/dev/null; then
+    # --policy lerobot-async speaks LeRobot's async inference gRPC wire: LeRobot's async extra (grpcio, protobuf).
+    "$VENV/bin/python" -m pip install -q 'lerobot[async]==0.4.4'
+fi
 if ! "$VENV/bin/python" -c 'import msgpack' 2>/dev/null; then
     # --policy lerobot runs robofollow's policy host under this interpreter: its wire needs msgpack.
     "$VENV/bin/python" -m pip install -q 'msgpack>=1.0.5'

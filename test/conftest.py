@@ -12,6 +12,7 @@ import subprocess
 import graph_helpers
 import pytest
 from golden import episodes
+from lerobot_checkpoint import checkpoint  # noqa: F401  (a session fixture: one LeRobot training per run)
 
 from robofollow_ros.benchmark.constants import VARIANTS
 from robofollow_ros.sim.gl import choose_gl_backend

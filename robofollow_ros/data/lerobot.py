@@ -33,7 +33,7 @@ from robofollow_ros.data.raw_hdf5 import read_raw_episode
 from robofollow_ros.data.store import StoredEpisode, stored_episodes
 from robofollow_ros.errors import DatasetError
 from robofollow_ros.evaluation.video import VideoWriter
-from robofollow_ros.policy.lerobot_features import ACTION_FEATURE, STATE_FEATURE, image_key
+from robofollow_ros.policy.lerobot_features import ACTION_FEATURE, JOINT_NAMES, STATE_FEATURE, image_key
 from robofollow_ros.state_layout import CAMERAS
 
 CODEBASE_VERSION = 'v3.0'
@@ -43,13 +43,6 @@ EPISODES_PER_FILE = 500
 DATA_PATH = 'data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet'
 VIDEO_PATH = 'videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4'
 EPISODES_PATH = 'meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet'
-JOINT_NAMES = (
-    *(f'left_joint_{i}' for i in range(6)),
-    'left_gripper',
-    *(f'right_joint_{i}' for i in range(6)),
-    'right_gripper',
-)
-"""Names of the 14 values, as the published LeRobot conversion names them (protocol §8.3)."""
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 VIDEO_CRF = 18
 VIDEO_GOP = 8

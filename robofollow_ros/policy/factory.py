@@ -23,10 +23,16 @@ BUILTIN_POLICIES: dict[str, str] = {
 }
 OWN_INTERPRETER_POLICIES: dict[str, str] = {
     'lerobot': 'robofollow_ros.policy.lerobot_policy:LeRobotPolicy',
+    'lerobot-async': 'robofollow_ros.policy.lerobot_async:LeRobotAsyncPolicy',
 }
 """Built-in backends that run in their own process under another interpreter (``policy.interpreters``), in the
 policy sandbox like a ``module:function`` policy (``--trusted-policy``: in this process, which then needs their
 dependencies)."""
+REQUIRED_KWARGS: dict[str, tuple[str, ...]] = {'lerobot': ('path',), 'lerobot-async': ('checkpoint', 'policy_type')}
+REQUIRED_KWARGS_EXAMPLE = {
+    'lerobot': '{"path": "<.../pretrained_model>"}',
+    'lerobot-async': '{"policy_type": "act", "checkpoint": "<pretrained_model on the server>"}',
+}
 PRIVILEGED_POLICIES = frozenset({'expert', 'blind'})
 """Built-in reference policies granted the task and the scene's ground-truth poses (sim only).
 
@@ -216,7 +222,7 @@ def _readable_for(name: str, interpreter: str | None, kwargs: Mapping[str, Any] 
         return ()
     from robofollow_ros.policy.interpreters import environment_folder
 
-    checkpoint = kwargs.get('path') if name in OWN_INTERPRETER_POLICIES and kwargs else None
+    checkpoint = kwargs.get('path') if name == 'lerobot' and kwargs else None
     return (str(environment_folder(interpreter)), *([str(checkpoint)] if checkpoint else []))
 
 
@@ -229,10 +235,8 @@ def _interpreter_for(name: str, kwargs: Mapping[str, Any] | None, python: str | 
     """
     from robofollow_ros.policy.interpreters import lerobot_python
 
-    if kwargs is not None and not kwargs.get('path'):
-        raise PolicyError(
-            f'policy {name!r} needs its checkpoint: --policy-kwargs \'{{"path": "<.../pretrained_model>"}}\''
-        )
+    if kwargs is not None and name in REQUIRED_KWARGS and not all(kwargs.get(key) for key in REQUIRED_KWARGS[name]):
+        raise PolicyError(f"policy {name!r} needs its checkpoint: --policy-kwargs '{REQUIRED_KWARGS_EXAMPLE[name]}'")
     return lerobot_python() if python is None else _checked_python(python)
 
 
