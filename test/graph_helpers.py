@@ -19,6 +19,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / 'config' / 'fastdds_shm.xml'
 
 
+def discovery_range() -> str:
+    """The discovery range of a test's own nodes: the graph's (``graph_environment``), so that every participant of
+    a test's domain runs the same discovery. With the shipped profile that is SYSTEM_DEFAULT, which leaves
+    discovery to the profile: unicast to 127.0.0.1 only, stricter than LOCALHOST (a node with LOCALHOST beside the
+    graph's nodes now and then failed to discover one of their writers or services under load)."""
+    from robofollow_ros.graph.declaration import graph_environment
+
+    localhost = {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'FASTDDS_DEFAULT_PROFILES_FILE': str(PROFILE)}
+    return graph_environment(localhost)['ROS_AUTOMATIC_DISCOVERY_RANGE']
+
+
 def ros_domain(domain: int) -> int:
     """The ROS domain a test's nominal ``domain`` (10-59) runs in.
 
@@ -39,7 +50,7 @@ def graph_env(domain: int, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         ROS_DOMAIN_ID=str(ros_domain(domain)),
-        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+        ROS_AUTOMATIC_DISCOVERY_RANGE=discovery_range(),
         FASTDDS_DEFAULT_PROFILES_FILE=str(PROFILE),
         MUJOCO_GL=env.get('MUJOCO_GL', 'egl'),
         PYTHONPATH=os.pathsep.join([str(ROOT / 'test'), str(ROOT), env.get('PYTHONPATH', '')]).rstrip(os.pathsep),
@@ -281,13 +292,14 @@ def stop_listener(process: subprocess.Popen[str], *, grace: float = 20.0) -> Non
 
 @contextlib.contextmanager
 def private_node(domain: int, name: str, *, spin: bool = False) -> Iterator[tuple[Any, Any]]:
-    """An rclpy node of its own context in the test's private ``domain`` (localhost discovery, the shipped Fast DDS
-    profile), with a single-threaded executor it was added to, spun on a thread when ``spin``; torn down after."""
+    """An rclpy node of its own context in the test's private ``domain`` (the graph's discovery, the shipped Fast DDS
+    profile: this host only), with a single-threaded executor it was added to, spun on a thread when ``spin``; torn
+    down after."""
     import rclpy
     from rclpy.context import Context
 
     saved = {key: os.environ.get(key) for key in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE')}
-    os.environ.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', FASTDDS_DEFAULT_PROFILES_FILE=str(PROFILE))
+    os.environ.update(ROS_AUTOMATIC_DISCOVERY_RANGE=discovery_range(), FASTDDS_DEFAULT_PROFILES_FILE=str(PROFILE))
     try:
         context = Context()
         rclpy.init(context=context, domain_id=ros_domain(domain))

@@ -23,6 +23,8 @@ from robofollow_ros.resources import share_file
 SUBSTITUTION = re.compile(r'\$\((\w+)\)')
 PROFILE = 'config/fastdds_shm.xml'
 DISCOVERY_RANGE = 'ROS_AUTOMATIC_DISCOVERY_RANGE'
+PROFILE_DISCOVERY_RANGE = 'SYSTEM_DEFAULT'
+"""The discovery range the graph runs in with the shipped profile: rmw_fastrtps then leaves discovery to it."""
 LEGACY_PROFILE_DISTROS = ('humble', 'jazzy')
 POSE_SOURCES = ('sim', 'tracker', 'mocap')
 """Where the real-time graph's object poses come from (``pose_source``)."""
@@ -382,14 +384,24 @@ def _check_layout_gate(values: Mapping[str, str]) -> None:
 
 
 def graph_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment every node of the graph runs in: the shipped Fast DDS shared-memory profile, headless MuJoCo
-    rendering and localhost discovery, each only where ``base`` (the launcher's environment) does not set it."""
+    """The environment every node of the graph runs in: the shipped Fast DDS profile (shared memory, this host
+    only), headless MuJoCo rendering and localhost discovery, each only where ``base`` (the launcher's environment)
+    does not set it.
+
+    With the shipped profile, discovery is the profile's, which never leaves 127.0.0.1: a LOCALHOST (or unset)
+    ``ROS_AUTOMATIC_DISCOVERY_RANGE`` becomes ``SYSTEM_DEFAULT``, because with LOCALHOST rmw_fastrtps adds a UDP
+    transport of its own to the profile's, and that one binds 0.0.0.0 and the network address. With a profile of
+    the user's, LOCALHOST stays the default.
+    """
     environment = dict(os.environ if base is None else base)
-    profile = str(share_file(PROFILE))
-    environment.setdefault('FASTDDS_DEFAULT_PROFILES_FILE', profile)
+    profile = share_file(PROFILE)
+    environment.setdefault('FASTDDS_DEFAULT_PROFILES_FILE', str(profile))
     if environment.get('ROS_DISTRO', '').lower() in LEGACY_PROFILE_DISTROS:
         environment.setdefault('FASTRTPS_DEFAULT_PROFILES_FILE', environment['FASTDDS_DEFAULT_PROFILES_FILE'])
     environment.setdefault('MUJOCO_GL', 'egl')
+    shipped = Path(environment['FASTDDS_DEFAULT_PROFILES_FILE']).resolve() == profile.resolve()
+    if shipped and environment.get(DISCOVERY_RANGE, '').strip().upper() in ('', 'LOCALHOST'):
+        environment[DISCOVERY_RANGE] = PROFILE_DISCOVERY_RANGE
     environment.setdefault(DISCOVERY_RANGE, 'LOCALHOST')
     return environment
 

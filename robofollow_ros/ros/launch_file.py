@@ -4,8 +4,8 @@ The nodes, their parameters and remappings come from ``config/graph_<name>.yaml`
 ``robofollow_ros.graph.declaration.load_graph``, the same declaration ``robofollow launch <name>`` starts, so the
 two cannot drift apart. The evaluator is the main node: when it is done the launch shuts down; any other node
 exiting shuts it down too. Every node runs in the environment ``robofollow launch`` gives it (``node_environment``):
-the launching shell's, completed with the shipped Fast DDS profile, headless MuJoCo and localhost discovery where the
-user set none of them. ``workers:=N`` starts N graphs, graph i in ROS domain
+the launching shell's, completed with the shipped Fast DDS profile (shared memory, this host only), headless MuJoCo
+and the discovery range it needs where the user set none of them. ``workers:=N`` starts N graphs, graph i in ROS domain
 ROS_DOMAIN_ID + i, and one evaluator for all (``graph_instances``); unlike ``robofollow launch``, which stops only
 the graph of a node that died and goes on with the others, here any required node's exit ends the launch.
 """
