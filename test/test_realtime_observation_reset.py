@@ -34,9 +34,13 @@ EPISODE = 'episode-2'
 class Feedback:
     def __init__(self) -> None:
         self.cell: MeasuredCell | None = None
+        self.late_gap_s: float | None = None
 
     def latest(self) -> MeasuredCell | None:
         return self.cell
+
+    def mark_gaps(self, *, late_s: float) -> None:
+        self.late_gap_s = late_s
 
 
 class Driver:
@@ -101,6 +105,7 @@ def test_the_first_observation_waits_for_poses_and_joints_stamped_after_the_rese
 
     threading.Thread(target=after_the_reset, daemon=True).start()
     observation = env.reset(task, seed=0, layout=layout, images=False)
+    assert motion.feedback.late_gap_s == pytest.approx(2 * motion.profile.row_period)  # the real-time clock starts
     assert np.allclose(observation.state, 0.3)
     for name in layout.object_names:
         assert np.allclose(observation.object_pos[name][:2], 0.3), name
