@@ -67,6 +67,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def read_until(process: subprocess.Popen[str], marker: str) -> bool:
+    """Read ``process``'s output lines up to ``marker`` (LeRobot prints lines of its own); False at its end."""
+    assert process.stdout is not None
+    return any(line.strip() == marker for line in process.stdout)
+
+
 def async_interpreter() -> str:
     python = lerobot_interpreter()
     found = subprocess.run([python, '-c', 'import grpc, lerobot.async_inference'], capture_output=True, check=False)
@@ -111,11 +117,10 @@ def test_the_client_gets_the_chunk_the_checkpoint_predicts_and_takes_a_restarted
             [python, '-c', script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         assert client.stdout is not None and client.stdin is not None
-        line = client.stdout.readline().strip()
-        assert line == 'predicted', client.communicate(timeout=60)[1][-3000:]
+        assert read_until(client, 'predicted'), client.communicate(timeout=60)[1][-3000:]
     client.stdin.write('\n')
     client.stdin.flush()
-    assert client.stdout.readline().strip() == 'lost'
+    assert read_until(client, 'lost'), client.communicate(timeout=60)[1][-3000:]
     with policy_server(port):
         output, errors = client.communicate('\n', timeout=300)
     assert client.returncode == 0, errors[-3000:]
