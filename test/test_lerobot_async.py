@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,7 +89,10 @@ def policy_server(port: int) -> Iterator[subprocess.Popen[str]]:
     command = [async_interpreter(), '-m', 'lerobot.async_inference.policy_server', '--host=127.0.0.1']
     command += [f'--port={port}', '--inference_latency=0', '--obs_queue_timeout=30']
     env = {**os.environ, 'HF_HUB_OFFLINE': '1'}
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    folder = tempfile.mkdtemp(prefix='lerobot_server_')  # it writes logs/ into its working folder
+    server = subprocess.Popen(
+        command, env=env, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -105,6 +110,7 @@ def policy_server(port: int) -> Iterator[subprocess.Popen[str]]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_the_client_gets_the_chunk_the_checkpoint_predicts_and_takes_a_restarted_server(checkpoint: Path) -> None:
