@@ -30,15 +30,12 @@ import sys, time
 from pathlib import Path
 import numpy as np
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from test_referee_cli import pickup_trajectory
+from pickup_episode import driver_beside, pickup_episode
 from robofollow_ros import topics
-from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.nodes.recorder import RecorderNode
-from robofollow_ros.robot.description import joint_layout
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import joint_state_message, pose_message
 from robofollow_ros.ros.protocol import (
@@ -52,15 +49,9 @@ reset_twice = 'reset-twice' in sys.argv[3:]
 late_objects = 'late-objects' in sys.argv[3:]
 rclpy.init(args=['--ros-args', '-p', f'out:={out}', '-p', 'robot:=aloha'])
 recorder = RecorderNode()
-driver = rclpy.create_node('driver')
-executor = SingleThreadedExecutor()
-executor.add_node(recorder)
-executor.add_node(driver)
-spec = EpisodeSpec(task_id=sys.argv[2], variant='published', layout='default', seed=439, round=1, arm='left',
-                   level='L0', instruction='pick up the yellow block')
-trajectory = pickup_trajectory()
-stamps = [int(round(t * 1e9)) for t in trajectory.t]
-layout = joint_layout('aloha')
+driver, executor = driver_beside(recorder)
+episode = pickup_episode(sys.argv[2])
+spec, trajectory, stamps, layout = episode.spec, episode.trajectory, episode.stamps, episode.layout
 spec_pub = driver.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED)
 status_pub = driver.create_publisher(SimStatusMessage, topics.SIM_STATUS, qos.EVENTS)
 result_pub = driver.create_publisher(ResultMessage, topics.RESULT, qos.EVENTS)

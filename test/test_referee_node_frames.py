@@ -25,14 +25,11 @@ DRIVE = r"""
 import json, sys, time
 import numpy as np
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
-from test_referee_cli import pickup_trajectory
+from pickup_episode import driver_beside, pickup_episode
 from robofollow_ros import topics
-from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.nodes.referee import RefereeNode
-from robofollow_ros.robot.description import joint_layout
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import joint_state_message, pose_message
 from robofollow_ros.ros.protocol import (
@@ -44,15 +41,9 @@ from robofollow_ros.state_layout import ACTION_DIM, GRIP_INDEX
 objects_after = sys.argv[2]
 rclpy.init(args=['--ros-args', '-p', 'robot:=aloha', '-p', 'end_timeout:=3.0'])
 referee = RefereeNode()
-driver = rclpy.create_node('driver')
-executor = SingleThreadedExecutor()
-executor.add_node(referee)
-executor.add_node(driver)
-spec = EpisodeSpec(task_id=sys.argv[1], variant='published', layout='default', seed=439, round=1, arm='left',
-                   level='L0', instruction='pick up the yellow block')
-trajectory = pickup_trajectory()
-stamps = [int(round(t * 1e9)) for t in trajectory.t]
-layout = joint_layout('aloha')
+driver, executor = driver_beside(referee)
+episode = pickup_episode(sys.argv[1])
+spec, trajectory, stamps, layout = episode.spec, episode.trajectory, episode.stamps, episode.layout
 results = []
 driver.create_subscription(ResultMessage, topics.RESULT, lambda m: results.append(record_from_result(m)), qos.EVENTS)
 spec_pub = driver.create_publisher(EpisodeSpecMessage, topics.EPISODE, qos.LATCHED)

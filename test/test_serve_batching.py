@@ -107,6 +107,34 @@ def test_a_failing_batch_fails_each_of_its_queries_and_the_front_goes_on() -> No
         session.predict(good.images, good.state, 'go')
 
 
+def test_one_bad_query_in_a_batch_fails_alone_and_its_neighbours_get_their_chunks() -> None:
+    policy = Affine(fail_above=50.0)
+    served = BatchedPolicy(policy, name='affine', max_batch=3, window=30.0)  # the batch goes when all three are in
+    observations = [episode_observation(number, 0) for number in range(3)]
+    observations[1].state[0] = 99.0
+    outcomes: dict[int, object] = {}
+
+    def query(number: int) -> None:
+        try:
+            observation = observations[number]
+            outcomes[number] = served.session().predict(observation.images, observation.state, 'go')
+        except Exception as error:
+            outcomes[number] = error
+
+    threads = [threading.Thread(target=query, args=(number,)) for number in range(3)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        served.close()
+    assert policy.batches[0] == 3 and served.split_batches == 1, policy.batches
+    assert isinstance(outcomes[1], RuntimeError) and 'the batch exploded' in str(outcomes[1])
+    for number in (0, 2):
+        np.testing.assert_array_equal(outcomes[number], Affine.chunk(observations[number], 'go'))
+
+
 def test_a_policy_without_predict_batch_is_refused_in_one_line(capsys) -> None:
     with pytest.raises(PolicyError, match=r'^hold has no predict_batch\(observations, instructions\)'):
         BatchedPolicy(SimpleNamespace(), name='hold', max_batch=2)

@@ -8,7 +8,8 @@ LeRobot's chunk policies and GR00T's server can) is then called once for the que
 Such a policy is stateless from one query to the next (its chunk depends on the observation and the instruction
 only): every connection is one episode, with its own instruction, and the policy's ``reset`` is never called
 between them. A query waits at most ``window`` longer than it would alone; what each episode gets is what its
-query alone would give (``test_serve_batching.py``).
+query alone would give (``test_serve_batching.py``). A batch whose call fails (one episode's observation the policy
+cannot take, a chunk that is not finite) is asked again query by query, so only the episode that caused it fails.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class BatchedPolicy:
         self.window = window
         self.batch_sizes: Counter[int] = Counter()
         """How many calls were made with each batch size."""
+        self.split_batches = 0
+        """Batches whose call failed and whose queries were then asked one by one (only the bad one fails)."""
         self._waiting: list[_Query] = []
         self._condition = threading.Condition()
         self._closed = False
@@ -116,16 +119,27 @@ class BatchedPolicy:
         while (batch := self._next_batch()) is not None:
             self.batch_sizes[len(batch)] += 1
             try:
-                chunks = self.policy.predict_batch([q.observation for q in batch], [q.instruction for q in batch])
-                if len(chunks) != len(batch):
-                    raise PolicyError(f'predict_batch answered {len(chunks)} chunks for {len(batch)} observations')
-                for query, chunk in zip(batch, chunks, strict=True):
-                    query.chunk = validate_chunk(chunk)
-            except Exception as error:  # every query of the batch gets the policy's failure, the server goes on
-                for query in batch:
-                    query.error = error
+                self._answer(batch)
+            except Exception as error:  # the server goes on; which query failed is found by asking each alone
+                if len(batch) == 1:
+                    batch[0].error = error
+                else:
+                    self.split_batches += 1
+                    for query in batch:
+                        try:
+                            self._answer([query])
+                        except Exception as alone:
+                            query.error = alone
             for query in batch:
                 query.done.set()
+
+    def _answer(self, batch: list[_Query]) -> None:
+        chunks = self.policy.predict_batch([q.observation for q in batch], [q.instruction for q in batch])
+        if len(chunks) != len(batch):
+            raise PolicyError(f'predict_batch answered {len(chunks)} chunks for {len(batch)} observations')
+        checked = [validate_chunk(chunk) for chunk in chunks]
+        for query, chunk in zip(batch, checked, strict=True):
+            query.chunk = chunk
 
     def close(self) -> None:
         """Fail the queries still waiting, stop the front and release the policy."""
