@@ -244,6 +244,15 @@ def listen_commands(
         points = driver_arm(profile, arm, list(message.cmd)).reshape(1, -1)
         keep(Message(topic, arm, 'arm', info['source_timestamp'], time.time_ns(), np.zeros(1), points))
 
+    def on_piper(topic: str, arm: str, message: Any, info: Any) -> None:
+        positions = list(message.position)
+        stamp, now = info['source_timestamp'], time.time_ns()
+        points = driver_arm(profile, arm, positions[:6]).reshape(1, -1)
+        keep(Message(topic, arm, 'arm', stamp, now, np.zeros(1), points))
+        if len(positions) > 6:  # joint_ctrl_single carries the gripper's opening (m) at index 6
+            gripper = np.array([[opening(profile, arm, positions[6])]])
+            keep(Message(topic, arm, 'gripper', stamp, now, np.zeros(1), gripper))
+
     def on_single(topic: str, arm: str, message: Any, info: Any) -> None:
         if message.name != 'gripper':
             return
@@ -263,6 +272,9 @@ def listen_commands(
             if profile.driver == 'ros2_control':
                 callback = functools.partial(on_trajectory, interface.topic)
                 node.create_subscription(JointTrajectory, interface.topic, callback, reader)
+            elif profile.driver == 'piper':
+                callback = functools.partial(on_piper, interface.topic, arm)
+                node.create_subscription(kind, interface.topic, callback, reader)
             elif part == 'arm':
                 node.create_subscription(
                     kind, interface.topic, functools.partial(on_group, interface.topic, arm), reader
