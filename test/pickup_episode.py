@@ -3,9 +3,12 @@ and the referee's node tests run it in a process of their own)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
+from graph_helpers import ROOT, graph_env
 from test_referee_cli import pickup_trajectory
 
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
@@ -39,3 +42,17 @@ def driver_beside(node: Any) -> tuple[Any, Any]:
     executor.add_node(node)
     executor.add_node(driver)
     return driver, executor
+
+
+def run_driver(script: str, *args: str, domain: int) -> subprocess.CompletedProcess[str]:
+    """Run a driver ``script`` (its node under test beside it) in its own process in ROS ``domain``; it must exit 0."""
+    done = subprocess.run(
+        [sys.executable, '-c', script, *args],
+        env=graph_env(domain),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done

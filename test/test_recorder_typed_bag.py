@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from graph_helpers import ROOT, graph_env
+from pickup_episode import run_driver
 from rosbags.rosbag2 import Reader
 from test_referee_cli import TASK_ID, pickup_trajectory
 
@@ -126,15 +126,7 @@ print(spec.episode_id, bag, flush=True)
 
 def drive_recorder(out: Path, *options: str) -> tuple[str, str]:
     """Run the recorder against the driver node; the episode id and the bag it published."""
-    done = subprocess.run(
-        [sys.executable, '-c', DRIVE, str(out), TASK_ID, *options],
-        env=graph_env(DOMAIN),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_driver(DRIVE, str(out), TASK_ID, *options, domain=DOMAIN)
     episode_id, recorded = done.stdout.split()
     return episode_id, recorded
 

@@ -11,11 +11,9 @@ discovered late hands over its history), or never.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from graph_helpers import ROOT, graph_env
+from pickup_episode import run_driver
 from test_referee_cli import TASK_ID
 
 pytestmark = pytest.mark.ros
@@ -92,15 +90,7 @@ print(json.dumps({'waited': time.monotonic() - ended, 'record': results[0]}), fl
 
 def drive_referee(objects_after: str) -> tuple[dict, str]:
     """The referee's result and log when the object poses come ``objects_after`` seconds after the end (or never)."""
-    done = subprocess.run(
-        [sys.executable, '-c', DRIVE, TASK_ID, objects_after],
-        env=graph_env(DOMAIN),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_driver(DRIVE, TASK_ID, objects_after, domain=DOMAIN)
     return json.loads(done.stdout.splitlines()[-1]), done.stderr
 
 
