@@ -45,6 +45,7 @@ class Attacker:
         marker: str = 'robofollow-attacker',
         ros_seconds: float = 4.0,
         mmap_mib: int = 1024,
+        stop_socket: str = '',
     ) -> None:
         self.attacks = list(attacks or ATTACKS)
         self.target_pid = int(target_pid)
@@ -54,6 +55,7 @@ class Attacker:
         self.marker = marker
         self.ros_seconds = float(ros_seconds)
         self.mmap_mib = int(mmap_mib)
+        self.stop_socket = stop_socket
         self.done = False
 
     def reset(self) -> None:
@@ -320,6 +322,28 @@ def call_services(self: Attacker) -> tuple[bool, str]:
     return with_ros(self, act)
 
 
+def connect_stop_socket(self: Attacker) -> tuple[bool, str]:
+    """Connect to the bridge's stop socket (``realcell/stop_socket.py``): the path it was given (the evaluator's, as
+    the test computes it), this process's own idea of it, and any robofollow socket in the runtime folders."""
+    import glob
+    import socket
+
+    from robofollow_ros.realcell.stop_socket import stop_socket_path
+
+    candidates = {self.stop_socket} if self.stop_socket else set()
+    candidates.add(str(stop_socket_path(self.domain)))
+    candidates.update(glob.glob('/run/user/*/robofollow/*.sock') + glob.glob('/tmp/robofollow-*/*.sock'))
+    for path in sorted(candidates):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(2.0)
+            try:
+                client.connect(path)
+            except OSError:
+                continue
+            return True, f'connected to {path}'
+    return False, f'no stop socket reachable ({len(candidates)} paths tried)'
+
+
 ATTACKS: dict[str, Callable[[Attacker], tuple[bool, str] | None]] = {
     'environ': read_environ,
     'memory': read_memory,
@@ -330,6 +354,7 @@ ATTACKS: dict[str, Callable[[Attacker], tuple[bool, str] | None]] = {
     'publish_result': publish_result,
     'read_poses': read_poses,
     'call_services': call_services,
+    'stop_socket': connect_stop_socket,
     'leave_child': leave_child,
     'privileges': keep_privileges,
     'flood': flood,

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from attacker_policy import ARM_TOPIC, verdicts
-from graph_helpers import private_node, read_records, run_launch, wait_until
+from graph_helpers import private_node, read_records, ros_domain, run_launch, wait_until
 
 from robofollow_ros.errors import PolicyError
 from robofollow_ros.evaluation.guard import GuardedPolicy, PolicyFailure
@@ -23,6 +23,7 @@ from robofollow_ros.policy.factory import PolicyFactory, resolve_policy
 from robofollow_ros.policy.isolation.output_log import DEFAULT_LIMIT_BYTES, LOG_FOLDER
 from robofollow_ros.policy.isolation.sandbox import SANDBOX_PATH, SandboxOptions, sandbox_problem
 from robofollow_ros.policy.observation import CAMERAS
+from robofollow_ros.realcell.stop_socket import StopSocket, stop_socket_path
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f'no sandbox here: {sandbox_problem()}')
 
@@ -31,7 +32,7 @@ STAND_IN_DOMAIN = 16
 SIM_DOMAIN = 17
 REAL_DOMAIN = 20
 GRAPH_ATTACKS = ['environ', 'memory', 'ptrace', 'signal', 'write_out', 'publish_arm', 'publish_result', 'read_poses']
-GRAPH_ATTACKS += ['call_services', 'leave_child', 'privileges']
+GRAPH_ATTACKS += ['call_services', 'stop_socket', 'leave_child', 'privileges']
 SANDBOX_STOPS = [*GRAPH_ATTACKS, 'flood']
 """Attacks the sandbox must make fail (``leave_child`` starts its children either way: the test looks for them)."""
 
@@ -93,6 +94,9 @@ class GraphStandIn:
         node.create_timer(0.05, lambda: pose.publish(PoseStamped()))
         node.create_service(Trigger, '/robofollow/stop', lambda _q, a: self.called('stop', a))
         node.create_service(ResetEpisode, '/robofollow/sim/reset', lambda _q, a: self.called('reset', a))
+        self.stop_socket = StopSocket(
+            stop_socket_path(ros_domain(STAND_IN_DOMAIN)), lambda: self.called('socket', (True, ''))
+        )
 
     def called(self, name: str, answer):
         self.calls.append(name)
@@ -112,6 +116,7 @@ def attack(tmp_path: Path, isolation: str, attacks: list[str], **extra) -> tuple
         'out': str(out),
         'domain': STAND_IN_DOMAIN,
         'marker': marker,
+        'stop_socket': str(stop_socket_path(ros_domain(STAND_IN_DOMAIN))),
         **extra,
     }
     factory = PolicyFactory(
@@ -128,6 +133,7 @@ def attack(tmp_path: Path, isolation: str, attacks: list[str], **extra) -> tuple
             failure = error.kind
         finally:
             policy.close()
+            graph.stop_socket.close()
         log = Path(policy.log_path).read_text(encoding='utf-8', errors='replace')
     found = verdicts(log)
     found['_leftovers'] = (bool(leftovers(marker)), '')
@@ -231,11 +237,10 @@ def test_the_evaluator_is_not_dumpable_and_its_policy_sees_a_scrubbed_environmen
     [('sim', SIM_DOMAIN, {}), ('real', REAL_DOMAIN, {'robot_profile': 'aloha_ros2_control'})],
 )
 def test_over_the_graph_the_attacker_reaches_nothing_and_scores_what_it_did(tmp_path, graph, domain, extra) -> None:
-    from graph_helpers import ros_domain
-
     out = tmp_path / 'run'
     marker = f'robofollow-graph-{graph}-{os.getpid()}'
     kwargs = {'attacks': GRAPH_ATTACKS, 'out': str(out), 'domain': ros_domain(domain), 'marker': marker}
+    kwargs['stop_socket'] = str(stop_socket_path(ros_domain(domain)))  # the real bridge serves it
     listened: list[list[str]] = []
     with private_node(domain, 'arm_listener', spin=True) as (node, _):
         from trajectory_msgs.msg import JointTrajectory

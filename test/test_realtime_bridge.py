@@ -462,6 +462,49 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
         np.testing.assert_allclose(command.message.points[-1].positions, profile.arms[arm].home[:6], atol=1e-9)
 
 
+def test_the_operators_stop_command_reaches_the_bridge_over_its_socket_without_discovery(cell: Cell) -> None:
+    """``robofollow operator stop`` goes first to the bridge's stop socket (``realcell/stop_socket.py``): the same
+    stop as the service, with no DDS participant to start and no graph to discover."""
+    result: dict[str, object] = {}
+
+    def stop_during_the_first_chunk() -> None:
+        wait_until(
+            lambda: any(item.points == LONG_ROWS for item in cell.driver.received[first:]),
+            timeout=60,
+            what='the first long chunk',
+            poll=0.005,
+        )
+        time.sleep(0.5)
+        result['called'] = time.monotonic()
+        result['done'] = subprocess.run(
+            [sys.executable, '-m', 'robofollow_ros', 'operator', 'stop', '--timeout', '20'],
+            env=graph_env(NOMINAL_DOMAIN),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    first = len(cell.driver.received)
+    stopper = threading.Thread(target=stop_during_the_first_chunk)
+    stopper.start()
+    end, received = run_episode(cell, 'long')
+    stopper.join()
+    done, called = result['done'], result['called']
+    assert isinstance(done, subprocess.CompletedProcess) and isinstance(called, float)
+    assert done.returncode == 0 and done.stdout.startswith('both arms hold'), done.stderr
+    assert '(service found after' in done.stderr and 'the stop socket' in done.stderr, done.stderr
+    assert end.error_kind == 'stopped' and 0 < end.executed_rows < LONG_ROWS
+    assert_safe(received)
+    for arm in ARMS:
+        (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
+        held = [item for item in arm_commands(received, arm) if item.arrived >= called]
+        assert held and all(stopped_along_the_chunk(item, chunk) for item in held)
+    end, received = run_episode(cell, 'move')  # a trial announced after the stop moves again
+    assert end.error_kind is None and end.executed_rows == 5 * 3
+
+
 def gripper_commands(received: list[Received], arm: str, *, points: int) -> list[np.ndarray]:
     """The normalised targets of the ``arm`` gripper's commands of ``points`` points, in arrival order."""
     scale = load_profile(str(TEST_PROFILE)).arms[arm].gripper  # type: ignore[index]

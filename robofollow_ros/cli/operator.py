@@ -30,7 +30,8 @@ answer; the same as `ros2 service call <service> std_srvs/srv/Trigger`. Run it i
           are (the override is recorded in the trial's record and run.json)
 
 On the evaluator's terminal, `s` or the space bar is the same stop at once, with no process to start and no
-discovery to wait for (a new process finds the graph's services in 0.1-3 s): the operator's fastest stop.
+discovery to wait for: the operator's fastest stop. `stop` goes first to the bridge's stop socket (a Unix socket
+of this user, no discovery), and calls the service when no bridge listens there.
 
 Prints the service's answer (on stdout; on stderr when it refused), then on stderr how long after the command
 started it came. --timeout counts from the command's start; `stop` calls again every second until it is answered
@@ -77,13 +78,18 @@ def command_started() -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Call the service in a child process (rclpy stays out of the command line)."""
+    """Call the service in a child process (rclpy stays out of the command line); ``stop`` first over the bridge's
+    stop socket, which needs no discovery (``realcell/stop_socket.py``)."""
     import subprocess
     import sys
 
     started = command_started()
     if args.timeout <= 0.0:
         raise GraphError(f'--timeout must be positive, got {args.timeout:g}')
+    if args.action == 'stop':
+        answered = stop_without_discovery(started, timeout=args.timeout)
+        if answered is not None:
+            return answered
     question = 'home' if args.action == 'home' else 'trigger'
     command = [sys.executable, '-m', 'robofollow_ros.ros.ask_once', question, SERVICES[args.action]]
     command += ['--timeout', repr(args.timeout), '--started', repr(started)]
@@ -95,3 +101,38 @@ def run(args: argparse.Namespace) -> int:
         print(f'no {SERVICES[args.action]} service answered within {args.timeout:g} s', file=sys.stderr)
         return 2
     return done.returncode
+
+
+def stop_without_discovery(started: float, *, timeout: float) -> int | None:
+    """The stop over the stop socket of the bridge in this ROS domain: the exit status, or None when no bridge
+    listens there (the service is called then)."""
+    import sys
+
+    from robofollow_ros.realcell.stop_socket import stop_over_socket, stop_socket_path
+
+    try:
+        domain = int(os.environ.get('ROS_DOMAIN_ID', '') or 0)
+    except ValueError:
+        return None
+    path = stop_socket_path(domain, SERVICES['stop'])
+    connected: list[float] = []
+    try:
+        answer = stop_over_socket(
+            path,
+            timeout=max(0.001, timeout - (time.monotonic() - started)),
+            on_connect=lambda: connected.append(time.monotonic() - started),
+        )
+    except (TimeoutError, OSError) as error:
+        print(f'{path}: {error}; calling {SERVICES["stop"]}', file=sys.stderr)
+        return None
+    if answer is None:
+        return None
+    held, message = answer
+    print(message, file=sys.stdout if held else sys.stderr)
+    elapsed, found = time.monotonic() - started, connected[0] if connected else 0.0
+    print(
+        f'answered {elapsed:.3f} s after the command started (service found after {found:.3f} s: the stop socket '
+        f'{path})',
+        file=sys.stderr,
+    )
+    return 0 if held else 1

@@ -24,6 +24,7 @@ from robofollow_ros.realcell.environment import RealTimeEnvironment, WatchedPoli
 from robofollow_ros.realcell.gripper_modes import GripperModes
 from robofollow_ros.realcell.safe_motion import HomeAnswer, MotionSettings, SafeMotion
 from robofollow_ros.realcell.stop_server import StopServer
+from robofollow_ros.realcell.stop_socket import StopSocket, stop_socket_path
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import EpisodeEnd, HomeCode, MoveHome
@@ -121,6 +122,7 @@ class CellBridge:
         the executor's thread, the episode on the bridge's own)."""
         # The stop must not wait behind the bridge's callbacks (images, joint states) on its one executor thread.
         self.stop_server = StopServer(node, topics.STOP, self.on_stop)
+        self.stop_socket = self._open_stop_socket()
         node.create_service(MoveHome, topics.HOME, self.on_home)
         node.create_service(Trigger, topics.RELEASE, self.on_release)
 
@@ -159,6 +161,21 @@ class CellBridge:
         )
         self.node.get_logger().warning(f'{topics.STOP}: {response.message}')
         return response
+
+    def _open_stop_socket(self) -> StopSocket | None:
+        """The stop on a Unix socket as well (``realcell/stop_socket.py``: no discovery for the operator's command);
+        None, with a warning, where it cannot be served (the DDS service still is)."""
+        path = stop_socket_path(self.node.context.get_domain_id(), self.stop_server.name)
+
+        def stop() -> tuple[bool, str]:
+            response = self.on_stop(Trigger.Request(), Trigger.Response())
+            return bool(response.success), str(response.message)
+
+        try:
+            return StopSocket(path, stop)
+        except OSError as error:
+            self.node.get_logger().warning(f'no stop socket ({error}): {topics.STOP} is served over DDS only')
+            return None
 
     def on_release(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """The operator releases the stop: motion (the home move first) is allowed again."""
@@ -270,5 +287,7 @@ class CellBridge:
         try:
             self.motion.halt(what='bridge exit')  # nothing when the bridge already halted the arms
         finally:
+            if self.stop_socket is not None:
+                self.stop_socket.close()
             self.stop_server.close()
             self.motion.close()
