@@ -16,9 +16,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -50,6 +51,7 @@ from robofollow_ros.safety.jtc import check_trajectory
 from robofollow_ros.state_layout import ARMS
 
 pytestmark = pytest.mark.ros
+T = TypeVar('T')
 NOMINAL_DOMAIN = 55
 CLAMP_DOMAIN = 54
 TEST_PROFILE = ROOT / 'test' / 'data' / 'robots' / 'aloha_refuse_test.yaml'
@@ -396,8 +398,10 @@ def test_home_on_a_stale_joint_state_answers_none_yet_so_that_the_evaluator_asks
     wait_until(lambda: call_home(cell).code == HomeCode.MOVING, timeout=30, what='home once the driver is fresh again')
 
 
-def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next(cell: Cell) -> None:
-    result: dict[str, object] = {}
+def stopped_mid_chunk(cell: Cell, trigger: Callable[[], T]) -> tuple[EpisodeEnd, list[Received], T, float]:
+    """A 'long' episode that ``trigger`` stops half a second into its first long chunk: its end, the commands that
+    arrived meanwhile, what ``trigger`` returned and the monotonic time just before it was called."""
+    result: dict[str, Any] = {}
 
     def stop_during_the_first_chunk() -> None:
         wait_until(
@@ -407,27 +411,36 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
             poll=0.005,
         )
         time.sleep(0.5)
-        result['answer'], result['called'] = call(cell, topics.STOP)
+        result['called'] = time.monotonic()
+        result['outcome'] = trigger()
 
     first = len(cell.driver.received)
     stopper = threading.Thread(target=stop_during_the_first_chunk)
     stopper.start()
     end, received = run_episode(cell, 'long')
     stopper.join()
-    answer, called = result['answer'], result['called']
-    assert isinstance(answer, Trigger.Response) and answer.success, answer
-    assert isinstance(called, float)
-    assert end.error_kind == 'stopped' and end.queries == 1 and 0 < end.executed_rows < LONG_ROWS
-    assert_safe(received)
-    after = [item for item in received if item.arrived >= called]
+    return end, received, result['outcome'], result['called']
+
+
+def holds_after(received: list[Received], called: float) -> dict[str, float]:
+    """Asserts that every command of each arm after ``called`` stops it along its long chunk; each arm's delay (s)."""
     delays = {}
     for arm in ARMS:
-        commands = arm_commands(after, arm)
+        commands = arm_commands([item for item in received if item.arrived >= called], arm)
         (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
         assert commands and all(stopped_along_the_chunk(item, chunk) for item in commands), [
             item.message.points for item in commands
         ]
         delays[arm] = commands[0].arrived - called
+    return delays
+
+
+def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next(cell: Cell) -> None:
+    end, received, (answer, called), _ = stopped_mid_chunk(cell, lambda: call(cell, topics.STOP))
+    assert isinstance(answer, Trigger.Response) and answer.success, answer
+    assert end.error_kind == 'stopped' and end.queries == 1 and 0 < end.executed_rows < LONG_ROWS
+    assert_safe(received)
+    delays = holds_after(received, called)
     control_period = 1.0 / load_profile(str(TEST_PROFILE)).control_rate
     print(
         f'stop -> hold: left {delays["left"] * 1e3:.2f} ms, right {delays["right"] * 1e3:.2f} ms '
@@ -465,18 +478,9 @@ def test_stop_holds_both_arms_ends_the_episode_and_refuses_motion_until_the_next
 def test_the_operators_stop_command_reaches_the_bridge_over_its_socket_without_discovery(cell: Cell) -> None:
     """``robofollow operator stop`` goes first to the bridge's stop socket (``realcell/stop_socket.py``): the same
     stop as the service, with no DDS participant to start and no graph to discover."""
-    result: dict[str, object] = {}
 
-    def stop_during_the_first_chunk() -> None:
-        wait_until(
-            lambda: any(item.points == LONG_ROWS for item in cell.driver.received[first:]),
-            timeout=60,
-            what='the first long chunk',
-            poll=0.005,
-        )
-        time.sleep(0.5)
-        result['called'] = time.monotonic()
-        result['done'] = subprocess.run(
+    def operator_stop() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             [sys.executable, '-m', 'robofollow_ros', 'operator', 'stop', '--timeout', '20'],
             env=graph_env(NOMINAL_DOMAIN),
             cwd=ROOT,
@@ -486,21 +490,12 @@ def test_the_operators_stop_command_reaches_the_bridge_over_its_socket_without_d
             check=False,
         )
 
-    first = len(cell.driver.received)
-    stopper = threading.Thread(target=stop_during_the_first_chunk)
-    stopper.start()
-    end, received = run_episode(cell, 'long')
-    stopper.join()
-    done, called = result['done'], result['called']
-    assert isinstance(done, subprocess.CompletedProcess) and isinstance(called, float)
+    end, received, done, called = stopped_mid_chunk(cell, operator_stop)
     assert done.returncode == 0 and done.stdout.startswith('both arms hold'), done.stderr
     assert '(service found after' in done.stderr and 'the stop socket' in done.stderr, done.stderr
     assert end.error_kind == 'stopped' and 0 < end.executed_rows < LONG_ROWS
     assert_safe(received)
-    for arm in ARMS:
-        (chunk,) = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
-        held = [item for item in arm_commands(received, arm) if item.arrived >= called]
-        assert held and all(stopped_along_the_chunk(item, chunk) for item in held)
+    holds_after(received, called)
     end, received = run_episode(cell, 'move')  # a trial announced after the stop moves again
     assert end.error_kind is None and end.executed_rows == 5 * 3
 
