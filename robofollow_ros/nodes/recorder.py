@@ -70,6 +70,8 @@ class _OpenBag:
     spec: EpisodeSpec
     writer: EpisodeBagWriter
     path: Path
+    due: frozenset[str]
+    """The topics whose frames must reach the episode's end before the bag is published (``topics.frame_topics``)."""
     start_ns: int | None = None
     frame_ns: dict[str, int] = field(default_factory=dict)
     """The latest stamp written of each TCP pose, object pose and joint-state topic."""
@@ -167,7 +169,12 @@ class RecorderNode(Node):
             return None
         if self.description is not None:
             writer.write_robot_description(self.description, stamp_ns=time.time_ns())
-        return _OpenBag(spec, writer, path, start_ns)
+        due = topics.frame_topics(
+            spec.resolve()[1].object_names,
+            joint_states=self.joint_states,
+            objects_every_frame=self.pose_source == 'sim',
+        )
+        return _OpenBag(spec, writer, path, due, start_ns)
 
     def on_description(self, message: String) -> None:
         self.description = message.data
@@ -271,13 +278,8 @@ class RecorderNode(Node):
         for episode_id, bag in list(self.bags.items()):
             if bag.result is None:
                 continue
-            due = topics.frame_topics(
-                bag.spec.resolve()[1].object_names,
-                joint_states=self.joint_states,
-                objects_every_frame=self.pose_source == 'sim',
-            )
             complete = (
-                all(bag.frame_ns.get(topic, -1) >= (bag.end_ns or 0) for topic in due)
+                all(bag.frame_ns.get(topic, -1) >= (bag.end_ns or 0) for topic in bag.due)
                 and not self.description_awaited()
             )
             if complete or time.monotonic() + slack - bag.result_seen >= END_TIMEOUT_SECONDS:

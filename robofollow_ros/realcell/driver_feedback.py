@@ -59,6 +59,10 @@ class StateGaps:
     largest_s: float
     late: int
 
+    def with_gap(self, gap: float, *, late_s: float) -> StateGaps:
+        """These gaps and one more."""
+        return StateGaps(largest_s=max(self.largest_s, gap), late=self.late + int(gap > late_s))
+
 
 @dataclass(frozen=True)
 class MeasuredCell:
@@ -126,7 +130,8 @@ class DriverFeedback:
                 continue
             with self.condition:
                 previous = self.samples.get(arm)
-                self._note_gap(arrived - max(previous.arrived, self.gaps_since) if previous else 0.0)
+                gap = arrived - max(previous.arrived, self.gaps_since) if previous else 0.0
+                self.gaps = self.gaps.with_gap(gap, late_s=self.late_gap_s)
                 self.samples[arm] = ArmSample(values=values, stamp_ns=stamp_ns, arrived=arrived)
                 self.condition.notify_all()
             read = True
@@ -134,9 +139,6 @@ class DriverFeedback:
                 self.on_arm(arm, values, stamp_ns)
         if read and self.on_message is not None:
             self.on_message(stamp_ns)
-
-    def _note_gap(self, gap: float) -> None:
-        self.gaps = StateGaps(largest_s=max(self.gaps.largest_s, gap), late=self.gaps.late + int(gap > self.late_gap_s))
 
     def mark_gaps(self, *, late_s: float) -> None:
         """Measure the arrival gaps from now on (an episode's start), counting those longer than ``late_s``."""
@@ -152,7 +154,7 @@ class DriverFeedback:
             open_gaps = [now - max(sample.arrived, self.gaps_since) for sample in self.samples.values()]
             gaps = self.gaps
         for gap in open_gaps:
-            gaps = StateGaps(largest_s=max(gaps.largest_s, gap), late=gaps.late + int(gap > self.late_gap_s))
+            gaps = gaps.with_gap(gap, late_s=self.late_gap_s)
         return gaps
 
     def state(self, *, since: float | None = None) -> np.ndarray | None:
