@@ -77,7 +77,8 @@ def default_period_profile(folder: Path) -> Path:
 
 
 def environment(profile: Path, domain: int) -> dict[str, str]:
-    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    """As the launchers run the graph's nodes with the shipped profile: discovery left to the profile alone."""
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE='SYSTEM_DEFAULT')
     env['FASTDDS_DEFAULT_PROFILES_FILE'] = str(profile)
     env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
     return env
