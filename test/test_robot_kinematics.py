@@ -91,3 +91,19 @@ def test_quaternion_from_matrix_round_trips_every_branch() -> None:
             ]
         )
         np.testing.assert_allclose(quaternion_from_matrix(rot), q if w >= 0 else -q, atol=1e-9)
+
+
+@pytest.mark.parametrize('robot', robot_names())
+def test_the_batched_tcp_positions_are_the_single_state_poses(robot: str) -> None:
+    fk = forward_kinematics(robot)
+    states = np.random.default_rng(5).uniform(-3.0, 3.0, (200, 14))
+    batched = fk.tcp_positions(states)
+    single = np.array([[fk.tcp_poses(state)[arm].position for arm in ARMS] for state in states])
+    assert batched.shape == (200, 2, 3)
+    np.testing.assert_allclose(batched, single, rtol=0.0, atol=1e-12)
+    bad = states[:3].copy()
+    bad[1, 8] = np.nan
+    with pytest.raises(SimulationError, match='right arm'):
+        fk.tcp_positions(bad)
+    with pytest.raises(SimulationError, match=r'\(N, 14\)'):
+        fk.tcp_positions(states[0])

@@ -150,3 +150,27 @@ def test_without_a_box_or_kinematics_the_stop_is_the_plain_controlled_stop():
             position, velocity, limits, deceleration=DECELERATION, row_period_s=ROW, tcp=kinematics
         )
         assert np.array_equal(kept.positions, plain.positions) and np.array_equal(kept.times, plain.times)
+
+
+def test_a_stop_keeps_the_way_between_its_points_in_the_box_when_asked():
+    """The waist turning at 1 rad/s from 0.015 rad before the arc's extreme (``arc_across_a_face``): every point of
+    the stop lies in the box, the way to its first point does not."""
+    from test_safety_filter import arc_across_a_face
+
+    from robofollow_ros.safety.command_filter import path_points
+
+    _, chunk, box, fk = arc_across_a_face()
+    limits = aloha_limits(workspace=box)
+    start = chunk[0]
+    velocity = np.zeros(14)
+    velocity[0] = 1.0
+
+    def inside(command, samples: int) -> bool:
+        return all(box.contains(point) for row in path_points(start, command.positions, samples) for point in fk(row))
+
+    plain = stop_in_workspace(start, velocity, limits, deceleration=DECELERATION, row_period_s=ROW, tcp=fk)
+    assert inside(plain, 1) and not inside(plain, 6)
+    sampled = stop_in_workspace(
+        start, velocity, limits, deceleration=DECELERATION, row_period_s=ROW, tcp=fk, path_samples=6
+    )
+    assert inside(sampled, 6)

@@ -268,3 +268,85 @@ def test_an_arm_whose_measured_tcp_cannot_be_computed_may_not_go_outside_at_all(
         assert filter_chunk(inside, state=measured, limits=aloha_limits(), row_period_s=ROW, tcp=kinematics).untouched
         decision = filter_chunk(below, state=measured, limits=aloha_limits(), row_period_s=ROW, tcp=kinematics)
         assert decision.held and 'outside_workspace' in kinds(decision), decision.summary()
+
+
+def arc_across_a_face() -> tuple[np.ndarray, np.ndarray, WorkspaceBox, object]:
+    """A waist turn of the ViperX's left arm from -0.03 to +0.03 rad about home, in rows at -0.015, +0.015, +0.03,
+    and a box whose +y face lies 2 um beyond every row's TCP: the TCP's arc between the rows at -0.015 and +0.015
+    (its extreme at 0) bulges 20 um past them, where a position stream sends a point between those rows."""
+    from robofollow_ros.robot.profiles import load_profile
+    from robofollow_ros.safety.profile_limits import profile_tcp
+
+    profile = load_profile('aloha_interbotix')
+    fk = profile_tcp(profile)
+    centre = profile.home_state()
+    centre[7] += 0.05  # the right arm's TCP, turned away from the arc's extreme, stays under the face
+    states = [centre.copy() for _ in range(4)]
+    for state, turn in zip(states, (-0.03, -0.015, 0.015, 0.03), strict=True):
+        state[0] += turn
+    face = max(float(fk(state)[0][1]) for state in states) + 2e-6
+    box = WorkspaceBox(lower=(-0.7, -0.7, 0.5), upper=(0.7, face, 1.5))
+    return states[0], np.array(states[1:]), box, fk
+
+
+def test_path_samples_hold_the_way_between_rows_to_the_workspace_not_only_the_rows():
+    from robofollow_ros.safety.command_filter import path_points
+
+    start, chunk, box, fk = arc_across_a_face()
+    limits = aloha_limits(workspace=box)
+    state = MeasuredState(start, 0.01)
+    rows_only = filter_chunk(chunk, state=state, limits=limits, row_period_s=ROW, tcp=fk)
+    assert rows_only.untouched
+    midway = path_points(start, chunk, 2)[2]
+    assert float(fk(midway)[0][1]) > box.upper[1] + 1.5e-5
+    sampled = filter_chunk(chunk, state=state, limits=limits, row_period_s=ROW, tcp=fk, path_samples=2)
+    assert sampled.rows_sent == 1
+    assert [(item.kind, item.row, item.joint) for item in sampled.interventions] == [
+        ('outside_workspace', 1, 'left_tcp_y'),
+        ('rows_refused', 1, None),
+    ]
+
+
+def test_path_points_split_each_segment_evenly_and_end_on_each_row():
+    from robofollow_ros.safety.command_filter import path_points
+
+    start, chunk = np.zeros(14), np.array([np.full(14, 3.0), np.full(14, 6.0)])
+    points = path_points(start, chunk, 3)
+    np.testing.assert_allclose(points[:, 0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(path_points(start, chunk, 1), chunk)
+
+
+def test_a_stream_sends_one_point_per_control_period_of_a_row():
+    from robofollow_ros.safety.command_filter import path_samples_for
+
+    assert path_samples_for(0.06, 50.0) == 3
+    assert path_samples_for(0.06, 100.0) == 6
+    assert path_samples_for(0.06, 10.0) == 1
+    with pytest.raises(SafetyError, match='path samples'):
+        filter_chunk(ramp(2), state=home(), limits=aloha_limits(), row_period_s=ROW, tcp=tcp, path_samples=0)
+
+
+def test_a_tcp_that_computes_many_states_at_once_decides_as_one_that_computes_each():
+    """``ProfileTcp.many`` is the filter's fast path; a plain function (one state at a time) is the reference."""
+    from robofollow_ros.robot.profiles import load_profile
+    from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
+
+    profile = load_profile('piper')
+    limits, fast = limits_from_profile(profile), profile_tcp(profile)
+
+    def one_at_a_time(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return fast(state)
+
+    rng = np.random.default_rng(7)
+    outcomes = set()
+    for _ in range(40):
+        start = profile.home_state() + rng.uniform(-0.6, 0.6, 14)
+        chunk = start + np.cumsum(rng.uniform(-0.15, 0.15, (12, 14)), axis=0)
+        state = MeasuredState(start, 0.0)
+        decisions = [
+            filter_chunk(chunk, state=state, limits=limits, row_period_s=ROW, tcp=kinematics, path_samples=3)
+            for kinematics in (fast, one_at_a_time)
+        ]
+        assert decisions[0].to_dict() == decisions[1].to_dict()
+        outcomes.add('outside_workspace' in kinds(decisions[0]))
+    assert outcomes == {True, False}

@@ -35,7 +35,14 @@ from robofollow_ros.realcell.driver_feedback import DriverFeedback, MeasuredCell
 from robofollow_ros.realcell.drivers import WINDOW_SECONDS, make_driver
 from robofollow_ros.robot.profiles import RobotProfile
 from robofollow_ros.ros.protocol import HomeCode
-from robofollow_ros.safety.command_filter import Command, MeasuredState, SafetyDecision, filter_chunk, hold_command
+from robofollow_ros.safety.command_filter import (
+    Command,
+    MeasuredState,
+    SafetyDecision,
+    filter_chunk,
+    hold_command,
+    path_samples_for,
+)
 from robofollow_ros.safety.controlled_stop import (
     STOP_SECONDS,
     SentCommand,
@@ -139,6 +146,10 @@ class SafeMotion:
             gripper_velocity=settings.gripper_velocity,
         )
         self.tcp = profile_tcp(profile)
+        self.path_samples = (
+            1 if profile.driver == 'ros2_control' else path_samples_for(self.row_period, profile.control_rate)
+        )
+        """A position stream sends the points between the rows too: the workspace rule checks each."""
         self.deceleration = stop_decelerations(self.limits, stop_seconds=settings.stop_seconds)
         self.driver = make_driver(
             node, profile, stop_from=self.stop_from, window=settings.command_window, velocity=self.limits.velocity
@@ -259,6 +270,7 @@ class SafeMotion:
             deceleration=self.deceleration,
             row_period_s=self.row_period,
             tcp=self.tcp,
+            path_samples=self.path_samples,
         )
 
     def send_chunk(self, chunk: np.ndarray, *, what: str) -> SafetyDecision:
@@ -268,7 +280,13 @@ class SafeMotion:
         state = self.measured()
         start = chunk_start(self.sent, state, now=time.monotonic())
         decision = filter_chunk(
-            chunk, state=state, limits=self.limits, row_period_s=self.row_period, tcp=self.tcp, start=start
+            chunk,
+            state=state,
+            limits=self.limits,
+            row_period_s=self.row_period,
+            tcp=self.tcp,
+            start=start,
+            path_samples=self.path_samples,
         )
         self.record(decision, what)
         decision = self.ended_in_a_stop(decision, start.position)
@@ -392,6 +410,7 @@ class SafeMotion:
             speed_fraction=self.settings.home_speed,
             row_period_s=self.row_period,
             tcp=self.tcp,
+            path_samples=self.path_samples,
         )
         decision, rows = plan.decision, len(plan.rows)
         self.record(decision, 'home')

@@ -43,6 +43,14 @@ def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
 
 
+def _axis_angle_matrices(axis: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """Rotations (N, 3, 3) by each of ``angles`` (N,) about the unit vector ``axis`` (Rodrigues)."""
+    x, y, z = axis
+    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    sines, cosines = np.sin(angles)[:, None, None], np.cos(angles)[:, None, None]
+    return np.eye(3) + sines * k + (1.0 - cosines) * (k @ k)
+
+
 def quaternion_from_matrix(rot: np.ndarray) -> np.ndarray:
     """Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix."""
     m = np.asarray(rot, dtype=np.float64)
@@ -183,6 +191,35 @@ class ForwardKinematics:
         if values.shape != (STATE_DIM,):
             raise SimulationError(f'forward kinematics needs a {STATE_DIM}-D state, got shape {values.shape}')
         return {arm: self.tcp_pose(arm, values[ARM_SLICE[arm]]) for arm in ARMS}
+
+    def tcp_positions(self, states: Numbers) -> np.ndarray:
+        """Both TCP positions (N, 2, 3; arms in ``ARMS`` order) of N 14-D states (N, 14) at once: the chain's
+        products over the whole batch, for checking many states (a chunk's rows and the points between them).
+
+        Raises:
+            SimulationError: ``states`` is not (N, 14) or holds non-finite joints.
+        """
+        values = np.asarray(states, dtype=np.float64)
+        if values.ndim != 2 or values.shape[1] != STATE_DIM:
+            raise SimulationError(f'forward kinematics needs (N, {STATE_DIM}) states, got shape {values.shape}')
+        positions = np.empty((len(values), len(ARMS), 3))
+        for index, arm in enumerate(ARMS):
+            joints = values[:, ARM_SLICE[arm]]
+            if not np.isfinite(joints).all():
+                raise SimulationError(f'{arm} arm: forward kinematics needs finite joint positions')
+            positions[:, index] = self._chain_positions(arm, joints)
+        return positions
+
+    def _chain_positions(self, arm: Arm, joints: np.ndarray) -> np.ndarray:
+        count = len(joints)
+        position = np.zeros((count, 3))
+        rotation = np.broadcast_to(np.eye(3), (count, 3, 3))
+        for link in self.chains[arm]:
+            position = position + rotation @ link.translation
+            rotation = rotation @ link.rotation
+            if link.axis is not None and link.column is not None:
+                rotation = rotation @ _axis_angle_matrices(link.axis, joints[:, link.column])
+        return position
 
     def tcp_poses_from_joints(self, names: Sequence[str], positions: Numbers) -> dict[Arm, TcpPose]:
         """TCP poses of the arms whose six URDF joints are all in a JointState's ``names`` / ``positions``.

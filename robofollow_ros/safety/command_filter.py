@@ -19,7 +19,10 @@ The rules, in order (each row is a 14-D absolute target, ``row_period_s`` apart)
 6. Workspace: from the first row whose TCP (of either arm, by the ``tcp`` function passed in) leaves the workspace
    box, the chunk is refused. An arm measured outside the box (a real arm lags and overshoots its commands by a few
    millimetres) may move back: a row outside is accepted while no TCP coordinate gets further outside than the row
-   before it (the first row: the measured state), so that a hold is not the only command left.
+   before it (the first row: the measured state), so that a hold is not the only command left. With
+   ``path_samples`` > 1 the same holds for that many points along each row's straight line in joint space from the
+   row before (the first row's from the chunk's start), the last the row itself: a position-streaming driver sends
+   those points between the rows (``path_samples_for``).
 
 Refusing "from a row on" sends the rows before it (each passed every rule); when no row is left the arms hold.
 A hold is a one-point trajectory at the measured position (clipped into the joint limits), due one row period from
@@ -29,6 +32,7 @@ would leave the arm moving.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -50,7 +54,8 @@ WORKSPACE_TOLERANCE = 1e-9
 """m: a TCP coordinate outside the box may get this much further out from row to row (rounding)."""
 
 TcpFunction = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
-"""Forward kinematics of a 14-D state: ``tcp(state) -> (left_xyz, right_xyz)`` in the world frame (m)."""
+"""Forward kinematics of a 14-D state: ``tcp(state) -> (left_xyz, right_xyz)`` in the world frame (m). One that
+also has ``many(states) -> (N, 2, 3)`` (``profile_limits.ProfileTcp``) is asked for many states at once."""
 
 SPEED_TOLERANCE = 1e-9
 """Relative slack on the velocity limit (a row exactly at the limit passes despite rounding)."""
@@ -184,6 +189,23 @@ def hold_command(
     return SafetyDecision(command=command, interventions=(*reasons, *clipped), rows_in=rows_in)
 
 
+def path_samples_for(row_period_s: float, control_rate_hz: float) -> int:
+    """How many points of each row's way a driver that streams interpolated targets at ``control_rate_hz`` sends
+    (the workspace rule checks each of them): one per control period of the row, at least one."""
+    return max(1, math.ceil(check_row_period(row_period_s) * float(control_rate_hz) - 1e-9))
+
+
+def path_points(start: np.ndarray, points: np.ndarray, samples: int) -> np.ndarray:
+    """``samples`` points evenly along each straight segment in joint space from ``start`` (14,) through ``points``
+    (N, 14), each segment's last the point itself: (N * samples, 14)."""
+    points = np.asarray(points, dtype=np.float64)
+    before = np.vstack([np.asarray(start, dtype=np.float64)[None, :], points[:-1]])
+    fractions = np.arange(1, samples + 1, dtype=np.float64) / samples
+    along = before[:, None, :] + fractions[None, :, None] * (points - before)[:, None, :]
+    along[:, -1] = points
+    return along.reshape(-1, points.shape[1])
+
+
 def filter_chunk(
     chunk: object,
     *,
@@ -192,18 +214,21 @@ def filter_chunk(
     row_period_s: float,
     tcp: TcpFunction | None = None,
     start: ChunkStart | None = None,
+    path_samples: int = 1,
 ) -> SafetyDecision:
     """What of ``chunk`` (T, 14 absolute targets, ``row_period_s`` apart) may be sent from ``state``.
 
     ``start`` is where the rows start from and at what speed (a measured state lags the arm it measures); by
-    default the measured position, at rest. Never raises for what a policy returns; see the module docstring for the
-    rules.
+    default the measured position, at rest. ``path_samples`` points along each row's way are held to the workspace
+    (1: the rows alone). Never raises for what a policy returns; see the module docstring for the rules.
 
     Raises:
-        SafetyError: the row period is not positive, ``limits`` has a workspace but no ``tcp`` is given, or
-            ``start`` is not 14 finite positions and velocities.
+        SafetyError: the row period is not positive, ``limits`` has a workspace but no ``tcp`` is given,
+            ``start`` is not 14 finite positions and velocities, or ``path_samples`` is not a positive integer.
     """
     period = check_row_period(row_period_s)
+    if not (isinstance(path_samples, int) and path_samples >= 1):
+        raise SafetyError(f'path samples must be a positive integer, got {path_samples!r}')
     if limits.workspace is not None and tcp is None:
         raise SafetyError('the safety limits have a workspace box: pass the tcp function (forward kinematics)')
     measured = _state_vector(state)
@@ -221,7 +246,9 @@ def filter_chunk(
     times, cut = _apply_velocity(rows[:cut], origin, limits, period, found)
     cut = _apply_acceleration(rows[:cut], times, origin, speed, limits, period, found, whole=cut == len(rows))
     if limits.workspace is not None and tcp is not None:
-        cut = _apply_workspace(rows[:cut], limits.workspace, tcp, found, start=measured)
+        cut = _apply_workspace(
+            rows[:cut], limits.workspace, tcp, found, start=measured, origin=origin, samples=path_samples
+        )
     if cut < rows_in:
         found.append(Intervention('rows_refused', cut, None, float(rows_in - cut), float('nan')))
     if cut == 0:
@@ -374,29 +401,63 @@ def _apply_acceleration(
 
 
 def _apply_workspace(
-    rows: np.ndarray, box: WorkspaceBox, tcp: TcpFunction, found: list[Intervention], *, start: np.ndarray
+    rows: np.ndarray,
+    box: WorkspaceBox,
+    tcp: TcpFunction,
+    found: list[Intervention],
+    *,
+    start: np.ndarray,
+    origin: np.ndarray,
+    samples: int,
 ) -> int:
-    """The first row whose TCP (either arm) leaves ``box`` or gets further outside than the row before it (the first
-    row: ``start``), reported per coordinate; ``len(rows)`` if none."""
+    """The first row whose TCP (either arm), or one of the ``samples`` points of its way from the row before (the
+    first row's from ``origin``), leaves ``box`` or gets further outside than the point before it (the first: the
+    measured ``start``), reported per coordinate; ``len(rows)`` if none."""
     measured = _tcp_excess(start, box, tcp)
     allowed = np.zeros((len(ARMS), 3)) if measured is None else np.where(np.isfinite(measured), measured, 0.0)
-    for row in range(len(rows)):
-        excess = _tcp_excess(rows[row].copy(), box, tcp)
+    if not len(rows):
+        return 0
+    points = path_points(origin, rows, samples)
+    for index, excess in enumerate(tcp_excesses(points, box, tcp)):
+        row = index // samples
         if excess is None:
             found.append(Intervention('outside_workspace', row, None, float('nan'), float('nan')))
             return row
         worse = excess > allowed + WORKSPACE_TOLERANCE
         if worse.any():
-            points = tcp(rows[row].copy())
-            for arm_index, axis in zip(*np.nonzero(worse), strict=True):
-                arm = ARMS[int(arm_index)]
-                value = float(np.asarray(points[int(arm_index)], dtype=np.float64).reshape(3)[axis])
-                low, high = box.lower[axis], box.upper[axis]
-                name = workspace_names(arm)[axis]
-                found.append(Intervention('outside_workspace', row, name, value, low if value < low else high))
+            _report_outside(points[index], worse, row, box, tcp, found)
             return row
         allowed = excess
     return len(rows)
+
+
+def _report_outside(
+    point: np.ndarray, worse: np.ndarray, row: int, box: WorkspaceBox, tcp: TcpFunction, found: list[Intervention]
+) -> None:
+    points = tcp(point.copy())
+    for arm_index, axis in zip(*np.nonzero(worse), strict=True):
+        arm = ARMS[int(arm_index)]
+        value = float(np.asarray(points[int(arm_index)], dtype=np.float64).reshape(3)[axis])
+        low, high = box.lower[axis], box.upper[axis]
+        found.append(
+            Intervention('outside_workspace', row, workspace_names(arm)[axis], value, low if value < low else high)
+        )
+
+
+def tcp_excesses(states: np.ndarray, box: WorkspaceBox, tcp: TcpFunction) -> list[np.ndarray | None]:
+    """For each of ``states`` (N, 14): how far each arm's TCP lies outside ``box`` per axis (2, 3), or ``None`` where
+    the forward kinematics fails; all at once when ``tcp`` has ``many``."""
+    many = getattr(tcp, 'many', None)
+    if many is not None:
+        try:
+            points = np.asarray(many(states), dtype=np.float64)
+        except (ValueError, TypeError, RoboFollowError):
+            points = None
+        if points is not None and points.shape == (len(states), len(ARMS), 3):
+            lower, upper = np.asarray(box.lower), np.asarray(box.upper)
+            beyond = np.maximum(np.maximum(lower - points, points - upper), 0.0)
+            return list(np.where(np.isfinite(points), beyond, np.inf))
+    return [_tcp_excess(state.copy(), box, tcp) for state in states]
 
 
 def _tcp_excess(positions: np.ndarray, box: WorkspaceBox, tcp: TcpFunction) -> np.ndarray | None:

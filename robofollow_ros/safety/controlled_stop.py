@@ -26,6 +26,7 @@ from robofollow_ros.safety.command_filter import (
     TcpFunction,
     check_row_period,
     hold_command,
+    path_points,
 )
 from robofollow_ros.safety.limits import SafetyLimits
 
@@ -138,8 +139,10 @@ def stop_in_workspace(
     deceleration: np.ndarray,
     row_period_s: float,
     tcp: TcpFunction | None,
+    path_samples: int = 1,
 ) -> Command:
-    """A controlled stop whose every point keeps both TCPs (``tcp``) in ``limits.workspace``: at ``deceleration``,
+    """A controlled stop whose every point (and ``path_samples`` points along the way to each, in joint space, the
+    last the point) keeps both TCPs (``tcp``) in ``limits.workspace``: at ``deceleration``,
     else two or four times as hard (the box comes first: an arm moving towards its side at speed stops beyond it at
     the gentle deceleration), else a hold where the arms are. Without a box or a ``tcp`` function, the plain stop.
 
@@ -154,7 +157,9 @@ def stop_in_workspace(
         command = controlled_stop(
             position, velocity, limits, deceleration=np.asarray(deceleration) * harder, row_period_s=row_period_s
         )
-        if all(box.contains(point) for row in command.positions for point in tcp(row)):
+        if all(
+            box.contains(point) for row in path_points(position, command.positions, path_samples) for point in tcp(row)
+        ):
             return command
     held = hold_command(
         MeasuredState(positions=np.asarray(position, dtype=np.float64), age_s=0.0), limits, row_period_s=row_period_s

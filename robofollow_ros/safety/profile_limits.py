@@ -15,7 +15,6 @@ from robofollow_ros.errors import SafetyError
 from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.kinematics import forward_kinematics
 from robofollow_ros.robot.profiles import RobotProfile
-from robofollow_ros.safety.command_filter import TcpFunction
 from robofollow_ros.safety.limits import SafetyLimits, VelocityMode, WorkspaceBox
 from robofollow_ros.state_layout import ARMS, GRIP_INDEX, Arm
 
@@ -81,7 +80,23 @@ def _gripper_velocity(profile: RobotProfile, arm: Arm) -> float:
     return description.finger_velocity / description.finger_travel
 
 
-def profile_tcp(profile: RobotProfile) -> TcpFunction:
+class ProfileTcp:
+    """The TCP positions of a 14-D state by the URDF forward kinematics of a robot: ``tcp(state) -> (left, right)``
+    (a ``TcpFunction``), and ``tcp.many(states)`` (N, 2, 3) for many states at once."""
+
+    def __init__(self, robot: str) -> None:
+        self.kinematics = forward_kinematics(robot)
+
+    def __call__(self, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        poses = self.kinematics.tcp_poses(state)
+        return poses['left'].position, poses['right'].position
+
+    def many(self, states: np.ndarray) -> np.ndarray:
+        """Both TCP positions (N, 2, 3) of ``states`` (N, 14)."""
+        return self.kinematics.tcp_positions(states)
+
+
+def profile_tcp(profile: RobotProfile) -> ProfileTcp:
     """The TCP positions of a 14-D state by the URDF forward kinematics of the profile's robot.
 
     Raises:
@@ -91,10 +106,4 @@ def profile_tcp(profile: RobotProfile) -> TcpFunction:
         raise SafetyError(
             f'robot profile {profile.name!r} names no robot: there is no forward kinematics to check its workspace box'
         )
-    kinematics = forward_kinematics(profile.robot)
-
-    def tcp(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        poses = kinematics.tcp_poses(state)
-        return poses['left'].position, poses['right'].position
-
-    return tcp
+    return ProfileTcp(profile.robot)
