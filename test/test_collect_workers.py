@@ -3,17 +3,21 @@ workers, and a collection killed mid-run resumes to the same files."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from graph_helpers import ROOT, wait_until
+from scale_support import pids_mentioning
 
 from robofollow_ros.data.collect import CollectOptions, run_collection
 from robofollow_ros.data.store import open_ledger, stored_episodes
@@ -77,3 +81,58 @@ def test_a_killed_collection_with_workers_resumes_to_the_same_files(one_worker, 
     resumed = subprocess.run([*command[:-2], '--workers', '3', *command[-2:]], cwd=ROOT, env=env, timeout=600)
     assert resumed.returncode == 0
     assert fingerprint(out) == one_worker
+
+
+def test_a_collection_on_ray_actors_writes_the_same_files_as_one_process(one_worker, tmp_path) -> None:
+    """A Ray instance started for the collection (loopback), two actors; the files come back to this process."""
+    pytest.importorskip('ray')
+    from robofollow_ros.data.collect import RaySettings
+
+    out = tmp_path / 'demos'
+    options = CollectOptions(out=out, labels=LABELS, episodes=EPISODES, **SMALL)
+    tallies = run_collection(options, progress=False, workers=2, ray=RaySettings())
+    assert all(tally.accepted == EPISODES for tally in tallies.values()), tallies
+    assert fingerprint(out) == one_worker
+    assert not list(out.rglob('.*.partial'))
+
+
+def test_a_killed_collection_on_ray_resumes_to_the_same_files(one_worker, tmp_path) -> None:
+    pytest.importorskip('ray')
+    out = tmp_path / 'demos'
+    command = [sys.executable, '-m', 'robofollow_ros', 'collect', '--out', str(out), '--quiet', '--ray']
+    command += ['--workers', '2', '--episodes', str(EPISODES), '--image-size', '32x24', '--labels', ','.join(LABELS)]
+    ray_tmp = tempfile.mkdtemp(prefix='rf-ray-')  # Ray's socket paths must stay short
+    env = {**os.environ, 'MUJOCO_GL': os.environ.get('MUJOCO_GL', 'egl'), 'RAY_TMPDIR': ray_tmp}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+    ledger = out / 'attempts.jsonl'
+    try:
+        wait_until(
+            lambda: ledger.exists() and len(ledger.read_text().splitlines()) >= 2,
+            timeout=300,
+            what='the first attempts in the ledger',
+        )
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        for pid in pids_mentioning(ray_tmp):  # a killed driver leaves its Ray instance behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert len(open_ledger(out).records) < EPISODES * len(LABELS), 'killed before the end'
+    try:
+        resumed = subprocess.run(command, cwd=ROOT, env=env, timeout=600)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert resumed.returncode == 0
+    assert fingerprint(out) == one_worker
+
+
+def test_a_file_sent_from_an_actor_stays_inside_the_collection(tmp_path) -> None:
+    from robofollow_ros.data.collect_ray import write_files
+    from robofollow_ros.errors import DatasetError
+
+    write_files(tmp_path, {'scene1/a/data/episode0.hdf5': b'x'})
+    assert (tmp_path / 'scene1/a/data/episode0.hdf5').read_bytes() == b'x'
+    with pytest.raises(DatasetError, match='outside the collection'):
+        write_files(tmp_path / 'scene1', {'../../escaped': b'y'})
+    assert not (tmp_path.parent / 'escaped').exists()

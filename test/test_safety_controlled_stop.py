@@ -174,3 +174,26 @@ def test_a_stop_keeps_the_way_between_its_points_in_the_box_when_asked():
         start, velocity, limits, deceleration=DECELERATION, row_period_s=ROW, tcp=fk, path_samples=6
     )
     assert inside(sampled, 6)
+
+
+def test_after_its_last_trajectory_an_arm_that_follows_holds_at_its_last_point_not_at_its_overshoot():
+    """The Piper fuzz: holds at each new measurement walked an arm that overshot a stop at the box's side 8 mm
+    further out; the hold at the last commanded point brings it back."""
+    from robofollow_ros.safety.command_filter import MeasuredState
+    from robofollow_ros.safety.controlled_stop import SentCommand, hold_after
+
+    start = home()
+    target = start.copy()
+    target[0] += 0.3
+    sent = SentCommand(start=start, command=Command(target[None, :], np.array([0.5]), hold=False), sent_at=10.0)
+    overshot = target.copy()
+    overshot[0] += 0.01
+    hold = hold_after(sent, MeasuredState(overshot, 0.02), LIMITS, now=11.0, row_period_s=ROW)
+    assert hold.hold and len(hold.positions) == 1 and hold.times[0] == pytest.approx(ROW)
+    np.testing.assert_array_equal(hold.positions[0], target)
+    blocked = target.copy()
+    blocked[0] -= 0.2  # far from its command: it does not follow, so no pull towards the command
+    hold = hold_after(sent, MeasuredState(blocked, 0.02), LIMITS, now=11.0, row_period_s=ROW)
+    np.testing.assert_array_equal(hold.positions[0], blocked)
+    with pytest.raises(SafetyError, match='14 finite'):
+        hold_after(sent, MeasuredState(np.full(14, np.nan), 0.0), LIMITS, now=11.0, row_period_s=ROW)

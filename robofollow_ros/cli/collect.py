@@ -7,6 +7,7 @@ from pathlib import Path
 
 from robofollow_ros.cli.options import add_robot_argument
 from robofollow_ros.errors import DatasetError
+from robofollow_ros.evaluation.options import DEFAULT_RAY_START_TIMEOUT
 
 HELP = 'collect expert demonstrations of the training labels (raw HDF5, LeRobot, rosbag2, videos)'
 DESCRIPTION = """\
@@ -19,7 +20,10 @@ stored in the published raw layout (OUT/sceneN/sceneN_<label>/data/episode<k>.hd
 also writes a LeRobot v3.0 dataset to OUT/lerobot, --format bag a rosbag2 per demonstration. Running
 the same command again resumes; other options on the same OUT are refused. --workers N collects N labels
 at once in processes of their own; a label's attempts walk its seeds in order in one process, so the
-demonstrations are the same files whatever N (it may change between a run and its resume).
+demonstrations are the same files whatever N (it may change between a run and its resume). --ray [ADDRESS]
+collects them on Ray actors (on the cluster at ADDRESS, or a Ray instance started on this machine bound to
+127.0.0.1; needs `pip install .[ray]`), one per CPU unless --workers says otherwise; the actors send each
+demonstration's files back to this process, so the nodes need no shared folder.
 """
 
 
@@ -54,8 +58,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--workers',
         type=int,
-        default=1,
-        help='labels collected at once, each in a process of its own (default 1; the files are the same either way)',
+        default=None,
+        help='labels collected at once, each in a process of its own (default 1; with --ray, one per CPU; '
+        'the files are the same either way)',
+    )
+    parser.add_argument(
+        '--ray',
+        nargs='?',
+        const='',
+        default=None,
+        metavar='ADDRESS',
+        help='collect on Ray actors (on the cluster at ADDRESS, or a local Ray instance)',
+    )
+    parser.add_argument(
+        '--ray-start-timeout',
+        type=float,
+        default=DEFAULT_RAY_START_TIMEOUT,
+        metavar='SECONDS',
+        help=f'how long Ray may take to start or to be joined at ADDRESS (default {DEFAULT_RAY_START_TIMEOUT:g})',
     )
     parser.add_argument('--quiet', action='store_true', help='no progress display')
     add_robot_argument(parser)
@@ -64,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Collect, export, print the acceptance per label."""
     from robofollow_ros.benchmark.registry import parse_scene
-    from robofollow_ros.data.collect import CollectOptions, resolve_labels, run_collection
+    from robofollow_ros.data.collect import CollectOptions, RaySettings, resolve_labels, run_collection
 
     formats = set(_split(args.format)) or {'hdf5'}
     unknown = formats - {'hdf5', 'lerobot', 'bag'}
@@ -86,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
         max_attempts=args.max_attempts,
         robot=args.robot,
     )
-    tallies = run_collection(options, progress=not args.quiet, workers=args.workers)
+    ray = None if args.ray is None else RaySettings(address=args.ray or None, start_timeout=args.ray_start_timeout)
+    workers = args.workers if args.workers is not None else (0 if ray is not None else 1)
+    tallies = run_collection(options, progress=not args.quiet, workers=workers, ray=ray)
     attempts = sum(tally.attempts for tally in tallies.values())
     kept = sum(tally.accepted for tally in tallies.values())
     for tally in tallies.values():

@@ -31,6 +31,7 @@ from robofollow_ros.data.store import Ledger, accepted, episode_paths, label_dir
 from robofollow_ros.errors import DatasetError, TrajectoryError
 from robofollow_ros.evaluation.episode import EpisodeLimits, run_episode
 from robofollow_ros.evaluation.lock import RunLock, make_out_folder
+from robofollow_ros.evaluation.options import DEFAULT_RAY_START_TIMEOUT
 from robofollow_ros.referee.score import score_episode
 from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.sim.capture import CapturedFrames, FrameCapture
@@ -245,14 +246,16 @@ class LabelCollector:
         self.limits = EpisodeLimits(max_queries=options.max_queries)
         self.writes = OrderedWrites(background=background_writes)
 
-    def collect(self, label: str, *, attempts: int, accepted: int, report: Report) -> None:
+    def collect(self, label: str, *, attempts: int, accepted: int, report: Report, most: int | None = None) -> None:
         """Attempt ``label`` from its attempt number ``attempts`` (``accepted`` kept so far) until it has
-        ``episodes`` demonstrations or its attempt budget is spent; ``report`` each attempt once its files are
-        complete (on this thread, in order). Returns once every file is written."""
+        ``episodes`` demonstrations or its attempt budget is spent (or ``most`` attempts were made in this call);
+        ``report`` each attempt once its files are complete (on this thread, in order). Returns once every file is
+        written."""
         options = self.options
         label_task = registry.get_task(label)
         layout = registry.layout_of(label_task)
-        while accepted < options.episodes and attempts < options.max_attempts:
+        last = options.max_attempts if most is None else min(options.max_attempts, attempts + most)
+        while accepted < options.episodes and attempts < last:
             seed = training_seed(attempts)
             task = replace(label_task, instruction=draw_paraphrase(label_task, seed=seed))
             started = time.perf_counter()
@@ -309,7 +312,12 @@ def check_collection(options: CollectOptions) -> None:
 
 
 def run_collection(
-    options: CollectOptions, *, progress: bool = True, background_writes: bool = True, workers: int = 1
+    options: CollectOptions,
+    *,
+    progress: bool = True,
+    background_writes: bool = True,
+    workers: int = 1,
+    ray: RaySettings | None = None,
 ) -> dict[str, LabelTally]:
     """Collect until every label has ``options.episodes`` accepted demonstrations (or its attempt budget is spent).
 
@@ -317,7 +325,8 @@ def run_collection(
     thread while the next attempt runs (``data.background``); False writes them before the next attempt starts.
     ``workers`` > 1 collects that many labels at once in worker processes (``data.collect_workers``); the
     demonstrations are the same files whatever the number (the seeds decide), and it is not part of the
-    collection's identity.
+    collection's identity. With ``ray`` the labels are collected on Ray actors (``data.collect_ray``; ``workers``
+    of them, or one per CPU of the cluster when 0), the files sent back here: the same files again.
 
     Returns:
         Per label, the attempts and acceptances so far (this run and earlier ones).
@@ -327,7 +336,7 @@ def run_collection(
         RunFolderError: another process collects into (or evaluates in) the folder, or it cannot be written.
     """
     check_collection(options)
-    if workers < 1:
+    if workers < (0 if ray is not None else 1):
         raise DatasetError(f'--workers must be at least 1, got {workers}')
     make_out_folder(options.out)
     with RunLock(options.out):
@@ -338,6 +347,11 @@ def run_collection(
         already = sum(min(tally.accepted, options.episodes) for tally in tallies.values())
         display = CollectProgress(wanted, already=already) if progress else None
         book = CollectionBook(options, ledger, tallies, display)
+        if ray is not None:
+            from robofollow_ros.data.collect_ray import collect_on_ray
+
+            collect_on_ray(options, book, address=ray.address, workers=workers, start_timeout=ray.start_timeout)
+            return tallies
         if workers > 1:
             from robofollow_ros.data.collect_workers import collect_with_workers
 
@@ -354,6 +368,15 @@ def run_collection(
         finally:
             collector.close()
     return tallies
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """Where ``run_collection`` runs its labels on Ray: the cluster's ``address`` (``None``: an instance started
+    for the collection on this machine, bound to loopback) and how long Ray may take to start or be joined."""
+
+    address: str | None = None
+    start_timeout: float = DEFAULT_RAY_START_TIMEOUT
 
 
 class CollectionBook:

@@ -98,6 +98,47 @@ def check_loopback(ray: Any) -> None:
         )
 
 
+def connect_ray(*, address: str | None, cpus: int, start_timeout: float) -> tuple[Any, bool]:
+    """Ray, joined to the cluster at ``address`` or, without one, to an instance started on this machine (bound to
+    loopback, ``cpus`` CPUs, all of them when 0); and whether this call started it (the caller shuts it down).
+
+    Raises:
+        RoboFollowError: Ray is missing, or it did not start or join (one line; a timeout names the option).
+    """
+    ray = import_ray(local=not address, start_timeout=start_timeout)
+    if ray.is_initialized():
+        return ray, False
+    try:
+        if address:
+            ray.init(address=address, logging_level='warning', log_to_driver=False)
+        else:
+            ray.init(
+                address='local',
+                num_cpus=cpus or None,
+                include_dashboard=False,
+                logging_level='warning',
+                log_to_driver=False,
+                _system_config=HEALTH_CHECK,
+            )
+    except Exception as error:  # Ray raises Exception, RuntimeError, ConnectionError... for a failed start
+        ray.shutdown()
+        raise _start_failure(error, address=address, start_timeout=start_timeout) from None
+    if not address:
+        check_loopback(ray)
+    return ray, True
+
+
+def _start_failure(error: Exception, *, address: str | None, start_timeout: float) -> RoboFollowError:
+    """Ray's start-up error as one line, and what to do about a timeout."""
+    reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    what = f'could not join the Ray cluster at {address}' if address else 'the Ray instance for this run did not start'
+    if 'timed out' not in reason.lower():
+        return RoboFollowError(f'{what}: {reason}')
+    return RoboFollowError(
+        f'{what} within {start_timeout:g} s ({reason}); a busy machine may need longer: --ray-start-timeout SECONDS'
+    )
+
+
 class Simulator:
     """A Ray actor's state: one ``TrialRunner`` on the node the actor was placed on."""
 
@@ -145,41 +186,8 @@ class RayTrials:
         self.lost = 0
 
     def _connect(self) -> tuple[Any, bool]:
-        ray = import_ray(local=not self.options.ray_address)
-        if ray.is_initialized():
-            return ray, False
-        try:
-            if self.options.ray_address:
-                ray.init(address=self.options.ray_address, logging_level='warning', log_to_driver=False)
-            else:
-                ray.init(
-                    address='local',
-                    num_cpus=self.options.workers or None,
-                    include_dashboard=False,
-                    logging_level='warning',
-                    log_to_driver=False,
-                    _system_config=HEALTH_CHECK,
-                )
-        except Exception as error:  # Ray raises Exception, RuntimeError, ConnectionError... for a failed start
-            ray.shutdown()
-            raise self._start_failure(error) from None
-        if not self.options.ray_address:
-            check_loopback(ray)
-        return ray, True
-
-    def _start_failure(self, error: Exception) -> RoboFollowError:
-        """Ray's start-up error as one line, and what to do about a timeout."""
-        reason = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-        what = (
-            f'could not join the Ray cluster at {self.options.ray_address}'
-            if self.options.ray_address
-            else 'the Ray instance for this run did not start'
-        )
-        if 'timed out' not in reason.lower():
-            return RoboFollowError(f'{what}: {reason}')
-        return RoboFollowError(
-            f'{what} within {self.options.ray_start_timeout:g} s ({reason}); a busy machine may need longer: '
-            '--ray-start-timeout SECONDS'
+        return connect_ray(
+            address=self.options.ray_address, cpus=self.options.workers, start_timeout=self.options.ray_start_timeout
         )
 
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:

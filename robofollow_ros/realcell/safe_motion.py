@@ -48,6 +48,7 @@ from robofollow_ros.safety.controlled_stop import (
     SentCommand,
     chunk_start,
     commanded_at,
+    hold_after,
     stop_decelerations,
     stop_in_workspace,
 )
@@ -250,11 +251,16 @@ class SafeMotion:
         state). A hold (or a refusal for want of a usable measured state) while a trajectory sent earlier is still
         running becomes a controlled stop from where that trajectory commands the arms to be now, at the velocity it
         commands (``safety.controlled_stop``): never a jump back to a measured position up to ``max_state_age`` old.
-        An arm whose last trajectory has ended holds where it is measured."""
+        An arm whose last trajectory has ended holds at its last point while it follows it, else where it is
+        measured (``hold_after``)."""
         sent = self.sent
         holding = decision.command is None or decision.held
         now = time.monotonic()
-        if not holding or sent is None or now >= sent.sent_at + float(sent.command.times[-1]):
+        ended = sent is None or now >= sent.sent_at + float(sent.command.times[-1])
+        if holding and decision.command is not None and sent is not None and ended:
+            hold = hold_after(sent, state, self.limits, now=now, row_period_s=self.row_period)
+            return hold, hold.positions[0]
+        if not holding or sent is None or ended:
             origin = state.positions if start is None or holding else start
             # An arm measured a little past a limit (it overshot) streams from the limit, never beyond it.
             return decision.command, np.clip(origin, self.limits.lower, self.limits.upper)

@@ -86,6 +86,24 @@ def chunk_start(sent: SentCommand | None, state: MeasuredState, *, now: float) -
     return ChunkStart(position=position, velocity=velocity)
 
 
+def hold_after(
+    sent: SentCommand, state: MeasuredState, limits: SafetyLimits, *, now: float, row_period_s: float
+) -> Command:
+    """The hold for arms whose last trajectory ``sent`` has ended: at its last point while the arms follow it
+    (``chunk_start``), so an arm that overshot its last target is brought back to it rather than held wherever the
+    overshoot took it (holding at each new measurement walks a drifting arm along, out of the box); at the measured
+    position (``hold_command``) when the arms do not follow it (blocked, moved by hand).
+
+    Raises:
+        SafetyError: the measured state is not 14 finite numbers (there is nothing to tell following by).
+    """
+    start = chunk_start(sent, state, now=now)
+    held = hold_command(MeasuredState(start.position, 0.0), limits, row_period_s=row_period_s)
+    if held.command is None:
+        raise SafetyError('hold: the measured state is not 14 finite numbers')
+    return held.command
+
+
 def stop_decelerations(limits: SafetyLimits, *, stop_seconds: float = STOP_SECONDS) -> np.ndarray:
     """Each value's deceleration (14,): its velocity limit over ``stop_seconds``, at most its acceleration limit."""
     if not (math.isfinite(stop_seconds) and stop_seconds > 0.0):
