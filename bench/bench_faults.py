@@ -199,18 +199,13 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
     checker = Checker(profile)
     latest = {arm: np.asarray(profile.home_state()[ARM_SLICE[arm].start : GRIP_INDEX[arm] + 1]) for arm in ARMS}
 
-    measured: dict[str, np.ndarray] = {}
+    measured = MeasuredArms(profile)
 
     def on_state(message: Any) -> None:
-        # One message holds both arms (joint_state_broadcaster) or one (xs_sdk, piper_ros): each updates its arms.
-        stamp = message.header.stamp.sec * NS + message.header.stamp.nanosec
-        for arm in ARMS:
-            values = arm_state_from_joint_state(profile, arm, list(message.name), list(message.position))
-            if values is not None:
-                measured[arm] = values
-        if len(measured) == len(ARMS):
+        state = measured.update(message)
+        if state is not None:
             with heard.lock:
-                heard.states.append((stamp, np.concatenate([measured[arm] for arm in ARMS])))
+                heard.states.append((message.header.stamp.sec * NS + message.header.stamp.nanosec, state))
 
     def record(topic: str, arm: str, published: int, times: list[float], points: np.ndarray) -> None:
         found = checker.check(arm, published, times, points)
@@ -232,8 +227,9 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
         if points:
             record(topic, arm, info['source_timestamp'], times, np.array(points))
 
-    def on_group(topic: str, arm: str, message: Any, info: Any) -> None:
-        joints = arm_from_driver(profile, arm, list(message.cmd), 0.0)[:6]
+    def on_stream(topic: str, arm: str, field: str, message: Any, info: Any) -> None:
+        # xs_sdk's JointGroupCommand.cmd; piper_ros's joint_ctrl_single.position (six joints, then the gripper)
+        joints = arm_from_driver(profile, arm, list(getattr(message, field))[:6], 0.0)[:6]
         latest[arm][:6] = joints
         record(topic, arm, info['source_timestamp'], [0.0], latest[arm][None, :].copy())
 
@@ -256,10 +252,34 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
         if profile.driver == 'ros2_control':
             callback = functools.partial(on_trajectory, spec.command.topic, arm)
             node.create_subscription(JointTrajectory, spec.command.topic, callback, reader)
-        elif profile.driver == 'interbotix_xs':
-            callback = functools.partial(on_group, spec.command.topic, arm)
+        else:
+            field = 'position' if profile.driver == 'piper' else 'cmd'
+            callback = functools.partial(on_stream, spec.command.topic, arm, field)
             node.create_subscription(message_class(spec.command.type), spec.command.topic, callback, reader)
     return spin_in_thread(context, node, stop)
+
+
+class MeasuredArms:
+    """The 14-D measured state from fake hardware's side channel: one message holds both arms
+    (joint_state_broadcaster) or one (xs_sdk, piper_ros, whose two arms share their joint names); the side copy's
+    ``frame_id`` names the driver topic it came from, and a message updates only the arms measured on that topic."""
+
+    def __init__(self, profile: RobotProfile) -> None:
+        self.profile = profile
+        self.arms: dict[str, np.ndarray] = {}
+
+    def update(self, message: Any) -> np.ndarray | None:
+        """The state once both arms were heard, else None."""
+        topic = message.header.frame_id
+        for arm in ARMS:
+            if topic and self.profile.arms[arm].joint_states != topic:
+                continue
+            values = arm_state_from_joint_state(self.profile, arm, list(message.name), list(message.position))
+            if values is not None:
+                self.arms[arm] = values
+        if len(self.arms) < len(ARMS):
+            return None
+        return np.concatenate([self.arms[arm] for arm in ARMS])
 
 
 def spin_in_thread(context: Any, node: Any, stop: threading.Event) -> threading.Thread:

@@ -68,11 +68,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_faults import HOOKS, NS, RESET_TOPIC, SIDE_TOPIC, Cell, Checker, Heard, spin_in_thread
+from bench_faults import HOOKS, NS, RESET_TOPIC, SIDE_TOPIC, Cell, Checker, Heard, MeasuredArms, spin_in_thread
 from graph_launch import ROOT, launch_command
 from hostile_chunks import ChunkFile, generate, save
 
-from robofollow_ros.robot.profiles import RobotProfile, arm_state_from_joint_state, load_profile
+from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.state_layout import ARM_SLICE, ARMS
 
 sys.path.insert(0, str(HOOKS))
@@ -199,13 +199,13 @@ def listen_commands(
         with heard.lock:
             recording.messages.append(message)
 
+    measured = MeasuredArms(profile)
+
     def on_state(message: Any) -> None:
-        stamp = message.header.stamp.sec * NS + message.header.stamp.nanosec
-        arms = [arm_state_from_joint_state(profile, arm, list(message.name), list(message.position)) for arm in ARMS]
-        if any(values is None for values in arms):
-            return
-        with heard.lock:
-            heard.states.append((stamp, np.concatenate(arms)))
+        state = measured.update(message)
+        if state is not None:
+            with heard.lock:
+                heard.states.append((message.header.stamp.sec * NS + message.header.stamp.nanosec, state))
 
     def on_reset(message: Any) -> None:
         with heard.lock:

@@ -56,12 +56,22 @@ class _Switches:
 class _Gated:
     """A publisher that drops what it is given while ``switches.on[flag]``; everything else passes through."""
 
-    def __init__(self, publisher, switches: _Switches, flag: str, side=None) -> None:
+    def __init__(self, publisher, switches: _Switches, flag: str, side=None, topic: str = '') -> None:
         self._publisher, self._switches, self._flag, self._side = publisher, switches, flag, side
+        self._topic = topic
 
     def publish(self, message) -> None:
         if self._side is not None:
-            self._side.publish(message)
+            # The side copy names the driver topic it came from: per-arm drivers (xs_sdk, piper_ros) give both arms
+            # the same joint names, so the names alone cannot tell the arms apart.
+            copy = type(message)(
+                header=type(message.header)(stamp=message.header.stamp, frame_id=self._topic),
+                name=message.name,
+                position=message.position,
+                velocity=message.velocity,
+                effort=message.effort,
+            )
+            self._side.publish(copy)
         if not self._switches.on[self._flag]:
             self._publisher.publish(message)
 
@@ -86,7 +96,7 @@ def _gate_fake_hardware(node) -> None:
         return done
 
     node.cell.reset = announced_reset
-    node.joint_pubs = {t: _Gated(p, switches, 'joint_states_off', side) for t, p in node.joint_pubs.items()}
+    node.joint_pubs = {t: _Gated(p, switches, 'joint_states_off', side, t) for t, p in node.joint_pubs.items()}
     for group in ('image_pubs', 'info_pubs'):
         setattr(node, group, {c: _Gated(p, switches, 'cameras_off') for c, p in getattr(node, group).items()})
     for group in ('object_pubs', 'truth_pubs'):

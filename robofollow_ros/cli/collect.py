@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robofollow_ros.cli.options import add_robot_argument
+from robofollow_ros.cli.options import add_ray_arguments, add_robot_argument
 from robofollow_ros.errors import DatasetError
-from robofollow_ros.evaluation.options import DEFAULT_RAY_START_TIMEOUT
 
 HELP = 'collect expert demonstrations of the training labels (raw HDF5, LeRobot, rosbag2, videos)'
 DESCRIPTION = """\
@@ -62,21 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='labels collected at once, each in a process of its own (default 1; with --ray, one per CPU; '
         'the files are the same either way)',
     )
-    parser.add_argument(
-        '--ray',
-        nargs='?',
-        const='',
-        default=None,
-        metavar='ADDRESS',
-        help='collect on Ray actors (on the cluster at ADDRESS, or a local Ray instance)',
-    )
-    parser.add_argument(
-        '--ray-start-timeout',
-        type=float,
-        default=DEFAULT_RAY_START_TIMEOUT,
-        metavar='SECONDS',
-        help=f'how long Ray may take to start or to be joined at ADDRESS (default {DEFAULT_RAY_START_TIMEOUT:g})',
-    )
+    add_ray_arguments(parser, what='the collectors')
     parser.add_argument('--quiet', action='store_true', help='no progress display')
     add_robot_argument(parser)
 

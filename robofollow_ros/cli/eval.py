@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 
 from robofollow_ros.benchmark.constants import DEFAULT_VARIANT, MAX_QUERIES
-from robofollow_ros.cli.options import add_isolation_arguments, add_robot_argument
+from robofollow_ros.cli.options import add_isolation_arguments, add_ray_arguments, add_robot_argument
 from robofollow_ros.evaluation.guard import DEFAULT_QUERY_TIMEOUT
-from robofollow_ros.evaluation.options import DEFAULT_RAY_START_TIMEOUT
 
 HELP = 'run evaluation episodes over the ROS graph (or in-process) and write result records'
 DESCRIPTION = """\
@@ -105,21 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help='simulators (or graphs) running trials at once (default 1; with --ray, one per CPU)',
     )
-    parser.add_argument(
-        '--ray',
-        nargs='?',
-        const='',
-        default=None,
-        metavar='ADDRESS',
-        help='run the simulators as Ray actors (on the cluster at ADDRESS, or a local Ray instance)',
-    )
-    parser.add_argument(
-        '--ray-start-timeout',
-        type=float,
-        default=DEFAULT_RAY_START_TIMEOUT,
-        metavar='SECONDS',
-        help=f'how long Ray may take to start or to be joined at ADDRESS (default {DEFAULT_RAY_START_TIMEOUT:g})',
-    )
+    add_ray_arguments(parser, what='the simulators')
     parser.add_argument('--quiet', action='store_true', help='no progress display')
     add_robot_argument(parser)
 

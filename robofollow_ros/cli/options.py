@@ -7,6 +7,7 @@ from pathlib import Path
 
 from robofollow_ros.errors import RoboFollowError
 from robofollow_ros.evaluation.guard import DEFAULT_POLICY_MEMORY_MIB
+from robofollow_ros.evaluation.options import DEFAULT_RAY_START_TIMEOUT
 from robofollow_ros.robot.specs import DEFAULT_ROBOT, ROBOTS, robot_names
 
 
@@ -18,6 +19,25 @@ def add_robot_argument(parser: argparse.ArgumentParser) -> None:
         choices=robot_names(),
         default=DEFAULT_ROBOT,
         help=f'robot of the simulated cell (default {DEFAULT_ROBOT}; {listing})',
+    )
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
+    """``--ray [ADDRESS]`` (``what`` runs as Ray actors) and ``--ray-start-timeout SECONDS``."""
+    parser.add_argument(
+        '--ray',
+        nargs='?',
+        const='',
+        default=None,
+        metavar='ADDRESS',
+        help=f'run {what} as Ray actors (on the cluster at ADDRESS, or a local Ray instance)',
+    )
+    parser.add_argument(
+        '--ray-start-timeout',
+        type=float,
+        default=DEFAULT_RAY_START_TIMEOUT,
+        metavar='SECONDS',
+        help=f'how long Ray may take to start or to be joined at ADDRESS (default {DEFAULT_RAY_START_TIMEOUT:g})',
     )
 
 
