@@ -267,9 +267,11 @@ class MeasuredArms:
     def __init__(self, profile: RobotProfile) -> None:
         self.profile = profile
         self.arms: dict[str, np.ndarray] = {}
+        self.fresh: set[str] = set()
 
     def update(self, message: Any) -> np.ndarray | None:
-        """The state once both arms were heard, else None."""
+        """The state once every arm was heard again since the last one (one state per control tick, as the
+        measures' clock assumes), else None."""
         topic = message.header.frame_id
         for arm in ARMS:
             if topic and self.profile.arms[arm].joint_states != topic:
@@ -277,8 +279,10 @@ class MeasuredArms:
             values = arm_state_from_joint_state(self.profile, arm, list(message.name), list(message.position))
             if values is not None:
                 self.arms[arm] = values
-        if len(self.arms) < len(ARMS):
+                self.fresh.add(arm)
+        if len(self.fresh) < len(ARMS):
             return None
+        self.fresh.clear()
         return np.concatenate([self.arms[arm] for arm in ARMS])
 
 
@@ -395,6 +399,7 @@ class Cell:
     hardware: subprocess.Popen[str] | None = None
     launcher: subprocess.Popen[str] | None = None
     logs: list[Path] = field(default_factory=list)
+    hardware_started: float = 0.0
 
     def env(self) -> dict[str, str]:
         env = graph_env(self.domain, python_path=(ROOT, HOOKS))
@@ -410,6 +415,7 @@ class Cell:
         self.hardware = subprocess.Popen(
             command, env=self.env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True
         )
+        self.hardware_started = time.monotonic()
 
     def launch(self) -> None:
         sweeping = self.policy == 'fault_policy:sweep'
@@ -442,6 +448,13 @@ class Cell:
 
     def alive(self) -> bool:
         return self.launcher is not None and self.launcher.poll() is None
+
+    def restart_hardware(self) -> None:
+        """Kill fake hardware (SIGKILL: a participant deadlocked in Fast DDS does not shut down) and start it again."""
+        if self.hardware is not None and self.hardware.poll() is None:
+            self.hardware.kill()
+            self.hardware.wait()
+        self.start_hardware()
 
     def node_pid(self, name: str) -> int | None:
         assert self.launcher is not None
@@ -496,6 +509,20 @@ def moving(heard: Heard, period: float, *, within: float = 0.2) -> bool:
     times, states = heard.states_between(now - round(within * NS) - NS // 10, now)
     _, velocity = speeds(times, states, period)
     return bool(len(velocity)) and float(np.abs(velocity).max()) > MOVING_SPEED
+
+
+DEAF_SECONDS = 3.0
+"""Fake hardware's side channel silent this long while no fault silences it: its participant is deadlocked."""
+
+
+def deaf(heard: Heard, cell: Cell) -> bool:
+    """Whether fake hardware has published nothing on its side channel for ``DEAF_SECONDS`` (the joint states are
+    not switched off then: a fault's hold has ended before the next one)."""
+    if cell.hardware is None or time.monotonic() - cell.hardware_started < 30.0:  # starting up
+        return False
+    now = time.time_ns()
+    times, _ = heard.states_between(now - round(DEAF_SECONDS * NS), now)
+    return not len(times)
 
 
 def wait_for(condition: Any, timeout: float) -> bool:
@@ -677,6 +704,13 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
         cell.start_hardware()
         for fault in chosen:
             for repeat in range(args.repeats):
+                if deaf(heard, cell):
+                    print(
+                        f'  {name}: fake hardware went silent (docs/graph.md, a Fast DDS deadlock): restarted',
+                        flush=True,
+                    )
+                    cell.stop_graph()
+                    cell.restart_hardware()
                 if not cell.alive():
                     cell.launch()
                 if not wait_for(lambda: moving(heard, period) or not cell.alive(), 240) or not cell.alive():

@@ -169,8 +169,8 @@ def plan_home(
 ) -> HomePlan:
     """The first of ``home_paths`` from the measured ``state`` to ``goal`` at ``speed_fraction`` of the velocity
     limits that ``filter_chunk`` passes whole (with ``path_samples``), else the straight path as the filter cuts it.
-    The paths that lead a
-    TCP back into the workspace first are tried only when no other passes."""
+    The paths that lead a TCP back into the workspace first (``into_box_rows``) are tried only when no other
+    passes."""
     speed = np.asarray(limits.velocity) * speed_fraction
     start = np.asarray(state.positions, dtype=np.float64)
     plans = []
