@@ -136,3 +136,17 @@ def test_a_file_sent_from_an_actor_stays_inside_the_collection(tmp_path) -> None
     with pytest.raises(DatasetError, match='outside the collection'):
         write_files(tmp_path / 'scene1', {'../../escaped': b'y'})
     assert not (tmp_path.parent / 'escaped').exists()
+
+
+@pytest.mark.parametrize('workers', [1, 2])
+def test_a_seed_list_left_one_short_by_a_kill_is_written_again_on_resume(tmp_path, workers) -> None:
+    """A kill between an attempt's ledger line and its label's seed list leaves the list one short; the label is
+    finished by its ledger, so no worker is handed it again, and the resume writes the list itself."""
+    out = tmp_path / 'demos'
+    options = CollectOptions(out=out, labels=LABELS[:1], episodes=1, **SMALL)
+    run_collection(options, progress=False)
+    (seeds,) = out.glob('*/*/seeds.json')
+    whole = seeds.read_text()
+    seeds.write_text('[]')
+    run_collection(options, progress=False, workers=workers)
+    assert seeds.read_text() == whole and json.loads(whole)

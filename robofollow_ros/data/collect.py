@@ -347,6 +347,9 @@ def run_collection(
         already = sum(min(tally.accepted, options.episodes) for tally in tallies.values())
         display = CollectProgress(wanted, already=already) if progress else None
         book = CollectionBook(options, ledger, tallies, display)
+        for label in set(options.labels) - set(book.unfinished()):
+            # A kill between an attempt's ledger line and its seed list leaves the list one short: written again.
+            book.label_done(label)
         if ray is not None:
             from robofollow_ros.data.collect_ray import collect_on_ray
 
