@@ -320,12 +320,13 @@ class CellOperator:
             return
         response = self._move_home()
         if response is not None and response.code == HomeCode.STOPPED:
-            self.say(
-                f'the arms are stopped ({self.name(topics.STOP)}); the stopped trial is void and plays again. '
+            self._wait_for_operator(
+                spec,
+                held=False,
+                prompt=f'the arms are stopped ({self.name(topics.STOP)}); the stopped trial is void and plays again. '
                 f'When the cell is safe, press Enter here or call {self.name(topics.READY)} (robofollow operator '
-                f'ready) to release the stop and move the arms home for {spec.task_id} round {spec.round}'
+                f'ready) to release the stop and move the arms home for {spec.task_id} round {spec.round}',
             )
-            self._wait_for_operator(spec, held=False)
             self._release()
             response = self._move_home()
         if response is None or response.code != HomeCode.MOVING:
@@ -398,30 +399,32 @@ class CellOperator:
         stem = episode_stem(spec.task_id, spec.round)
         title = f'{spec.task_id} round {spec.round}: {spec.instruction}'
         picture = write_layout_picture(layout, self.out / LAYOUTS_DIR / f'{stem}.png', positions=positions, title=title)
-        with self.condition:
-            self.awaiting, self.ready = spec.episode_id, None
-        self.say(
-            '\n'.join(
-                [
-                    f'next trial: {spec.task_id} round {spec.round} (level {spec.level}, {spec.arm} arm)',
-                    f'instruction: {spec.instruction}',
-                    f'place the objects (top-down picture: {picture}):',
-                    layout_text(layout, positions=positions),
-                    f'then press Enter here or call {self.name(topics.READY)} '
-                    f'(robofollow operator ready, or ros2 service call {self.name(topics.READY)} std_srvs/srv/Trigger)',
-                ]
-            )
+        prompt = '\n'.join(
+            [
+                f'next trial: {spec.task_id} round {spec.round} (level {spec.level}, {spec.arm} arm)',
+                f'instruction: {spec.instruction}',
+                f'place the objects (top-down picture: {picture}):',
+                layout_text(layout, positions=positions),
+                f'then press Enter here or call {self.name(topics.READY)} '
+                f'(robofollow operator ready, or ros2 service call {self.name(topics.READY)} std_srvs/srv/Trigger)',
+            ]
         )
-        self._wait_for_operator(spec, held=False)
+        self._wait_for_operator(spec, held=False, prompt=prompt)
         return picture
 
-    def _wait_for_operator(self, spec: EpisodeSpec, *, held: bool, until: float = math.inf) -> str | None:
-        """Wait until the operator says ready for ``spec`` or, ``held`` by a failed layout check, overrides it, or
-        until ``until`` (``time.monotonic()``; none by default); returns the override's reason, else None."""
+    def _wait_for_operator(
+        self, spec: EpisodeSpec, *, held: bool, until: float = math.inf, prompt: str | None = None
+    ) -> str | None:
+        """Say ``prompt``, then wait until the operator says ready for ``spec`` or, ``held`` by a failed layout check,
+        overrides it, or until ``until`` (``time.monotonic()``; none by default); returns the override's reason, else
+        None. The trial is awaited before the prompt goes out, so an Enter pressed as soon as it shows counts (it
+        was lost when the wait began after the prompt)."""
         with self.condition:
             self.awaiting, self.ready = spec.episode_id, None
             if held:
                 self.holding, self.override = spec.episode_id, None
+        if prompt is not None:
+            self.say(prompt)
         what = f'the operator ({self.name(topics.READY)}' + (
             f' or {self.name(topics.OVERRIDE_LAYOUT)})' if held else ')'
         )
