@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from pickup_episode import pickup_episode
 
-from robofollow_ros.evaluation.episode_spec import EpisodeSpec
 from robofollow_ros.realcell.operator import CellOperator, CellSettings, LayoutGate
 
 DOMAIN = 94
@@ -55,16 +55,7 @@ def test_an_enter_pressed_as_the_prompt_shows_starts_the_trial(node, tmp_path: P
         robot_profile='aloha_ros2_control', pose_source='mocap', fake_hardware=False, layout=LayoutGate(enabled=False)
     )
     cell = CellOperator(node, settings=settings, out=tmp_path, condition=condition, wait=wait, say=say)
-    spec = EpisodeSpec(
-        task_id=TASK,
-        variant='published',
-        layout='default',
-        seed=439,
-        round=1,
-        arm='left',
-        level='L0',
-        instruction='Use your left arm to pick up the block to the left of the green ball.',
-    )
+    spec = pickup_episode(TASK).spec
     started = time.monotonic()
     picture = cell.ask_operator(spec)
     assert answers == [True] and time.monotonic() - started < 5.0

@@ -185,14 +185,11 @@ class RayTrials:
         self.overheads: list[float] = []
         self.lost = 0
 
-    def _connect(self) -> tuple[Any, bool]:
-        return connect_ray(
-            address=self.options.ray_address, cpus=self.options.workers, start_timeout=self.options.ray_start_timeout
-        )
-
     def results(self, todo: Sequence[Trial]) -> Generator[TrialResult, None, None]:
         """Each trial's result as soon as an actor finishes it (in any order)."""
-        ray, owned = self._connect()
+        ray, owned = connect_ray(
+            address=self.options.ray_address, cpus=self.options.workers, start_timeout=self.options.ray_start_timeout
+        )
         from ray.exceptions import RayActorError, RayTaskError
 
         remote = ray.remote(num_cpus=1, max_restarts=0)(Simulator)

@@ -454,9 +454,7 @@ def tcp_excesses(states: np.ndarray, box: WorkspaceBox, tcp: TcpFunction) -> lis
         except (ValueError, TypeError, RoboFollowError):
             points = None
         if points is not None and points.shape == (len(states), len(ARMS), 3):
-            lower, upper = np.asarray(box.lower), np.asarray(box.upper)
-            beyond = np.maximum(np.maximum(lower - points, points - upper), 0.0)
-            return list(np.where(np.isfinite(points), beyond, np.inf))
+            return list(box.excess(points))
     return [_tcp_excess(state.copy(), box, tcp) for state in states]
 
 
@@ -470,4 +468,4 @@ def _tcp_excess(positions: np.ndarray, box: WorkspaceBox, tcp: TcpFunction) -> n
         return None
     if len(arms) != len(ARMS):
         return None
-    return np.stack([box.excess(point) for point in arms])
+    return box.excess(np.stack(arms))

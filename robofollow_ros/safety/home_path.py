@@ -89,9 +89,10 @@ def _into_box(
         change = np.zeros(ACTION_DIM)
         points = tcp(state)
         for arm, point in zip(ARMS, points, strict=True):
-            error = np.clip(point, lower, upper) - point
+            here = np.asarray(point, dtype=np.float64)
+            error = np.clip(here, lower, upper) - here
             if np.abs(error).max() > 1e-6:
-                change[ARM_SLICE[arm]] = _least_squares_step(state, arm, error, tcp)
+                change[ARM_SLICE[arm]] = _least_squares_step(state, arm, here, error, tcp)
         if not change.any():
             break
         scale = float(np.max(np.abs(change) / step))
@@ -106,11 +107,13 @@ def _outside(state: np.ndarray, tcp: TcpFunction, box: WorkspaceBox) -> bool:
     return any(not box.contains(np.asarray(point)) for point in tcp(state))
 
 
-def _least_squares_step(state: np.ndarray, arm: Arm, error: np.ndarray, tcp: TcpFunction) -> np.ndarray:
-    """The change of ``arm``'s joints (6,) that moves its TCP by ``error`` (3,) to first order (damped)."""
+def _least_squares_step(
+    state: np.ndarray, arm: Arm, here: np.ndarray, error: np.ndarray, tcp: TcpFunction
+) -> np.ndarray:
+    """The change of ``arm``'s joints (6,) that moves its TCP from ``here`` by ``error`` (3,) to first order
+    (damped)."""
     index = ARMS.index(arm)
     columns = range(ARM_SLICE[arm].start, ARM_SLICE[arm].stop)
-    here = np.asarray(tcp(state)[index], dtype=np.float64)
     jacobian = np.empty((3, len(columns)))
     for offset, column in enumerate(columns):
         moved = state.copy()

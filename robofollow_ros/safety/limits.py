@@ -104,8 +104,11 @@ class WorkspaceBox:
         return bool(np.isfinite(xyz).all() and (xyz >= self.lower).all() and (xyz <= self.upper).all())
 
     def excess(self, point: np.ndarray) -> np.ndarray:
-        """How far ``point`` (3,) lies outside the box on each axis (m; 0 inside, ``inf`` where not finite)."""
-        xyz = np.asarray(point, dtype=float).reshape(3)
+        """How far ``point`` (3,) lies outside the box on each axis (m; 0 inside, ``inf`` where not finite); for
+        points (..., 3), each point's."""
+        xyz = np.asarray(point, dtype=float)
+        if xyz.ndim < 2 or xyz.shape[-1] != 3:
+            xyz = xyz.reshape(3)
         beyond = np.maximum(np.maximum(np.asarray(self.lower) - xyz, xyz - np.asarray(self.upper)), 0.0)
         return np.where(np.isfinite(xyz), beyond, np.inf)
 
