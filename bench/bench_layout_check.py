@@ -52,7 +52,7 @@ def main() -> int:
                     image = env.observe(images=True).images['cam_high']
                     intrinsics, camera = camera_view(env.cell.model, env.data, 'cam_high', width=WIDTH, height=HEIGHT)
                     tracker = CellTracker(config, {s: registry.scene_objects(s) for s in SCENES})
-                    tracker.start_episode(scene, {p.name: p.on for p in layout.placements if p.on is not None})
+                    tracker.start_layout(layout)
                     published = tracker.update(detect(detector, image[:, :, ::-1]), intrinsics, camera)
                     measured = {p.name: (p.position[0], p.position[1], yaw_of(p.quat)) for p in published}
                     covered = {p.on for p in layout.placements if p.on is not None}

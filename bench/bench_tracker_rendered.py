@@ -545,7 +545,6 @@ def run_degraded(
         assert env.cell is not None and env.data is not None and env.layout is not None
         truth = _truth(env)
         visible = visibility()
-        stacks = {p.name: p.on for p in env.layout.placements if p.on is not None}
         clean = np.ascontiguousarray(env.observe(images=True).images['cam_high'][:, :, ::-1])
         view = camera_view(env.cell.model, env.data, 'cam_high', width=WIDTH, height=HEIGHT)
 
@@ -570,7 +569,7 @@ def run_degraded(
             condition_rng = np.random.default_rng([seed, scene, index, keys.index(key)])
             image, (intrinsics, camera) = _degraded(key, clean, view, condition_rng, others)
             tracker = CellTracker(config, scene_objects)
-            tracker.start_episode(scene, stacks)
+            tracker.start_layout(env.layout)
             start = time.perf_counter()
             detections = detect(detector, image)
             into = stats[key]

@@ -130,6 +130,22 @@ def test_joint_rows_respect_the_velocity_limits(kin: Kinematics, planner: Motion
     assert rows[-1][ARM_SLICE['right']] == pytest.approx(target)
 
 
+def test_a_straight_line_that_turns_the_wrist_fast_gets_more_rows() -> None:
+    # The Piper's expert placing a bar `short_right` (L1_scene3_1__l_pick4_around2_to1_short_right): a quarter turn
+    # over 12 cm near the wrist's singularity, 16 rows by the TCP's step, turned joint6 at 3.2 rad/s (limit 3.0) in
+    # one row; over the real graph the bridge cut the chunk there and refused every chunk after it.
+    planner = MotionPlanner(Kinematics(CellModel.build([], robot=load_robot('piper'))))
+    left = [0.10184084995981638, 2.159340156547524, -0.36371634606681114, 0.00020242127344357024]
+    left += [-0.13762486144948513, 0.10162748708189581, 0.0]
+    state = np.array([*left, -1.1442, 1.8326, -0.6358, 0.0, 0.4607, 0.0, 1.0])
+    goal = np.array([-0.19205693703096452, -0.13084501290067563, 0.8310543664908265])
+    rows = planner.linear(state, 'left', goal, yaw=-1.5707836052779405)
+    steps = np.abs(np.diff(np.vstack([state, rows]), axis=0))[:, ARM_SLICE['left']]
+    budget = planner.kin.cell.robot.arms['left'].velocity * 0.06 * planner.joint_speed
+    assert len(rows) > 16 and np.all(steps <= budget + 1e-12), steps.max(axis=0)
+    assert planner.kin.fk('left', rows[-1][ARM_SLICE['left']])[0] == pytest.approx(goal, abs=3e-4)
+
+
 def test_grasp_sequence_opens_descends_closes_and_lifts(kin: Kinematics, planner: MotionPlanner) -> None:
     goal = np.array([-0.14, -0.04, planner.grasp_height(0.76)])
     rows = planner.grasp(home_state(kin), 'left', goal, pregrasp=0.08, lift=0.10)

@@ -179,8 +179,7 @@ class ArucoTrackerNode(Node):
         except RoboFollowError as error:
             self.get_logger().error(f'episode {spec.episode_id}: no layout: {error}')
             return
-        stacks = {p.name: p.on for p in layout.placements if p.on is not None}
-        self.tracker.start_episode(layout.scene, stacks)
+        self.tracker.start_layout(layout)
 
     def on_camera_info(self, message: CameraInfo) -> None:
         if self.frozen is not None:

@@ -25,7 +25,10 @@ from robofollow_ros.state_layout import ARM_SLICE, GRIP_INDEX
 CARTESIAN_STEP = 0.01
 """Default TCP advance per row in straight-line moves (m): ~0.17 m/s at the nominal row time."""
 JOINT_SPEED_FRACTION = 0.8
-"""Joint moves use this fraction of each joint's velocity limit, so every row runs at the nominal duration."""
+"""Joint moves use this fraction of each joint's velocity limit, so every row runs at the nominal duration;
+straight-line moves get more rows where a joint would exceed it."""
+LINEAR_REFINEMENTS = 4
+"""Times a straight-line move is cut finer when a joint would exceed its speed (the IK path changes with the rows)."""
 TABLE_CLEARANCE = 0.003
 """Lowest allowed fingertip height above the table top (m)."""
 GRIP_HOLD_ROWS = 4
@@ -227,9 +230,26 @@ class MotionPlanner:
         distance = float(np.linalg.norm(goal - start))
         step = step or self.cartesian_step
         n = max(1, math.ceil(distance / step - 1e-9), math.ceil(abs(yaw1 - yaw0) / 0.1 - 1e-9))
+        per_row = self._vmax[arm] * ROW_SECONDS * self.joint_speed
+        for _ in range(LINEAR_REFINEMENTS):
+            joints = self._line_joints(state, arm, start, goal, (yaw0, yaw1), n)
+            steps = np.abs(np.diff(np.vstack([state[ARM_SLICE[arm]], joints]), axis=0))
+            fastest = float((steps / per_row).max())
+            if fastest <= 1.0:
+                break
+            # Near a wrist singularity one TCP step can turn a joint past its speed limit: more, shorter rows.
+            n = math.ceil(n * fastest)
         g0 = float(state[GRIP_INDEX[arm]])
         g1 = g0 if grip is None else float(grip)
-        rows = []
+        rows = len(joints)
+        return np.array([self._with_arm(state, arm, q, g0 + (g1 - g0) * k / rows) for k, q in enumerate(joints, 1)])
+
+    def _line_joints(
+        self, state: np.ndarray, arm: Arm, start: np.ndarray, goal: np.ndarray, yaws: tuple[float, float], n: int
+    ) -> np.ndarray:
+        """The arm's joints (n, 6) at ``n`` even steps of the straight line from ``start`` to ``goal``."""
+        yaw0, yaw1 = yaws
+        joints = []
         q = np.asarray(state[ARM_SLICE[arm]], dtype=np.float64)
         for k in range(1, n + 1):
             s = k / n
@@ -241,8 +261,8 @@ class MotionPlanner:
                     f'{np.round(waypoint, 3).tolist()} (residual {solution.position_error * 1000:.1f} mm)'
                 )
             q = solution.q
-            rows.append(self._with_arm(state, arm, q, g0 + (g1 - g0) * s))
-        return np.array(rows)
+            joints.append(q)
+        return np.array(joints)
 
     def gripper(self, state: np.ndarray, arm: Arm, value: float, *, hold_rows: int = GRIP_HOLD_ROWS) -> np.ndarray:
         """Open (1) or close (0) a gripper: one command row (the executor stretches it to ``|dgrip| / GRIP_SPEED``

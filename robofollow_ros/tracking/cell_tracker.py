@@ -9,7 +9,8 @@ tag's true size (a tag 5 cm higher than assumed measures ~7 % long or short at c
 corners sit ~1.5 % inward, hence ``EXPECTED_EDGE``). Candidates closer than ``PLANE_MERGE`` are one plane.
 Inside a bowl: an object whose pose on a bowl's floor (``BOWL_FLOOR`` above the table) lies within the floor of a
 bowl whose place is known stands on that floor (6 mm cannot be told from the table by the tag's edge; a bowl never
-seen offers no floor, and the object is then tracked on the table plane, ~6 mm off).
+seen offers no floor, and the object is then tracked on the table plane, ~6 mm off, unless the episode's layout put
+it in that bowl). A stacked object's tag that the edge puts on another plane than the layout's is withheld.
 
 Every tracked object (all scenes' objects: tag ids are unique across scenes) gets a published pose only when its
 tag passed the gates on a chosen plane (``marker``), or while a gripper holds it (``gripper``, ``tracking.grasp``),
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from robofollow_ros.benchmark.types import TABLE_Z, ObjectSpec
+from robofollow_ros.benchmark.types import TABLE_Z, Layout, ObjectSpec
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
 from robofollow_ros.tracking.grasp import GraspFollower, RigidPose
 from robofollow_ros.tracking.markers import MarkerConfig, ObjectMarker, top_height
@@ -152,9 +153,12 @@ def estimate_on_planes(
     higher one's measured edge is nearer ``EXPECTED_EDGE`` by more than ``EDGE_EVIDENCE`` (objects rest on the
     table far more often than on each other; a close tag measured 1.3 % long on its right plane); the lowest
     plane's refusal when none passes. With ``preferred_z`` (the top of the support the trial's layout stacks the
-    object on) that plane is the default instead, and another wins only with the same edge evidence: a blurred or
-    overexposed tag's edge tells the planes apart too weakly, and a stacked object was put on the table, 5 cm low."""
+    object on) that plane is the default instead, and when another plane's edge evidence contradicts it the pose is
+    withheld (``ambiguous_plane``): blur and low resolution shorten a small tag's measured edge by up to 10 %, which
+    is what a stacked object's tag seen on the table plane measures, so the edge cannot tell a blurred stack from an
+    object set down beside its hidden support (it put the stacked cylinder on the table, 5 cm low and 3 cm off)."""
     best: ObjectPose | None = None
+    preferred: ObjectPose | None = None
     first: Refusal | None = None
     for plane in sorted(planes, key=lambda p: not p.inside_bowl):
         if not plane.inside_bowl:
@@ -176,9 +180,18 @@ def estimate_on_planes(
             continue
         if not plane.holds(result.x, result.y):
             continue
+        if preferred_z is not None and abs(plane.z - preferred_z) < PLANE_MERGE:
+            preferred = result
         margin = abs(best.edge_ratio - EXPECTED_EDGE) - abs(result.edge_ratio - EXPECTED_EDGE) if best else math.inf
         if margin > EDGE_EVIDENCE:
             best = result
+    if best is not None and preferred is not None and best is not preferred:
+        return Refusal(
+            marker.name,
+            marker.id,
+            'ambiguous_plane',
+            f'stacked by the layout (tag plane z {preferred.z:.3f} m) but its edge says z {best.z:.3f} m',
+        )
     if best is not None:
         return best
     if first is None:
@@ -224,12 +237,22 @@ class CellTracker:
         self.follower = GraspFollower(grasp_radius=grasp_radius)
         self.last_results: dict[str, PoseResult] = {}
         self._stacks: dict[str, str] = {}
+        self._inside: dict[str, str] = {}
 
-    def start_episode(self, scene: int, stacks: Mapping[str, str]) -> None:
+    def start_layout(self, layout: Layout) -> None:
+        """A new episode laid out as ``layout``: ``start_episode`` with what it stacks and puts inside bowls."""
+        self.start_episode(
+            layout.scene,
+            {p.name: p.on for p in layout.placements if p.on is not None},
+            inside={p.name: p.inside for p in layout.placements if p.inside is not None},
+        )
+
+    def start_episode(self, scene: int, stacks: Mapping[str, str], *, inside: Mapping[str, str] | None = None) -> None:
         """A new episode in ``scene``: the cell was laid out anew, so every pose known so far is forgotten (a grasp
         would otherwise take an object of the previous layout remembered where the gripper closes, and the jump
         gate would hold back every object that moved); ``stacks`` says what stands on what (object name -> its
-        support's name, the episode's layout; objects of another scene or without a tag are ignored)."""
+        support's name, the episode's layout; objects of another scene or without a tag are ignored), ``inside``
+        which object lies in which bowl (its floor is then a plane of the object even while the bowl is unseen)."""
         self._accepted.clear()
         self._pending.clear()
         self.follower = GraspFollower(grasp_radius=self.follower.grasp_radius)
@@ -240,6 +263,7 @@ class CellTracker:
             for top, support in stacks.items()
             if top in tagged and support in tagged
         }
+        self._inside = {f'scene{scene}/{name}': bowl for name, bowl in (inside or {}).items() if name in tagged}
 
     def _supports(self, scene_of: Mapping[str, int]) -> dict[str, RigidPose]:
         """The covered supports under objects whose tags are seen on their top plane this frame."""
@@ -318,7 +342,7 @@ class CellTracker:
 
     def _bowl_planes(self, scene: int, marker: ObjectMarker) -> tuple[Plane, ...]:
         """The floors of the scene's bowls whose place is known (a bowl never seen offers no floor: 6 mm above the
-        table cannot be told from the table by the tag alone)."""
+        table cannot be told from the table by the tag alone), and of the bowl the layout put the object in."""
         planes = []
         objects = self._scene_objects[scene]
         for bowl in bowl_floors(objects, marker.name):
@@ -329,6 +353,10 @@ class CellTracker:
                 place = (now.x, now.y)
             elif last is not None and self.follower.held_by(key) is None:
                 place = (float(last.position[0]), float(last.position[1]))
+            elif self._inside.get(f'scene{scene}/{marker.name}') == bowl:
+                # Unseen, but the layout put the object in it: on the table plane it would be ~8 mm low and 5 off.
+                planes.append(Plane(TABLE_Z + BOWL_FLOOR + marker.height, None, inside_bowl=True))
+                continue
             else:
                 continue
             footprint = ((place[0], place[1], BOWL_FLOOR_FRACTION * objects[bowl].size[0]),)

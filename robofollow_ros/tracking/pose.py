@@ -20,7 +20,7 @@ from robofollow_ros.tracking.camera import CameraPose, Intrinsics, intersect_pla
 from robofollow_ros.tracking.markers import ObjectMarker, corners_local
 
 Method = Literal['plane', 'pnp']
-Gate = Literal['not_detected', 'off_plane', 'pnp', 'reprojection', 'edge', 'jump']
+Gate = Literal['not_detected', 'off_plane', 'ambiguous_plane', 'pnp', 'reprojection', 'edge', 'jump']
 
 
 @dataclass(frozen=True)
