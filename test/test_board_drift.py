@@ -12,6 +12,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from geometry_msgs.msg import PoseStamped
 from graph_helpers import ROOT, graph_env, private_node, wait_until
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import String
@@ -23,7 +24,7 @@ from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import camera_info_message, image_message
 from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
-from robofollow_ros.tracking.board_drift import MIN_IMAGES, MOVED_EXCESS_PX, BoardWatch
+from robofollow_ros.tracking.board_drift import MIN_IMAGES, MOVED_EXCESS_PX, WITHHELD_MM, BoardWatch
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics, project
 from robofollow_ros.tracking.extrinsic_file import CalibrationQuality, CameraCalibration, save_calibration
 from robofollow_ros.tracking.markers import load_markers
@@ -70,8 +71,13 @@ def test_a_camera_that_did_not_move_is_never_said_to_have_moved(noise_px: float)
     assert watch.median_excess < MOVED_EXCESS_PX / 2
 
 
-@pytest.mark.parametrize(('millimetres', 'degrees'), [(1.0, 0.2), (2.0, 0.5), (0.0, 0.3), (3.0, 0.0)])
-def test_a_camera_bumped_after_calibration_is_told_after_a_few_images(millimetres: float, degrees: float) -> None:
+@pytest.mark.parametrize(
+    ('millimetres', 'degrees', 'withheld'),
+    [(1.0, 0.2, False), (2.0, 0.5, True), (0.0, 0.3, False), (3.0, 0.0, False), (0.0, 0.6, True)],
+)
+def test_a_camera_bumped_after_calibration_is_told_after_a_few_images(
+    millimetres: float, degrees: float, withheld: bool
+) -> None:
     rng = np.random.default_rng(2)
     camera = _camera()
     frozen = _bumped(camera, millimetres, degrees)  # where the calibration says it is; the images come from `camera`
@@ -87,6 +93,8 @@ def test_a_camera_bumped_after_calibration_is_told_after_a_few_images(millimetre
     assert summary['moved'] is True
     assert abs(float(summary['moved_mm']) - millimetres) < 1.0, summary
     assert abs(float(summary['moved_deg']) - degrees) < 0.1, summary
+    # 0.78 m from the board: a turn of 0.5 degrees moves the table under it by 6.8 mm, past the 5 mm that withholds.
+    assert (summary['withheld'], watch.pose_error_mm > WITHHELD_MM) == (withheld, withheld), summary
 
 
 def test_too_few_board_tags_record_nothing() -> None:
@@ -95,7 +103,7 @@ def test_too_few_board_tags_record_nothing() -> None:
     two = {key: detections[key] for key in list(detections)[:2]}
     watch = BoardWatch(BOARD)
     assert watch.observe(two, INTRINSICS, camera) is None
-    assert watch.summary() == {'moved': False}
+    assert watch.summary() == {'moved': False, 'withheld': False}
 
 
 @pytest.mark.ros
@@ -121,6 +129,14 @@ def test_the_tracker_node_tells_a_camera_bumped_after_calibration(tmp_path: Path
             node.create_subscription(
                 String, topics.TRACKER_STATUS, lambda m: statuses.append(json.loads(m.data)), qos.STATE
             )
+            poses: list[int] = []
+            for name in registry.scene_objects(1):
+                node.create_subscription(
+                    PoseStamped,
+                    topics.object_pose_topic(name),
+                    lambda m: poses.append(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec),
+                    qos.STATE,
+                )
             image_pub = node.create_publisher(Image, topics.image_topic('cam_high'), qos.SENSOR)
             info_pub = node.create_publisher(CameraInfo, topics.camera_info_topic('cam_high'), qos.SENSOR)
             sent = [0]
@@ -136,11 +152,18 @@ def test_the_tracker_node_tells_a_camera_bumped_after_calibration(tmp_path: Path
                 return any(s.get('camera', {}).get('moved') for s in statuses)
 
             wait_until(told, timeout=120, what='the tracker to say the camera moved')
+            statuses_then = len(statuses)
+            wait_until(lambda: told() and len(statuses) >= statuses_then + 3, timeout=60, what='three more images')
     finally:
         process.terminate()
         _, err = process.communicate(timeout=30)
-    camera = next(s['camera'] for s in statuses if s.get('camera', {}).get('moved'))
+    first = next(s for s in statuses if s.get('camera', {}).get('moved'))
+    camera = first['camera']
     assert camera['excess_px'] >= MOVED_EXCESS_PX and abs(camera['moved_deg'] - 0.5) < 0.1, camera
+    # 2 mm / 0.5 deg: up to 10 mm off on the table, so from then on no pose goes out (before it, every object's did).
+    assert camera['withheld'] and camera['pose_error_mm'] > WITHHELD_MM, camera
+    assert poses and max(poses) < first['stamp_ns'], (sorted(set(poses)), first['stamp_ns'])
     assert [s['camera']['moved'] for s in statuses[: MIN_IMAGES - 1]] == [False] * (MIN_IMAGES - 1), statuses
     assert 'camera cam_high moved since its calibration' in err and 'run robofollow calibrate again' in err, err
+    assert 'no pose is published' in err, err
     assert 'Traceback' not in err, err

@@ -40,7 +40,7 @@ from robofollow_ros.ros.messages import camera_info_document, from_time, image_a
 from robofollow_ros.ros.protocol import EpisodeSpecMessage
 from robofollow_ros.ros.runtime import param, read_episode, run_node
 from robofollow_ros.state_layout import ARMS, HEAD_CAMERA
-from robofollow_ros.tracking.board_drift import BoardWatch
+from robofollow_ros.tracking.board_drift import WITHHELD_MM, BoardWatch
 from robofollow_ros.tracking.calibration import calibrate_extrinsic
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
 from robofollow_ros.tracking.camera_info import CONVENTIONS, ConventionChoice, parse_camera_info
@@ -56,6 +56,8 @@ ARMS_WAIT_SECONDS = 0.3
 newest there are (the ee_pose node's poses lag the driver's joint states by a callback, under load by more)."""
 MAX_PENDING = 5
 """Images waiting at most: beyond, the oldest is tracked at once."""
+MOVED_REPEAT_SECONDS = 30.0
+"""How often a moved camera is said again while it stays moved."""
 RENDERED_CORNER_WINDOW = 0.4
 """The corner refinement window for camera images (modules). On the simulator's renders 0.7 (the synthetic images'
 best) pulled corners of 2.5-3 cm tags ~1.3 px inward and the reprojection gate refused them (Scene 3's tags in full
@@ -148,7 +150,7 @@ class ArucoTrackerNode(Node):
         """Per object, the stamp of the latest pose that went out."""
         self.create_timer(ARMS_WAIT_SECONDS / 4, self.flush)
         self.board_watch = BoardWatch(self.config.board) if self.frozen is not None else None
-        self.said_moved = False
+        self.said_moved: float | None = None
 
         names = sorted({name for scene in SCENES for name in self.config.scene(scene)})
         self.pose_pubs = {
@@ -213,7 +215,7 @@ class ArucoTrackerNode(Node):
     def publish_pose(self, item: Published, stamp: int) -> None:
         """``item``'s pose stamped ``stamp``, unless a pose of it stamped later went out already (a carried object's
         poses follow the TCP's stamps, ahead of the image being tracked): no reader sees a pose go back in time."""
-        if stamp <= self.published_ns.get(item.name, -1):
+        if stamp <= self.published_ns.get(item.name, -1) or (self.board_watch and self.board_watch.withheld):
             return
         self.published_ns[item.name] = stamp
         self.pose_pubs[item.name].publish(
@@ -267,18 +269,20 @@ class ArucoTrackerNode(Node):
             return
         self.board_watch.observe(detections, self.intrinsics, self.frozen.pose)
         summary = self.board_watch.summary()
-        if self.board_watch.moved:
+        now = time.monotonic()
+        if self.board_watch.moved and (self.said_moved is None or now - self.said_moved >= MOVED_REPEAT_SECONDS):
+            outcome = 'no pose is published' if self.board_watch.withheld else 'poses still go out'
             self.get_logger().error(
                 f"camera {self.camera} moved since its calibration: the board's tags land "
                 f'{summary["excess_px"]:.2f} px off where the calibration puts them (the board sees the camera '
                 f'{summary["moved_mm"]:.1f} mm / {summary["moved_deg"]:.2f} deg away), so every tracked pose is off '
-                'by millimetres: fix the camera and run robofollow calibrate again',
-                throttle_duration_sec=0.0 if not self.said_moved else 30.0,
+                f'by up to {summary["pose_error_mm"]:.0f} mm and {outcome} (limit {WITHHELD_MM:g} mm): fix the camera '
+                'and run robofollow calibrate again'
             )
-            self.said_moved = True
-        elif self.said_moved:
+            self.said_moved = now
+        elif not self.board_watch.moved and self.said_moved is not None:
             self.get_logger().info(f'camera {self.camera}: the board lands where the calibration puts it again')
-            self.said_moved = False
+            self.said_moved = None
 
     def flush(self) -> None:
         """Track every pending image whose stamp the arms' samples have reached, or that waited

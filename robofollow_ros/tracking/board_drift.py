@@ -12,10 +12,13 @@ of ``bench_tracker --degrade``, where the plain residual rose to 0.76 px), while
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from robofollow_ros.errors import CalibrationError
 from robofollow_ros.tracking.calibration import board_residual, calibrate_extrinsic, pose_difference
@@ -29,6 +32,10 @@ WINDOW = 15
 """Images the median is taken over."""
 MIN_IMAGES = 5
 """Images that must show the board before anything is said."""
+WITHHELD_MM = 5.0
+"""Once moved: the pose error (mm, on the table under the board) the camera's move predicts, above which the tracker
+publishes no pose (1 mm / 0.2 degrees predicts 3.5 mm and measured 1.9 / 5.1 mm median / max: poses go on;
+2 mm / 0.5 degrees predicts 8.5 mm and measured 4.8 / 9.9 mm: withheld)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,9 @@ class BoardWatch:
         self.board = tuple(board)
         self.threshold_px = threshold_px
         self.recent: deque[BoardDrift] = deque(maxlen=WINDOW)
+        corners = [tag.corners_world().mean(axis=0) for tag in self.board]
+        self.board_centre = np.mean(corners, axis=0) if corners else np.zeros(3)
+        self.distance_m = 0.0
 
     def observe(
         self, detections: Mapping[int, Detection], intrinsics: Intrinsics, frozen: CameraPose
@@ -63,6 +73,7 @@ class BoardWatch:
         except CalibrationError:
             return None
         distance, angle = pose_difference(fit.camera, frozen)
+        self.distance_m = float(np.linalg.norm(np.asarray(frozen.position) - self.board_centre))
         drift = BoardDrift(max(0.0, residual - fit.rms_px), 1000.0 * distance, angle)
         self.recent.append(drift)
         return drift
@@ -72,16 +83,33 @@ class BoardWatch:
         return len(self.recent) >= MIN_IMAGES and self.median_excess >= self.threshold_px
 
     @property
+    def withheld(self) -> bool:
+        """Whether the camera moved so far that no pose may be published (``WITHHELD_MM``)."""
+        return self.moved and self.pose_error_mm > WITHHELD_MM
+
+    @property
     def median_excess(self) -> float:
         return statistics.median(d.excess_px for d in self.recent) if self.recent else 0.0
+
+    @property
+    def pose_error_mm(self) -> float:
+        """The pose error the camera's move predicts on the table: its shift plus its turn seen at the board's
+        distance (medians over the recent images)."""
+        if not self.recent:
+            return 0.0
+        shift = statistics.median(d.moved_mm for d in self.recent)
+        turn = math.radians(statistics.median(d.moved_deg for d in self.recent))
+        return shift + 1000.0 * self.distance_m * math.tan(turn)
 
     def summary(self) -> dict[str, float | bool]:
         """What the tracker's status says about the camera (medians over the recent images)."""
         if not self.recent:
-            return {'moved': False}
+            return {'moved': False, 'withheld': False}
         return {
             'moved': self.moved,
+            'withheld': self.withheld,
             'excess_px': round(self.median_excess, 3),
             'moved_mm': round(statistics.median(d.moved_mm for d in self.recent), 2),
             'moved_deg': round(statistics.median(d.moved_deg for d in self.recent), 3),
+            'pose_error_mm': round(self.pose_error_mm, 1),
         }
