@@ -8,7 +8,7 @@ timeline: per object that moved (truth travel over 2 cm) the error at the frames
 and, per tree, the episodes' completion and Intent from the tracked poses and from the truth.
 
     MUJOCO_GL=egl ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST .venv/bin/python bench/bench_carried_poses.py \\
-        --out /tmp/carried --domain 143 --trees after=.,before=/tmp/before [--tasks a,b] [--analyse]
+        --out /tmp/carried --domain 143 --trees after=.,before=/tmp/before [--tasks a,b|demo] [--analyse]
 
 ``--analyse`` reads the bags already under ``--out`` without launching. ``--load N`` runs N busy processes beside
 each launch (the tracker's inputs then arrive late, as on a loaded cell computer).
@@ -27,6 +27,7 @@ from graph_launch import ROOT, graph_env
 
 from robofollow_ros import topics
 from robofollow_ros.bags.reader import load_episode
+from robofollow_ros.cli.demo import demo_task_ids
 from robofollow_ros.cli.score import score_path
 
 TASKS = ('L0_l_pick5_around3_to1_long_right', 'L0_s41_l_pick_red_sphere', 'L0_place_yellow_block_2_behind_green_sphere')
@@ -107,14 +108,15 @@ def main() -> int:
     parser.add_argument('--out', type=Path, default=Path('/tmp/bench_carried_poses'))
     parser.add_argument('--domain', type=int, default=143)
     parser.add_argument('--trees', default=f'current={ROOT}', help='name=path,... (default: this checkout)')
-    parser.add_argument('--tasks', default=','.join(TASKS))
+    parser.add_argument('--tasks', default=','.join(TASKS), help="comma-separated task ids, or 'demo' (the 16)")
     parser.add_argument('--analyse', action='store_true', help='read the bags under --out, launch nothing')
     parser.add_argument('--load', type=int, default=0, help='busy processes beside each launch (default 0)')
     args = parser.parse_args()
     trees = {name: Path(path).resolve() for name, path in (item.split('=', 1) for item in args.trees.split(','))}
+    tasks = demo_task_ids() if args.tasks == 'demo' else args.tasks.split(',')
     if not args.analyse:
         for name, tree in trees.items():
-            seconds = launch(tree, args.out / name, domain=args.domain, tasks=args.tasks.split(','), load=args.load)
+            seconds = launch(tree, args.out / name, domain=args.domain, tasks=tasks, load=args.load)
             print(f'{name}: {tree}: launched in {seconds:.0f} s')
     report(args.out, list(trees))
     return 0

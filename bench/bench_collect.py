@@ -14,7 +14,8 @@ Usage: ``MUJOCO_GL=egl .venv/bin/python bench/bench_collect.py [--labels-per-sce
 ``--workers N`` instead compares one worker with N (``collect --workers``, three cameras, background writer) on the
 same labels in this run: demonstrations per wall minute of each, their ratio, whether every demonstration's HDF5
 file has the same hash either way, and the wall time the whole training split (75 labels x 50) would take at each
-rate.
+rate. ``--ray`` adds a third run of as many actors on a Ray instance started on this machine (``collect --ray``),
+Ray's start-up included in its wall time.
 """
 
 from __future__ import annotations
@@ -65,33 +66,37 @@ def _hashes(out: Path) -> dict[str, str]:
     return {str(s.hdf5.relative_to(out)): hashlib.sha256(s.hdf5.read_bytes()).hexdigest() for s in stored_episodes(out)}
 
 
-def compare_workers(labels: list[str], *, episodes: int, workers: int, robot: str) -> None:
-    """One worker against ``workers`` on the same labels (module docstring)."""
+def compare_workers(labels: list[str], *, episodes: int, workers: int, robot: str, ray: bool = False) -> None:
+    """One worker against ``workers`` (and, with ``ray``, as many Ray actors) on the same labels (module docstring)."""
     from robofollow_ros.benchmark.registry import training_labels
+    from robofollow_ros.data.collect import RaySettings
 
     full = len(training_labels()) * 50
+    runs: dict[str, dict] = {'1 worker': {'workers': 1}, f'{workers} workers': {'workers': workers}}
+    if ray:
+        runs[f'Ray, {workers} actors'] = {'workers': workers, 'ray': RaySettings()}
     with tempfile.TemporaryDirectory() as folder:
         results = {}
-        for count in (1, workers):
-            out = Path(folder) / f'workers{count}'
+        for index, (name, how) in enumerate(runs.items()):
+            out = Path(folder) / f'run{index}'
             options = CollectOptions(out=out, labels=labels, episodes=episodes, robot=robot)
             started = time.perf_counter()
-            tallies = run_collection(options, progress=False, workers=count)
+            tallies = run_collection(options, progress=False, **how)
             wall = time.perf_counter() - started
             demos = sum(tally.accepted for tally in tallies.values())
             attempts = sum(tally.attempts for tally in tallies.values())
-            results[count] = (demos, attempts, wall, _hashes(out))
+            results[name] = (demos, attempts, wall, _hashes(out))
         print(f'load average after: {" ".join(f"{v:.2f}" for v in os.getloadavg())} on {os.cpu_count()} CPUs')
         print(f'robot {robot}, {len(labels)} labels x {episodes} demonstrations, three cameras, background writer')
-        for count, (demos, attempts, wall, _) in results.items():
+        one = results['1 worker']
+        for name, (demos, attempts, wall, hashes) in results.items():
             rate = demos / wall * 60.0
             print(
-                f'{count} worker(s): {demos}/{attempts} accepted in {wall:.1f} s wall, {rate:.2f} demos/min; the '
-                f'training split ({full} demonstrations) in {full / rate / 60.0:.1f} h at this rate'
+                f'{name}: {demos}/{attempts} accepted in {wall:.1f} s wall, {rate:.2f} demos/min '
+                f'({one[2] / wall * demos / one[0]:.3f}x one worker); the training split ({full} demonstrations) in '
+                f"{full / rate / 60.0:.1f} h at this rate; HDF5 files identical to one worker's: {hashes == one[3]} "
+                f'({len(hashes)} files)'
             )
-        one, many = results[1], results[workers]
-        print(f'{workers} workers / 1 (wall rate): {one[2] / many[2] * many[0] / one[0]:.3f}x')
-        print(f'identical HDF5 files either way: {one[3] == many[3]} ({len(one[3])} files)')
 
 
 def main() -> None:
@@ -103,12 +108,13 @@ def main() -> None:
     parser.add_argument('--lerobot', action='store_true', help='also time the LeRobot export of the camera run')
     parser.add_argument('--robot', default=DEFAULT_ROBOT, choices=robot_names())
     parser.add_argument('--workers', type=int, default=0, help='compare one worker with this many instead')
+    parser.add_argument('--ray', action='store_true', help='with --workers: also as many actors on a local Ray')
     args = parser.parse_args()
     labels = [
         task.task_id for scene in range(1, 5) for task in registry.training_labels(scene=scene)[: args.labels_per_scene]
     ]
     if args.workers > 1:
-        compare_workers(labels, episodes=args.episodes, workers=args.workers, robot=args.robot)
+        compare_workers(labels, episodes=args.episodes, workers=args.workers, robot=args.robot, ray=args.ray)
         return
     # Older trees have no background writer: then only the one-core camera run.
     has_background = 'background_writes' in inspect.signature(run_collection).parameters

@@ -309,9 +309,13 @@ def test_a_held_trial_goes_on_by_itself_once_a_check_of_its_own_passes(tmp_path,
     """Nobody says ready: the layout is checked again every ``layout_recheck`` seconds, and the trial goes on once
     the block is back (a tag the tracker missed once is seen again the same way); the problem is said once."""
     with careless_cell(tmp_path, monkeypatch, 'layout_recheck:=0.3') as cell:
+        measured = []
+        measure = cell.node.cell._measure
+        monkeypatch.setattr(cell.node.cell, '_measure', lambda *a, **k: measured.append(1) or measure(*a, **k))
         cell.prepare()
         wait_until(lambda: cell.node.cell.holding is not None or cell.result, timeout=60, what='the held trial')
-        time.sleep(1.5)  # a few checks of its own fail meanwhile
+        # Three checks fail meanwhile, the fourth begun (counted, not timed: under load a check outlasts its period).
+        wait_until(lambda: len(measured) >= 4 or cell.result, timeout=60, what='four checks of its own')
         assert not cell.result
         cell.put_back()
         wait_until(lambda: cell.result, timeout=60, what='the check to pass by itself')
