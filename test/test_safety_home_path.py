@@ -157,3 +157,40 @@ def test_an_arm_measured_outside_the_box_goes_home_back_through_it_where_no_join
         else:
             assert plan.name == 'straight' and not plan.whole
     assert rescued >= 3
+
+
+def test_into_box_rows_are_none_when_the_kinematics_fail_or_give_no_way_back() -> None:
+    start = starts_just_outside(1, seed=3)[0]
+
+    def failing(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise ValueError('no kinematics for this state')
+
+    def nowhere(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([9.0, 9.0, 9.0]), np.array([9.0, 9.0, 9.0])  # outside the box whatever the joints do
+
+    for tcp in (failing, nowhere):
+        rows = into_box_rows(start, tcp=tcp, box=LIMITS.workspace, speed=SPEED, row_period_s=ROW, limits=LIMITS)
+        assert rows.shape == (0, 14), tcp.__name__
+
+
+def test_every_home_path_tried_is_judged_with_the_streams_points_between_rows(monkeypatch) -> None:
+    # A streamed driver sends points between the rows; a home move must keep them in the box as a chunk does.
+    import robofollow_ros.safety.home_path as home_path
+
+    samples = []
+
+    def judged(*args, **kwargs):
+        samples.append(kwargs.get('path_samples'))
+        return filter_chunk(*args, **kwargs)
+
+    monkeypatch.setattr(home_path, 'filter_chunk', judged)
+    start = next(s for s in starts_just_outside(60, seed=4) if not plan_home_whole_without_help(s))
+    plan_home(
+        MeasuredState(start, 0.0), HOME, limits=LIMITS, speed_fraction=0.2, row_period_s=ROW, tcp=TCP, path_samples=3
+    )
+    assert len(samples) > 3 and set(samples) == {3}, samples
+
+
+def plan_home_whole_without_help(start: np.ndarray) -> bool:
+    """Whether a joint-space path home from ``start`` passes whole (then no way back into the box is tried)."""
+    return any(sent_whole(rows, start) for _, rows in home_paths(start, HOME, speed=SPEED, row_period_s=ROW))

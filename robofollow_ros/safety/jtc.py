@@ -67,11 +67,10 @@ class JtcViolation:
     detail: str
 
 
-def _nanoseconds(stamp: Any, what: str, problems: list[JtcViolation], point: int | None) -> int:
-    sec, nanosec = int(stamp.sec), int(stamp.nanosec)
+def _check_nanoseconds(stamp: Any, what: str, problems: list[JtcViolation], point: int | None) -> None:
+    nanosec = int(stamp.nanosec)
     if not 0 <= nanosec < NS_PER_S:
         problems.append(JtcViolation(f'{what}_invalid', point, f'{what} nanosec {nanosec} is outside [0, 1e9)'))
-    return sec * NS_PER_S + nanosec
 
 
 def trajectory_view(message: Any) -> TrajectoryView:
@@ -136,9 +135,9 @@ def check_trajectory(
     """
     problems: list[JtcViolation] = []
     if not isinstance(message, TrajectoryView):
-        _nanoseconds(message.header.stamp, 'stamp', problems, None)
+        _check_nanoseconds(message.header.stamp, 'stamp', problems, None)
         for index, point in enumerate(message.points):
-            _nanoseconds(point.time_from_start, 'time_from_start', problems, index)
+            _check_nanoseconds(point.time_from_start, 'time_from_start', problems, index)
     view = trajectory_view(message)
     problems += _check_joints(view.joint_names, controller_joints, allow_partial_joints)
     if not view.points:
