@@ -163,6 +163,8 @@ def test_the_tracker_node_tells_a_camera_bumped_after_calibration(tmp_path: Path
     # 2 mm / 0.5 deg: up to 10 mm off on the table, so from then on no pose goes out (before it, every object's did).
     assert camera['withheld'] and camera['pose_error_mm'] > WITHHELD_MM, camera
     assert poses and max(poses) < first['stamp_ns'], (sorted(set(poses)), first['stamp_ns'])
+    after = [s for s in statuses if s.get('camera', {}).get('withheld')]
+    assert after and all(v.startswith(('withheld', 'refused')) for s in after for v in s['objects'].values()), after
     assert [s['camera']['moved'] for s in statuses[: MIN_IMAGES - 1]] == [False] * (MIN_IMAGES - 1), statuses
     assert 'camera cam_high moved since its calibration' in err and 'run robofollow calibrate again' in err, err
     assert 'no pose is published' in err, err

@@ -304,14 +304,15 @@ class ArucoTrackerNode(Node):
         published = self.tracker.update(detections, self.intrinsics, camera, tcps=tcps, closed=arms.closed)
         for item in published:
             self.publish_pose(item, stamp)
+        withheld = 'withheld: the camera moved' if self.board_watch is not None and self.board_watch.withheld else None
         status: dict[str, str] = {}
         for key, result in self.tracker.last_results.items():
             if isinstance(result, ObjectPose):
-                status[key] = result.method
+                status[key] = withheld or result.method
             elif result.gate != 'not_detected':
                 status[key] = f'refused: {result.reason}'
         for item in published:
-            status[f'scene{item.scene}/{item.name}'] = item.source
+            status[f'scene{item.scene}/{item.name}'] = withheld or item.source
         report: dict[str, object] = {'stamp_ns': stamp, 'objects': status}
         if self.board_watch is not None:
             report['camera'] = self.board_watch.summary()
