@@ -349,17 +349,17 @@ class CellTracker:
             key = f'scene{scene}/{bowl}'
             now = self.last_results.get(key)
             last = self.follower.last(key)
+            radius = BOWL_FLOOR_FRACTION * objects[bowl].size[0]
+            footprint: tuple[tuple[float, float, float], ...] | None
             if isinstance(now, ObjectPose):
-                place = (now.x, now.y)
+                footprint = ((now.x, now.y, radius),)
             elif last is not None and self.follower.held_by(key) is None:
-                place = (float(last.position[0]), float(last.position[1]))
+                footprint = ((float(last.position[0]), float(last.position[1]), radius),)
             elif self._inside.get(f'scene{scene}/{marker.name}') == bowl:
                 # Unseen, but the layout put the object in it: on the table plane it would be ~8 mm low and 5 off.
-                planes.append(Plane(TABLE_Z + BOWL_FLOOR + marker.height, None, inside_bowl=True))
-                continue
+                footprint = None
             else:
                 continue
-            footprint = ((place[0], place[1], BOWL_FLOOR_FRACTION * objects[bowl].size[0]),)
             planes.append(Plane(TABLE_Z + BOWL_FLOOR + marker.height, footprint, inside_bowl=True))
         return tuple(planes)
 
