@@ -21,11 +21,13 @@ hooks' side channel); after the run every message is checked, independently of t
   control period (the controller samples it no faster), within the limit too. The reference is built in two
   ways: a JointTrajectory takes over from where the reference stands at the message's source timestamp (a
   controller starting from its last command: ``open_loop_control`` / ``interpolate_from_desired_state``), and
-  from the measured position at that moment (a JointTrajectoryController's default, and fake hardware's);
-  streamed targets are knots at their timestamps. Events over the limit are shown by what began within the
-  control period: a window re-anchoring the chunk the message before it carried (the bridge times its windows
-  from its own clock, a controller from each message's arrival), another new command, a streamed target or a new
-  streamed plan, or nothing;
+  from the measured position at that moment (a JointTrajectoryController's default, and fake hardware's).
+  Events over the limit are shown by what began within the control period: a window re-anchoring the chunk the
+  message before it carried (the bridge times its windows from its own clock, a controller from each message's
+  arrival), another new command, or nothing. A position stream (xs_sdk, piper_ros) is judged per target, as a
+  servo receives it: each within the limit times one control period of the target before (a new plan's first,
+  sent between two ticks, may instead be where the arm is measured: a hold there); its targets at their
+  timestamps averaged over control periods are shown apart, as the transport's timing;
 * **acceleration**: the followed reference's second difference over row periods,
   ``|q(t + 2T) - 2 q(t + T) + q(t)| / T^2`` (T = 0.06 s; exact for the uniform deceleration of a controlled stop
   sampled every row period, a velocity step read as that step over one row period), at every ``t`` that places a
@@ -440,6 +442,9 @@ class Tally:
     message before it) and ``new`` (any other command): value, how many ms its time fell short."""
     measured_start: dict[str, Extreme] = field(default_factory=lambda: collections.defaultdict(Extreme))
     """The same, each message's first segment from the measured position at its timestamp."""
+    stream_arrivals: dict[str, Extreme] = field(default_factory=lambda: collections.defaultdict(Extreme))
+    """A stream's targets at their timestamps averaged over control periods (not a violation: the stream's rule is
+    per target, ``stream_steps``; this is the transport's timing)."""
     acceleration: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CATEGORIES})
     """Per category, the ratio to the stop deceleration of every event over it."""
     peak: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -743,9 +748,12 @@ class Analysis:
                 continue
             arm, what = part.split('/')
             for line in track.lines:
+                if track.streamed:
+                    self.stream_steps(line, track.velocity, period, arm, what)
                 if line.t:  # at rest after its last knot, for the windows that reach past it
                     line.add(line.t[-1] + 2.0 * self.row_period, line.q[-1], 'rest')
-                self.velocities(line, track.velocity, period, f'{arm} {what}')
+                found = self.tally.stream_arrivals if track.streamed else None
+                self.velocities(line, track.velocity, period, f'{arm} {what}', found)
                 if what == 'arm':
                     self.accelerations(line, arm)
         return self.tally
@@ -852,6 +860,25 @@ class Analysis:
                 f'{period * 1e3:.0f} ms (x{ratio[worst]:.2f} of the limit), the arm {gap:.3f} rad off its command',
                 gap,
             )
+
+    def stream_steps(self, line: Polyline, limit: np.ndarray, period: float, arm: str, what: str) -> None:
+        """A position stream's targets, one per control period: each within the limit times the period of the one
+        before (what a servo is asked to travel in a period, whatever the transport's timing); a new plan's first
+        target, sent between two ticks, from the one before or from where the arm is measured (a hold there)."""
+        for k in range(1, len(line.t)):
+            step = np.abs(line.q[k] - line.q[k - 1])
+            kind = line.starts.get(k, 'stream')
+            if kind == 'plan_start' and what == 'arm' and len(self.state_times):
+                stamp = round(line.t[k] * NS)
+                here = self.measured_at(self.states, self.state_times, stamp, arm, line.q[k - 1])
+                step = np.minimum(step, np.abs(line.q[k] - here))
+            ratio = float((step / (limit * period)).max())
+            if ratio > 1.0 + VELOCITY_TOLERANCE:
+                at = round(line.t[k] * NS)
+                self.tally.violation('velocity', f'{arm} {what} stream target at {at} ({kind}): x{ratio:.4f}')
+                self.tally.first_segments[kind].add(
+                    ratio, f'{arm} {what} at {at}: {float(step.max()):.5f} in one control period (x{ratio:.4f})'
+                )
 
     def gap(self, arm: str, t: float) -> float:
         """How far (rad, largest joint) the measured arm stood from the reference it was commanded along, at ``t``."""
@@ -1142,8 +1169,9 @@ def analyse(out: Path, dump: dict[str, Any], args: argparse.Namespace) -> None:
         ('within', 'no message'),
     )
     for found_by, title in (
-        (tally.first_segments, 'each message followed from the reference where it stood'),
+        (tally.first_segments, 'each message followed from the reference where it stood (a stream: per target)'),
         (tally.measured_start, "each message from the measured position (a JTC's default)"),
+        (tally.stream_arrivals, "a stream's targets at their timestamps, per control period (timing, not judged)"),
     ):
         events = sum(found.count for found in found_by.values())
         print(f'  velocity, {title}: {events} events over the limit')

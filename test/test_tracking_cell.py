@@ -16,7 +16,7 @@ from robofollow_ros.sim.env import CellEnv
 from robofollow_ros.sim.markers import camera_view
 from robofollow_ros.sim.physics import set_arm_joints, set_object_pose, tcp_pose
 from robofollow_ros.tracking.camera import project
-from robofollow_ros.tracking.cell_tracker import BOWL_FLOOR, BOWL_FLOOR_FRACTION, CellTracker, Published
+from robofollow_ros.tracking.cell_tracker import BOWL_FLOOR, BOWL_FLOOR_FRACTION, PUSHER_REACH, CellTracker, Published
 from robofollow_ros.tracking.grasp import RigidPose
 from robofollow_ros.tracking.markers import SCENES, load_markers, top_height
 from robofollow_ros.tracking.pose import Detection, Refusal, detect, make_detector
@@ -231,3 +231,111 @@ def test_an_object_the_layout_puts_in_an_unseen_bowl_is_tracked_on_its_floor() -
         if inside:
             assert math.hypot(cube.position[0] + 0.13, cube.position[1] + 0.055) < 0.001
     assert heights == {False: pytest.approx(0.0, abs=1e-6), True: pytest.approx(BOWL_FLOOR, abs=1e-6)}
+
+
+def test_a_released_object_lands_on_the_highest_surface_under_it() -> None:
+    # After the gripper opened, the last carried pose (2-6 cm up) was all the referee had until the lifting arm
+    # uncovered the tag 0.3-1 s later: a place checked at the opening scored exec lower from tracked poses than from
+    # truth, and a cylinder released into a bowl was 18 mm off at p95 (docs/real-cell.md).
+    objects = registry.scene_objects(4)
+    markers = load_markers('default').scene(4)
+    intrinsics, camera = cam_high(WIDTH, HEIGHT)
+    bowl_at, cube_at, cylinder_at, free_at = (-0.1, -0.04), (0.1, -0.06), (0.0, -0.1), (0.05, -0.2)
+
+    def on_table(name: str, at: tuple[float, float]) -> dict[int, Detection]:
+        return _tag_seen(name, x=at[0], y=at[1], z=TABLE_Z + markers[name].height)
+
+    resting = on_table('bowl', bowl_at) | on_table('blue_cube_right', cube_at)
+    tracker = CellTracker(load_markers('default'), {s: registry.scene_objects(s) for s in SCENES})
+    bowl = next(p for p in tracker.update(resting, intrinsics, camera) if p.name == 'bowl')
+    bowl_at = bowl.position[:2]  # its tag is on a tab at its foot
+    half = objects['green_cylinder_top'].half_height
+    down = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]])
+    landed: dict[float, tuple[Published, Published | None]] = {}
+    for over, surface in ((bowl_at, BOWL_FLOOR), (cube_at, top_height(objects['blue_cube_right'])), (free_at, 0.0)):
+        tracker = CellTracker(load_markers('default'), {s: registry.scene_objects(s) for s in SCENES})
+        tracker.start_episode(4, {})
+        tracker.update(resting | on_table('green_cylinder_top', cylinder_at), intrinsics, camera)
+        grip = RigidPose(np.array([*cylinder_at, TABLE_Z + half]), down)
+        above = RigidPose(np.array([*over, TABLE_Z + half + 0.06]), down)
+
+        def step(tcp: RigidPose, closed: bool, tracker: CellTracker = tracker) -> Published | None:
+            published = tracker.update(resting, intrinsics, camera, tcps={'right': tcp}, closed={'right': closed})
+            return next((p for p in published if p.name == 'green_cylinder_top'), None)
+
+        step(grip, True)
+        carried = step(above, True)
+        assert carried is not None and carried.source == 'gripper'
+        released = step(above, False)
+        assert released is not None
+        landed[surface] = (released, step(above, False))
+    assert len(landed) == 3
+    for (surface, (pose, after)), over in zip(landed.items(), (bowl_at, cube_at, free_at), strict=True):
+        assert pose.source == 'released' and after is None  # given once, then held by the referee's timeline
+        assert pose.position == pytest.approx((*over, TABLE_Z + surface + half), abs=1e-9)
+        assert math.atan2(2 * pose.quat[0] * pose.quat[3], 1 - 2 * pose.quat[3] ** 2) == pytest.approx(0.2, abs=1e-6)
+
+
+def test_a_closed_gripper_pushes_a_hidden_object_out_of_its_way() -> None:
+    # The gripper over a pushed cube hides its tag for the whole push (3 s); the referee bridged that silence in a
+    # straight line from the last sighting to the next, 15 mm off at p95 for a 0.6 s push (docs/real-cell.md).
+    objects = registry.scene_objects(4)
+    marker = load_markers('default').scene(4)['blue_cube_right']
+    intrinsics, camera = cam_high(WIDTH, HEIGHT)
+    cube = objects['blue_cube_right']
+    seen = _tag_seen('blue_cube_right', x=0.1, y=-0.06, z=TABLE_Z + marker.height)  # yaw 0.2
+    down = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]])
+    reach = (math.cos(0.2) + math.sin(0.2)) * cube.size[0] + PUSHER_REACH  # its footprint along +x, and the fingers
+    side_z = TABLE_Z + cube.half_height + 0.02
+
+    def tcp(x: float, z: float = side_z, y: float = -0.06) -> RigidPose:
+        return RigidPose(np.array([x, y, z]), down)
+
+    def pushes(closed: bool, z: float, y: float = -0.06) -> list[tuple[str, tuple[float, float, float]]]:
+        tracker = CellTracker(load_markers('default'), {s: registry.scene_objects(s) for s in SCENES})
+        tracker.start_episode(4, {})
+        tracker.update(seen, intrinsics, camera, tcps={'right': tcp(-0.3, z, y)}, closed={'right': closed})
+        poses: list[tuple[str, tuple[float, float, float]]] = []
+        for x in (0.1 - reach - 0.005, 0.1 - reach + 0.01, 0.1 - reach + 0.03):
+            tcps = {'right': tcp(x, z, y)}
+            published = tracker.update({}, intrinsics, camera, tcps=tcps, closed={'right': closed})
+            poses += [(p.source, p.position) for p in published if p.name == 'blue_cube_right']
+        # Between images, at each TCP pose, the push goes on.
+        poses += [(p.source, p.position) for p in tracker.carried('right', tcp(0.1 - reach + 0.04, z, y))]
+        tracker.update(seen, intrinsics, camera, tcps={'right': tcp(0.0, 0.95)}, closed={'right': closed})
+        poses += [
+            (p.source, p.position) for p in tracker.update(seen, intrinsics, camera) if p.name == 'blue_cube_right'
+        ]
+        return poses
+
+    pushed = pushes(True, side_z)
+    assert [source for source, _ in pushed] == ['pushed', 'pushed', 'pushed', 'marker']
+    for (_, position), moved in zip(pushed[:3], (0.01, 0.03, 0.04), strict=True):
+        assert position[0] == pytest.approx(0.1 + moved, abs=1e-9) and position[1] == pytest.approx(-0.06, abs=1e-6)
+        assert position[2] == pytest.approx(TABLE_Z + cube.half_height, abs=1e-6)
+    assert pushed[3][1][0] == pytest.approx(0.1, abs=0.002)  # the tag seen again wins
+    # Fingers 8 mm off the line through its centre carry it the way they move, not sideways along that line.
+    offset = pushes(True, side_z, y=-0.068)
+    assert [source for source, _ in offset] == ['pushed', 'pushed', 'pushed', 'marker']
+    assert all(position[1] == pytest.approx(-0.06, abs=1e-6) for _, position in offset[:3])
+    assert offset[0][1][0] > 0.1 and offset[2][1][0] - offset[0][1][0] == pytest.approx(0.03, abs=5e-4)
+    # Open fingers, or closed ones passing over its top: nothing is moved (and nothing published while unseen).
+    assert [source for source, _ in pushes(False, side_z)] == ['marker']
+    assert [source for source, _ in pushes(True, TABLE_Z + 2 * cube.half_height + 0.015)] == ['marker']
+
+
+def test_after_a_layout_only_its_objects_are_tracked() -> None:
+    # The layout is announced before the arms go home and the cell is reset: the camera still sees the previous
+    # layout meanwhile. A Scene 1 block so remembered into a Scene 2 push was pushed by the closed gripper and
+    # published during the episode, and its record could not be scored (objects not in that layout).
+    intrinsics, camera = cam_high(WIDTH, HEIGHT)
+    markers = load_markers('default').scene(4)
+    seen = _tag_seen('blue_cube_right', x=0.1, y=-0.06, z=TABLE_Z + markers['blue_cube_right'].height)
+    tracker = CellTracker(load_markers('default'), {s: registry.scene_objects(s) for s in SCENES})
+    assert [p.name for p in tracker.update(seen, intrinsics, camera)] == ['blue_cube_right']  # no layout: any object
+    tracker.start_episode(1, {})
+    assert tracker.update(seen, intrinsics, camera) == []
+    tracker.start_episode(4, {}, objects=['bowl', 'red_sphere'])
+    assert tracker.update(seen, intrinsics, camera) == []
+    tracker.start_layout(registry.layout_of(first_task(4)))
+    assert [p.name for p in tracker.update(seen, intrinsics, camera)] == ['blue_cube_right']

@@ -252,6 +252,8 @@ class StreamedDriver:
         }
         self.plan: tuple[float, np.ndarray, np.ndarray] | None = None
         """(start, monotonic; knot times from 0, seconds; the 14-D points at them, the start state first)."""
+        self.streaming: tuple[float, np.ndarray, np.ndarray] | None = None
+        """The plan the last target came from (a new plan's first target is where it starts, not a step)."""
         self.closed = False
         self.streamer = threading.Thread(target=self.stream, name='driver-stream', daemon=True)
         self.streamer.start()
@@ -293,9 +295,19 @@ class StreamedDriver:
         return np.array([np.interp(elapsed, knots, points[:, c]) for c in range(points.shape[1])]), False
 
     def tick(self) -> None:
-        """Publish the plan's current target (the lock held); the plan ends once its last row went out."""
+        """Publish the plan's current target (the lock held); the plan ends once its last row went out.
+
+        A tick late by a millisecond would take the plan a millisecond further than one control period of it: each
+        target after a plan's first moves at most the velocity limit times the control period from the one before,
+        along the way to the plan's target (a late tick leaves the stream that much behind the plan's clock, which
+        it makes up where the plan goes slower than the limit), so no target asks a servo for more than its limit
+        over a control period, whatever the thread's timing."""
         assert self.plan is not None
         row, done = self.target(time.monotonic() - self.plan[0])
+        if self.velocity is not None and self.last is not None and self.streaming is self.plan:
+            row, reached = step_towards(self.last, row, self.velocity * self.period)
+            done = done and reached
+        self.streaming = self.plan
         if done:
             self.plan = None
         self.publish(row)
@@ -346,6 +358,17 @@ class StreamedDriver:
                 self.pubs[spec.gripper.interface.topic].publish(
                     gripper_class(name=INTERBOTIX_GRIPPER, cmd=float(target.gripper))
                 )
+
+
+def step_towards(last: np.ndarray, target: np.ndarray, most: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``target``, or the point on the way there from ``last`` where some coordinate has moved ``most`` (per
+    coordinate); and whether ``target`` is reached."""
+    step = np.asarray(target, dtype=np.float64) - last
+    with np.errstate(divide='ignore', invalid='ignore'):
+        share = float(np.min(np.where(np.abs(step) > 0.0, most / np.abs(step), np.inf)))
+    if share >= 1.0:
+        return np.asarray(target, dtype=np.float64), True
+    return last + share * step, False
 
 
 def make_driver(

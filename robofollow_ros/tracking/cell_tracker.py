@@ -14,7 +14,9 @@ it in that bowl). A stacked object's tag that the edge puts on another plane tha
 
 Every tracked object (all scenes' objects: tag ids are unique across scenes) gets a published pose only when its
 tag passed the gates on a chosen plane (``marker``), or while a gripper holds it (``gripper``, ``tracking.grasp``),
-or, with ``pnp_fallback``, from 6-DoF PnP when no plane passed (``pnp``, flagged: an order of magnitude coarser).
+once where it lands when that gripper lets go (``released``: straight down onto the highest known surface under it),
+while a closed gripper pushes it unseen (``pushed``: out of the fingers' way), or, with ``pnp_fallback``, from
+6-DoF PnP when no plane passed (``pnp``, flagged: an order of magnitude coarser).
 A support whose tag the object stacked on it covers (``start_episode``: the episode's layout says what stands on what;
 Scene 4's cylinder on a cube) is published under the object on top (``support``) while that object's tag is seen on
 the support's top plane: it is measured there, and the support is what holds it up; its xy is the top object's.
@@ -49,7 +51,7 @@ the held object seen lifted, and the grasp goes on; one elsewhere ends it (the o
 @dataclass(frozen=True)
 class Published:
     """One object's pose to publish: centre ``position`` (world m), ``quat`` (w, x, y, z), ``source`` (``marker``,
-    ``pnp``, ``gripper`` or ``support``)."""
+    ``pnp``, ``gripper``, ``released``, ``pushed`` or ``support``)."""
 
     name: str
     scene: int
@@ -102,10 +104,31 @@ BOWL_FLOOR_FRACTION = 0.6
 """The bowls' flat floor radius as a fraction of the outer radius (``sim.constants.BOWL_BASE_FRACTION``)."""
 
 
+PUSHER_REACH = 0.01
+"""Metres closed fingers reach around the TCP, horizontally: a closed gripper touches an object whose footprint
+comes this near its TCP (the ALOHA and Piper fingertips)."""
+PUSHER_ABOVE_TOP = 0.01
+"""A closed gripper whose TCP is higher than this above an object's top passes over it."""
+FOOTPRINT_MARGIN = 0.01
+"""Metres beyond a support's top edge an object on it may still be centred (a place's tolerance)."""
+
+
 def footprint_radius(spec: ObjectSpec) -> float:
-    """How far from a support's centre an object standing on it can be centred (its top's half-diagonal + 1 cm)."""
+    """How far from a support's centre an object standing on it can be centred (its top's half-diagonal +
+    ``FOOTPRINT_MARGIN``)."""
     reach = spec.size[0] if spec.shape == 'cylinder' else math.hypot(spec.size[0], spec.size[1])
-    return reach + 0.01
+    return reach + FOOTPRINT_MARGIN
+
+
+def footprint_extent(spec: ObjectSpec, direction: np.ndarray, yaw: float) -> float:
+    """How far an object's footprint reaches from its centre along the horizontal unit ``direction`` (a box turned by
+    ``yaw``: its support function; a round object: its radius)."""
+    if spec.shape != 'box':
+        return spec.size[0]
+    c, s = math.cos(yaw), math.sin(yaw)
+    along_x = c * float(direction[0]) + s * float(direction[1])
+    along_y = -s * float(direction[0]) + c * float(direction[1])
+    return abs(along_x) * spec.size[0] + abs(along_y) * spec.size[1]
 
 
 def tag_planes(
@@ -232,30 +255,50 @@ class CellTracker:
                 self._entries.append((f'scene{scene}/{name}', marker, spec, scene))
         # Bowls first: an object inside one is placed on its floor from the bowl's pose of the same frame.
         self._entries.sort(key=lambda entry: entry[2].shape != 'bowl')
+        self._all_entries = tuple(self._entries)
         self._accepted: dict[str, ObjectPose] = {}
         self._pending: dict[str, list[ObjectPose]] = {}
-        self.follower = GraspFollower(grasp_radius=grasp_radius)
+        self.follower = GraspFollower(grasp_radius=grasp_radius, landing=self._landing, push=self._push)
         self.last_results: dict[str, PoseResult] = {}
         self._stacks: dict[str, str] = {}
         self._inside: dict[str, str] = {}
 
     def start_layout(self, layout: Layout) -> None:
-        """A new episode laid out as ``layout``: ``start_episode`` with what it stacks and puts inside bowls."""
+        """A new episode laid out as ``layout``: ``start_episode`` with its objects, what it stacks and what it puts
+        inside bowls."""
         self.start_episode(
             layout.scene,
             {p.name: p.on for p in layout.placements if p.on is not None},
             inside={p.name: p.inside for p in layout.placements if p.inside is not None},
+            objects=[p.name for p in layout.placements],
         )
 
-    def start_episode(self, scene: int, stacks: Mapping[str, str], *, inside: Mapping[str, str] | None = None) -> None:
+    def start_episode(
+        self,
+        scene: int,
+        stacks: Mapping[str, str],
+        *,
+        inside: Mapping[str, str] | None = None,
+        objects: Collection[str] | None = None,
+    ) -> None:
         """A new episode in ``scene``: the cell was laid out anew, so every pose known so far is forgotten (a grasp
         would otherwise take an object of the previous layout remembered where the gripper closes, and the jump
         gate would hold back every object that moved); ``stacks`` says what stands on what (object name -> its
         support's name, the episode's layout; objects of another scene or without a tag are ignored), ``inside``
-        which object lies in which bowl (its floor is then a plane of the object even while the bowl is unseen)."""
+        which object lies in which bowl (its floor is then a plane of the object even while the bowl is unseen).
+        From now on only ``objects`` of ``scene`` (default: all of its objects) are tracked: the arms go home and the
+        cell is reset after the announcement, and what the camera sees of the previous layout meanwhile must not be
+        remembered into the episode (a closed gripper would push it, and the episode's record would hold it)."""
+        self._entries = [
+            entry
+            for entry in self._all_entries
+            if entry[3] == scene and (objects is None or entry[0].split('/', 1)[1] in objects)
+        ]
         self._accepted.clear()
         self._pending.clear()
-        self.follower = GraspFollower(grasp_radius=self.follower.grasp_radius)
+        self.follower = GraspFollower(
+            grasp_radius=self.follower.grasp_radius, landing=self._landing, push=self._push
+        )
         self.last_results = {}
         tagged = self._markers.get(scene, {})
         self._stacks = {
@@ -339,6 +382,56 @@ class CellTracker:
                 radius = footprint_radius(self._scene_objects[scene][support])
                 places[support] = (float(last.position[0]), float(last.position[1]), radius)
         return places
+
+    def _landing(self, key: str, released: RigidPose) -> RigidPose:
+        """Where ``key`` (``scene<N>/<name>``), let go at ``released``, comes to rest: straight below, upright with its
+        yaw, on the highest surface known under it: a support's top (a place on a stack), a bowl's floor, or the
+        table."""
+        scene_name, name = key.split('/', 1)
+        scene = int(scene_name.removeprefix('scene'))
+        objects = self._scene_objects[scene]
+        x, y = float(released.position[0]), float(released.position[1])
+        surface = 0.0
+        for bowl in bowl_floors(objects, name):
+            if self._within(f'{scene_name}/{bowl}', x, y, objects[bowl].size[0]):
+                surface = max(surface, BOWL_FLOOR)
+        for top, support in support_tops(objects, name):
+            if support is not None and self._within(
+                f'{scene_name}/{support}', x, y, footprint_radius(objects[support]) - FOOTPRINT_MARGIN
+            ):
+                surface = max(surface, top)
+        return RigidPose.from_yaw(x, y, TABLE_Z + surface + objects[name].half_height, yaw_of(released.quaternion()))
+
+    def _push(self, key: str, pose: RigidPose, tcp: RigidPose, step: np.ndarray) -> RigidPose | None:
+        """Where closed fingers around ``tcp``, moved by ``step`` (xy), put ``key`` at ``pose`` when they reach into
+        its footprint: ahead of them along their motion (a flat push carries the object the way the fingers go, not
+        along the line through its centre) to where its footprint just touches them; straight out of their way when
+        they did not move towards it. None when they do not reach it."""
+        scene_name, name = key.split('/', 1)
+        spec = self._scene_objects[int(scene_name.removeprefix('scene'))][name]
+        if spec.shape == 'label' or tcp.position[2] > pose.position[2] + spec.half_height + PUSHER_ABOVE_TOP:
+            return None
+        away = np.asarray(pose.position[:2] - tcp.position[:2], dtype=np.float64)
+        distance = float(np.linalg.norm(away))
+        if distance < 1e-9:
+            return None
+        reach = footprint_extent(spec, away / distance, yaw_of(pose.quaternion())) + PUSHER_REACH
+        if distance >= reach:
+            return None
+        length = float(np.linalg.norm(step))
+        direction = step / length if length > 1e-9 and float(step @ away) > 0.0 else away / distance
+        along = float(away @ direction)
+        shift = -along + math.sqrt(max(along * along - distance * distance + reach * reach, 0.0))
+        position = pose.position.copy()
+        position[:2] += shift * direction
+        return RigidPose(position, pose.rotation)
+
+    def _within(self, key: str, x: float, y: float, radius: float) -> bool:
+        """Whether (x, y) lies within ``radius`` of where ``key`` is known to stand (not held, seen before)."""
+        last = self.follower.last(key)
+        if last is None or self.follower.held_by(key) is not None:
+            return False
+        return math.hypot(x - float(last.position[0]), y - float(last.position[1])) <= radius
 
     def _bowl_planes(self, scene: int, marker: ObjectMarker) -> tuple[Plane, ...]:
         """The floors of the scene's bowls whose place is known (a bowl never seen offers no floor: 6 mm above the
@@ -430,18 +523,23 @@ class CellTracker:
         return published
 
     def carried(self, arm: str, tcp: RigidPose) -> list[Published]:
-        """The objects ``arm`` holds (as of the last ``update``) where its TCP at ``tcp`` puts them: between two
-        images a carried object follows every TCP pose, not only the image's."""
+        """The objects ``arm`` holds or pushes (as of the last ``update``) where its TCP at ``tcp`` puts them:
+        between two images a carried or pushed object follows every TCP pose, not only the image's."""
+        pushed = self.follower.pushed(arm, tcp)
         carried: list[Published] = []
         for key, _, _, scene in self._entries:
-            if self.follower.held_by(key) != arm:
-                continue
-            pose = self.follower.followed(key, {arm: tcp})
-            if pose is None:
+            if key in pushed:
+                pose, source = pushed[key].pose, 'pushed'
+            elif self.follower.held_by(key) == arm:
+                held = self.follower.followed(key, {arm: tcp})
+                if held is None:
+                    continue
+                pose, source = held, 'gripper'
+            else:
                 continue
             position = (float(pose.position[0]), float(pose.position[1]), float(pose.position[2]))
-            quat = tuple(float(v) for v in pose.quaternion())
-            carried.append(Published(key.split('/', 1)[1], scene, position, quat, 'gripper'))  # type: ignore[arg-type]
+            w, x, y, z = (float(v) for v in pose.quaternion())
+            carried.append(Published(key.split('/', 1)[1], scene, position, (w, x, y, z), source))
         return carried
 
 

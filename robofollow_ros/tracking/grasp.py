@@ -8,23 +8,29 @@ tracker alone would hold the object at its last seen pose and the referee would 
   the offset (the object's pose in the TCP's frame) is taken from the TCP and the object's last known pose at the
   closing, so what the arm does afterwards (a lift) moves the object with it;
 * while the grasp lasts and the tag stays unseen, the object's pose is the TCP's pose composed with that offset;
-* the grasp ends when that gripper opens or the tag is seen again (its seen pose wins at once); after an opening
-  the object has no pose until its tag is seen (it fell or was put down somewhere: nothing is invented). (The cell
-  tracker does not count as seen again a tag that is the held object's own, lifted, seen where a resting plane
-  would put it: ``cell_tracker.LIFTED_SIGHTING``.)
+* the grasp ends when that gripper opens or the tag is seen again (its seen pose wins at once). At an opening
+  the object falls onto what is under it: with a ``landing`` rule (the cell tracker's: the highest known surface
+  under the released pose) its landing pose is given once (``released``) and held until the tag is seen, which a
+  lifting arm uncovers 0.3-1 s later; without one it has no pose until then. (The cell tracker does not count as
+  seen again a tag that is the held object's own, lifted, seen where a resting plane would put it:
+  ``cell_tracker.LIFTED_SIGHTING``.)
+* a **push**: a closed gripper that holds nothing moves an object whose tag it hides the way its fingers would, with
+  a ``push`` rule (the cell tracker's: the fingers keep out of the object's footprint), at every TCP pose; the
+  gripper over a pushed object hides its tag for the whole push (2-3 s), which the referee would otherwise bridge in
+  a straight line from the last sighting to the next.
 
 Pure: poses in, poses out (``GraspFollower.update``); the node feeds it TCP poses and gripper states.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-Source = Literal['marker', 'gripper']
+Source = Literal['marker', 'gripper', 'released', 'pushed']
 DEFAULT_GRASP_RADIUS = 0.06
 """Metres between the TCP and an object's centre for a closing gripper to take it (the largest object's half
 width plus the pads' reach)."""
@@ -77,8 +83,9 @@ class RigidPose:
 
 @dataclass(frozen=True)
 class Followed:
-    """An object's pose this update and where it came from: its tag (``marker``) or the TCP holding it
-    (``gripper``, with the arm)."""
+    """An object's pose this update and where it came from: its tag (``marker``), the TCP holding it (``gripper``,
+    with the arm), where it lands when that TCP lets go (``released``), or where a closed gripper pushed it
+    (``pushed``, with the arm)."""
 
     pose: RigidPose
     source: Source
@@ -91,11 +98,33 @@ class _Grasp:
     offset: RigidPose
 
 
-class GraspFollower:
-    """Objects' poses through grasps (see the module docstring), for any number of objects and arms."""
+Landing = Callable[[str, RigidPose], RigidPose | None]
+"""Where an object released at a pose comes to rest (None: unknown)."""
+Push = Callable[[str, RigidPose, RigidPose, np.ndarray], RigidPose | None]
+"""Where a closed gripper's TCP at the second pose, having moved by the (2,) horizontal step since its pose before,
+puts an object at the first (None: it does not move it)."""
 
-    def __init__(self, *, grasp_radius: float = DEFAULT_GRASP_RADIUS) -> None:
+
+class GraspFollower:
+    """Objects' poses through grasps (see the module docstring), for any number of objects and arms.
+
+    Args:
+        grasp_radius: metres between a closing TCP and an object's centre for the grasp to take it.
+        landing: where a released object comes to rest, or None (no pose until its tag is seen).
+        push: where a closed gripper moves an object it touches, or None (no pushes followed).
+    """
+
+    def __init__(
+        self, *, grasp_radius: float = DEFAULT_GRASP_RADIUS, landing: Landing | None = None, push: Push | None = None
+    ) -> None:
         self.grasp_radius = grasp_radius
+        self.landing = landing
+        self.push = push
+        self._hidden: set[str] = set()
+        """Objects not seen at the last update (a push moves only what the camera does not see)."""
+        self._pushers: dict[str, RigidPose] = {}
+        """Each arm's TCP pose at the last push considered."""
+        self._landed: dict[str, tuple[str, RigidPose]] = {}
         self._last: dict[str, RigidPose] = {}
         self._grasps: dict[str, _Grasp] = {}
         self._closed: dict[str, bool] = {}
@@ -137,9 +166,8 @@ class GraspFollower:
                 self._closed_at.pop(arm, None)
                 self._known_at_closing.pop(arm, None)
                 for name in [n for n, g in self._grasps.items() if g.arm == arm]:
-                    # Released: where it ends up is for its tag to say.
                     del self._grasps[name]
-                    self._last.pop(name, None)
+                    self._release(name, arm)
             self._closed[arm] = is_closed
         unseen = [name for name, pose in seen.items() if pose is None and name not in self._grasps]
         self._start_grasps(unseen)
@@ -147,8 +175,13 @@ class GraspFollower:
         for name, pose in seen.items():
             if pose is not None:
                 self._grasps.pop(name, None)
+                self._landed.pop(name, None)
                 self._last[name] = pose
                 out[name] = Followed(pose, 'marker')
+                continue
+            if name in self._landed:
+                arm, landed = self._landed.pop(name)
+                out[name] = Followed(landed, 'released', arm)
                 continue
             grasp = self._grasps.get(name)
             if grasp is None or grasp.arm not in tcps:
@@ -156,7 +189,38 @@ class GraspFollower:
             followed = tcps[grasp.arm].compose(grasp.offset)
             self._last[name] = followed
             out[name] = Followed(followed, 'gripper', grasp.arm)
+        self._hidden = {name for name, pose in seen.items() if pose is None}
+        for arm, tcp in tcps.items():
+            for name, item in self.pushed(arm, tcp).items():
+                out.setdefault(name, item)
         return out
+
+    def pushed(self, arm: str, tcp: RigidPose) -> dict[str, Followed]:
+        """The hidden objects ``arm``'s gripper, closed and holding nothing, pushes with its TCP at ``tcp``: each
+        moved where the ``push`` rule puts it (and known there from now on)."""
+        before = self._pushers.get(arm)
+        self._pushers[arm] = tcp
+        if self.push is None or not self._closed.get(arm, False) or any(g.arm == arm for g in self._grasps.values()):
+            return {}
+        step = np.zeros(2) if before is None else tcp.position[:2] - before.position[:2]
+        out: dict[str, Followed] = {}
+        for name in sorted(self._hidden):
+            last = self._last.get(name)
+            if last is None or name in self._grasps:
+                continue
+            moved = self.push(name, last, tcp, step)
+            if moved is not None:
+                self._last[name] = moved
+                out[name] = Followed(moved, 'pushed', arm)
+        return out
+
+    def _release(self, name: str, arm: str) -> None:
+        """``arm`` let ``name`` go: its landing pose (given once, then known) or, without one, no pose at all."""
+        released = self._last.pop(name, None)
+        landed = None if released is None or self.landing is None else self.landing(name, released)
+        if landed is not None:
+            self._last[name] = landed
+            self._landed[name] = (arm, landed)
 
     def _start_grasps(self, unseen: list[str]) -> None:
         """Each closed arm that holds nothing takes the nearest unseen object that was within reach when it
