@@ -177,6 +177,23 @@ def test_after_its_last_row_the_commanded_arm_is_at_rest_on_it():
     assert start.position[0] == pytest.approx(0.6) and not start.velocity.any()
 
 
+def test_a_chunk_right_after_the_last_one_ended_starts_from_its_last_speed():
+    # The fuzz over a Piper: a chunk ending at -1.4 rad/s, the next starting at once at +2.6 rad/s; each passed the
+    # rule from rest, together they reversed a joint by 4 rad/s in one 20 ms tick (60 rad/s^2 against 50).
+    sent = sent_ramp(1.0, seconds=0.6)  # ends at 100.6 moving at 1 rad/s
+    measured = home().positions.copy()
+    measured[0] = 0.6
+    state = MeasuredState(measured, age_s=0.01)
+    just_after = chunk_start(sent, state, now=100.62, row_period_s=ROW)
+    assert just_after.position[0] == pytest.approx(0.6) and just_after.velocity[0] == pytest.approx(1.0)
+    assert not chunk_start(sent, state, now=100.62 + ROW, row_period_s=ROW).velocity.any()
+    back = np.tile(measured, (3, 1))
+    back[:, 0] -= STEP * np.array([1.0, 2.0, 3.0])  # from rest: within the limit
+    assert filter_chunk(back, state=state, limits=limits(), row_period_s=ROW, tcp=tcp).untouched
+    reversed_at_once = filter_chunk(back, state=state, limits=limits(), row_period_s=ROW, tcp=tcp, start=just_after)
+    assert reversed_at_once.held and accelerations(reversed_at_once)[0][:2] == (0, 'left_waist')
+
+
 def test_a_stop_decelerates_no_harder_than_the_acceleration_limit():
     gentle = limits(acceleration=arm_joint_values(2.0))
     decelerations = stop_decelerations(gentle, stop_seconds=0.5)

@@ -284,7 +284,7 @@ class SafeMotion:
         if self.stopped or self.exiting:
             raise MotionStoppedError(self.refusal())
         state = self.measured()
-        start = chunk_start(self.sent, state, now=time.monotonic())
+        start = chunk_start(self.sent, state, now=time.monotonic(), row_period_s=self.row_period)
         decision = filter_chunk(
             chunk,
             state=state,

@@ -69,12 +69,17 @@ def commanded_at(sent: SentCommand, now: float) -> tuple[np.ndarray, np.ndarray]
     return points[before] + velocity * (elapsed - knots[before]), velocity
 
 
-def chunk_start(sent: SentCommand | None, state: MeasuredState, *, now: float) -> ChunkStart:
+def chunk_start(sent: SentCommand | None, state: MeasuredState, *, now: float, row_period_s: float = 0.0) -> ChunkStart:
     """Where a chunk filtered at ``now`` (monotonic seconds) starts from: where the last trajectory ``sent`` commands
     the arms to be now and how fast, while the arms follow it (the measured position within ``FOLLOWING_WITHIN`` of
     where it commanded them to be when they were measured, ``state.age_s`` ago: a measurement lagging a moving arm
     is not taken for where it is); else (nothing sent, an arm blocked or moved by hand) the measured position, at
-    rest. A measured state that is not 14 finite numbers is returned as it is (the filter refuses it)."""
+    rest. A measured state that is not 14 finite numbers is returned as it is (the filter refuses it).
+
+    Within ``row_period_s`` after the trajectory's last point, the speed is its last segment's: the acceleration
+    rule lets a chunk's last row come to rest over one row period after its end, so a chunk that follows within it
+    starts from that speed, not from rest (a chunk ending at -1.4 rad/s followed at once by one starting at +2.6
+    passed both checks, a reversal of 4 rad/s in one 20 ms tick of the stream: the fuzz's 60 rad/s^2)."""
     measured = np.asarray(state.positions, dtype=np.float64)
     at_rest = ChunkStart(position=measured, velocity=np.zeros_like(measured))
     if sent is None or not (np.isfinite(measured).all() and math.isfinite(state.age_s)):
@@ -83,6 +88,9 @@ def chunk_start(sent: SentCommand | None, state: MeasuredState, *, now: float) -
     if then.shape != measured.shape or float(np.abs(measured - then).max()) > FOLLOWING_WITHIN:
         return at_rest
     position, velocity = commanded_at(sent, now)
+    end = sent.sent_at + float(sent.command.times[-1])
+    if end <= now < end + row_period_s:
+        _, velocity = commanded_at(sent, math.nextafter(end, -math.inf))
     return ChunkStart(position=position, velocity=velocity)
 
 

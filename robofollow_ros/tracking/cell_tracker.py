@@ -296,9 +296,7 @@ class CellTracker:
         ]
         self._accepted.clear()
         self._pending.clear()
-        self.follower = GraspFollower(
-            grasp_radius=self.follower.grasp_radius, landing=self._landing, push=self._push
-        )
+        self.follower = GraspFollower(grasp_radius=self.follower.grasp_radius, landing=self._landing, push=self._push)
         self.last_results = {}
         tagged = self._markers.get(scene, {})
         self._stacks = {
