@@ -437,6 +437,8 @@ class DegradeStats:
     board_excess: list[float] = field(default_factory=list)
     """Per image, the board's drift excess (px, ``tracking.board_drift``): how far the camera the tracker is
     given looks moved; only a bump should raise it."""
+    withheld: int = 0
+    """Images whose board alone shows the camera moved so far that the node publishes none of their poses."""
 
 
 def _fit_framebuffer(env: CellEnv) -> None:
@@ -575,9 +577,13 @@ def run_degraded(
             into = stats[key]
             into.detect_s.append(time.perf_counter() - start)
             published = tracker.update(detections, intrinsics, camera)
-            drift = BoardWatch(config.board).observe(detections, intrinsics, camera)
+            watch = BoardWatch(config.board)
+            drift = watch.observe(detections, intrinsics, camera)
             if drift is not None:
                 into.board_excess.append(drift.excess_px)
+            if watch.withheld:  # the node publishes no pose of an image whose board shows the camera moved
+                into.withheld += 1
+                published = []
             mine = {p.name: p for p in published if p.scene == scene and p.name in truth}
             into.foreign += sum(1 for p in published if p.scene != scene or p.name not in truth)
             into.visible += len(visible)
@@ -614,7 +620,8 @@ def report_degraded(conditions: tuple[str, ...], stats: dict[str, DegradeStats],
     for key in conditions:
         excess = stats[key].board_excess
         if excess:
-            print(f'{key:16s} {len(excess):5d} images  {percentiles(excess):>22s}  min {min(excess):.2f}')
+            withheld = f', {stats[key].withheld} withheld (no pose published)' if stats[key].withheld else ''
+            print(f'{key:16s} {len(excess):5d} images  {percentiles(excess):>22s}  min {min(excess):.2f}{withheld}')
     print('\ndetected per scene (published / tag in full view):')
     print(f'{"condition":16s} ' + ' '.join(f'{"scene " + str(scene):>12s}' for scene in scenes))
     for key in conditions:
