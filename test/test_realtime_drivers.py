@@ -223,17 +223,23 @@ def test_the_stream_keeps_its_rate_while_the_bridges_callbacks_are_busy(ros: Nod
     assert gaps.max() < 0.25, f'the stream stalled for {gaps.max():.3f} s'
 
 
+def piper_stream_at_one_radian_per_second(ros: Node, profile: RobotProfile) -> tuple[StreamedDriver, list[JointState]]:
+    """A Piper stream limited to 1 rad/s on every column (normalised for the grippers: 0.06 rad per row), and the
+    left arm's messages as they arrive."""
+    driver = StreamedDriver(ros, profile, velocity=np.full(14, 1.0))
+    topic = '/left_piper/joint_ctrl_single'
+    got: list[JointState] = []
+    ros.create_subscription(JointState, topic, got.append, qos.ARM_COMMANDS)
+    wait_until(lambda: driver.pubs[topic].get_subscription_count() > 0, timeout=60, what='the reader')
+    return driver, got
+
+
 def test_a_stream_goes_on_from_its_last_target_while_the_arm_follows_it_and_keeps_the_velocity_limit(ros) -> None:
     """A position stream's servos follow its last target: a new chunk starts there, not at a measurement that lags
     it (which pulled the reference back at every chunk), unless the arm is measured far from it (blocked, moved by
     hand); and its first segment is lengthened to keep the velocity limits from there."""
     profile = load_profile('piper')
-    velocity = np.full(14, 1.0)  # rad/s (normalised for the grippers): 0.06 rad per row
-    driver = StreamedDriver(ros, profile, velocity=velocity)
-    topic = '/left_piper/joint_ctrl_single'
-    got: list[JointState] = []
-    ros.create_subscription(JointState, topic, got.append, qos.ARM_COMMANDS)
-    wait_until(lambda: driver.pubs[topic].get_subscription_count() > 0, timeout=60, what='the reader')
+    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
     home = profile.home_state()
     try:
 
@@ -279,12 +285,7 @@ def test_a_late_tick_moves_no_further_than_the_velocity_limit_over_one_control_p
     had gone: the fuzz saw stream targets up to 0.5 % over the limit per control period, and a tick 50 ms late
     asked the servos for 2.5 periods' travel in one. Each target now moves at most the limit times the period."""
     profile = load_profile('piper')
-    velocity = np.full(14, 1.0)
-    driver = StreamedDriver(ros, profile, velocity=velocity)
-    topic = '/left_piper/joint_ctrl_single'
-    got: list[JointState] = []
-    ros.create_subscription(JointState, topic, got.append, qos.ARM_COMMANDS)
-    wait_until(lambda: driver.pubs[topic].get_subscription_count() > 0, timeout=60, what='the reader')
+    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
     home = profile.home_state()
     period = 1.0 / profile.control_rate
     rows = np.tile(home, (10, 1))
