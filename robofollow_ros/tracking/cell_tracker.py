@@ -59,6 +59,13 @@ class Published:
     quat: tuple[float, float, float, float]
     source: str
 
+    @classmethod
+    def at(cls, name: str, scene: int, pose: RigidPose, source: str) -> Published:
+        """``name``'s ``pose`` to publish."""
+        x, y, z = (float(v) for v in pose.position)
+        w, qx, qy, qz = (float(v) for v in pose.quaternion())
+        return cls(name, scene, (x, y, z), (w, qx, qy, qz), source)
+
 
 @dataclass(frozen=True)
 class Plane:
@@ -180,13 +187,12 @@ def estimate_on_planes(
     withheld (``ambiguous_plane``): blur and low resolution shorten a small tag's measured edge by up to 10 %, which
     is what a stacked object's tag seen on the table plane measures, so the edge cannot tell a blurred stack from an
     object set down beside its hidden support (it put the stacked cylinder on the table, 5 cm low and 3 cm off)."""
-    best: ObjectPose | None = None
-    preferred: ObjectPose | None = None
-    first: Refusal | None = None
-    for plane in sorted(planes, key=lambda p: not p.inside_bowl):
-        if not plane.inside_bowl:
-            continue
-        result = estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
+
+    def on(plane: Plane) -> PoseResult:
+        return estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
+
+    for plane in (p for p in planes if p.inside_bowl):
+        result = on(plane)
         if isinstance(result, ObjectPose) and plane.holds(result.x, result.y):
             # Within a known bowl's floor an object cannot stand on the table.
             return result
@@ -194,20 +200,16 @@ def estimate_on_planes(
     def order(plane: Plane) -> tuple[bool, float]:
         return (preferred_z is None or abs(plane.z - preferred_z) >= PLANE_MERGE, plane.z)
 
-    for plane in sorted(planes, key=order):
-        if plane.inside_bowl:
-            continue
-        result = estimate_pose(detection, marker, intrinsics, camera, plane_z=plane.z, gates=gates, previous=previous)
-        if isinstance(result, Refusal):
-            first = first or result
-            continue
-        if not plane.holds(result.x, result.y):
-            continue
-        if preferred_z is not None and abs(plane.z - preferred_z) < PLANE_MERGE:
-            preferred = result
+    results = [(plane, on(plane)) for plane in sorted(planes, key=order) if not plane.inside_bowl]
+    standing = [(plane, r) for plane, r in results if isinstance(r, ObjectPose) and plane.holds(r.x, r.y)]
+    best: ObjectPose | None = None
+    for _, result in standing:
         margin = abs(best.edge_ratio - EXPECTED_EDGE) - abs(result.edge_ratio - EXPECTED_EDGE) if best else math.inf
         if margin > EDGE_EVIDENCE:
             best = result
+    preferred = next(
+        (r for plane, r in standing if preferred_z is not None and abs(plane.z - preferred_z) < PLANE_MERGE), None
+    )
     if best is not None and preferred is not None and best is not preferred:
         return Refusal(
             marker.name,
@@ -217,9 +219,8 @@ def estimate_on_planes(
         )
     if best is not None:
         return best
-    if first is None:
-        return Refusal(marker.name, marker.id, 'off_plane', 'on no plane it can stand on')
-    return first
+    refusals = [r for _, r in results if isinstance(r, Refusal)]
+    return refusals[0] if refusals else Refusal(marker.name, marker.id, 'off_plane', 'on no plane it can stand on')
 
 
 class CellTracker:
@@ -465,60 +466,61 @@ class CellTracker:
     ) -> list[Published]:
         """This frame's poses to publish, from its detections and the arms' TCP poses and gripper states."""
         seen: dict[str, RigidPose | None] = {}
-        fallback: dict[str, ObjectPose] = {}
-        centre_offset: dict[str, float] = {}
+        fallback: dict[str, RigidPose] = {}
         self.last_results = {}
         covered = {
             scene: {n for n, m in markers.items() if m.id not in detections} for scene, markers in self._markers.items()
         }
         for key, marker, spec, scene in self._entries:
-            tops = support_tops(self._scene_objects[scene], marker.name, covered=covered[scene])
-            planes = tag_planes(marker, tops, footprints=self._footprints(scene, tops)) + self._bowl_planes(
-                scene, marker
+            result, pnp = self._measure(
+                key, marker, scene, detections.get(marker.id), covered[scene], intrinsics, camera
             )
-            # The centre is half the object's height above what it stands on; the tag ``height`` above it.
-            centre_offset[key] = spec.half_height - marker.height
-            detection = detections.get(marker.id)
-            if detection is None:
-                result: PoseResult = Refusal(marker.name, marker.id, 'not_detected', 'not detected')
-            else:
-                result = self._gated(key, detection, marker, planes, (intrinsics, camera))
-                if isinstance(result, Refusal) and self.pnp_fallback and result.gate != 'jump':
-                    pnp = estimate_pose(detection, marker, intrinsics, camera, plane_z=None, gates=self.gates)
-                    if isinstance(pnp, ObjectPose):
-                        fallback[key] = pnp
             self.last_results[key] = result
+            # The centre is half the object's height above what it stands on; the tag ``height`` above it.
+            offset = spec.half_height - marker.height
+            if pnp is not None:
+                fallback[key] = RigidPose.from_yaw(pnp.x, pnp.y, pnp.z + offset, pnp.yaw)
             if isinstance(result, ObjectPose):
-                seen[key] = RigidPose.from_yaw(result.x, result.y, result.z + centre_offset[key], result.yaw)
+                held = self.follower.followed(key, tcps or {})
+                lifted = held is not None and lifted_sighting(result, held, camera, centre_offset=offset)
+                seen[key] = None if lifted else RigidPose.from_yaw(result.x, result.y, result.z + offset, result.yaw)
             elif self.follower.last(key) is not None or self.follower.held_by(key) is not None:
-                seen[key] = None
-        for key in [k for k, pose in seen.items() if pose is not None]:
-            result = self.last_results[key]
-            held = self.follower.followed(key, tcps or {})
-            if held is None or not isinstance(result, ObjectPose):
-                continue
-            if lifted_sighting(result, held, camera, centre_offset=centre_offset[key]):
                 seen[key] = None
         supports = self._supports({key: scene for key, _, _, scene in self._entries})
         seen.update(supports)
         followed = self.follower.update(seen, tcps or {}, closed or {})
         published: list[Published] = []
-        for key, _, _, _ in self._entries:
-            scene_name, name = key.split('/', 1)
-            scene = int(scene_name.removeprefix('scene'))
+        for key, _, _, scene in self._entries:
+            name = key.split('/', 1)[1]
             item = followed.get(key)
             if item is not None:
-                pose = item.pose
-                position = (float(pose.position[0]), float(pose.position[1]), float(pose.position[2]))
-                quat = tuple(float(v) for v in pose.quaternion())
                 source = 'support' if key in supports and item.source == 'marker' else item.source
-                published.append(Published(name, scene, position, quat, source))  # type: ignore[arg-type]
+                published.append(Published.at(name, scene, item.pose, source))
             elif key in fallback:
-                pnp = fallback[key]
-                upright = RigidPose.from_yaw(pnp.x, pnp.y, pnp.z + centre_offset[key], pnp.yaw)
-                quat = tuple(float(v) for v in upright.quaternion())
-                published.append(Published(name, scene, tuple(upright.position.tolist()), quat, 'pnp'))  # type: ignore[arg-type]
+                published.append(Published.at(name, scene, fallback[key], 'pnp'))
         return published
+
+    def _measure(
+        self,
+        key: str,
+        marker: ObjectMarker,
+        scene: int,
+        detection: Detection | None,
+        covered: set[str],
+        intrinsics: Intrinsics,
+        camera: CameraPose,
+    ) -> tuple[PoseResult, ObjectPose | None]:
+        """``key``'s tag this frame on its candidate planes, gated; and, with ``pnp_fallback``, the PnP pose of a
+        tag no plane passed (a jump excepted)."""
+        if detection is None:
+            return Refusal(marker.name, marker.id, 'not_detected', 'not detected'), None
+        tops = support_tops(self._scene_objects[scene], marker.name, covered=covered)
+        planes = tag_planes(marker, tops, footprints=self._footprints(scene, tops)) + self._bowl_planes(scene, marker)
+        result = self._gated(key, detection, marker, planes, (intrinsics, camera))
+        if not isinstance(result, Refusal) or not self.pnp_fallback or result.gate == 'jump':
+            return result, None
+        pnp = estimate_pose(detection, marker, intrinsics, camera, plane_z=None, gates=self.gates)
+        return result, pnp if isinstance(pnp, ObjectPose) else None
 
     def carried(self, arm: str, tcp: RigidPose) -> list[Published]:
         """The objects ``arm`` holds or pushes (as of the last ``update``) where its TCP at ``tcp`` puts them:
@@ -526,18 +528,13 @@ class CellTracker:
         pushed = self.follower.pushed(arm, tcp)
         carried: list[Published] = []
         for key, _, _, scene in self._entries:
+            name = key.split('/', 1)[1]
             if key in pushed:
-                pose, source = pushed[key].pose, 'pushed'
+                carried.append(Published.at(name, scene, pushed[key].pose, 'pushed'))
             elif self.follower.held_by(key) == arm:
                 held = self.follower.followed(key, {arm: tcp})
-                if held is None:
-                    continue
-                pose, source = held, 'gripper'
-            else:
-                continue
-            position = (float(pose.position[0]), float(pose.position[1]), float(pose.position[2]))
-            w, x, y, z = (float(v) for v in pose.quaternion())
-            carried.append(Published(key.split('/', 1)[1], scene, position, (w, x, y, z), source))
+                if held is not None:
+                    carried.append(Published.at(name, scene, held, 'gripper'))
         return carried
 
 

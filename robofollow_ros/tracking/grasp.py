@@ -158,37 +158,14 @@ class GraspFollower:
         refused), ``tcps`` and ``closed`` each arm's TCP pose and whether its gripper is closed. Returns the poses
         to publish (an object without one is absent)."""
         for arm, is_closed in closed.items():
-            was_closed = self._closed.get(arm, False)
-            if is_closed and not was_closed and arm in tcps:
-                self._closed_at[arm] = tcps[arm]
-                self._known_at_closing[arm] = dict(self._last)
-            elif not is_closed:
-                self._closed_at.pop(arm, None)
-                self._known_at_closing.pop(arm, None)
-                for name in [n for n, g in self._grasps.items() if g.arm == arm]:
-                    del self._grasps[name]
-                    self._release(name, arm)
-            self._closed[arm] = is_closed
+            self._gripper(arm, is_closed, tcps.get(arm))
         unseen = [name for name, pose in seen.items() if pose is None and name not in self._grasps]
         self._start_grasps(unseen)
         out: dict[str, Followed] = {}
         for name, pose in seen.items():
-            if pose is not None:
-                self._grasps.pop(name, None)
-                self._landed.pop(name, None)
-                self._last[name] = pose
-                out[name] = Followed(pose, 'marker')
-                continue
-            if name in self._landed:
-                arm, landed = self._landed.pop(name)
-                out[name] = Followed(landed, 'released', arm)
-                continue
-            grasp = self._grasps.get(name)
-            if grasp is None or grasp.arm not in tcps:
-                continue
-            followed = tcps[grasp.arm].compose(grasp.offset)
-            self._last[name] = followed
-            out[name] = Followed(followed, 'gripper', grasp.arm)
+            item = self._seen(name, pose) if pose is not None else self._unseen(name, tcps)
+            if item is not None:
+                out[name] = item
         self._hidden = {name for name, pose in seen.items() if pose is None}
         for arm, tcp in tcps.items():
             for name, item in self.pushed(arm, tcp).items():
@@ -213,6 +190,40 @@ class GraspFollower:
                 self._last[name] = moved
                 out[name] = Followed(moved, 'pushed', arm)
         return out
+
+    def _gripper(self, arm: str, is_closed: bool, tcp: RigidPose | None) -> None:
+        """``arm``'s gripper this update: a closing notes the TCP and what was known then; an opening releases what
+        it held."""
+        was_closed = self._closed.get(arm, False)
+        if is_closed and not was_closed and tcp is not None:
+            self._closed_at[arm] = tcp
+            self._known_at_closing[arm] = dict(self._last)
+        elif not is_closed:
+            self._closed_at.pop(arm, None)
+            self._known_at_closing.pop(arm, None)
+            for name in [n for n, g in self._grasps.items() if g.arm == arm]:
+                del self._grasps[name]
+                self._release(name, arm)
+        self._closed[arm] = is_closed
+
+    def _seen(self, name: str, pose: RigidPose) -> Followed:
+        """``name``'s tag seen at ``pose``: that pose wins over any grasp or landing."""
+        self._grasps.pop(name, None)
+        self._landed.pop(name, None)
+        self._last[name] = pose
+        return Followed(pose, 'marker')
+
+    def _unseen(self, name: str, tcps: Mapping[str, RigidPose]) -> Followed | None:
+        """``name`` unseen: where it landed (once), where the TCP holding it puts it, or nothing."""
+        if name in self._landed:
+            arm, landed = self._landed.pop(name)
+            return Followed(landed, 'released', arm)
+        grasp = self._grasps.get(name)
+        if grasp is None or grasp.arm not in tcps:
+            return None
+        followed = tcps[grasp.arm].compose(grasp.offset)
+        self._last[name] = followed
+        return Followed(followed, 'gripper', grasp.arm)
 
     def _release(self, name: str, arm: str) -> None:
         """``arm`` let ``name`` go: its landing pose (given once, then known) or, without one, no pose at all."""
