@@ -196,7 +196,7 @@ BAD_PROFILES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ('missing arm', _drop('arms.right'), 'arms.right: is missing'),
     ('missing arm field', _drop('arms.left.offsets'), 'arms.left.offsets: is missing'),
     ('missing gripper mapping', _drop('arms.right.gripper.feedback'), 'arms.right.gripper.feedback: is missing'),
-    ('unknown field (typo)', _set('row_periode', 0.06), 'row_periode: is not a profile field'),
+    ('unknown field (typo)', _set('row_periode', 0.06), 'row_periode: is not a field here'),
     ('unknown driver', _set('driver', 'ur_rtde'), 'driver: must be one of ros2_control, interbotix_xs, piper'),
     ('unknown robot', _set('robot', 'ur5'), "robot: unknown robot 'ur5'"),
     ('limit policy', _set('joint_limits', 'ignore'), 'joint_limits: must be one of clamp, refuse'),

@@ -80,7 +80,7 @@ def _set(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
         (('objects', 'scene1', 'red_sphere', 'heigth'), 0.04, 'objects.scene1.red_sphere.heigth: is not a field'),
         (('objects', 'scene2', 'green_bowl', 'offset'), [0.1], 'objects.scene2.green_bowl.offset: must be two'),
         (('objects', 'scene5'), {}, 'objects.scene5: is not a field here'),
-        (('board', 0, 'size'), 'big', 'board[0].size: must be a number'),
+        (('board', 0, 'size'), 'big', 'board[0].size: must be a finite number'),
         (('board', 1, 'id'), 40, 'board[1].id: tag id 40 is already used by board[0].id'),
         (('dictionary',), 'DICT_6X6_250', 'dictionary: must be DICT_4X4_50'),
     ],

@@ -19,11 +19,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from robofollow_ros.errors import ProfileError, RoboFollowError, SimulationError
+from robofollow_ros.fields import FieldReader
 from robofollow_ros.resources import share_candidates, share_file
 from robofollow_ros.robot.description import RobotDescription, load_robot
 from robofollow_ros.state_layout import ARM_COLUMNS, ARM_DOF, ARMS, STATE_DIM, Arm, Numbers
@@ -350,8 +351,8 @@ def parse_profile(data: object, *, path: Path) -> RobotProfile:
     if control_rate * row_period < 1.0 - 1e-9:
         reader.fail('control_rate', f'{control_rate} Hz is slower than one command per row ({row_period} s)')
     workspace = reader.mapping(top['workspace'], 'workspace', required=('min', 'max'))
-    low = reader.vector(workspace['min'], 'workspace.min', size=3)
-    high = reader.vector(workspace['max'], 'workspace.max', size=3)
+    low = reader.vector(workspace['min'], 'workspace.min', sizes=(3,))
+    high = reader.vector(workspace['max'], 'workspace.max', sizes=(3,))
     if not np.all(low < high):
         reader.fail('workspace', f'min {low.tolist()} must be below max {high.tolist()} on every axis')
     arms_data = reader.mapping(top['arms'], 'arms', required=ARMS)
@@ -412,11 +413,11 @@ def _arm(reader: _Reader, data: object, arm: Arm, robot: RobotDescription | None
     field = f'arms.{arm}'
     spec = reader.mapping(data, field, required=_ARM_FIELDS, optional=('acceleration',))
     joints = reader.names(spec['joints'], f'{field}.joints', size=ARM_DOF)
-    signs = reader.vector(spec['signs'], f'{field}.signs', size=ARM_DOF)
+    signs = reader.vector(spec['signs'], f'{field}.signs', sizes=(ARM_DOF,))
     for i, sign in enumerate(signs):
         if sign not in (1.0, -1.0):
             reader.fail(f'{field}.signs[{i}]', f'must be 1 or -1, got {sign:g}')
-    offsets = reader.vector(spec['offsets'], f'{field}.offsets', size=ARM_DOF)
+    offsets = reader.vector(spec['offsets'], f'{field}.offsets', sizes=(ARM_DOF,))
     lower, upper, velocity, home = _arm_limits(reader, spec, field)
     if robot is not None:
         _agree_with_description(reader, field, robot, arm, joints, lower, upper, velocity)
@@ -443,7 +444,7 @@ def _acceleration(reader: _Reader, value: object, field: str) -> np.ndarray:
 
 def _positive_vector(reader: _Reader, value: object, field: str) -> np.ndarray:
     """One positive number per arm joint (a velocity or acceleration limit)."""
-    values = reader.vector(value, field, size=ARM_DOF)
+    values = reader.vector(value, field, sizes=(ARM_DOF,))
     for i in range(ARM_DOF):
         if not values[i] > 0.0:
             reader.fail(f'{field}[{i}]', f'must be positive, got {values[i]:g}')
@@ -454,13 +455,13 @@ def _arm_limits(
     reader: _Reader, spec: dict[str, Any], field: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """An arm's ``lower``, ``upper``, ``velocity`` and ``home``, each checked against the others."""
-    lower = reader.vector(spec['lower'], f'{field}.lower', size=ARM_DOF)
-    upper = reader.vector(spec['upper'], f'{field}.upper', size=ARM_DOF)
+    lower = reader.vector(spec['lower'], f'{field}.lower', sizes=(ARM_DOF,))
+    upper = reader.vector(spec['upper'], f'{field}.upper', sizes=(ARM_DOF,))
     for i in range(ARM_DOF):
         if not lower[i] < upper[i]:
             reader.fail(f'{field}.upper[{i}]', f'{upper[i]:g} must be above lower {lower[i]:g}')
     velocity = _positive_vector(reader, spec['velocity'], f'{field}.velocity')
-    home = reader.vector(spec['home'], f'{field}.home', size=ARM_DOF + 1)
+    home = reader.vector(spec['home'], f'{field}.home', sizes=(ARM_DOF + 1,))
     for i in range(ARM_DOF):
         if not lower[i] <= home[i] <= upper[i]:
             reader.fail(f'{field}.home[{i}]', f'{home[i]:g} is outside the limits [{lower[i]:g}, {upper[i]:g}]')
@@ -539,53 +540,11 @@ def _scale(reader: _Reader, data: object, field: str) -> GripperScale:
     )
 
 
-class _Reader:
-    """Reads one profile document, failing with ``<file>: <field>: <problem>`` (one line)."""
+class _Reader(FieldReader):
+    """Reads one profile document, failing with ``robot profile <file>: <field>: <problem>`` (one line)."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, field: str, problem: str) -> NoReturn:
-        where = f'{field}: ' if field else ''
-        raise ProfileError(f'robot profile {self.path}: {where}{problem}'.replace('\n', ' '))
-
-    def mapping(
-        self, data: object, field: str, *, required: Sequence[str], optional: Sequence[str] = ()
-    ) -> dict[str, Any]:
-        if not isinstance(data, dict):
-            self.fail(field, f'must be a mapping, got {type(data).__name__}')
-        prefix = f'{field}.' if field else ''
-        for key in required:
-            if key not in data:
-                self.fail(f'{prefix}{key}', 'is missing')
-        for key in data:
-            if key not in required and key not in optional:
-                known = ', '.join((*required, *optional))
-                self.fail(f'{prefix}{key}', f'is not a profile field here (known: {known})')
-        return cast(dict[str, Any], data)
-
-    def number(
-        self,
-        value: object,
-        field: str,
-        *,
-        positive: bool = False,
-        low: float | None = None,
-        high: float | None = None,
-    ) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.fail(field, f'must be a finite number, got {value!r}')
-        number = float(value)
-        if positive and not number > 0.0:
-            self.fail(field, f'must be positive, got {number:g}')
-        if (low is not None and number < low) or (high is not None and number > high):
-            self.fail(field, f'must lie in [{low:g}, {high:g}], got {number:g}')
-        return number
-
-    def vector(self, value: object, field: str, *, size: int) -> np.ndarray:
-        if not isinstance(value, list) or len(value) != size:
-            self.fail(field, f'must be a list of {size} numbers, got {value!r}')
-        return np.array([self.number(v, f'{field}[{i}]') for i, v in enumerate(value)])
+        super().__init__('robot profile', path, error=ProfileError)
 
     def names(self, value: object, field: str, *, size: int) -> tuple[str, ...]:
         if not isinstance(value, list) or len(value) != size:
@@ -601,8 +560,3 @@ class _Reader:
         if not isinstance(value, str) or not value.startswith('/') or any(c.isspace() for c in value):
             self.fail(field, f'must be an absolute ROS name like /joint_states, got {value!r}')
         return value
-
-    def choice(self, value: object, field: str, choices: Sequence[str]) -> str:
-        if value not in choices:
-            self.fail(field, f'must be one of {", ".join(choices)}, got {value!r}')
-        return cast(str, value)

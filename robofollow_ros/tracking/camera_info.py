@@ -15,7 +15,6 @@ CameraInfo read from a topic names its frame, ``cam_high_optical_frame``, and th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -23,6 +22,7 @@ from typing import Literal
 import numpy as np
 
 from robofollow_ros.errors import CalibrationError
+from robofollow_ros.fields import FieldReader
 from robofollow_ros.textfiles import read_yaml
 from robofollow_ros.topics import camera_of_frame
 from robofollow_ros.tracking.camera import Intrinsics
@@ -61,45 +61,30 @@ def parse_camera_info(data: object, *, source: str, convention: ConventionChoice
     if convention not in CONVENTIONS:
         raise CalibrationError(f'pixel convention must be one of {", ".join(CONVENTIONS)}, got {convention!r}')
 
-    def fail(field: str, message: str) -> CalibrationError:
-        return CalibrationError(f'camera info {source}: {field}: {message}')
-
+    reader = FieldReader('camera info', source, error=CalibrationError)
     if not isinstance(data, dict):
-        raise fail('(top)', 'must be a mapping (camera_info_manager YAML)')
-
-    def size(field: str) -> int:
-        value = data.get(field)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise fail(field, f'must be a positive integer, got {value!r}')
-        return value
-
-    def numbers(field: str, lengths: tuple[int, ...]) -> list[float]:
-        block = data.get(field)
-        values = block.get('data') if isinstance(block, dict) else None
-        if not isinstance(values, list) or len(values) not in lengths:
-            raise fail(f'{field}.data', f'must be a list of {" or ".join(map(str, lengths))} numbers, got {values!r}')
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
-            raise fail(f'{field}.data', f'must hold finite numbers, got {values!r}')
-        return [float(v) for v in values]
-
-    width, height = size('image_width'), size('image_height')
-    k = np.array(numbers('camera_matrix', (9,))).reshape(3, 3)
+        reader.fail('(top)', 'must be a mapping (camera_info_manager YAML)')
+    width, height = (
+        reader.count(data.get('image_width'), 'image_width'),
+        reader.count(data.get('image_height'), 'image_height'),
+    )
+    k = _matrix_data(reader, data, 'camera_matrix', (9,)).reshape(3, 3)
     if k[0, 0] <= 0.0 or k[1, 1] <= 0.0 or k[0, 1] != 0.0 or list(k[2]) != [0.0, 0.0, 1.0]:
-        raise fail('camera_matrix.data', 'is not a pinhole matrix [fx, 0, cx, 0, fy, cy, 0, 0, 1] with fx, fy > 0')
+        reader.fail('camera_matrix.data', 'is not a pinhole matrix [fx, 0, cx, 0, fy, cy, 0, 0, 1] with fx, fy > 0')
     model = data.get('distortion_model', 'plumb_bob')
     if model not in DISTORTION_LENGTHS:
-        raise fail('distortion_model', f'{model!r} is not supported (use {" or ".join(DISTORTION_LENGTHS)})')
+        reader.fail('distortion_model', f'{model!r} is not supported (use {" or ".join(DISTORTION_LENGTHS)})')
+    coefficients = 'distortion_coefficients' in data
     distortion = (
-        tuple(numbers('distortion_coefficients', DISTORTION_LENGTHS[model]))
-        if 'distortion_coefficients' in data
-        else ()
+        _matrix_data(reader, data, 'distortion_coefficients', DISTORTION_LENGTHS[model]) if coefficients else ()
     )
     name = data.get('camera_name', '')
     if not isinstance(name, str):
-        raise fail('camera_name', f'must be text, got {name!r}')
+        reader.fail('camera_name', f'must be text, got {name!r}')
     taken = detected_convention(k, width=width, height=height) if convention == 'auto' else convention
+    coefficients_of = tuple(float(v) for v in distortion)
     if taken == 'corner':
-        intrinsics = Intrinsics.from_corner_convention(k, width=width, height=height, distortion=distortion)
+        intrinsics = Intrinsics.from_corner_convention(k, width=width, height=height, distortion=coefficients_of)
     else:
         intrinsics = Intrinsics(
             fx=float(k[0, 0]),
@@ -108,7 +93,7 @@ def parse_camera_info(data: object, *, source: str, convention: ConventionChoice
             cy=float(k[1, 2]),
             width=width,
             height=height,
-            distortion=distortion,
+            distortion=coefficients_of,
         )
     return CameraInfoFile(
         name=camera_of_frame(name) if name else '',
@@ -116,6 +101,12 @@ def parse_camera_info(data: object, *, source: str, convention: ConventionChoice
         distortion_model=str(model),
         convention=taken,
     )
+
+
+def _matrix_data(reader: FieldReader, data: dict, field: str, sizes: tuple[int, ...]) -> np.ndarray:
+    """The numbers under ``field``'s ``data`` key (camera_info_manager's matrices)."""
+    block = data.get(field)
+    return reader.vector(block.get('data') if isinstance(block, dict) else None, f'{field}.data', sizes=sizes)
 
 
 def detected_convention(k: np.ndarray, *, width: int, height: int) -> Convention:

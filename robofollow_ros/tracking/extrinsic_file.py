@@ -22,13 +22,13 @@ simulator's cx = W / 2 was converted before writing (``tracking.camera_info``): 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from robofollow_ros.errors import CalibrationError
+from robofollow_ros.fields import FieldReader
 from robofollow_ros.textfiles import read_yaml, write_atomically
 from robofollow_ros.topics import camera_of_frame
 from robofollow_ros.tracking.camera import CameraPose, Intrinsics
@@ -123,6 +123,39 @@ def save_calibration(calibration: CameraCalibration, path: str | Path) -> Path:
         raise CalibrationError(f'cannot write calibration {out}: {failure.strerror or failure}') from failure
 
 
+def _intrinsics(reader: FieldReader, data: object, width: int, height: int) -> Intrinsics:
+    block = reader.mapping(data, 'intrinsics', required=('fx', 'fy', 'cx', 'cy', 'distortion'))
+    focal = {key: reader.number(block[key], f'intrinsics.{key}') for key in ('fx', 'fy', 'cx', 'cy')}
+    if focal['fx'] <= 0.0 or focal['fy'] <= 0.0:
+        reader.fail('intrinsics', f'fx and fy must be positive, got {focal["fx"]}, {focal["fy"]}')
+    distortion = reader.vector(block['distortion'], 'intrinsics.distortion', sizes=(0, 4, 5, 8, 12, 14))
+    return Intrinsics(**focal, width=width, height=height, distortion=tuple(float(v) for v in distortion))
+
+
+def _world_to_camera(reader: FieldReader, data: object) -> tuple[np.ndarray, np.ndarray]:
+    block = reader.mapping(data, 'world_to_camera', required=('rotation', 'translation'))
+    rows = block['rotation']
+    if not isinstance(rows, list) or len(rows) != 3:
+        reader.fail('world_to_camera.rotation', f'must be three rows of three numbers, got {rows!r}')
+    r_cw = np.array([reader.vector(row, f'world_to_camera.rotation[{i}]', sizes=(3,)) for i, row in enumerate(rows)])
+    if np.abs(r_cw @ r_cw.T - np.eye(3)).max() > ORTHONORMAL_TOLERANCE or np.linalg.det(r_cw) < 0.0:
+        reader.fail('world_to_camera.rotation', 'is not a rotation matrix (orthonormal, determinant +1)')
+    return r_cw, reader.vector(block['translation'], 'world_to_camera.translation', sizes=(3,))
+
+
+def _quality(reader: FieldReader, data: object) -> CalibrationQuality:
+    block = reader.mapping(data, 'quality', required=('rms_px', 'max_px', 'board_tags', 'images'))
+    tags = block['board_tags']
+    if not isinstance(tags, list) or not all(isinstance(tag, int) and not isinstance(tag, bool) for tag in tags):
+        reader.fail('quality.board_tags', f'must be a list of tag ids, got {tags!r}')
+    return CalibrationQuality(
+        rms_px=reader.number(block['rms_px'], 'quality.rms_px'),
+        max_px=reader.number(block['max_px'], 'quality.max_px'),
+        board_tags=tuple(tags),
+        images=reader.count(block['images'], 'quality.images'),
+    )
+
+
 def load_calibration(path: str | Path) -> CameraCalibration:
     """Read and check a calibration file.
 
@@ -131,84 +164,26 @@ def load_calibration(path: str | Path) -> CameraCalibration:
             unknown or wrong (a rotation that is not a rotation); one line naming the file and the field.
     """
     data = read_yaml(path, what='camera calibration', error=CalibrationError)
-
-    def fail(field: str, message: str) -> CalibrationError:
-        return CalibrationError(f'camera calibration {path}: {field}: {message}')
-
+    reader = FieldReader('camera calibration', path, error=CalibrationError)
     if not isinstance(data, dict):
-        raise fail('(top)', f'must be a mapping with {", ".join(FIELDS)}')
-    unknown = [key for key in data if key not in FIELDS]
-    if unknown:
-        raise fail(str(unknown[0]), f'is not a field here (known: {", ".join(FIELDS)})')
-    missing = [key for key in FIELDS if key not in data]
-    if missing:
-        raise fail(missing[0], 'is missing')
+        reader.fail('(top)', f'must be a mapping with {", ".join(FIELDS)}')
+    reader.mapping(data, '', required=FIELDS)
     if data['format'] != FORMAT:
-        raise fail('format', f'must be {FORMAT}, got {data["format"]!r}')
+        reader.fail('format', f'must be {FORMAT}, got {data["format"]!r}')
     if data['version'] != VERSION:
-        raise fail('version', f'{data["version"]!r} is not supported (this reader knows version {VERSION})')
+        reader.fail('version', f'{data["version"]!r} is not supported (this reader knows version {VERSION})')
     if data['pixel_centre'] != PIXEL_CENTRE:
-        raise fail(
+        reader.fail(
             'pixel_centre', f"must be {PIXEL_CENTRE} (cx, cy in OpenCV's convention), got {data['pixel_centre']!r}"
         )
-
-    def number(value: object, field: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise fail(field, f'must be a finite number, got {value!r}')
-        return float(value)
-
-    def vector(value: object, field: str, length: tuple[int, ...]) -> list[float]:
-        if not isinstance(value, list) or len(value) not in length:
-            raise fail(field, f'must be a list of {" or ".join(map(str, length))} numbers, got {value!r}')
-        return [number(v, f'{field}[{i}]') for i, v in enumerate(value)]
-
-    def mapping(value: object, field: str, keys: tuple[str, ...]) -> dict[str, object]:
-        if not isinstance(value, dict):
-            raise fail(field, f'must be a mapping with {", ".join(keys)}')
-        for key in value:
-            if key not in keys:
-                raise fail(f'{field}.{key}', f'is not a field here (known: {", ".join(keys)})')
-        for key in keys:
-            if key not in value:
-                raise fail(f'{field}.{key}', 'is missing')
-        return value
-
     camera = data['camera']
     if not isinstance(camera, str) or not camera:
-        raise fail('camera', f"must be the camera's name, got {camera!r}")
-    sizes = []
-    for field in ('width', 'height'):
-        value = data[field]
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise fail(field, f'must be a positive integer, got {value!r}')
-        sizes.append(value)
-    block = mapping(data['intrinsics'], 'intrinsics', ('fx', 'fy', 'cx', 'cy', 'distortion'))
-    focal = {key: number(block[key], f'intrinsics.{key}') for key in ('fx', 'fy', 'cx', 'cy')}
-    if focal['fx'] <= 0.0 or focal['fy'] <= 0.0:
-        raise fail('intrinsics', f'fx and fy must be positive, got {focal["fx"]}, {focal["fy"]}')
-    distortion = vector(block['distortion'], 'intrinsics.distortion', (0, 4, 5, 8, 12, 14))
-    intrinsics = Intrinsics(**focal, width=sizes[0], height=sizes[1], distortion=tuple(distortion))
-    pose_block = mapping(data['world_to_camera'], 'world_to_camera', ('rotation', 'translation'))
-    rows = pose_block['rotation']
-    if not isinstance(rows, list) or len(rows) != 3:
-        raise fail('world_to_camera.rotation', f'must be three rows of three numbers, got {rows!r}')
-    r_cw = np.array([vector(row, f'world_to_camera.rotation[{i}]', (3,)) for i, row in enumerate(rows)])
-    if np.abs(r_cw @ r_cw.T - np.eye(3)).max() > ORTHONORMAL_TOLERANCE or np.linalg.det(r_cw) < 0.0:
-        raise fail('world_to_camera.rotation', 'is not a rotation matrix (orthonormal, determinant +1)')
-    t = np.array(vector(pose_block['translation'], 'world_to_camera.translation', (3,)))
-    quality_block = mapping(data['quality'], 'quality', ('rms_px', 'max_px', 'board_tags', 'images'))
-    tags = quality_block['board_tags']
-    if not isinstance(tags, list) or not all(isinstance(tag, int) and not isinstance(tag, bool) for tag in tags):
-        raise fail('quality.board_tags', f'must be a list of tag ids, got {tags!r}')
-    images = quality_block['images']
-    if isinstance(images, bool) or not isinstance(images, int) or images < 1:
-        raise fail('quality.images', f'must be a positive integer, got {images!r}')
-    quality = CalibrationQuality(
-        rms_px=number(quality_block['rms_px'], 'quality.rms_px'),
-        max_px=number(quality_block['max_px'], 'quality.max_px'),
-        board_tags=tuple(tags),
-        images=images,
+        reader.fail('camera', f"must be the camera's name, got {camera!r}")
+    intrinsics = _intrinsics(
+        reader, data['intrinsics'], reader.count(data['width'], 'width'), reader.count(data['height'], 'height')
     )
+    r_cw, t = _world_to_camera(reader, data['world_to_camera'])
+    quality = _quality(reader, data['quality'])
     return CameraCalibration(
         camera=camera,
         intrinsics=intrinsics,

@@ -24,6 +24,7 @@ import numpy as np
 
 from robofollow_ros.benchmark.types import TABLE_Z, ObjectSpec
 from robofollow_ros.errors import MarkerConfigError, RoboFollowError
+from robofollow_ros.fields import FieldReader
 from robofollow_ros.resources import share_candidates, share_file
 from robofollow_ros.textfiles import read_yaml
 
@@ -135,92 +136,70 @@ def load_markers(name: str = 'default') -> MarkerConfig:
 
 def parse_markers(data: object, *, path: Path) -> MarkerConfig:
     """Check an already parsed configuration (see ``load_markers``); ``path`` names it in errors."""
-
-    def fail(field: str, message: str) -> MarkerConfigError:
-        return MarkerConfigError(f'marker configuration {path}: {field}: {message}')
-
-    def mapping(value: object, field: str, known: tuple[str, ...], required: tuple[str, ...]) -> dict[str, object]:
-        if not isinstance(value, dict):
-            raise fail(field, f'must be a mapping, got {type(value).__name__}')
-        for key in value:
-            if key not in known:
-                raise fail(f'{field}.{key}' if field else str(key), f'is not a field here (known: {", ".join(known)})')
-        for key in required:
-            if key not in value:
-                raise fail(f'{field}.{key}' if field else key, 'is missing')
-        return value
-
-    def number(value: object, field: str, *, low: float, high: float, low_open: bool = False) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise fail(field, f'must be a number, got {value!r}')
-        if value < low or value > high or (low_open and value == low):
-            bound = f'> {low}' if low_open else f'>= {low}'
-            raise fail(field, f'{value} is out of range (must be {bound} and <= {high})')
-        return float(value)
-
-    used: dict[int, str] = {}
-
-    def tag_id(value: object, field: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise fail(field, f'must be an integer tag id, got {value!r}')
-        if not 0 <= value < DICTIONARY_SIZE:
-            raise fail(field, f'{value} is not a {DICTIONARY} id (0..{DICTIONARY_SIZE - 1})')
-        if value in used:
-            raise fail(field, f'tag id {value} is already used by {used[value]}')
-        used[value] = field
-        return value
-
-    top = mapping(data, '', ('dictionary', 'board', 'objects'), ('dictionary', 'board', 'objects'))
+    reader = _MarkerReader(path)
+    top = reader.mapping(data, '', required=('dictionary', 'board', 'objects'))
     if top['dictionary'] != DICTIONARY:
-        raise fail('dictionary', f'must be {DICTIONARY} (the only dictionary supported), got {top["dictionary"]!r}')
+        reader.fail('dictionary', f'must be {DICTIONARY} (the only dictionary supported), got {top["dictionary"]!r}')
     board_data = top['board']
     if not isinstance(board_data, list) or not board_data:
-        raise fail('board', 'must be a non-empty list of tags')
-    board = []
-    for index, entry in enumerate(board_data):
-        field = f'board[{index}]'
-        tag = mapping(entry, field, ('id', 'size', 'x', 'y', 'yaw'), ('id', 'size', 'x', 'y', 'yaw'))
-        board.append(
-            BoardTag(
-                id=tag_id(tag['id'], f'{field}.id'),
-                size=number(tag['size'], f'{field}.size', low=0.0, high=0.5, low_open=True),
-                x=number(tag['x'], f'{field}.x', low=-2.0, high=2.0),
-                y=number(tag['y'], f'{field}.y', low=-2.0, high=2.0),
-                yaw=math.radians(number(tag['yaw'], f'{field}.yaw', low=-180.0, high=180.0)),
-            )
-        )
-    scene_keys = tuple(f'scene{n}' for n in SCENES)
-    objects_data = mapping(top['objects'], 'objects', scene_keys, ())
+        reader.fail('board', 'must be a non-empty list of tags')
+    board = tuple(reader.board_tag(entry, f'board[{index}]') for index, entry in enumerate(board_data))
+    objects_data = reader.mapping(top['objects'], 'objects', required=(), optional=tuple(f'scene{n}' for n in SCENES))
     objects: dict[int, dict[str, ObjectMarker]] = {}
     for key, scene_data in objects_data.items():
         scene = int(key.removeprefix('scene'))
         if not isinstance(scene_data, dict) or not scene_data:
-            raise fail(f'objects.{key}', 'must be a non-empty mapping of object name to marker')
-        markers: dict[str, ObjectMarker] = {}
-        for name, entry in scene_data.items():
-            field = f'objects.{key}.{name}'
-            item = mapping(entry, field, ('id', 'size', 'mount', 'height', 'offset'), ('id', 'size', 'mount', 'height'))
-            if item['mount'] not in MOUNTS:
-                raise fail(f'{field}.mount', f'must be one of {", ".join(MOUNTS)}, got {item["mount"]!r}')
-            offset_data = item.get('offset', [0.0, 0.0])
-            if not isinstance(offset_data, list) or len(offset_data) != 2:
-                raise fail(f'{field}.offset', f'must be two numbers [x, y], got {offset_data!r}')
-            offset = (
-                number(offset_data[0], f'{field}.offset[0]', low=-0.5, high=0.5),
-                number(offset_data[1], f'{field}.offset[1]', low=-0.5, high=0.5),
-            )
-            mount: Mount = 'top' if item['mount'] == 'top' else 'plate'
-            markers[str(name)] = ObjectMarker(
-                scene=scene,
-                name=str(name),
-                id=tag_id(item['id'], f'{field}.id'),
-                size=number(item['size'], f'{field}.size', low=0.0, high=0.2, low_open=True),
-                mount=mount,
-                height=number(item['height'], f'{field}.height', low=0.0, high=0.5),
-                offset=offset,
-            )
-        objects[scene] = markers
-    return MarkerConfig(path=path, board=tuple(board), objects=objects)
+            reader.fail(f'objects.{key}', 'must be a non-empty mapping of object name to marker')
+        objects[scene] = {
+            str(name): reader.object_marker(entry, f'objects.{key}.{name}', scene=scene, name=str(name))
+            for name, entry in scene_data.items()
+        }
+    return MarkerConfig(path=path, board=board, objects=objects)
+
+
+class _MarkerReader(FieldReader):
+    """A marker configuration's fields; tag ids are unique across the board and every scene."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__('marker configuration', path, error=MarkerConfigError)
+        self.used: dict[int, str] = {}
+
+    def tag_id(self, value: object, field: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(field, f'must be an integer tag id, got {value!r}')
+        if not 0 <= value < DICTIONARY_SIZE:
+            self.fail(field, f'{value} is not a {DICTIONARY} id (0..{DICTIONARY_SIZE - 1})')
+        if value in self.used:
+            self.fail(field, f'tag id {value} is already used by {self.used[value]}')
+        self.used[value] = field
+        return value
+
+    def board_tag(self, entry: object, field: str) -> BoardTag:
+        tag = self.mapping(entry, field, required=('id', 'size', 'x', 'y', 'yaw'))
+        return BoardTag(
+            id=self.tag_id(tag['id'], f'{field}.id'),
+            size=self.number(tag['size'], f'{field}.size', low=0.0, high=0.5, low_open=True),
+            x=self.number(tag['x'], f'{field}.x', low=-2.0, high=2.0),
+            y=self.number(tag['y'], f'{field}.y', low=-2.0, high=2.0),
+            yaw=math.radians(self.number(tag['yaw'], f'{field}.yaw', low=-180.0, high=180.0)),
+        )
+
+    def object_marker(self, entry: object, field: str, *, scene: int, name: str) -> ObjectMarker:
+        item = self.mapping(entry, field, required=('id', 'size', 'mount', 'height'), optional=('offset',))
+        mount: Mount = 'top' if self.choice(item['mount'], f'{field}.mount', MOUNTS) == 'top' else 'plate'
+        offset_data = item.get('offset', [0.0, 0.0])
+        if not isinstance(offset_data, list) or len(offset_data) != 2:
+            self.fail(f'{field}.offset', f'must be two numbers [x, y], got {offset_data!r}')
+        x, y = (self.number(v, f'{field}.offset[{i}]', low=-0.5, high=0.5) for i, v in enumerate(offset_data))
+        return ObjectMarker(
+            scene=scene,
+            name=name,
+            id=self.tag_id(item['id'], f'{field}.id'),
+            size=self.number(item['size'], f'{field}.size', low=0.0, high=0.2, low_open=True),
+            mount=mount,
+            height=self.number(item['height'], f'{field}.height', low=0.0, high=0.5),
+            offset=(x, y),
+        )
 
 
 def top_height(spec: ObjectSpec) -> float:
