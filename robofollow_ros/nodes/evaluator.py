@@ -27,6 +27,7 @@ import rclpy
 from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+from rclpy.executors import Executor
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from std_msgs.msg import String
@@ -529,22 +530,9 @@ def main(args: list[str] | None = None) -> int:
     interrupted (SIGINT/SIGTERM, or SIGTERM because the launcher died). Not dumpable: no process of the same user
     reads or traces it."""
     protect_this_process()
-    started = False
-
-    def on_signal(number: int, _frame: object) -> None:
-        # Before the suite runs, a signal stops the start-up; once it runs, the suite's own handlers turn it into
-        # run.json's "interrupted", and a repeated signal (a launcher forwards the one the terminal already sent)
-        # must not break the writing of run.json or the shutdown that follow.
-        if started:
-            return  # (setting STOP here would end the graph threads' waits as failures, not as a stop)
-        name = signal.Signals(number).name
-        first = not STOP.is_set()
-        STOP.set(name)
-        if first:
-            raise RunInterrupted(name)
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    run = _SuiteRun()
+    signal.signal(signal.SIGINT, run.on_signal)
+    signal.signal(signal.SIGTERM, run.on_signal)
     die_with_parent()
     rclpy.init(args=args, signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     links: list[EvaluatorNode] = []
@@ -560,60 +548,97 @@ def main(args: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as stop:
         _shut_down(links)
-        return 143 if str(stop) == 'SIGTERM' else 130
-    node = links[0]
+        return _interrupted_code(stop)
     executors = [EventsExecutor(context=link.context) for link in links]
     spinners = []
     for link, executor in zip(links, executors, strict=True):
         executor.add_node(link)
         spinners.append(threading.Thread(target=spin, args=(executor,), daemon=True))
         spinners[-1].start()
-    code = 0
     try:
-        for link in links:
-            link.wait_for_graph()
-        cell = node.cell_settings
-        trials = GraphTrials(links, cell=None if cell is None else cell.identity_fields())
-        started = True
-        records = run_suite(node.options, progress=node.progress, executor=trials)
-        if node.options.record == 'bag' and len(links) > 1:
-            stems = {episode_stem(trial.task.task_id, trial.round) for trial in plan_trials(node.options)}
-            remove_orphaned_partials(node.options.out / EPISODES_DIR, stems=stems)
-        completed = sum(bool(record.get('completion_ok')) for record in records)
-        node.get_logger().info(f'{len(records)} trials in {node.options.out}; completed {completed}/{len(records)}')
-        if len(links) > 1:
-            counts = ', '.join(f'{domain}: {trials.ran[domain]}' for domain in node.domains)
-            node.get_logger().info(f'trials run per ROS domain (this run): {counts}')
-    except RoboFollowError as error:
-        if STOP.is_set() and isinstance(error, GraphError) and not started:
-            code = 143 if STOP.name == 'SIGTERM' else 130  # a wait for the graph ended by the stop
-        else:
-            print(f'error: {error}', file=sys.stderr)
-            code = 2
-    except KeyboardInterrupt as stop:
-        code = 143 if str(stop) == 'SIGTERM' else 130
-        for link in links:
-            if link.cell is not None and started:
-                link.cell.stop_arms()
-        reason = _stop_reason()
-        if reason is not None and started:
-            amend_status(node.options.out, status='failed', reason=reason)
+        return run.suite(links)
     finally:
-        ignore_further_stops()
-        STOP.set(STOP.name or 'exit')
-        for link in links:
-            if link.cell is not None:
-                link.cell.close()  # the terminal as it was (read key by key for the stop key)
-        # The spinners see STOP between waits and return; shutting a context down while one waits on it can raise
-        # in that thread (a traceback in the launch output of a SIGTERM mid-trial, once under load).
-        for spinner in spinners:
-            spinner.join(timeout=5.0)
-        _shut_down(links)
-        for executor in executors:
-            executor.shutdown(timeout_sec=1.0)
-        for link in links:
-            link.destroy_node()
-    return code
+        _close(links, executors, spinners)
+
+
+def _interrupted_code(stop: KeyboardInterrupt) -> int:
+    return 143 if str(stop) == 'SIGTERM' else 130
+
+
+class _SuiteRun:
+    """The suite over the linked graphs, and what a signal does before and while it runs."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def on_signal(self, number: int, _frame: object) -> None:
+        # Before the suite runs, a signal stops the start-up; once it runs, the suite's own handlers turn it into
+        # run.json's "interrupted", and a repeated signal (a launcher forwards the one the terminal already sent)
+        # must not break the writing of run.json or the shutdown that follow.
+        if self.started:
+            return  # (setting STOP here would end the graph threads' waits as failures, not as a stop)
+        name = signal.Signals(number).name
+        first = not STOP.is_set()
+        STOP.set(name)
+        if first:
+            raise RunInterrupted(name)
+
+    def suite(self, links: list[EvaluatorNode]) -> int:
+        """Run the suite once every graph is there; the exit code."""
+        node = links[0]
+        try:
+            for link in links:
+                link.wait_for_graph()
+            cell = node.cell_settings
+            trials = GraphTrials(links, cell=None if cell is None else cell.identity_fields())
+            self.started = True
+            records = run_suite(node.options, progress=node.progress, executor=trials)
+            _report(node, links, trials, records)
+        except RoboFollowError as error:
+            if STOP.is_set() and isinstance(error, GraphError) and not self.started:
+                return 143 if STOP.name == 'SIGTERM' else 130  # a wait for the graph ended by the stop
+            print(f'error: {error}', file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as stop:
+            for link in links:
+                if link.cell is not None and self.started:
+                    link.cell.stop_arms()
+            reason = _stop_reason()
+            if reason is not None and self.started:
+                amend_status(node.options.out, status='failed', reason=reason)
+            return _interrupted_code(stop)
+        return 0
+
+
+def _report(node: EvaluatorNode, links: list[EvaluatorNode], trials: GraphTrials, records: list[dict]) -> None:
+    """Log the run's outcome (and, over several graphs, the trials each ran); drop partial bags no trial owns."""
+    if node.options.record == 'bag' and len(links) > 1:
+        stems = {episode_stem(trial.task.task_id, trial.round) for trial in plan_trials(node.options)}
+        remove_orphaned_partials(node.options.out / EPISODES_DIR, stems=stems)
+    completed = sum(bool(record.get('completion_ok')) for record in records)
+    node.get_logger().info(f'{len(records)} trials in {node.options.out}; completed {completed}/{len(records)}')
+    if len(links) > 1:
+        counts = ', '.join(f'{domain}: {trials.ran[domain]}' for domain in node.domains)
+        node.get_logger().info(f'trials run per ROS domain (this run): {counts}')
+
+
+def _close(links: list[EvaluatorNode], executors: list[Executor], spinners: list[threading.Thread]) -> None:
+    """Every way out: no more stops, the cells closed (the terminal as it was), the spinners joined, then the
+    contexts, executors and nodes shut down."""
+    ignore_further_stops()
+    STOP.set(STOP.name or 'exit')
+    for link in links:
+        if link.cell is not None:
+            link.cell.close()  # the terminal as it was (read key by key for the stop key)
+    # The spinners see STOP between waits and return; shutting a context down while one waits on it can raise
+    # in that thread (a traceback in the launch output of a SIGTERM mid-trial, once under load).
+    for spinner in spinners:
+        spinner.join(timeout=5.0)
+    _shut_down(links)
+    for executor in executors:
+        executor.shutdown(timeout_sec=1.0)
+    for link in links:
+        link.destroy_node()
 
 
 def _stop_reason() -> str | None:

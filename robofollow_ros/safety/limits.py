@@ -143,16 +143,7 @@ class SafetyLimits:
     names: tuple[str, ...] = field(default=GENERIC_LAYOUT.names)
 
     def __post_init__(self) -> None:
-        for label in ('lower', 'upper', 'velocity'):
-            values = np.asarray(getattr(self, label), dtype=np.float64)
-            if values.shape != (ACTION_DIM,) or not np.isfinite(values).all():
-                raise SafetyError(f'safety limits: {label} needs {ACTION_DIM} finite numbers, got {values.shape}')
-            object.__setattr__(self, label, values)
-        if not (self.lower < self.upper).all():
-            column = int(np.argmax(self.lower >= self.upper))
-            raise SafetyError(f'safety limits: lower must be below upper, not for {self.names[column]}')
-        if not (self.velocity > 0.0).all():
-            raise SafetyError('safety limits: every velocity limit must be positive')
+        self._check_joint_limits()
         acceleration = np.asarray(self.acceleration, dtype=np.float64)
         if acceleration.shape != (ACTION_DIM,) or np.isnan(acceleration).any() or not (acceleration > 0.0).all():
             raise SafetyError(f'safety limits: acceleration needs {ACTION_DIM} positive numbers (inf: no limit)')
@@ -169,6 +160,19 @@ class SafetyLimits:
             raise SafetyError(f'safety limits: max_stretch must be at least 1, got {self.max_stretch}')
         if len(self.names) != ACTION_DIM:
             raise SafetyError(f'safety limits: names needs {ACTION_DIM} joint names, got {len(self.names)}')
+
+    def _check_joint_limits(self) -> None:
+        """``lower``, ``upper`` and ``velocity`` as 14 finite numbers each, lower below upper, velocities positive."""
+        for label in ('lower', 'upper', 'velocity'):
+            values = np.asarray(getattr(self, label), dtype=np.float64)
+            if values.shape != (ACTION_DIM,) or not np.isfinite(values).all():
+                raise SafetyError(f'safety limits: {label} needs {ACTION_DIM} finite numbers, got {values.shape}')
+            object.__setattr__(self, label, values)
+        if not (self.lower < self.upper).all():
+            column = int(np.argmax(self.lower >= self.upper))
+            raise SafetyError(f'safety limits: lower must be below upper, not for {self.names[column]}')
+        if not (self.velocity > 0.0).all():
+            raise SafetyError('safety limits: every velocity limit must be positive')
 
     @classmethod
     def for_robot(
