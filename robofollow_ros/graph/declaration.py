@@ -312,7 +312,6 @@ def _robot_of_profile(name: str) -> str:
 def _check_arguments(values: Mapping[str, str]) -> None:
     """Refuse values that would only fail once the nodes run (so the error comes before any node starts)."""
     from robofollow_ros.graph.suite_parameters import flag
-    from robofollow_ros.robot.profiles import load_profile
     from robofollow_ros.robot.specs import get_robot_spec
     from robofollow_ros.state_layout import HEAD_CAMERA
     from robofollow_ros.tracking.extrinsic_file import calibration_for
@@ -325,6 +324,21 @@ def _check_arguments(values: Mapping[str, str]) -> None:
     for name in CELL_FLAGS:
         if name in values:
             flag(f'launch argument {name}', values[name])
+    _check_pose_source(values)
+    _check_layout_gate(values)
+    if values.get('calibration'):
+        try:
+            calibration_for(values['calibration'], HEAD_CAMERA)
+        except RoboFollowError as error:
+            raise GraphError(f'launch argument calibration: {error}') from None
+    if 'robot_profile' in values:
+        _check_robot_profile(values['robot_profile'], values.get('robot'))
+
+
+def _check_pose_source(values: Mapping[str, str]) -> None:
+    """``pose_source`` is known and fits ``fake_hardware`` and ``markers``."""
+    from robofollow_ros.graph.suite_parameters import flag
+
     if 'pose_source' in values and values['pose_source'] not in POSE_SOURCES:
         raise GraphError(
             f'launch argument pose_source must be one of {", ".join(POSE_SOURCES)} (got {values["pose_source"]!r})'
@@ -343,28 +357,26 @@ def _check_arguments(values: Mapping[str, str]) -> None:
             'launch argument pose_source: tracker over fake hardware needs markers:=true (the tracker sees the tags '
             'fake hardware draws; without them no object is ever tracked)'
         )
-    _check_layout_gate(values)
-    if values.get('calibration'):
-        try:
-            calibration_for(values['calibration'], HEAD_CAMERA)
-        except RoboFollowError as error:
-            raise GraphError(f'launch argument calibration: {error}') from None
-    if 'robot_profile' in values:
-        try:
-            profile = load_profile(values['robot_profile'])
-        except RoboFollowError as error:
-            raise GraphError(f'launch argument robot_profile: {error}') from None
-        if profile.robot is None:
-            raise GraphError(
-                f'launch argument robot_profile: {profile.name!r} names no robot description, and the real-time graph '
-                'needs one (the TCP poses the referee scores and the workspace check come from its URDF); add the '
-                "arm's URDF as a registered robot and name it in the profile's robot field"
-            )
-        if 'robot' in values and profile.robot != values['robot']:
-            raise GraphError(
-                f'launch argument robot: {values["robot"]!r} but robot profile {profile.name!r} drives the '
-                f'{profile.robot!r} robot'
-            )
+
+
+def _check_robot_profile(name: str, robot: str | None) -> None:
+    """The profile loads, names a robot description, and the one ``robot`` names if given."""
+    from robofollow_ros.robot.profiles import load_profile
+
+    try:
+        profile = load_profile(name)
+    except RoboFollowError as error:
+        raise GraphError(f'launch argument robot_profile: {error}') from None
+    if profile.robot is None:
+        raise GraphError(
+            f'launch argument robot_profile: {profile.name!r} names no robot description, and the real-time graph '
+            'needs one (the TCP poses the referee scores and the workspace check come from its URDF); add the '
+            "arm's URDF as a registered robot and name it in the profile's robot field"
+        )
+    if robot is not None and profile.robot != robot:
+        raise GraphError(
+            f'launch argument robot: {robot!r} but robot profile {profile.name!r} drives the {profile.robot!r} robot'
+        )
 
 
 def _check_layout_gate(values: Mapping[str, str]) -> None:

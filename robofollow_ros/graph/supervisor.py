@@ -158,30 +158,39 @@ class Supervisor:
                 self.log(f'{signal.Signals(self.stop_signal).name}: stopping the graph')
                 return 128 + self.stop_signal
             for instance in watched:
-                code = self.processes[instance.label].poll()
-                if code is None:
+                raw = self.processes[instance.label].poll()
+                if raw is None:
                     continue
-                raw, code = code, 128 - code if code < 0 else code
-                if instance.node.main:
-                    if code != 0:
-                        self.log(f'{instance.label} exited with code {code}; stopping the graph')
+                code = self._exited(instance, raw, folder, graphs)
+                if code is not None:
                     return code
-                if not instance.node.required:
-                    continue
-                graphs.discard(instance.graph)
-                if instance.graph is None or not graphs:
-                    self.log(f'error: required node {instance.label} exited with code {code}; stopping the graph')
-                    self._stop_because(folder, exit_reason(instance.node.name, raw))
-                    return code if code > 0 else 1
-                self.log(
-                    f'error: required node {instance.label} exited with code {code}; stopping its graph '
-                    f'(ROS domain {instance.domain}), {len(graphs)} graph(s) go on'
-                )
-                lost = [other for other in watched if other.graph == instance.graph]
-                self.stop([self.processes[other.label] for other in lost])
-                watched = [other for other in watched if other.graph != instance.graph]
-                break
+                if instance.node.required:  # its graph was stopped; the others go on
+                    watched = [other for other in watched if other.graph != instance.graph]
+                    break
             time.sleep(POLL_SECONDS)
+
+    def _exited(self, instance: NodeInstance, raw: int, folder: Path, graphs: set[int]) -> int | None:
+        """``instance`` exited with ``raw`` (``Popen.returncode``): the launch's exit code when that ends it (the
+        main node, or a required node of the last graph), None when the run goes on (a node not required, or a
+        required one whose graph, one of several, is stopped)."""
+        code = 128 - raw if raw < 0 else raw
+        if instance.node.main:
+            if code != 0:
+                self.log(f'{instance.label} exited with code {code}; stopping the graph')
+            return code
+        if not instance.node.required:
+            return None
+        graphs.discard(instance.graph)
+        if instance.graph is None or not graphs:
+            self.log(f'error: required node {instance.label} exited with code {code}; stopping the graph')
+            self._stop_because(folder, exit_reason(instance.node.name, raw))
+            return code if code > 0 else 1
+        self.log(
+            f'error: required node {instance.label} exited with code {code}; stopping its graph '
+            f'(ROS domain {instance.domain}), {len(graphs)} graph(s) go on'
+        )
+        self.stop([self.processes[other.label] for other in self.instances if other.graph == instance.graph])
+        return None
 
     def _note_shared_memory(self, processes: list[subprocess.Popen[bytes]] | None = None) -> None:
         for process in self.processes.values() if processes is None else processes:

@@ -206,33 +206,45 @@ class GraphTrials:
                     if trial is not None:
                         flights.append(self.start_trial(link, trial))
                     if len(flights) == 2 or trial is None:
-                        result = self.finish_trial(link, flights[0])
-                        if is_void(result.record):
-                            dispatch.replay(flights[0].trial)
-                        else:
-                            self.ran[link.domain] += 1
+                        result = self._collect(link, dispatch, flights[0])  # lost: still in flight, given back
                         flights.pop(0)
                         finished.put(('result', result))
                     if trial is not None:
                         link.wait_for_end(flights[-1].spec, deadline=flights[-1].deadline)
                 except GraphLostError as error:
-                    if dispatch.stopped:
-                        return
-                    lost = [flight.trial for flight in flights]
-                    if trial is not None and all(trial is not other for other in lost):
-                        lost.append(trial)
-                    for other in reversed(lost):
-                        dispatch.give_back(link, other, reason=str(error))
-                    names = ', '.join(f'{other.task.task_id} round {other.round}' for other in lost)
-                    message = f'{error}: back in the queue for another graph: {names}'
-                    link.get_logger().warning(message)
-                    finished.put(('lost', message))
+                    if not dispatch.stopped:
+                        finished.put(('lost', self._give_back(link, dispatch, flights, trial, error)))
                     return
         except BaseException as error:  # run_suite re-raises it in the writing thread
             finished.put(('error', error))
         finally:
             dispatch.leave(link)
             finished.put(('exit', None))
+
+    def _collect(self, link: GraphLink, dispatch: _Dispatch, flight: _InFlight) -> TrialResult:
+        """``flight``'s result; a void trial (an operator's stop) goes back in the queue to be run again."""
+        result = self.finish_trial(link, flight)
+        if is_void(result.record):
+            dispatch.replay(flight.trial)
+        else:
+            self.ran[link.domain] += 1
+        return result
+
+    @staticmethod
+    def _give_back(
+        link: GraphLink, dispatch: _Dispatch, flights: list[_InFlight], trial: Trial | None, error: GraphLostError
+    ) -> str:
+        """A lost graph's trials (in flight, and the one just taken) back in the queue for another graph; what to
+        say about it."""
+        lost = [flight.trial for flight in flights]
+        if trial is not None and all(trial is not other for other in lost):
+            lost.append(trial)
+        for other in reversed(lost):
+            dispatch.give_back(link, other, reason=str(error))
+        names = ', '.join(f'{other.task.task_id} round {other.round}' for other in lost)
+        message = f'{error}: back in the queue for another graph: {names}'
+        link.get_logger().warning(message)
+        return message
 
 
 @dataclass(frozen=True)
