@@ -12,7 +12,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import CameraInfo, Image, JointState
 
 from robofollow_ros.errors import GraphError
-from robofollow_ros.graph.intrinsics import Intrinsics
+from robofollow_ros.graph.intrinsics import CameraInfoMatrices
 from robofollow_ros.units import NS_PER_S
 
 RGB8 = 'rgb8'
@@ -57,7 +57,7 @@ def image_array(message: Image) -> np.ndarray:
     return image[..., ::-1].copy() if message.encoding == 'bgr8' else image.copy()
 
 
-def camera_info_message(intrinsics: Intrinsics, *, stamp_ns: int, frame_id: str) -> CameraInfo:
+def camera_info_message(intrinsics: CameraInfoMatrices, *, stamp_ns: int, frame_id: str) -> CameraInfo:
     """CameraInfo of a distortion-free pinhole camera."""
     message = CameraInfo(
         width=intrinsics.width,
