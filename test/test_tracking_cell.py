@@ -45,6 +45,12 @@ def test_the_bowl_floor_is_the_simulated_bowls() -> None:
     assert BOWL_FLOOR_FRACTION == constants.BOWL_BASE_FRACTION
 
 
+def test_the_pushers_reach_is_the_simulated_fingers() -> None:
+    from robofollow_ros.sim.expert import constants as expert
+
+    assert PUSHER_REACH == expert.PUSH_FINGER_REACH
+
+
 def test_stacked_and_in_bowl_objects_are_placed_on_their_planes() -> None:
     with CellEnv(markers='default', width=WIDTH, height=HEIGHT) as env:
         observation = env.reset(first_task(4), seed=0, images=False)

@@ -122,8 +122,8 @@ class BoardWatch:
         if not self.recent:
             return 0.0
         shift = statistics.median(d.moved_mm for d in self.recent)
-        turn = math.radians(statistics.median(d.moved_deg for d in self.recent))
-        return shift + 1000.0 * self.distance_m * math.tan(turn)
+        turn = statistics.median(d.moved_deg for d in self.recent)
+        return self.error_mm(BoardDrift(self.median_excess, shift, turn))
 
     def summary(self) -> dict[str, float | bool]:
         """What the tracker's status says about the camera (medians over the recent images)."""

@@ -76,15 +76,16 @@ def parse_camera_info(data: object, *, source: str, convention: ConventionChoice
         reader.fail('distortion_model', f'{model!r} is not supported (use {" or ".join(DISTORTION_LENGTHS)})')
     coefficients = 'distortion_coefficients' in data
     distortion = (
-        _matrix_data(reader, data, 'distortion_coefficients', DISTORTION_LENGTHS[model]) if coefficients else ()
+        tuple(float(v) for v in _matrix_data(reader, data, 'distortion_coefficients', DISTORTION_LENGTHS[model]))
+        if coefficients
+        else ()
     )
     name = data.get('camera_name', '')
     if not isinstance(name, str):
         reader.fail('camera_name', f'must be text, got {name!r}')
     taken = detected_convention(k, width=width, height=height) if convention == 'auto' else convention
-    coefficients_of = tuple(float(v) for v in distortion)
     if taken == 'corner':
-        intrinsics = Intrinsics.from_corner_convention(k, width=width, height=height, distortion=coefficients_of)
+        intrinsics = Intrinsics.from_corner_convention(k, width=width, height=height, distortion=distortion)
     else:
         intrinsics = Intrinsics(
             fx=float(k[0, 0]),
@@ -93,7 +94,7 @@ def parse_camera_info(data: object, *, source: str, convention: ConventionChoice
             cy=float(k[1, 2]),
             width=width,
             height=height,
-            distortion=coefficients_of,
+            distortion=distortion,
         )
     return CameraInfoFile(
         name=camera_of_frame(name) if name else '',

@@ -113,7 +113,8 @@ BOWL_FLOOR_FRACTION = 0.6
 
 PUSHER_REACH = 0.01
 """Metres closed fingers reach around the TCP, horizontally: a closed gripper touches an object whose footprint
-comes this near its TCP (the ALOHA and Piper fingertips)."""
+comes this near its TCP (the simulated ALOHA fingers' front face, ``sim.expert.constants.PUSH_FINGER_REACH``, which
+``test/test_tracking_cell.py`` checks it equals; another gripper: measure it)."""
 PUSHER_ABOVE_TOP = 0.01
 """A closed gripper whose TCP is higher than this above an object's top passes over it."""
 FOOTPRINT_MARGIN = 0.01
