@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 from graph_launch import ROOT, graph_env, launch_command
 
+from robofollow_ros.realcell.safe_motion import MotionSettings
 from robofollow_ros.robot.profiles import RobotProfile, arm_from_driver, arm_state_from_joint_state, load_profile
 from robofollow_ros.state_layout import ARM_SLICE, ARMS, GRIP_INDEX
 from robofollow_ros.topics import all_object_names, object_pose_topic
@@ -394,6 +395,7 @@ class Cell:
     tasks: str
     images: bool
     window: float
+    state_watchdog: float = MotionSettings.state_watchdog
     policy: str = 'fault_policy:sweep'
     run_name: str = 'run'
     hardware: subprocess.Popen[str] | None = None
@@ -432,6 +434,7 @@ class Cell:
             rounds='50',
             layout_check='false',
             command_window=str(self.window),
+            state_watchdog=str(self.state_watchdog),
             out=str(self.out / self.run_name),
         )
         log = self.out / f'launch-{len(self.logs):03d}.log'
@@ -692,7 +695,8 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
         leftover.unlink()
     from robofollow_ros.cli.demo import demo_task_ids
 
-    cell = Cell(profile, domain, out, control, ','.join(demo_task_ids()[:4]), args.images, args.command_window)
+    tasks = ','.join(demo_task_ids()[:4])
+    cell = Cell(profile, domain, out, control, tasks, args.images, args.command_window, args.state_watchdog)
     heard, stop = Heard(), threading.Event()
     os.environ.update({k: v for k, v in cell.env().items() if k.startswith(('ROS_', 'FASTDDS', 'FASTRTPS', 'RMW'))})
     listener = listen(profile, heard, stop, domain)
@@ -857,6 +861,12 @@ def main() -> int:
     parser.add_argument(
         '--command-window', type=float, default=0.3, help="the bridge's command_window (0: whole chunks)"
     )
+    parser.add_argument(
+        '--state-watchdog',
+        type=float,
+        default=MotionSettings.state_watchdog,
+        help="the bridge's state_watchdog (s): a quiet driver's limit",
+    )
     parser.add_argument('--domain', type=int, default=120)
     parser.add_argument('--out', default='/tmp/bench_faults')
     parser.add_argument('--analyse', action='store_true', help="print --out's results again, from its recordings")
@@ -866,7 +876,7 @@ def main() -> int:
         return 0
     print(
         f'load {os.getloadavg()[0]:.1f}; {args.repeats} repeats; faults {args.faults}; '
-        f'command window {args.command_window:g} s',
+        f'command window {args.command_window:g} s; state watchdog {args.state_watchdog:g} s',
         flush=True,
     )
     results: dict[str, list[Outcome] | str] = {}

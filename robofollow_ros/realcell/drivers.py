@@ -32,11 +32,12 @@ import importlib
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import numpy as np
 from builtin_interfaces.msg import Duration
+from rclpy.duration import Duration as RclpyDuration
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -73,8 +74,23 @@ class Driver(Protocol):
     def topics(self) -> list[str]:
         """The command topics written."""
 
+    def drain(self, *, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, until everything written has reached the driver: a streamed command
+        played out, every message acknowledged by its readers. Whether it did."""
+
     def close(self) -> None:
         """Stop writing (the node is closing)."""
+
+
+def acknowledged(publishers: Iterable[Publisher], *, deadline: float) -> bool:
+    """Whether every message of ``publishers`` (RELIABLE) was acknowledged by its readers before ``deadline``
+    (monotonic seconds). A process that ends right after a publication can take the message with it: the fault
+    bench saw the hold of a failing bridge never reach the arms, which ran out their window."""
+    for publisher in publishers:
+        left = max(deadline - time.monotonic(), 0.0)
+        if not publisher.wait_for_all_acked(RclpyDuration(nanoseconds=round(left * NS_PER_S))):
+            return False
+    return True
 
 
 def message_class(type_name: str) -> Any:
@@ -150,6 +166,9 @@ class JtcDriver:
 
     def connected(self) -> bool:
         return all(publisher.get_subscription_count() > 0 for publisher in self.pubs.values())
+
+    def drain(self, *, timeout: float) -> bool:
+        return acknowledged(self.pubs.values(), deadline=time.monotonic() + timeout)
 
     def send(self, command: Command, *, start: np.ndarray) -> None:
         knots = np.concatenate([[0.0], np.asarray(command.times, dtype=np.float64)])
@@ -264,6 +283,14 @@ class StreamedDriver:
     def connected(self) -> bool:
         return all(publisher.get_subscription_count() > 0 for publisher in self.pubs.values())
 
+    def drain(self, *, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while self.plan is not None and not self.closed and (left := deadline - time.monotonic()) > 0.0:
+                self.lock.wait(timeout=left)
+            played = self.plan is None
+        return acknowledged(self.pubs.values(), deadline=deadline) and played
+
     def send(self, command: Command, *, start: np.ndarray) -> None:
         with self.lock:
             origin = self.origin(command, np.asarray(start, dtype=np.float64))
@@ -308,9 +335,10 @@ class StreamedDriver:
             row, reached = step_towards(self.last, row, self.velocity * self.period)
             done = done and reached
         self.streaming = self.plan
+        self.publish(row)
         if done:
             self.plan = None
-        self.publish(row)
+            self.lock.notify_all()  # a drain waits for the plan's end
 
     def stream(self) -> None:
         """The streaming thread: a tick every control period of the plan's own clock, until it is over; idle

@@ -74,9 +74,11 @@ class HomeAnswer(NamedTuple):
 
 
 FRESH_STATE_WAIT = 1.0
+"""How long (s) the home move waits for a measured state younger than ``max_state_age`` before it refuses."""
+EXIT_DRAIN_MARGIN = 0.25
+"""Seconds beyond a stop's last point an exiting bridge waits for the driver to have it (``SafeMotion.halt``)."""
 STATE_WATCH_SECONDS = 0.02
 """How often the measured state's age is looked at while a chunk's rows run."""
-"""How long (s) the home move waits for a measured state younger than ``max_state_age`` before it refuses."""
 
 
 @dataclass(frozen=True)
@@ -345,7 +347,9 @@ class SafeMotion:
 
     def halt(self, *, what: str = 'bridge exit') -> SafetyDecision | None:
         """The bridge is exiting (a signal, a failure, ``close``): hold both arms now, a controlled stop while a
-        trajectory runs, wake the episode's waits and refuse every later motion. Once: None after the first call."""
+        trajectory runs, wake the episode's waits and refuse every later motion; return once the stop has reached
+        the driver (streamed out, acknowledged), at most ``EXIT_DRAIN_MARGIN`` after the stop's end, so that the
+        process may end. Once: None after the first call."""
         with self.lock:
             if self.exiting:
                 return None
@@ -353,7 +357,11 @@ class SafeMotion:
             self.stop_event.set()
         with self.condition:
             self.condition.notify_all()
-        return self.hold(what=what)
+        decision = self.hold(what=what)
+        horizon = 0.0 if decision.command is None else float(decision.command.times[-1])
+        if not self.driver.drain(timeout=horizon + EXIT_DRAIN_MARGIN):
+            self.node.get_logger().error(f'{what}: the stop was not acknowledged by the driver within the wait')
+        return decision
 
     def refusal(self) -> str:
         """Why motion is refused now (the bridge exiting, or the operator's stop)."""

@@ -1,0 +1,105 @@
+"""An exiting bridge's last stop reaches the driver before the bridge may end (``SafeMotion.halt`` drains its
+driver): the fault bench saw a failing bridge's hold lost with its process, and the arms ran out their window."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from graph_helpers import private_node, wait_until
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+from robofollow_ros.realcell.drivers import JtcDriver, StreamedDriver
+from robofollow_ros.realcell.safe_motion import MotionSettings, SafeMotion
+from robofollow_ros.robot.profiles import load_profile
+from robofollow_ros.ros import qos
+from robofollow_ros.safety.command_filter import MeasuredState
+
+pytestmark = pytest.mark.ros
+NOMINAL_DOMAIN = 57
+WAIST_SPEED = 1.0
+"""rad/s: the chunk below turns the left waist this fast, so that the stop has speed to take off."""
+
+
+@pytest.fixture
+def ros() -> Iterator[Node]:
+    with private_node(NOMINAL_DOMAIN, 'bridge_exit_test', spin=True) as (node, _executor):
+        yield node
+
+
+def following_motion(node: Node, profile_name: str, monkeypatch: pytest.MonkeyPatch) -> SafeMotion:
+    """The bridge's motion layer over ``profile_name``, its arms measured exactly where they are commanded."""
+    profile = load_profile(profile_name)
+    motion = SafeMotion(node, profile, settings=MotionSettings())
+    home = profile.home_state()
+
+    def measured() -> MeasuredState:
+        last = getattr(motion.driver, 'last', None)
+        return MeasuredState(positions=(home if last is None else last).copy(), age_s=0.0)
+
+    monkeypatch.setattr(motion, 'measured', measured)
+    return motion
+
+
+def turning_chunk(start: np.ndarray, row_period: float) -> np.ndarray:
+    """20 rows turning the left waist at ``WAIST_SPEED`` towards the middle of its range (the home waist's side)."""
+    rows = np.tile(start, (20, 1))
+    rows[:, 0] += (-np.sign(start[0]) or 1.0) * WAIST_SPEED * row_period * np.arange(1, 21)
+    return rows
+
+
+def test_an_exiting_bridge_streams_its_whole_controlled_stop_before_halt_returns(
+    ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    motion = following_motion(ros, 'piper', monkeypatch)
+    try:
+        driver = motion.driver
+        assert isinstance(driver, StreamedDriver)
+        targets: list[float] = []
+        ros.create_subscription(
+            JointState, '/left_piper/joint_ctrl_single', lambda m: targets.append(m.position[0]), qos.ARM_COMMANDS
+        )
+        start = motion.profile.home_state()
+        direction = -np.sign(start[0]) or 1.0
+        decision = motion.send_chunk(turning_chunk(start, motion.row_period), what='test')
+        assert decision.rows_sent == 20
+        time.sleep(0.6)
+        halted_at = driver.last
+        assert halted_at is not None and direction * (halted_at[0] - start[0]) > 0.3  # moving, mid-chunk
+        stop = motion.halt(what='test exit')
+        assert stop is not None and stop.command is not None
+        assert driver.plan is None  # the stop went out whole before halt returned
+        assert driver.last is not None
+        assert driver.last[0] == pytest.approx(stop.command.positions[-1][0])
+        assert direction * (driver.last[0] - halted_at[0]) > 0.0  # decelerated along the motion, not pulled back
+        last = float(stop.command.positions[-1][0])
+        wait_until(lambda: targets[-1] == pytest.approx(last), timeout=10, what='the last target at the reader')
+    finally:
+        motion.close()
+
+
+def test_an_exiting_bridge_waits_for_its_stop_to_be_acknowledged_by_the_controllers(
+    ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    motion = following_motion(ros, 'aloha_ros2_control', monkeypatch)
+    try:
+        assert isinstance(motion.driver, JtcDriver)
+        drained: list[float] = []
+        original = motion.driver.drain
+
+        def drain(*, timeout: float) -> bool:
+            drained.append(timeout)
+            return original(timeout=timeout)
+
+        monkeypatch.setattr(motion.driver, 'drain', drain)
+        motion.send_chunk(turning_chunk(motion.profile.home_state(), motion.row_period), what='test')
+        time.sleep(0.3)
+        stop = motion.halt(what='test exit')
+        assert stop is not None and stop.command is not None
+        assert drained == [pytest.approx(float(stop.command.times[-1]) + 0.25)]
+        assert motion.halt(what='again') is None  # once
+    finally:
+        motion.close()
