@@ -108,6 +108,8 @@ class Heard:
     """When fake hardware reset the cell (the arms jump home: measures end there)."""
     ends: list[int] = field(default_factory=list)
     """When the bridge ended an episode (the next command is the next trial's home move: measures end there)."""
+    unjudged: int = 0
+    """Command messages after one of their writer's the listener missed (their velocity is not judged)."""
     stop_client: Any = None
     """A /robofollow/stop client of the listener's node (matched since the graph started, as the stop key's is)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -143,8 +145,14 @@ class Checker:
         self.reference: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         """Per arm, the knot times (ns) and six-joint positions the arm is commanded along."""
 
-    def check(self, arm: str, published_ns: int, times: list[float], points: np.ndarray) -> list[str]:
+    def check(
+        self, arm: str, published_ns: int, times: list[float], points: np.ndarray, *, follows: bool = True
+    ) -> list[str]:
+        """The violations of one command message; ``follows``: nothing of its writer was missed before it (else its
+        velocity from the reference is not judged: the reference is not known)."""
         spec = self.profile.arms[arm]
+        if not follows:
+            self.reference.pop(arm, None)
         low, high = np.asarray(self.profile.workspace_min), np.asarray(self.profile.workspace_max)
         found = []
         joints = points[:, :6]
@@ -208,9 +216,14 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
             with heard.lock:
                 heard.states.append((message.header.stamp.sec * NS + message.header.stamp.nanosec, state))
 
-    def record(topic: str, arm: str, published: int, times: list[float], points: np.ndarray) -> None:
-        found = checker.check(arm, published, times, points)
+    writers = Writers()
+
+    def record(topic: str, arm: str, info: Any, times: list[float], points: np.ndarray) -> None:
+        follows = writers.follows(topic, info)
+        published = info['source_timestamp']
+        found = checker.check(arm, published, times, points, follows=follows)
         with heard.lock:
+            heard.unjudged += not follows
             heard.commands.append((published, topic, times, points))
             heard.violations.extend(f'{topic} at {published}: {item}' for item in found)
 
@@ -226,13 +239,13 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
                 opening = spec.gripper.command.from_driver(by_name.get(spec.gripper.command.joint, float('nan')))
                 points.append([*arm_from_driver(profile, arm, joints, 0.0)[:6].tolist(), opening])
         if points:
-            record(topic, arm, info['source_timestamp'], times, np.array(points))
+            record(topic, arm, info, times, np.array(points))
 
     def on_stream(topic: str, arm: str, field: str, message: Any, info: Any) -> None:
         # xs_sdk's JointGroupCommand.cmd; piper_ros's joint_ctrl_single.position (six joints, then the gripper)
         joints = arm_from_driver(profile, arm, list(getattr(message, field))[:6], 0.0)[:6]
         latest[arm][:6] = joints
-        record(topic, arm, info['source_timestamp'], [0.0], latest[arm][None, :].copy())
+        record(topic, arm, info, [0.0], latest[arm][None, :].copy())
 
     def on_reset(message: Any) -> None:
         with heard.lock:
@@ -258,6 +271,27 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
             callback = functools.partial(on_stream, spec.command.topic, arm, field)
             node.create_subscription(message_class(spec.command.type), spec.command.topic, callback, reader)
     return spin_in_thread(context, node, stop)
+
+
+class Writers:
+    """Per topic, the writer and publication number of the last message heard: whether the next one follows it with
+    nothing missed. A new bridge's first commands can reach fake hardware before the listener has matched the new
+    writer (the bridge waits for one reader per topic, not for every reader): the first heard is then a step from
+    the last one heard that the arm never took."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[tuple[int, ...], int]] = {}
+
+    def follows(self, topic: str, info: Any) -> bool:
+        gid, number = info.get('publisher_gid'), info.get('publication_sequence_number')
+        if gid is None or number is None:
+            return True
+        writer = tuple(gid['data']) if isinstance(gid, dict) else tuple(gid)
+        previous = self.last.get(topic)
+        self.last[topic] = (writer, number)
+        if previous is not None and previous[0] == writer:
+            return number == previous[1] + 1
+        return number == 1
 
 
 class MeasuredArms:
@@ -620,6 +654,22 @@ def after_fault(cell: Cell, fault: str, hold: float) -> None:
 def measure(cell: Cell, heard: Heard, checker: Checker, fault: str, fault_ns: int) -> Outcome:
     end_ns = fault_ns + round(WATCH_SECONDS * NS)
     wait_for(lambda: time.time_ns() > end_ns + NS // 2, WATCH_SECONDS + 2)
+    return measured(heard, checker, fault, fault_ns)
+
+
+def accelerations(mid: np.ndarray, velocity: np.ndarray, period: float) -> np.ndarray:
+    """The arm joints' accelerations (rad/s^2) between consecutive ``speeds``: their midpoints are a whole number
+    of control periods apart, however late each message went out (stamps 1 ms apart read 300 rad/s^2)."""
+    if len(mid) < 2:
+        return np.zeros((0, velocity.shape[1]))
+    dt = np.maximum(np.round(np.diff(mid) / period), 1.0) * period
+    return np.diff(velocity, axis=0) / dt[:, None]
+
+
+def measured(heard: Heard, checker: Checker, fault: str, fault_ns: int) -> Outcome:
+    """What ``heard`` holds of the arms after the fault at ``fault_ns``: until ``WATCH_SECONDS`` after it, or the
+    next trial's first command, or fake hardware's reset."""
+    end_ns = fault_ns + round(WATCH_SECONDS * NS)
     with heard.lock:
         cuts = [at for at in heard.resets if at > fault_ns]
         ended = [at for at in heard.ends if at > fault_ns]
@@ -628,15 +678,15 @@ def measure(cell: Cell, heard: Heard, checker: Checker, fault: str, fault_ns: in
     cut = bool(cuts) and min(cuts) < end_ns
     end_ns = min([end_ns, *cuts])
     times, states = heard.states_between(fault_ns - NS // 5, end_ns)
-    mid, velocity = speeds(times, states, 1.0 / checker.profile.control_rate)
+    period = 1.0 / checker.profile.control_rate
+    mid, velocity = speeds(times, states, period)
     start = fault_ns / NS
     rest = at_rest_from(mid, velocity, start, cut=cut)
     after = mid >= start
     peak_speed = float(np.abs(velocity[after]).max()) if after.any() else 0.0
     peak_acceleration = 0.0
     if after.sum() > 3:
-        dv = np.diff(velocity[after], axis=0) / np.maximum(np.diff(mid[after]), 1e-4)[:, None]
-        peak_acceleration = float(np.abs(dv).max())
+        peak_acceleration = float(np.abs(accelerations(mid[after], velocity[after], period)).max())
     until = rest if rest is not None else times[-1] if len(times) else start
     moved = states[(times >= start) & (times <= until)]
     travel = tcp_travel(checker, moved) * 1e3 if len(moved) > 1 else 0.0
@@ -770,7 +820,11 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
         }
     with (out / 'heard.pickle').open('wb') as file:
         pickle.dump(dump, file)
-    print(f'  {name}: {commands} command messages checked, {len(violations)} violations', flush=True)
+    print(
+        f'  {name}: {commands} command messages checked, {len(violations)} violations; {heard.unjudged} after a '
+        'message the listener missed (velocity not judged)',
+        flush=True,
+    )
     for item in violations[:20]:
         print(f'    {item}')
     return outcomes
@@ -832,20 +886,20 @@ def summary(name: str, outcomes: list[Outcome]) -> None:
 
 
 def analyse(folder: Path) -> None:
-    """Print the summary of a finished run again from its ``heard.pickle`` files, the commanded rest recomputed from
-    the commands heard (a run before the reference-based measure recorded the end of the last command instead)."""
+    """Print the summary of a finished run again from its ``heard.pickle`` files, every measure recomputed from what
+    was heard (what the run's results said kept)."""
     for dump_file in sorted(folder.glob('*/heard.pickle')):
         with dump_file.open('rb') as file:
             dump = pickle.load(file)
         profile = load_profile(dump_file.parent.name)
-        period = 0.0 if profile.driver == 'ros2_control' else 1.0 / profile.control_rate
+        heard = Heard(states=dump['states'], commands=dump['commands'], resets=dump['resets'], ends=dump['ends'])
+        checker = Checker(profile)
         outcomes = []
         for item in dump['outcomes']:
             outcome = Outcome(**item) if isinstance(item, dict) else item
             if outcome.fault_ns:
-                end_ns = outcome.fault_ns + round(WATCH_SECONDS * NS)
-                nearby = [c for c in dump['commands'] if outcome.fault_ns - 5 * NS <= c[0] <= end_ns]
-                outcome.to_commanded_rest = commanded_rest(nearby, outcome.fault_ns, end_ns, streamed_period=period)
+                again = measured(heard, checker, outcome.fault, outcome.fault_ns)
+                outcome = dataclasses.replace(again, says=outcome.says, resumed=outcome.resumed)
             outcomes.append(outcome)
         summary(dump_file.parent.name, outcomes)
 

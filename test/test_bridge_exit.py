@@ -19,7 +19,7 @@ from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import MeasuredState
 
 pytestmark = pytest.mark.ros
-NOMINAL_DOMAIN = 57
+NOMINAL_DOMAIN = 59
 WAIST_SPEED = 1.0
 """rad/s: the chunk below turns the left waist this fast, so that the stop has speed to take off."""
 
