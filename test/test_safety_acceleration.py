@@ -194,6 +194,16 @@ def test_a_chunk_right_after_the_last_one_ended_starts_from_its_last_speed():
     assert reversed_at_once.held and accelerations(reversed_at_once)[0][:2] == (0, 'left_waist')
 
 
+def test_the_last_speed_holds_from_the_trajectorys_end_for_exactly_one_row_period():
+    positions = np.tile(home().positions, (2, 1))
+    positions[:, 0] += [0.25, 0.5]  # 1 rad/s, ending at 0.5 s: every time here is exact in binary
+    sent = SentCommand(start=home().positions, command=Command(positions, np.array([0.25, 0.5]), hold=False), sent_at=0)
+    measured = positions[-1].copy()
+    state = MeasuredState(measured, age_s=0.0)
+    assert chunk_start(sent, state, now=0.5, row_period_s=0.25).velocity[0] == 1.0  # at the end itself
+    assert not chunk_start(sent, state, now=0.75, row_period_s=0.25).velocity.any()  # one row period on: at rest
+
+
 def test_a_stop_decelerates_no_harder_than_the_acceleration_limit():
     gentle = limits(acceleration=arm_joint_values(2.0))
     decelerations = stop_decelerations(gentle, stop_seconds=0.5)
