@@ -72,6 +72,8 @@ JUMP = 0.5
 """rad/s: a change of commanded velocity between consecutive control ticks larger than this is a discontinuity."""
 DWELL = 0.1
 """s: the arms at rest this long between two motions is a dwell."""
+IDLE_PERIODS = 3.0
+"""Control periods a commanded reference stays at rest before a command may start where the arm is measured."""
 WATCH_SECONDS = 4.0
 """How long after a fault the arms are watched."""
 SIGNALS = {'SIGINT': signal.SIGINT, 'SIGTERM': signal.SIGTERM, 'SIGKILL': signal.SIGKILL}
@@ -146,10 +148,19 @@ class Checker:
         """Per arm, the knot times (ns) and six-joint positions the arm is commanded along."""
 
     def check(
-        self, arm: str, published_ns: int, times: list[float], points: np.ndarray, *, follows: bool = True
+        self,
+        arm: str,
+        published_ns: int,
+        times: list[float],
+        points: np.ndarray,
+        *,
+        follows: bool = True,
+        measured: np.ndarray | None = None,
     ) -> list[str]:
         """The violations of one command message; ``follows``: nothing of its writer was missed before it (else its
-        velocity from the reference is not judged: the reference is not known)."""
+        velocity from the reference is not judged: the reference is not known). After a reference at rest for
+        ``IDLE_PERIODS`` control periods, the first segment may instead start where the arm is ``measured`` (six
+        joints): a hold where an arm blocked short of its last target stands, or a new plan from there."""
         spec = self.profile.arms[arm]
         if not follows:
             self.reference.pop(arm, None)
@@ -175,6 +186,9 @@ class Checker:
             values_new = np.vstack([now[None, :], joints])
             spans = np.maximum(np.diff(knots_new) / NS, 1e-6)
             velocity = np.abs(np.diff(values_new, axis=0)) / spans[:, None]
+            idle = published_ns - int(knots[-1]) >= IDLE_PERIODS * NS / self.profile.control_rate
+            if idle and measured is not None:
+                velocity[0] = np.minimum(velocity[0], np.abs(joints[0] - measured[:6]) / spans[0])
             limit = np.asarray(spec.velocity)[:6] * 1.05 + 1e-3
             for i in np.flatnonzero((velocity > limit).any(axis=1)):
                 found.append(f'{arm} segment {i}: {velocity[i].max():.2f} rad/s over {spans[i] * 1e3:.0f} ms')
@@ -221,7 +235,9 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
     def record(topic: str, arm: str, info: Any, times: list[float], points: np.ndarray) -> None:
         follows = writers.follows(topic, info)
         published = info['source_timestamp']
-        found = checker.check(arm, published, times, points, follows=follows)
+        with heard.lock:
+            measured = heard.states[-1][1][ARM_SLICE[arm]] if heard.states else None
+        found = checker.check(arm, published, times, points, follows=follows, measured=measured)
         with heard.lock:
             heard.unjudged += not follows
             heard.commands.append((published, topic, times, points))
@@ -916,6 +932,27 @@ def summary(name: str, outcomes: list[Outcome]) -> None:
         )
 
 
+def recheck(profile: RobotProfile, dump: dict[str, Any]) -> list[str]:
+    """Every command message of a finished run through a new ``Checker`` in order, the arm measured as the listener
+    last heard it, the references cleared at fake hardware's resets (writers' publication numbers are not kept:
+    every message counts as following the one before)."""
+    checker = Checker(profile)
+    arm_of = {profile.arms[arm].command.topic: arm for arm in ARMS}
+    state_times = np.array([t for t, _ in dump['states']], dtype=np.int64)
+    resets = sorted(dump['resets'])
+    found: list[str] = []
+    for published, topic, times, points in sorted(dump['commands'], key=lambda c: c[0]):
+        while resets and resets[0] <= published:
+            resets.pop(0)
+            checker.reference.clear()
+        arm = arm_of[topic]
+        j = int(np.searchsorted(state_times, published, side='right')) - 1
+        measured = dump['states'][j][1][ARM_SLICE[arm]] if j >= 0 else None
+        issues = checker.check(arm, published, times, points, measured=measured)
+        found.extend(f'{topic} at {published}: {item}' for item in issues)
+    return found
+
+
 def analyse(folder: Path) -> None:
     """Print the summary of a finished run again from its ``heard.pickle`` files, every measure recomputed from what
     was heard (what the run's results said kept)."""
@@ -932,6 +969,10 @@ def analyse(folder: Path) -> None:
                 again = measured(heard, checker, outcome.fault, outcome.fault_ns)
                 outcome = dataclasses.replace(again, says=outcome.says, resumed=outcome.resumed)
             outcomes.append(outcome)
+        violations = recheck(profile, dump)
+        print(f'\n{profile.name}: {len(dump["commands"])} command messages checked again, {len(violations)} violations')
+        for item in violations[:20]:
+            print(f'    {item}')
         summary(dump_file.parent.name, outcomes)
 
 
