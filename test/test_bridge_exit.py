@@ -103,3 +103,19 @@ def test_an_exiting_bridge_waits_for_its_stop_to_be_acknowledged_by_the_controll
         assert motion.halt(what='again') is None  # once
     finally:
         motion.close()
+
+
+def test_an_exit_whose_driver_cannot_be_waited_for_still_returns_its_stop(
+    ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    motion = following_motion(ros, 'aloha_ros2_control', monkeypatch)
+    try:
+
+        def dead_context(*, timeout: float) -> bool:
+            raise RuntimeError('context is not valid')
+
+        monkeypatch.setattr(motion.driver, 'drain', dead_context)
+        stop = motion.halt(what='test exit')
+        assert stop is not None and stop.command is not None  # the hold went out; the exit goes on
+    finally:
+        motion.close()

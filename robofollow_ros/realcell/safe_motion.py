@@ -359,8 +359,11 @@ class SafeMotion:
             self.condition.notify_all()
         decision = self.hold(what=what)
         horizon = 0.0 if decision.command is None else float(decision.command.times[-1])
-        if not self.driver.drain(timeout=horizon + EXIT_DRAIN_MARGIN):
-            self.node.get_logger().error(f'{what}: the stop was not acknowledged by the driver within the wait')
+        try:
+            if not self.driver.drain(timeout=horizon + EXIT_DRAIN_MARGIN):
+                self.node.get_logger().error(f'{what}: the stop was not acknowledged by the driver within the wait')
+        except Exception as error:  # a context already shut down: the stop went out, the process ends either way
+            self.node.get_logger().error(f'{what}: could not wait for the driver to have the stop: {error}')
         return decision
 
     def refusal(self) -> str:
