@@ -3,17 +3,20 @@ driver): the fault bench saw a failing bridge's hold lost with its process, and 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from graph_helpers import private_node, wait_until
+from rclpy.duration import Duration
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros.realcell.drivers import JtcDriver, StreamedDriver
-from robofollow_ros.realcell.safe_motion import MotionSettings, SafeMotion
+from robofollow_ros.realcell.safe_motion import EXIT_DRAIN_MARGIN, MotionSettings, SafeMotion
 from robofollow_ros.robot.profiles import load_profile
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import MeasuredState
@@ -30,8 +33,10 @@ def ros() -> Iterator[Node]:
         yield node
 
 
-def following_motion(node: Node, profile_name: str, monkeypatch: pytest.MonkeyPatch) -> SafeMotion:
-    """The bridge's motion layer over ``profile_name``, its arms measured exactly where they are commanded."""
+@contextlib.contextmanager
+def following_motion(node: Node, profile_name: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[SafeMotion]:
+    """The bridge's motion layer over ``profile_name``, its arms measured exactly where they are commanded; closed
+    after."""
     profile = load_profile(profile_name)
     motion = SafeMotion(node, profile, settings=MotionSettings())
     home = profile.home_state()
@@ -41,7 +46,10 @@ def following_motion(node: Node, profile_name: str, monkeypatch: pytest.MonkeyPa
         return MeasuredState(positions=(home if last is None else last).copy(), age_s=0.0)
 
     monkeypatch.setattr(motion, 'measured', measured)
-    return motion
+    try:
+        yield motion
+    finally:
+        motion.close()
 
 
 def turning_chunk(start: np.ndarray, row_period: float) -> np.ndarray:
@@ -54,8 +62,7 @@ def turning_chunk(start: np.ndarray, row_period: float) -> np.ndarray:
 def test_an_exiting_bridge_streams_its_whole_controlled_stop_before_halt_returns(
     ros: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    motion = following_motion(ros, 'piper', monkeypatch)
-    try:
+    with following_motion(ros, 'piper', monkeypatch) as motion:
         driver = motion.driver
         assert isinstance(driver, StreamedDriver)
         targets: list[float] = []
@@ -77,16 +84,16 @@ def test_an_exiting_bridge_streams_its_whole_controlled_stop_before_halt_returns
         assert direction * (driver.last[0] - halted_at[0]) > 0.0  # decelerated along the motion, not pulled back
         last = float(stop.command.positions[-1][0])
         wait_until(lambda: targets[-1] == pytest.approx(last), timeout=10, what='the last target at the reader')
-    finally:
-        motion.close()
 
 
 def test_an_exiting_bridge_waits_for_its_stop_to_be_acknowledged_by_the_controllers(
     ros: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    motion = following_motion(ros, 'aloha_ros2_control', monkeypatch)
-    try:
+    with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
         assert isinstance(motion.driver, JtcDriver)
+        for topic in motion.driver.topics():
+            ros.create_subscription(JointTrajectory, topic, lambda _m: None, qos.ARM_COMMANDS)
+        wait_until(motion.driver.connected, timeout=60, what='the controllers to match')
         drained: list[float] = []
         original = motion.driver.drain
 
@@ -99,17 +106,15 @@ def test_an_exiting_bridge_waits_for_its_stop_to_be_acknowledged_by_the_controll
         time.sleep(0.3)
         stop = motion.halt(what='test exit')
         assert stop is not None and stop.command is not None
-        assert drained == [pytest.approx(float(stop.command.times[-1]) + 0.25)]
+        assert drained == [pytest.approx(float(stop.command.times[-1]) + EXIT_DRAIN_MARGIN)]
+        assert all(p.wait_for_all_acked(Duration(nanoseconds=0)) for p in motion.driver.pubs.values())
         assert motion.halt(what='again') is None  # once
-    finally:
-        motion.close()
 
 
 def test_an_exit_whose_driver_cannot_be_waited_for_still_returns_its_stop(
     ros: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    motion = following_motion(ros, 'aloha_ros2_control', monkeypatch)
-    try:
+    with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
 
         def dead_context(*, timeout: float) -> bool:
             raise RuntimeError('context is not valid')
@@ -117,5 +122,3 @@ def test_an_exit_whose_driver_cannot_be_waited_for_still_returns_its_stop(
         monkeypatch.setattr(motion.driver, 'drain', dead_context)
         stop = motion.halt(what='test exit')
         assert stop is not None and stop.command is not None  # the hold went out; the exit goes on
-    finally:
-        motion.close()
