@@ -695,7 +695,7 @@ def after_fault(cell: Cell, fault: str, hold: float) -> None:
 def measure(cell: Cell, heard: Heard, checker: Checker, fault: str, fault_ns: int) -> Outcome:
     end_ns = fault_ns + round(WATCH_SECONDS * NS)
     wait_for(lambda: time.time_ns() > end_ns + NS // 2, WATCH_SECONDS + 2)
-    return measured(heard, checker, fault, fault_ns)
+    return outcome_after(heard, checker, fault, fault_ns)
 
 
 def accelerations(mid: np.ndarray, velocity: np.ndarray, period: float) -> np.ndarray:
@@ -707,7 +707,7 @@ def accelerations(mid: np.ndarray, velocity: np.ndarray, period: float) -> np.nd
     return np.diff(velocity, axis=0) / dt[:, None]
 
 
-def measured(heard: Heard, checker: Checker, fault: str, fault_ns: int) -> Outcome:
+def outcome_after(heard: Heard, checker: Checker, fault: str, fault_ns: int) -> Outcome:
     """What ``heard`` holds of the arms after the fault at ``fault_ns``: until ``WATCH_SECONDS`` after it, or the
     next trial's first command, or fake hardware's reset."""
     end_ns = fault_ns + round(WATCH_SECONDS * NS)
@@ -936,11 +936,12 @@ def summary(name: str, outcomes: list[Outcome]) -> None:
         )
 
 
-def recheck(profile: RobotProfile, dump: dict[str, Any]) -> list[str]:
-    """Every command message of a finished run through a new ``Checker`` in order, the arm measured as the listener
-    last heard it, the references cleared at fake hardware's resets (writers' publication numbers are not kept:
-    every message counts as following the one before)."""
-    checker = Checker(profile)
+def recheck(checker: Checker, dump: dict[str, Any]) -> list[str]:
+    """Every command message of a finished run through ``checker`` (its references cleared first) in order, the arm
+    measured as the listener last heard it, the references cleared at fake hardware's resets (writers' publication
+    numbers are not kept: every message counts as following the one before)."""
+    profile = checker.profile
+    checker.reference.clear()
     arm_of = {profile.arms[arm].command.topic: arm for arm in ARMS}
     state_times = np.array([t for t, _ in dump['states']], dtype=np.int64)
     resets = sorted(dump['resets'])
@@ -970,10 +971,10 @@ def analyse(folder: Path) -> None:
         for item in dump['outcomes']:
             outcome = Outcome(**item) if isinstance(item, dict) else item
             if outcome.fault_ns:
-                again = measured(heard, checker, outcome.fault, outcome.fault_ns)
+                again = outcome_after(heard, checker, outcome.fault, outcome.fault_ns)
                 outcome = dataclasses.replace(again, says=outcome.says, resumed=outcome.resumed)
             outcomes.append(outcome)
-        violations = recheck(profile, dump)
+        violations = recheck(checker, dump)
         print(f'\n{profile.name}: {len(dump["commands"])} command messages checked again, {len(violations)} violations')
         for item in violations[:20]:
             print(f'    {item}')
