@@ -446,6 +446,7 @@ class Cell:
     images: bool
     window: float
     state_watchdog: float = MotionSettings.state_watchdog
+    state_pause: float = MotionSettings.state_pause
     policy: str = 'fault_policy:sweep'
     run_name: str = 'run'
     hardware: subprocess.Popen[str] | None = None
@@ -485,6 +486,7 @@ class Cell:
             layout_check='false',
             command_window=str(self.window),
             state_watchdog=str(self.state_watchdog),
+            state_pause=str(self.state_pause),
             out=str(self.out / self.run_name),
         )
         log = self.out / f'launch-{len(self.logs):03d}.log'
@@ -787,7 +789,17 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
     from robofollow_ros.cli.demo import demo_task_ids
 
     tasks = ','.join(demo_task_ids()[:4])
-    cell = Cell(profile, domain, out, control, tasks, args.images, args.command_window, args.state_watchdog)
+    cell = Cell(
+        profile,
+        domain,
+        out,
+        control,
+        tasks,
+        args.images,
+        args.command_window,
+        state_watchdog=args.state_watchdog,
+        state_pause=args.state_pause,
+    )
     heard = Heard()
     os.environ.update({k: v for k, v in cell.env().items() if k.startswith(('ROS_', 'FASTDDS', 'FASTRTPS', 'RMW'))})
     listener = Listener(profile, heard, domain)
@@ -998,6 +1010,12 @@ def main() -> int:
         default=MotionSettings.state_watchdog,
         help="the bridge's state_watchdog (s): a quiet driver's limit",
     )
+    parser.add_argument(
+        '--state-pause',
+        type=float,
+        default=MotionSettings.state_pause,
+        help="the bridge's state_pause (s): how long it drives arms it does not see",
+    )
     parser.add_argument('--domain', type=int, default=120)
     parser.add_argument('--out', default='/tmp/bench_faults')
     parser.add_argument('--analyse', action='store_true', help="print --out's results again, from its recordings")
@@ -1007,7 +1025,8 @@ def main() -> int:
         return 0
     print(
         f'load {os.getloadavg()[0]:.1f}; {args.repeats} repeats; faults {args.faults}; '
-        f'command window {args.command_window:g} s; state watchdog {args.state_watchdog:g} s',
+        f'command window {args.command_window:g} s; state watchdog {args.state_watchdog:g} s, '
+        f'state pause {args.state_pause:g} s',
         flush=True,
     )
     results: dict[str, list[Outcome] | str] = {}

@@ -75,6 +75,7 @@ from graph_launch import ROOT, launch_command
 from hostile_chunks import ChunkFile, generate, save
 
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
+from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN
 from robofollow_ros.state_layout import ARM_SLICE, ARMS
 
 sys.path.insert(0, str(HOOKS))
@@ -713,14 +714,29 @@ class Analysis:
             if streamed:
                 # A new plan's first target goes out at once, between two ticks of the plan it replaces.
                 span = t - line.t[-1] if line.t else math.inf
-                line.add(t, message.points[0], tags[0], marks[0])
                 period = 1.0 / self.profile.control_rate
                 kind = 'plan_start' if span < 0.5 * period else 'resume' if span > IDLE_PERIODS * period else 'stream'
+                if previous is not None and kind != 'stream' and message.part == 'arm' and len(state_times):
+                    here = self.measured_at(states, state_times, message.published, message.arm, previous)
+                    if np.abs(message.points[0] - here).max() < np.abs(message.points[0] - previous).max():
+                        # A plan taking over where the arm is measured: the servo's reference restarts there.
+                        track.lines.append(Polyline())
+                        line = track.lines[-1]
+                line.add(t, message.points[0], tags[0], marks[0])
                 line.starts[len(line.t) - 1] = kind
                 continue
             if track.ref_t is not None:
                 track.executed_until(t)
                 start = line.q[-1]
+                if message.part == 'arm' and len(state_times) and row_key(message.points[0]) not in track.last_keys:
+                    here = self.measured_at(states, state_times, message.published, message.arm, start)
+                    if np.abs(here - start).max() > FOLLOWING_WITHIN:
+                        # An arm off its reference (blocked, pushed): a new command takes over where it is measured,
+                        # as the bridge's start and a JointTrajectoryController do.
+                        track.lines.append(Polyline())
+                        line = track.lines[-1]
+                        start = here
+                        line.add(t, start, 'rest')
             elif message.part == 'arm' and len(state_times):
                 start = self.measured_at(states, state_times, message.published, message.arm, message.points[0])
             else:

@@ -79,6 +79,11 @@ class MotionStoppedError(RoboFollowError):
     """``/robofollow/stop`` was called: the arms hold and no motion is sent until the next episode starts."""
 
 
+class MotionPausedError(RoboFollowError):
+    """The measured joint state paused longer than ``state_pause`` while a chunk ran and came back: the arms were
+    brought to a controlled stop, the rest of the chunk dropped; the episode goes on from where they stopped."""
+
+
 class PoseMissingError(GraphError):
     """A real cell's trial could not start: an object's pose never came from the pose source since the trial began
     (its tag hidden or not seen; a layout check passed by override). The trial is void, never run blind."""

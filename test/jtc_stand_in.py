@@ -55,6 +55,8 @@ class JtcStandIn:
         self.pending: dict[str, list[tuple[float, dict[str, float]]]] = {}
         self.received: list[Received] = []
         self.lag = 0.0
+        self.silent = False
+        """While set, no joint state goes out (a driver whose state stream paused)."""
         self.topics: dict[str, list[str]] = {}
         for arm in ARMS:
             spec = profile.arms[arm]
@@ -105,6 +107,8 @@ class JtcStandIn:
 
     def tick(self) -> None:
         self.apply(time.monotonic())
+        if self.silent:
+            return
         with self.lock:
             names, positions = list(self.positions), list(self.positions.values())
         stamp = self.node.get_clock().now().nanoseconds - round(self.lag * NS_PER_S)

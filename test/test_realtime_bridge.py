@@ -385,6 +385,38 @@ def test_joint_states_going_stale_mid_chunk_stop_the_arms_and_end_the_episode(ce
         assert stops[0].arrived - went_stale[0] < 1.0  # at once (0.8 s > 0.5 s), a 20 ms look, the transport
 
 
+def test_a_pause_in_the_joint_states_stops_the_arms_and_the_episode_goes_on_from_there(cell: Cell) -> None:
+    # The driver's joint states stop for 0.3 s while a long chunk runs (state_pause 0.1 s, state_watchdog 0.5 s): the
+    # arms used to run on unseen until the watchdog, 5-11 cm of travel on fake hardware; the chunk stops now, and the
+    # episode goes on once the states are back. The operator's stop then ends it.
+    def pause_the_states_then_stop() -> float:
+        silenced = time.monotonic()
+        cell.driver.silent = True
+        time.sleep(0.3)
+        cell.driver.silent = False
+        wait_until(
+            lambda: any(item.points == LONG_ROWS and item.arrived > silenced for item in cell.driver.received),
+            timeout=30,
+            what='a long chunk after the pause',
+        )
+        call(cell, topics.STOP)
+        return silenced
+
+    end, received, silenced, _ = stopped_mid_chunk(cell, pause_the_states_then_stop)
+    counted = dict(end.interventions)
+    assert end.error_kind == 'stopped' and end.queries >= 2, end
+    assert counted.get('state_gap', 0) >= 1 and 'stale_state' not in counted, counted
+    assert_safe(received)
+    for arm in ARMS:
+        first_chunk, *later = [item for item in arm_commands(received, arm) if item.points == LONG_ROWS]
+        assert later and later[0].arrived > silenced
+        stop = next(item for item in arm_commands(received, arm) if item.arrived > silenced)
+        assert stopped_along_the_chunk(stop, first_chunk) and stop.arrived < later[0].arrived
+        assert stop.arrived - silenced < 0.5  # 0.1 s, a 20 ms look, the transport: before the watchdog's 0.5 s
+    released, _ = call(cell, topics.RELEASE)
+    assert released.success, released.message
+
+
 def test_home_on_a_stale_joint_state_answers_none_yet_so_that_the_evaluator_asks_again(cell: Cell) -> None:
     # After a driver pause the home move used to be refused as a "hold: stale_state", and the run ended.
     cell.driver.lag = 0.8

@@ -75,8 +75,11 @@ def motion_settings(node: Node) -> tuple[MotionSettings, float]:
         stop_seconds=seconds(
             'stop_seconds', defaults.stop_seconds, 'a controlled stop brings a joint at full speed to rest in this time'
         ),
+        state_pause=seconds(
+            'state_pause', defaults.state_pause, 'seconds the measured state may be old before the moving arms stop'
+        ),
         state_watchdog=seconds(
-            'state_watchdog', defaults.state_watchdog, 'seconds the measured state may be old while a chunk runs'
+            'state_watchdog', defaults.state_watchdog, 'seconds the measured state may be old before the episode ends'
         ),
         command_window=float(
             param(

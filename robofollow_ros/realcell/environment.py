@@ -23,7 +23,7 @@ import numpy as np
 from robofollow_ros import topics
 from robofollow_ros.benchmark.types import ARMS, Layout, Task
 from robofollow_ros.cell_observation import CellObservation
-from robofollow_ros.errors import GraphError, MotionStoppedError, PoseMissingError
+from robofollow_ros.errors import GraphError, MotionPausedError, MotionStoppedError, PoseMissingError
 from robofollow_ros.evaluation.limited_policy import LimitedPolicy
 from robofollow_ros.evaluation.real_time import LATE_GAP_ROWS, RealTimeKeeping
 from robofollow_ros.realcell.safe_motion import SafeMotion
@@ -33,6 +33,7 @@ from robofollow_ros.robot.specs import DEFAULT_ROBOT
 from robofollow_ros.ros.environment import GraphEpisode
 from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import StatusEvent
+from robofollow_ros.safety.command_filter import SafetyDecision
 from robofollow_ros.safety.limits import Intervention
 from robofollow_ros.state_layout import CAMERAS
 from robofollow_ros.units import NS_PER_S
@@ -73,6 +74,14 @@ def unusable_parts(
         elif (age := (now_ns - stamp) / NS_PER_S) > max_age:
             problems[part] = f'{age:.3g} s old (limit {max_age:g} s)'
     return problems
+
+
+def rows_due(decision: SafetyDecision, *, sent_at: float) -> int:
+    """How many of the decision's rows were due by now (monotonic ``sent_at``: when it was sent); none of a hold."""
+    if decision.command is None or decision.held:
+        return 0
+    due = np.searchsorted(decision.command.times, time.monotonic() - sent_at, side='right')
+    return min(int(due), decision.rows_sent)
 
 
 class WatchedPolicy(LimitedPolicy):
@@ -166,18 +175,21 @@ class RealTimeEnvironment(GraphEpisode):
             decision = self.motion.send_chunk(chunk, what=what)
             try:
                 reached = self.motion.wait_executed(decision, sent_at=sent_at)
+            except MotionPausedError as paused:
+                # The arms stopped where the state paused; the next query starts from there.
+                self.executed_rows += rows_due(decision, sent_at=sent_at)
+                self.log(f'safety: {what}: {paused}')
             except (MotionStoppedError, GraphError):
                 # Stopped, or the measured state went stale: the rows already due ran; the episode ends here.
-                if decision.command is not None and not decision.held:
-                    due = np.searchsorted(decision.command.times, time.monotonic() - sent_at, side='right')
-                    self.executed_rows += min(int(due), decision.rows_sent)
+                self.executed_rows += rows_due(decision, sent_at=sent_at)
                 self.stamp_ns = self.clock_ns()
                 raise
-            self.executed_rows += decision.rows_sent
-            if not reached and decision.command is not None:
-                self.unreached_chunks += 1
-                late, error = self.motion.settings.settle_timeout, self.motion.settle_error
-                self.log(f'{what}: {late:g} s after its last row, an arm joint was {error:.3g} rad off')
+            else:
+                self.executed_rows += decision.rows_sent
+                if not reached and decision.command is not None:
+                    self.unreached_chunks += 1
+                    late, error = self.motion.settings.settle_timeout, self.motion.settle_error
+                    self.log(f'{what}: {late:g} s after its last row, an arm joint was {error:.3g} rad off')
         self.stamp_ns = self.clock_ns()
         return self._observation()
 

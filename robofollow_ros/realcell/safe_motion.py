@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from rclpy.node import Node
 
-from robofollow_ros.errors import GraphError, MotionStoppedError, ProfileError
+from robofollow_ros.errors import GraphError, MotionPausedError, MotionStoppedError, ProfileError
 from robofollow_ros.realcell.driver_feedback import DriverFeedback, MeasuredCell
 from robofollow_ros.realcell.drivers import WINDOW_SECONDS, make_driver
 from robofollow_ros.robot.profiles import RobotProfile
@@ -99,9 +99,13 @@ class MotionSettings:
             deceleration: the velocity limit over this).
         command_window: how far ahead (s) a JointTrajectoryController is sent a chunk's rows, each window ending in
             a controlled stop (``realcell/drivers.py``); 0 sends each chunk whole.
-        state_watchdog: while a chunk's rows run, a measured state older than this (s) stops the arms and ends the
-            chunk (a driver gone quiet). Longer than ``max_state_age``, which judges the state a chunk starts from:
-            under load a driver's messages arrived up to 0.2 s late with the driver alive.
+        state_pause: while a chunk's rows run, a measured state older than this (s) brings the arms to a controlled
+            stop along their commanded motion and drops the rest of the chunk (``state_gap``): the bridge does not
+            drive an arm it cannot see for longer. A state younger than this arriving within ``state_watchdog`` lets
+            the episode go on from where the arms stopped.
+        state_watchdog: a measured state older than this (s) ends the episode (``stale_state``, a driver gone
+            quiet; the arms already stopped at ``state_pause``). Longer than ``max_state_age``, which judges the state
+            a chunk starts from: under load a driver's messages arrived up to 0.2 s late with the driver alive.
     """
 
     max_state_age: float = 0.2
@@ -112,6 +116,7 @@ class MotionSettings:
     gripper_velocity: float | None = None
     stop_seconds: float = STOP_SECONDS
     command_window: float = WINDOW_SECONDS
+    state_pause: float = 0.1
     state_watchdog: float = 0.5
 
 
@@ -442,16 +447,35 @@ class SafeMotion:
         seconds = rows * self.row_period
         return HomeAnswer(HomeCode.MOVING, seconds, f'moving home in {seconds:.2f} s ({rows} rows{how})')
 
-    def hold_if_stale(self) -> None:
-        """Hold the arms (a controlled stop) and raise ``GraphError`` when the measured state is older than
-        ``state_watchdog``."""
+    def state_age(self) -> float:
+        """How old (s) the latest measured state is (infinite before the first)."""
         cell = self.feedback.latest()
-        age = math.inf if cell is None else cell.age_s
-        limit = self.settings.state_watchdog
-        if age <= limit:
+        return math.inf if cell is None else cell.age_s
+
+    def pause_on_state_gap(self) -> None:
+        """While a chunk's rows run: once the measured state is older than ``state_pause``, stop the arms (a
+        controlled stop along their commanded motion) and wait for a state younger than it.
+
+        Raises:
+            MotionPausedError: a fresh state came back within ``state_watchdog``: the chunk ends here.
+            GraphError: none came (the driver went quiet): the episode ends, the arms holding.
+            MotionStoppedError: ``stop`` or ``halt`` was called meanwhile.
+        """
+        pause, watchdog = self.settings.state_pause, self.settings.state_watchdog
+        age = self.state_age()
+        if age <= pause:
             return
-        self.hold(reasons=(Intervention('stale_state', None, None, float(age), limit),), what='while a chunk ran')
-        raise GraphError(f'the measured joint state went stale while a chunk ran ({age:.3g} s old, limit {limit:g} s)')
+        self.hold(reasons=(Intervention('state_gap', None, None, float(age), pause),), what='a state gap')
+        while (age := self.state_age()) > pause:
+            if age > watchdog:
+                self.count(['stale_state'])
+                raise GraphError(
+                    f'the measured joint state went stale while a chunk ran ({age:.3g} s old, limit {watchdog:g} s; '
+                    f'the arms stopped once it was {pause:g} s old)'
+                )
+            if self.stop_event.wait(STATE_WATCH_SECONDS):
+                raise MotionStoppedError(self.ended_by())
+        raise MotionPausedError(f'the measured joint state paused (over {pause:g} s): the arms stopped, the chunk ends')
 
     def connected(self) -> bool:
         """Whether every command topic has a reader."""
@@ -464,11 +488,12 @@ class SafeMotion:
         since then has every arm joint within ``settle_tolerance`` of the last row or ``settle_timeout`` passed;
         whether it got there (``settle_error``: the largest arm joint error seen last, rad).
 
-        While the rows of a motion run, the measured state is watched: once it is older than ``state_watchdog`` (the
-        driver went quiet) the arms get a controlled stop and the chunk ends, instead of running out unwatched.
+        While the rows of a motion run, the measured state is watched (``pause_on_state_gap``): the arms are not
+        driven on unseen for longer than ``state_pause``.
 
         Raises:
             MotionStoppedError: ``stop`` or ``halt`` was called meanwhile.
+            MotionPausedError: the measured state paused, then came back (the arms stopped, the chunk ended early).
             GraphError: the measured state went stale while the rows ran (the arms hold).
         """
         if decision.command is None:
@@ -478,7 +503,7 @@ class SafeMotion:
             if self.stop_event.wait(min(remaining, STATE_WATCH_SECONDS)):
                 raise MotionStoppedError(self.ended_by())
             if not decision.held:
-                self.hold_if_stale()
+                self.pause_on_state_gap()
         target = decision.command.positions[-1]
         self.settle_error = math.inf
         deadline = time.monotonic() + self.settings.settle_timeout

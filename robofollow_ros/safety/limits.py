@@ -42,6 +42,7 @@ InterventionKind = Literal[
     'outside_workspace',
     'rows_refused',
     'stale_state',
+    'state_gap',
     'invalid_state',
     'hold_clipped',
     'policy_silent',
