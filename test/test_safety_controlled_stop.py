@@ -3,6 +3,8 @@ and joint limits, instead of being sent back to a stale measured position."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -197,3 +199,23 @@ def test_after_its_last_trajectory_an_arm_that_follows_holds_at_its_last_point_n
     np.testing.assert_array_equal(hold.positions[0], blocked)
     with pytest.raises(SafetyError, match='14 finite'):
         hold_after(sent, MeasuredState(np.full(14, np.nan), 0.0), LIMITS, now=11.0, row_period_s=ROW)
+
+
+@pytest.mark.parametrize('age', [0.2 + 1e-9, 0.5, math.inf, math.nan])
+def test_a_hold_after_a_state_too_old_to_tell_stays_at_the_last_commanded_point(age: float) -> None:
+    """Fake hardware's joint states went quiet while a chunk ran: the bridge stopped the arms along their motion,
+    then, at the watchdog, held them at the last measurement, taken before that stop: commanded back 6 cm at 2.5
+    rad/s. A measurement older than ``max_state_age_s`` cannot say the arm does not follow; its last point holds."""
+    from robofollow_ros.safety.command_filter import MeasuredState
+    from robofollow_ros.safety.controlled_stop import SentCommand, hold_after
+
+    start = home()
+    target = start.copy()
+    target[0] += 0.3
+    sent = SentCommand(start=start, command=Command(target[None, :], np.array([0.5]), hold=False), sent_at=10.0)
+    before_the_stop = start.copy()  # far from the command, as a measurement from before the motion is
+    hold = hold_after(sent, MeasuredState(before_the_stop, age), LIMITS, now=11.0, row_period_s=ROW)
+    assert hold.hold and len(hold.positions) == 1
+    np.testing.assert_array_equal(hold.positions[0], target)
+    fresh = hold_after(sent, MeasuredState(before_the_stop, LIMITS.max_state_age_s), LIMITS, now=11.0, row_period_s=ROW)
+    np.testing.assert_array_equal(fresh.positions[0], before_the_stop)  # young enough: it does not follow

@@ -100,11 +100,20 @@ def hold_after(
     """The hold for arms whose last trajectory ``sent`` has ended: at its last point while the arms follow it
     (``chunk_start``), so an arm that overshot its last target is brought back to it rather than held wherever the
     overshoot took it (holding at each new measurement walks a drifting arm along, out of the box); at the measured
-    position (``hold_command``) when the arms do not follow it (blocked, moved by hand).
+    position (``hold_command``) when the arms do not follow it (blocked, moved by hand). A measured state older than
+    ``limits.max_state_age_s`` (or of unknown age) cannot tell: the hold is at the last point, where the arms were
+    last commanded to go (a hold at a measurement taken before a stop commanded the arms back to where they had
+    been: 6 cm and 2.5 rad/s on fake hardware when its joint states went quiet).
 
     Raises:
         SafetyError: the measured state is not 14 finite numbers (there is nothing to tell following by).
     """
+    if not state.age_s <= limits.max_state_age_s:
+        last = MeasuredState(np.asarray(sent.command.positions[-1], dtype=np.float64), 0.0)
+        held = hold_command(last, limits, row_period_s=row_period_s)
+        if held.command is None:
+            raise SafetyError('hold: the last commanded point is not 14 finite numbers')
+        return held.command
     start = chunk_start(sent, state, now=now)
     held = hold_command(MeasuredState(start.position, 0.0), limits, row_period_s=row_period_s)
     if held.command is None:
