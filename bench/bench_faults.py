@@ -447,6 +447,7 @@ class Cell:
     window: float
     state_watchdog: float = MotionSettings.state_watchdog
     state_pause: float = MotionSettings.state_pause
+    stop_seconds: float = MotionSettings.stop_seconds
     policy: str = 'fault_policy:sweep'
     run_name: str = 'run'
     hardware: subprocess.Popen[str] | None = None
@@ -487,6 +488,7 @@ class Cell:
             command_window=str(self.window),
             state_watchdog=str(self.state_watchdog),
             state_pause=str(self.state_pause),
+            stop_seconds=str(self.stop_seconds),
             out=str(self.out / self.run_name),
         )
         log = self.out / f'launch-{len(self.logs):03d}.log'
@@ -799,6 +801,7 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
         args.command_window,
         state_watchdog=args.state_watchdog,
         state_pause=args.state_pause,
+        stop_seconds=args.stop_seconds,
     )
     heard = Heard()
     os.environ.update({k: v for k, v in cell.env().items() if k.startswith(('ROS_', 'FASTDDS', 'FASTRTPS', 'RMW'))})
@@ -1016,6 +1019,12 @@ def main() -> int:
         default=MotionSettings.state_pause,
         help="the bridge's state_pause (s): how long it drives arms it does not see",
     )
+    parser.add_argument(
+        '--stop-seconds',
+        type=float,
+        default=MotionSettings.stop_seconds,
+        help="the bridge's stop_seconds: a controlled stop brings a joint at full speed to rest in this time",
+    )
     parser.add_argument('--domain', type=int, default=120)
     parser.add_argument('--out', default='/tmp/bench_faults')
     parser.add_argument('--analyse', action='store_true', help="print --out's results again, from its recordings")
@@ -1026,7 +1035,7 @@ def main() -> int:
     print(
         f'load {os.getloadavg()[0]:.1f}; {args.repeats} repeats; faults {args.faults}; '
         f'command window {args.command_window:g} s; state watchdog {args.state_watchdog:g} s, '
-        f'state pause {args.state_pause:g} s',
+        f'state pause {args.state_pause:g} s; stop seconds {args.stop_seconds:g}',
         flush=True,
     )
     results: dict[str, list[Outcome] | str] = {}
