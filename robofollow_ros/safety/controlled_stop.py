@@ -106,16 +106,11 @@ def hold_after(
     been: 6 cm and 2.5 rad/s on fake hardware when its joint states went quiet).
 
     Raises:
-        SafetyError: the measured state is not 14 finite numbers (there is nothing to tell following by).
+        SafetyError: a measured state young enough to tell is not 14 finite numbers (nothing to tell following by).
     """
-    if not state.age_s <= limits.max_state_age_s:
-        last = MeasuredState(np.asarray(sent.command.positions[-1], dtype=np.float64), 0.0)
-        held = hold_command(last, limits, row_period_s=row_period_s)
-        if held.command is None:
-            raise SafetyError('hold: the last commanded point is not 14 finite numbers')
-        return held.command
-    start = chunk_start(sent, state, now=now)
-    held = hold_command(MeasuredState(start.position, 0.0), limits, row_period_s=row_period_s)
+    too_old = not state.age_s <= limits.max_state_age_s
+    position = sent.command.positions[-1] if too_old else chunk_start(sent, state, now=now).position
+    held = hold_command(MeasuredState(np.asarray(position, dtype=np.float64), 0.0), limits, row_period_s=row_period_s)
     if held.command is None:
         raise SafetyError('hold: the measured state is not 14 finite numbers')
     return held.command
