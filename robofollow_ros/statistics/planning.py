@@ -69,7 +69,7 @@ def rounds_for(components: Sequence[Components], *, half_width: float, z: float)
 
 
 @dataclass(frozen=True)
-class Plan:
+class RoundsPlan:
     """Rounds per task needed per row (``S1``.. and ``Mean``), level and metric, for a target half-width."""
 
     half_width: float
@@ -78,7 +78,7 @@ class Plan:
     rounds_observed: float
 
 
-def plan_rounds(records: Sequence[Mapping[str, Any]], *, half_width: float, confidence: float = 0.95) -> Plan:
+def plan_rounds(records: Sequence[Mapping[str, Any]], *, half_width: float, confidence: float = 0.95) -> RoundsPlan:
     """Rounds per task that would bring every interval of Table 1 below ``half_width`` (a fraction, e.g. 0.05)."""
     if not 0.0 < half_width < 1.0:
         raise ValueError(f'the half-width must lie between 0 and 1 (a fraction), got {half_width}')
@@ -100,10 +100,10 @@ def plan_rounds(records: Sequence[Mapping[str, Any]], *, half_width: float, conf
                 for i, metric in enumerate(METRICS)
             }
     observed = float(np.mean([t.counts.mean() for t in tables.values()])) if tables else 0.0
-    return Plan(half_width, confidence, rounds, observed)
+    return RoundsPlan(half_width, confidence, rounds, observed)
 
 
-def plan_markdown(plan: Plan, levels: Sequence[str]) -> str:
+def plan_markdown(plan: RoundsPlan, levels: Sequence[str]) -> str:
     """The plan as a Markdown table: rounds per task for IS / ES / CR; ``tasks`` where rounds cannot do."""
 
     def show(value: int | None) -> str:
