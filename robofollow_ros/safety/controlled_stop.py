@@ -110,7 +110,7 @@ def hold_after(
     """
     too_old = not state.age_s <= limits.max_state_age_s
     position = sent.command.positions[-1] if too_old else chunk_start(sent, state, now=now).position
-    held = hold_command(MeasuredState(np.asarray(position, dtype=np.float64), 0.0), limits, row_period_s=row_period_s)
+    held = hold_command(MeasuredState(position, 0.0), limits, row_period_s=row_period_s)
     if held.command is None:
         raise SafetyError('hold: the measured state is not 14 finite numbers')
     return held.command
