@@ -702,7 +702,14 @@ class Analysis:
             t = message.published / NS
             if message.part == 'arm':
                 points7 = np.hstack([message.points, np.full((len(message.points), 1), np.nan)])
-                for item in self.checker.check(message.arm, message.published, message.times.tolist(), points7):
+                here = (
+                    self.measured_at(states, state_times, message.published, message.arm, message.points[0])
+                    if len(state_times)
+                    else None
+                )
+                for item in self.checker.check(
+                    message.arm, message.published, message.times.tolist(), points7, measured=here
+                ):
                     self.tally.violation('bench_faults_checker', f'{message.topic}: {item}')
             self.check_velocity(message, limit)
             line = track.lines[-1]
