@@ -122,3 +122,23 @@ def test_an_exit_whose_driver_cannot_be_waited_for_still_returns_its_stop(
         monkeypatch.setattr(motion.driver, 'drain', dead_context)
         stop = motion.halt(what='test exit')
         assert stop is not None and stop.command is not None  # the hold went out; the exit goes on
+
+
+@pytest.mark.parametrize('profile_name', ['aloha_ros2_control', 'piper'])
+def test_a_hold_in_a_chunks_last_row_period_ends_it_on_its_last_row_not_past_it(
+    profile_name: str, ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fuzz's JTC: a hold just before a chunk's end (the episode ending on the next chunk's NaN) was a controlled
+    stop from the last row's speed, and took the arm up to 0.49 rad past the row where the chunk would have stopped
+    (mid-chunk a hold is still that stop: the first test above)."""
+    with following_motion(ros, profile_name, monkeypatch) as motion:
+        start = motion.profile.home_state()
+        chunk = turning_chunk(start, motion.row_period)
+        assert motion.send_chunk(chunk, what='test').rows_sent == 20
+        assert motion.sent is not None
+        end = motion.sent.sent_at + float(motion.sent.command.times[-1])
+        time.sleep(max(0.0, end - 0.04 - time.monotonic()))
+        late = motion.hold(what='test, near the end').command
+        assert late is not None
+        np.testing.assert_allclose(late.positions[-1], chunk[-1], atol=1e-12)
+        assert float(late.times[-1]) <= 0.04 + 1e-9

@@ -219,3 +219,20 @@ def test_a_hold_after_a_state_too_old_to_tell_stays_at_the_last_commanded_point(
     np.testing.assert_array_equal(hold.positions[0], target)
     fresh = hold_after(sent, MeasuredState(before_the_stop, LIMITS.max_state_age_s), LIMITS, now=11.0, row_period_s=ROW)
     np.testing.assert_array_equal(fresh.positions[0], before_the_stop)  # young enough: it does not follow
+
+
+def test_the_remaining_points_of_a_trajectory_are_those_due_after_now_timed_from_now() -> None:
+    from robofollow_ros.safety.controlled_stop import SentCommand, remaining_of
+
+    start = home()
+    rows = np.tile(start, (3, 1))
+    rows[:, 0] += [0.1, 0.2, 0.3]
+    sent = SentCommand(start=start, command=Command(rows, np.array([0.25, 0.5, 0.75]), hold=False), sent_at=10.0)
+    rest = remaining_of(sent, 10.5)
+    assert rest is not None and not rest.hold
+    np.testing.assert_array_equal(rest.positions, rows[2:])
+    np.testing.assert_array_equal(rest.times, [0.25])
+    whole = remaining_of(sent, 10.0)
+    assert whole is not None
+    np.testing.assert_array_equal(whole.times, [0.25, 0.5, 0.75])
+    assert remaining_of(sent, 10.75) is None

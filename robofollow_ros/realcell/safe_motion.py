@@ -49,6 +49,7 @@ from robofollow_ros.safety.controlled_stop import (
     chunk_start,
     commanded_at,
     hold_after,
+    remaining_of,
     stop_decelerations,
     stop_in_workspace,
 )
@@ -272,7 +273,14 @@ class SafeMotion:
             # An arm measured a little past a limit (it overshot) streams from the limit, never beyond it.
             return decision.command, np.clip(origin, self.limits.lower, self.limits.upper)
         position, velocity = commanded_at(sent, now)
-        return self.stop_from(position, velocity), position
+        stop = self.stop_from(position, velocity)
+        rest = remaining_of(sent, now)
+        if rest is not None and rest.times[-1] <= stop.times[-1]:
+            # The trajectory comes to rest on its last point sooner than a stop along it would (a chunk's last row is
+            # filtered to come to rest within the acceleration limit): a stop begun just before that end at the last
+            # row's speed travelled up to 0.49 rad past it on the fuzz's JTC.
+            return rest, position
+        return stop, position
 
     def stop_from(self, position: np.ndarray, velocity: np.ndarray) -> Command:
         """The controlled stop from ``position`` moving at ``velocity`` (14-D each), inside the workspace box."""

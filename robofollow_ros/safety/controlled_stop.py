@@ -69,6 +69,17 @@ def commanded_at(sent: SentCommand, now: float) -> tuple[np.ndarray, np.ndarray]
     return points[before] + velocity * (elapsed - knots[before]), velocity
 
 
+def remaining_of(sent: SentCommand, now: float) -> Command | None:
+    """The points of ``sent`` still due after ``now``, timed from ``now`` (None once its last point was due): the rest
+    of a trajectory that ends at rest on its last point."""
+    elapsed = now - sent.sent_at
+    times = np.asarray(sent.command.times, dtype=np.float64)
+    due = times > elapsed
+    if not due.any():
+        return None
+    return Command(positions=sent.command.positions[due], times=times[due] - elapsed, hold=False)
+
+
 def chunk_start(sent: SentCommand | None, state: MeasuredState, *, now: float, row_period_s: float = 0.0) -> ChunkStart:
     """Where a chunk filtered at ``now`` (monotonic seconds) starts from: where the last trajectory ``sent`` commands
     the arms to be now and how fast, while the arms follow it (the measured position within ``FOLLOWING_WITHIN`` of
