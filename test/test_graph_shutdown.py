@@ -285,3 +285,28 @@ def test_nodes_orphaned_by_a_killed_launcher_exit_and_the_run_says_sigterm(tmp_p
                 os.kill(int(pid), signal.SIGKILL)
     run = _run_json(tmp_path)
     assert (run['status'], run['reason']) == ('interrupted', 'SIGTERM')
+
+
+HANGING_STOP = """
+import os, signal, sys, time
+from robofollow_ros.ros import shutdown
+if sys.argv[1] == 'orphan':
+    shutdown._PARENT_AT_START = -1  # as if the launcher that started this node were gone
+shutdown.ORPHAN_EXIT_SECONDS = 0.5
+shutdown.install_stop_handlers()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(float(sys.argv[2]))  # a shutdown that hangs (or takes this long)
+"""
+
+
+def test_an_orphaned_node_whose_shutdown_hangs_ends_itself_and_one_with_a_launcher_does_not() -> None:
+    # CI once saw an orphaned evaluator wait 30 s in Fast DDS's threads after its launcher was killed: nobody is left
+    # to SIGKILL it. A node with its launcher alive is left to the launcher's own escalation.
+    orphan = subprocess.run(
+        [sys.executable, '-c', HANGING_STOP, 'orphan', '60'], cwd=ROOT, timeout=30, capture_output=True, text=True
+    )
+    assert orphan.returncode == 128 + signal.SIGTERM, orphan.stderr
+    child = subprocess.run(
+        [sys.executable, '-c', HANGING_STOP, 'child', '1.5'], cwd=ROOT, timeout=30, capture_output=True, text=True
+    )
+    assert child.returncode == 0, child.stderr

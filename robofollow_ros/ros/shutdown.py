@@ -22,6 +22,10 @@ from typing import Any
 from robofollow_ros.interrupts import set_death_signal, take_stop_signals
 
 PARENT_POLL_SECONDS = 0.5
+ORPHAN_EXIT_SECONDS = 20.0
+"""How long an orphaned node may take to stop before it ends itself (``os._exit``): no launcher is left to SIGKILL a
+shutdown that hangs (CI once saw an orphaned evaluator wait 30 s in Fast DDS's threads after its launcher was
+killed). Nodes take 0.4-4.5 s to stop, most of it on a loaded machine."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _PARENT_AT_START = os.getppid()
 """The parent when this module was first imported (before rclpy starts, so a parent that dies while the node
@@ -63,6 +67,8 @@ def install_stop_handlers(*, on_stop: Callable[[str], None] | None = None) -> No
     def handle(number: int, _frame: Any) -> None:
         name = signal.Signals(number).name
         ignore_further_stops()
+        if not STOP.is_set() and os.getppid() != _PARENT_AT_START:
+            _end_after(ORPHAN_EXIT_SECONDS, code=128 + number)
         STOP.set(name)
         if on_stop is not None:
             on_stop(name)
@@ -139,6 +145,13 @@ def survive_a_lost_reader() -> None:
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, _OutputWithoutReader):
             setattr(sys, name, _OutputWithoutReader(stream))
+
+
+def _end_after(seconds: float, *, code: int) -> None:
+    """End the process with ``code`` after ``seconds``, whatever it is doing then (a daemon timer)."""
+    timer = threading.Timer(seconds, os._exit, args=(code,))
+    timer.daemon = True
+    timer.start()
 
 
 def _watch_parent(parent: int, poll: float) -> None:
