@@ -236,3 +236,24 @@ def test_the_remaining_points_of_a_trajectory_are_those_due_after_now_timed_from
     assert whole is not None
     np.testing.assert_array_equal(whole.times, [0.25, 0.5, 0.75])
     assert remaining_of(sent, 10.75) is None
+
+
+def test_a_trajectorys_rest_counts_as_a_stop_only_when_it_moves_no_joint_further_than_the_stop() -> None:
+    """A hold in a chunk's last moments may let the chunk end on its last row, not when its last rows speed up: an
+    operator's stop must not run an accelerating tail."""
+    from robofollow_ros.safety.controlled_stop import within_travel
+
+    start = home()
+    stop_rows = np.tile(start, (2, 1))
+    stop_rows[:, 0] += [0.05, 0.08]
+    stop = Command(stop_rows, np.array([0.06, 0.12]), hold=True)
+    short = Command(start[None, :] + np.eye(14)[0] * 0.04, np.array([0.04]), hold=False)
+    assert within_travel(start, short, stop)
+    speeding = np.tile(start, (2, 1))
+    speeding[:, 0] += [0.05, 0.2]
+    assert not within_travel(start, Command(speeding, np.array([0.06, 0.12]), hold=False), stop)
+    back_and_forth = np.tile(start, (2, 1))
+    back_and_forth[:, 0] += [0.06, 0.0]  # ends where it began, but travels 0.12 > 0.08
+    assert not within_travel(start, Command(back_and_forth, np.array([0.06, 0.12]), hold=False), stop)
+    other_joint = start[None, :] + np.eye(14)[1] * 0.01  # any joint the stop keeps still moves further
+    assert not within_travel(start, Command(other_joint, np.array([0.04]), hold=False), stop)

@@ -52,6 +52,7 @@ from robofollow_ros.safety.controlled_stop import (
     remaining_of,
     stop_decelerations,
     stop_in_workspace,
+    within_travel,
 )
 from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.home_path import plan_home
@@ -275,10 +276,10 @@ class SafeMotion:
         position, velocity = commanded_at(sent, now)
         stop = self.stop_from(position, velocity)
         rest = remaining_of(sent, now)
-        if rest is not None and rest.times[-1] <= stop.times[-1]:
-            # The trajectory comes to rest on its last point sooner than a stop along it would (a chunk's last row is
-            # filtered to come to rest within the acceleration limit): a stop begun just before that end at the last
-            # row's speed travelled up to 0.49 rad past it on the fuzz's JTC.
+        if rest is not None and rest.times[-1] <= stop.times[-1] and within_travel(position, rest, stop):
+            # The trajectory comes to rest on its last point sooner, and no further, than a stop along it would (a
+            # chunk's last row is filtered to come to rest within the acceleration limit): a stop begun just before
+            # that end at the last row's speed travelled up to 0.49 rad past it on the fuzz's JTC.
             return rest, position
         return stop, position
 

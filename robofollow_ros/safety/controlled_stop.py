@@ -80,6 +80,16 @@ def remaining_of(sent: SentCommand, now: float) -> Command | None:
     return Command(positions=sent.command.positions[due], times=times[due] - elapsed, hold=False)
 
 
+def within_travel(start: np.ndarray, command: Command, bound: Command) -> bool:
+    """Whether ``command`` moves no joint further along its way from ``start`` than ``bound`` does (the sum of each
+    joint's steps, 14-D)."""
+
+    def travel(points: np.ndarray) -> np.ndarray:
+        return np.abs(np.diff(np.vstack([np.asarray(start, dtype=np.float64)[None, :], points]), axis=0)).sum(axis=0)
+
+    return bool(np.all(travel(command.positions) <= travel(bound.positions) + 1e-12))
+
+
 def chunk_start(sent: SentCommand | None, state: MeasuredState, *, now: float, row_period_s: float = 0.0) -> ChunkStart:
     """Where a chunk filtered at ``now`` (monotonic seconds) starts from: where the last trajectory ``sent`` commands
     the arms to be now and how fast, while the arms follow it (the measured position within ``FOLLOWING_WITHIN`` of
