@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the whole test suite (ruff included) in .venv, creating .venv first if needed.
+# Runs the whole test suite (ruff included) in .venv, creating .venv first if needed, on two pytest-xdist
+# workers (ROBOFOLLOW_TEST_WORKERS=0 runs it in one process; graph tests of worker N use ROS domains + 100 N).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q -n "${ROBOFOLLOW_TEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -1,5 +1,5 @@
 """Golden referee tests run under every scoring variant unless marked ``@pytest.mark.variant(...)``; no ROS graph
-a test started outlives it.
+a test started outlives it; under pytest-xdist a module runs whole on one worker.
 
 A test module opts in with ``pytestmark = pytest.mark.usefixtures('scoring_variant')``; ``golden.episodes.score``
 then scores under the variant of the current parameter.
@@ -18,6 +18,17 @@ from robofollow_ros.benchmark.constants import VARIANTS
 from robofollow_ros.sim.gl import choose_gl_backend
 
 choose_gl_backend()  # tests render in-process: before any test module imports MuJoCo
+
+SHARED_GROUPS = {'test_collect_workers.py': 'ray', 'test_eval_ray.py': 'ray', 'test_eval_ray_start.py': 'ray'}
+"""Modules that must not run beside each other on two xdist workers: each starts a local Ray instance."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist's ``--dist loadgroup`` (``scripts/test.sh``) a module runs whole on one worker, its module
+    fixtures built once, and the modules of one ``SHARED_GROUPS`` group run on the same worker, one after another."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(name, name)))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -20,6 +20,7 @@ from graph_helpers import (
     finish,
     node_pids_by_domain,
     read_records,
+    ros_domain,
     run_launch,
     start_launch,
     wait_until,
@@ -66,7 +67,7 @@ def test_two_graphs_give_the_records_of_one_run_and_both_run_trials(reference, t
     _assert_same_records(records, reference)
     (match,) = PER_DOMAIN.findall(result.stdout)
     domains = {int(match[0]): int(match[1]), int(match[2]): int(match[3])}
-    assert set(domains) == {50, 51} and all(count >= 1 for count in domains.values())
+    assert set(domains) == {ros_domain(50), ros_domain(50) + 1} and all(count >= 1 for count in domains.values())
     assert sum(domains.values()) == len(TASKS)
     assert sorted(p.name for p in (tmp_path / 'episodes').iterdir() if not p.name.startswith('.')) == sorted(
         Path(record['episode_file']).name for record in records
@@ -79,20 +80,22 @@ def test_two_graphs_give_the_records_of_one_run_and_both_run_trials(reference, t
 
 
 def test_a_sim_killed_in_one_of_two_graphs_loses_and_repeats_nothing(reference, tmp_path) -> None:
+    first = ros_domain(52)
+    second = first + 1
     launcher = start_launch(
         52, workers='2', policy='expert', task_ids=','.join(TASKS), rounds='2', record='bag', out=str(tmp_path)
     )
     wait_until(lambda: len(_results(tmp_path)) >= 1, timeout=180, what='a first result')
     nodes = node_pids_by_domain(launcher.pid)
     names = ('sim', 'policy_bridge', 'referee', 'recorder')
-    assert set(nodes) == {f'{name}@{domain}' for name in names for domain in (52, 53)} | {'evaluator'}
-    os.kill(nodes['sim@53'], signal.SIGKILL)
+    assert set(nodes) == {f'{name}@{domain}' for name in names for domain in (first, second)} | {'evaluator'}
+    os.kill(nodes[f'sim@{second}'], signal.SIGKILL)
     output = finish(launcher, timeout=240)
     assert launcher.returncode == 0, output[-4000:]
-    assert 'error: required node sim@53 exited with code 137; stopping its graph (ROS domain 53)' in output
-    assert 'warning: the graph in ROS domain 53 is gone' in output
-    lost = [name for name in nodes if name.endswith('@53')]
-    wait_until(lambda: not any(alive(nodes[name]) for name in lost), timeout=10, what="graph 53's nodes to exit")
+    assert f'error: required node sim@{second} exited with code 137; stopping its graph (ROS domain {second})' in output
+    assert f'warning: the graph in ROS domain {second} is gone' in output
+    lost = [name for name in nodes if name.endswith(f'@{second}')]
+    wait_until(lambda: not any(alive(nodes[name]) for name in lost), timeout=10, what=f"graph {second}'s nodes to exit")
     _assert_same_records(read_records(tmp_path / 'results.jsonl'), reference)
     assert len(_results(tmp_path)) == 2 * len(TASKS)
     # The lost graph's recorder left its unfinished bag hidden; the trial was recorded on the other graph, so the

@@ -114,7 +114,7 @@ def attack(tmp_path: Path, isolation: str, attacks: list[str], **extra) -> tuple
         'target_pid': os.getpid(),
         'secret': secret_of_this_process(),
         'out': str(out),
-        'domain': STAND_IN_DOMAIN,
+        'domain': ros_domain(STAND_IN_DOMAIN),
         'marker': marker,
         'stop_socket': str(stop_socket_path(ros_domain(STAND_IN_DOMAIN))),
         **extra,
