@@ -33,17 +33,18 @@ def discovery_range() -> str:
 def ros_domain(domain: int) -> int:
     """The ROS domain a test's nominal ``domain`` (10-59) runs in.
 
-    Under pytest-xdist each worker has its own block of domains (worker N: the nominal domain + 150 N, clear of the
-    benches' domains, 59-143), so two tests that share a nominal domain never meet. ``ROBOFOLLOW_TEST_DOMAINS=LO-HI``
-    folds every test domain into LO-HI (split between the workers), so several people can run the suite on one machine
-    at once, each in their own range (tests that run one after another may then share a domain).
+    Under pytest-xdist the second worker folds the nominal domains into 60-101 (``60 + (domain - 10) % 42``), so the
+    two workers never share a domain; 102-214 are avoided, where a domain's ports fall among the ephemeral ones
+    (``robofollow launch`` refuses such domains for several graphs). Tests that one worker runs one after another may
+    share a domain. ``ROBOFOLLOW_TEST_DOMAINS=LO-HI`` folds every test domain into LO-HI instead (split between the
+    workers), so several people can run the suite on one machine at once, each in their own range.
     """
     assert 10 <= domain <= 59, 'graph tests use ROS domains 10-59'
     worker = int(os.environ.get('PYTEST_XDIST_WORKER', 'gw0').removeprefix('gw'))
     folded = os.environ.get('ROBOFOLLOW_TEST_DOMAINS', '')
     if not folded:
-        assert worker <= 1, "two workers at most: a third's domains would pass 232, the last DDS allows"
-        return domain + 150 * worker
+        assert worker <= 1, 'two workers at most without ROBOFOLLOW_TEST_DOMAINS'
+        return domain if worker == 0 else 60 + (domain - 10) % 42
     low, high = (int(part) for part in folded.split('-'))
     share = (high - low + 1) // int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
     assert share >= 2, f'ROBOFOLLOW_TEST_DOMAINS={folded} is too narrow for every worker to have two domains'

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,12 @@ from robofollow_ros.realcell.stop_socket import (
 
 
 @pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))
-    return tmp_path / 'robofollow'
+def folder(monkeypatch: pytest.MonkeyPatch):
+    """A runtime folder of its own, short as a real one (pytest-xdist's tmp_path passes the 107 bytes of a socket
+    path)."""
+    with tempfile.TemporaryDirectory(prefix='rf-') as runtime:
+        monkeypatch.setenv('XDG_RUNTIME_DIR', runtime)
+        yield Path(runtime) / 'robofollow'
 
 
 def test_the_path_is_in_this_users_runtime_folder_by_domain_and_service(folder: Path, monkeypatch) -> None:
