@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 from graph_launch import ROOT, graph_env, launch_command
 
+from robofollow_ros.realcell.drivers import WINDOW_SECONDS
 from robofollow_ros.realcell.safe_motion import MotionSettings
 from robofollow_ros.robot.profiles import RobotProfile, arm_from_driver, arm_state_from_joint_state, load_profile
 from robofollow_ros.state_layout import ARM_SLICE, ARMS, GRIP_INDEX
@@ -1005,7 +1006,7 @@ def main() -> int:
     parser.add_argument('--hold', type=float, default=3.0, help='seconds a silenced topic stays silent')
     parser.add_argument('--images', action='store_true', help='the policy asks for camera images')
     parser.add_argument(
-        '--command-window', type=float, default=0.3, help="the bridge's command_window (0: whole chunks)"
+        '--command-window', type=float, default=WINDOW_SECONDS, help="the bridge's command_window (0: whole chunks)"
     )
     parser.add_argument(
         '--state-watchdog',

@@ -45,7 +45,7 @@ interventions counted by kind (``interventions`` of the trials' records) and how
 load. The heard messages are kept (``heard.pickle``) and ``--analyse OUT`` checks them again without a run.
 
     nice -n 10 .venv/bin/python bench/bench_fuzz.py [--chunks 10000] [--profiles aloha_ros2_control,aloha_interbotix]
-        [--seed 0] [--max-rows 60] [--max-queries 10] [--command-window 0.3] [--domain 140] [--out /tmp/bench_fuzz]
+        [--seed 0] [--max-rows 60] [--max-queries 10] [--command-window 0.2] [--domain 140] [--out /tmp/bench_fuzz]
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from bench_faults import HOOKS, NS, RESET_TOPIC, SIDE_TOPIC, Cell, Checker, Hear
 from graph_launch import ROOT, launch_command
 from hostile_chunks import ChunkFile, generate, save
 
+from robofollow_ros.realcell.drivers import WINDOW_SECONDS
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN
 from robofollow_ros.state_layout import ARM_SLICE, ARMS
@@ -1281,7 +1282,7 @@ def main() -> int:
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--max-rows', type=int, default=60)
     parser.add_argument('--max-queries', type=int, default=10)
-    parser.add_argument('--command-window', type=float, default=0.3)
+    parser.add_argument('--command-window', type=float, default=WINDOW_SECONDS)
     parser.add_argument('--stop-seconds', type=float, default=0.5, help="the graph's stop_seconds (deceleration)")
     parser.add_argument('--home-speed', type=float, default=0.2, help="the bridge's home_speed (fraction)")
     parser.add_argument('--gripper-velocity', type=float, default=0.0, help="the bridge's (0: the URDF finger's)")

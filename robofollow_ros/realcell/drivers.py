@@ -6,8 +6,8 @@ profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins
 
 * ``ros2_control``: one JointTrajectory per arm controller and per gripper controller (merged when the profile puts
   the gripper on the arm's topic), ``header.stamp`` zero ("start now"), every joint of the controller. A chunk goes
-  out in windows (``window`` seconds, 0.3 by default): the rows due within the window, then a controlled stop from
-  the window's last row at its speed; a thread of the driver's own sends the next window every third of a window,
+  out in windows (``window`` seconds, 0.2 by default): the rows due within the window, then a controlled stop from
+  the window's last row at its speed; a thread of the driver's own sends the next window every quarter of a window,
   each replacing the last on the JTC. While the bridge lives the arm follows the chunk; when it dies (SIGKILL, out of
   memory, a lost host) the arm finishes the window it has and decelerates to rest, at most ``window`` plus the stop
   later, instead of running out a 3 s chunk. ``window`` 0 sends each chunk whole, as one trajectory. Holds and
@@ -50,9 +50,9 @@ from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN
 from robofollow_ros.state_layout import ARMS
 from robofollow_ros.units import NS_PER_S
 
-WINDOW_SECONDS = 0.3
+WINDOW_SECONDS = 0.2
 """How far ahead of now a JointTrajectory reaches along a chunk before its closing controlled stop (``JtcDriver``)."""
-WINDOWS_PER_HORIZON = 3
+WINDOWS_PER_HORIZON = 4
 """How many windows are sent while one window's rows run."""
 FIRST_POINT_LEAD = 0.03
 """A re-sent window's first point is due at least this long (s) after it is sent."""
@@ -211,8 +211,9 @@ class JtcDriver:
         self.publish(times, rows)
 
     def stream(self) -> None:
-        """The window thread: a new window every third of a window while the plan lasts (a window sent two thirds
-        of a window late still replaces the last before its closing stop begins); idle between plans."""
+        """The window thread: a new window every ``1 / WINDOWS_PER_HORIZON`` of a window while the plan lasts (a window
+        sent up to three quarters of a window late still replaces the last before its closing stop begins); idle
+        between plans."""
         with self.lock:
             while not self.closed:
                 if self.plan is None:
