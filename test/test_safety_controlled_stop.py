@@ -229,7 +229,7 @@ def test_the_remaining_points_of_a_trajectory_are_those_due_after_now_timed_from
     rows[:, 0] += [0.1, 0.2, 0.3]
     sent = SentCommand(start=start, command=Command(rows, np.array([0.25, 0.5, 0.75]), hold=False), sent_at=10.0)
     rest = remaining_of(sent, 10.5)
-    assert rest is not None and not rest.hold
+    assert rest is not None and rest.hold is False
     np.testing.assert_array_equal(rest.positions, rows[2:])
     np.testing.assert_array_equal(rest.times, [0.25])
     whole = remaining_of(sent, 10.0)

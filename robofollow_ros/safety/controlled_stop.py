@@ -73,7 +73,7 @@ def remaining_of(sent: SentCommand, now: float) -> Command | None:
     """The points of ``sent`` still due after ``now``, timed from ``now`` (None once its last point was due): the rest
     of a trajectory that ends at rest on its last point."""
     elapsed = now - sent.sent_at
-    times = np.asarray(sent.command.times, dtype=np.float64)
+    times = np.asarray(sent.command.times)
     due = times > elapsed
     if not due.any():
         return None
@@ -85,7 +85,7 @@ def within_travel(start: np.ndarray, command: Command, bound: Command) -> bool:
     joint's steps, 14-D)."""
 
     def travel(points: np.ndarray) -> np.ndarray:
-        return np.abs(np.diff(np.vstack([np.asarray(start, dtype=np.float64)[None, :], points]), axis=0)).sum(axis=0)
+        return np.abs(np.diff(np.vstack([np.asarray(start)[None, :], points]), axis=0)).sum(axis=0)
 
     return bool(np.all(travel(command.positions) <= travel(bound.positions) + 1e-12))
 
