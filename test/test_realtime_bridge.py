@@ -48,6 +48,7 @@ from robofollow_ros.ros.protocol import (
     StatusEvent,
     spec_message,
 )
+from robofollow_ros.safety.chunk_limits import REACH_SPEED_FRACTION
 from robofollow_ros.safety.jtc import check_trajectory
 from robofollow_ros.state_layout import ARMS
 
@@ -592,9 +593,9 @@ def test_the_profile_joint_limits_mode_decides_out_of_limit_targets_and_grippers
         assert counted.get('position_refused', 0) >= 1 and counted.get('rows_refused') == 1, counted
         assert 'position_clamped' not in counted, counted
         assert first.points > 2  # rows 0 and 1, then the controlled stop that ends them
-    # The right gripper closed, then opened, in one row: moved at its URDF speed (a full stroke in 0.18 s, three
-    # rows), never refused as too fast.
-    step = 0.2 / 0.036 * profile.row_period
+    # The right gripper closed, then opened, in one row: moved at 0.9 of its URDF speed (a full stroke in 0.2 s,
+    # four rows), never refused as too fast.
+    step = 0.2 / 0.036 * profile.row_period * REACH_SPEED_FRACTION
     *_, close, open_ = gripper_commands(received, 'right', points=5)  # (a refused first chunk's stop may have 5)
     np.testing.assert_allclose(close, np.clip(1.0 - step * np.arange(1, 6), 0.0, 1.0), atol=1e-6)
     np.testing.assert_allclose(open_, np.clip(step * np.arange(1, 6), 0.0, 1.0), atol=1e-6)

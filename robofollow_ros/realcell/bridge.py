@@ -30,7 +30,7 @@ from robofollow_ros.ros.observation_cache import ObservationCache
 from robofollow_ros.ros.protocol import EpisodeEnd, HomeCode, MoveHome
 from robofollow_ros.ros.runtime import MIN_TIMEOUT, param
 from robofollow_ros.ros.shutdown import STOP
-from robofollow_ros.safety.chunk_limits import ChunkLimits, GripperReach
+from robofollow_ros.safety.chunk_limits import REACH_SPEED_FRACTION, ChunkLimits, GripperReach
 from robofollow_ros.state_layout import GRIP_COLUMNS
 
 RUNTIMES = ('sim', 'real')
@@ -139,13 +139,13 @@ class CellBridge:
         limits are the profile's ``joint_limits`` mode's to decide (clamp or refuse), and steps its velocity rule's
         (``velocity_limits``: refuse or stretch, per joint in rad/s): the URDF limits and ``max_row_step`` of the
         simulated graph (``robot``, ``max_row_step``: unused here) would end the episode ``invalid_chunk`` first.
-        The grippers are moved at the filter's gripper speed (``GripperReach``)."""
+        The grippers are moved at ``REACH_SPEED_FRACTION`` of the filter's gripper speed (``GripperReach``)."""
         del robot, max_row_step
         limits = self.motion.limits
         columns = tuple(GRIP_COLUMNS.tolist())
         reach = GripperReach(
             columns=columns,
-            step=limits.velocity[list(columns)] * self.profile.row_period,
+            step=limits.velocity[list(columns)] * self.profile.row_period * REACH_SPEED_FRACTION,
             lower=limits.lower[list(columns)],
             upper=limits.upper[list(columns)],
             refuse=limits.limit_mode == 'refuse',

