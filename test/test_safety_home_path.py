@@ -126,6 +126,22 @@ def test_where_no_path_passes_each_arm_brings_its_joint_groups_home_in_an_order_
     assert in_turn >= 30
 
 
+def test_an_arm_at_home_already_lets_the_other_bring_its_joints_home_in_turn() -> None:
+    rescued = 0
+    for start in random_starts(300, seed=7):
+        start[ARM_SLICE['left']] = HOME[ARM_SLICE['left']]
+        if any(sent_whole(rows, start) for _, rows in home_paths(start, HOME, speed=SPEED, row_period_s=ROW)):
+            continue
+        plan = plan_home(MeasuredState(start, 0.0), HOME, limits=LIMITS, speed_fraction=0.2, row_period_s=ROW, tcp=TCP)
+        if plan.whole:
+            assert plan.name.startswith('joints in turn (left: waist, shoulder, elbow, wrist; right: '), plan.name
+            np.testing.assert_array_equal(
+                plan.rows[:, ARM_SLICE['left']], np.tile(HOME[ARM_SLICE['left']], (len(plan.rows), 1))
+            )
+            rescued += 1
+    assert rescued >= 1
+
+
 def test_the_rows_of_a_stage_are_as_few_as_its_speed_allows_and_end_on_its_goal() -> None:
     from robofollow_ros.safety.home_path import linear_rows
 

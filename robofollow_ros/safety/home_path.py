@@ -180,8 +180,8 @@ def arm_orders(
     passes: Callable[[np.ndarray], bool],
 ) -> dict[Arm, tuple[str, ...]] | None:
     """Per arm, the first order of ``JOINT_GROUPS`` in which bringing that arm's groups home one at a time (the other
-    arm still) ``passes``; None when some arm has none. An arm's TCP depends on its own joints only, so moving both
-    arms through their orders stage by stage at once traces the same TCP paths."""
+    arm still) ``passes`` (an arm at home: the first order); None when some arm has none. An arm's TCP depends on
+    its own joints only, so moving both arms through their orders stage by stage at once traces the same TCP paths."""
     orders = {}
     for arm in ARMS:
         for order in itertools.permutations(JOINT_GROUPS):
@@ -193,7 +193,7 @@ def arm_orders(
                 speed=speed,
                 row_period_s=row_period_s,
             )
-            if len(rows) and passes(rows):
+            if not len(rows) or passes(rows):  # (an arm at home already takes any order)
                 orders[arm] = order
                 break
         else:
