@@ -47,6 +47,8 @@ LIFTING_JOINTS = (1, 2)
 """An arm's shoulder and elbow, as offsets into its slice of the 14-D layout (6-DoF arms: waist, shoulder, elbow...)."""
 JOINT_GROUPS = {'waist': (0,), 'shoulder': (1,), 'elbow': (2,), 'wrist': (3, 4, 5)}
 """The groups of an arm's joints a home move may bring home one at a time (``arm_orders``), as offsets."""
+ARM_JOINTS = tuple(offset for offsets in JOINT_GROUPS.values() for offset in offsets)
+"""Every joint of an arm but its gripper, as offsets."""
 
 
 def lifting_columns() -> np.ndarray:
@@ -184,15 +186,10 @@ def arm_orders(
     its own joints only, so moving both arms through their orders stage by stage at once traces the same TCP paths."""
     orders = {}
     for arm in ARMS:
+        arm_home = np.where(group_mask(arm, ARM_JOINTS), goal, start)
         for order in itertools.permutations(JOINT_GROUPS):
             stages = [group_mask(arm, JOINT_GROUPS[group]) for group in order]
-            rows = staged_rows(
-                start,
-                np.where(group_mask(arm, tuple(range(6))), goal, start),
-                stages,
-                speed=speed,
-                row_period_s=row_period_s,
-            )
+            rows = staged_rows(start, arm_home, stages, speed=speed, row_period_s=row_period_s)
             if not len(rows) or passes(rows):  # (an arm at home already takes any order)
                 orders[arm] = order
                 break
