@@ -36,7 +36,7 @@ from std_msgs.msg import String
 from robofollow_ros import topics
 from robofollow_ros.benchmark import registry
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
-from robofollow_ros.robot.profiles import load_profile, to_driver
+from robofollow_ros.robot.profiles import load_profile
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.protocol import (
     EpisodeEnd,
@@ -76,14 +76,11 @@ class Fuzz:
 
 
 def put_home(driver: JtcStandIn) -> None:
-    """The stand-in's arm joints home at once, its pending points dropped (fake hardware's reset of the cell). The
+    """The stand-in's arm joints home at once, their trajectories dropped (fake hardware's reset of the cell). The
     grippers stay where they were commanded: the bridge moves them on from its last command (the evaluator's home
     move through the bridge, which opens them, is left out here)."""
     profile = driver.profile
-    with driver.lock:
-        driver.pending = {topic: [] for topic in driver.pending}
-        for command in to_driver(profile, profile.home_state()).values():
-            driver.positions.update(zip(command.joints, (float(v) for v in command.positions), strict=True))
+    driver.put(profile.home_state(), topics=[profile.arms[arm].command.topic for arm in ARMS])
 
 
 def settle(driver: JtcStandIn, *, quiet: float = 0.3, timeout: float = 10.0) -> None:
