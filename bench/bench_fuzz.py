@@ -75,6 +75,7 @@ from graph_launch import ROOT, launch_command
 from hostile_chunks import ChunkFile, generate, save
 
 from robofollow_ros.realcell.drivers import WINDOW_SECONDS
+from robofollow_ros.realcell.safe_motion import MotionSettings
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN
 from robofollow_ros.state_layout import ARM_SLICE, ARMS
@@ -1283,8 +1284,15 @@ def main() -> int:
     parser.add_argument('--max-rows', type=int, default=60)
     parser.add_argument('--max-queries', type=int, default=10)
     parser.add_argument('--command-window', type=float, default=WINDOW_SECONDS)
-    parser.add_argument('--stop-seconds', type=float, default=0.5, help="the graph's stop_seconds (deceleration)")
-    parser.add_argument('--home-speed', type=float, default=0.2, help="the bridge's home_speed (fraction)")
+    parser.add_argument(
+        '--stop-seconds',
+        type=float,
+        default=MotionSettings.stop_seconds,
+        help="the graph's stop_seconds (deceleration)",
+    )
+    parser.add_argument(
+        '--home-speed', type=float, default=MotionSettings.home_speed, help="the bridge's home_speed (fraction)"
+    )
     parser.add_argument('--gripper-velocity', type=float, default=0.0, help="the bridge's (0: the URDF finger's)")
     parser.add_argument('--max-hours', type=float, default=12.0)
     parser.add_argument('--domain', type=int, default=140)

@@ -20,6 +20,7 @@ from robofollow_ros.realcell.safe_motion import EXIT_DRAIN_MARGIN, MotionSetting
 from robofollow_ros.robot.profiles import load_profile
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import MeasuredState
+from robofollow_ros.safety.profile_limits import COMMAND_ACCELERATION_FRACTION
 
 pytestmark = pytest.mark.ros
 NOMINAL_DOMAIN = 59
@@ -50,6 +51,23 @@ def following_motion(node: Node, profile_name: str, monkeypatch: pytest.MonkeyPa
         yield motion
     finally:
         motion.close()
+
+
+def test_the_bridge_plans_to_a_fraction_of_the_profiles_acceleration(
+    ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows at the profile's acceleration limit reached the arms at up to 1.15 times it: the bridge keeps a margin."""
+    with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
+        limit = float(motion.profile.arms['left'].acceleration[0])
+        assert motion.limits.acceleration[0] == pytest.approx(COMMAND_ACCELERATION_FRACTION * limit)
+        for fraction, refused in ((COMMAND_ACCELERATION_FRACTION - 0.05, False), (1.0, True)):
+            start = motion.measured().positions
+            chunk = np.tile(start, (4, 1))
+            chunk[:, 0] += fraction * limit * motion.row_period**2  # one step from rest, then at rest
+            decision = motion.send_chunk(chunk, what='test')
+            kinds = [item.kind for item in decision.interventions]
+            assert ('over_acceleration' in kinds) == refused, (fraction, decision.summary())
+            time.sleep(4 * motion.row_period + 0.1)
 
 
 def turning_chunk(start: np.ndarray, row_period: float) -> np.ndarray:

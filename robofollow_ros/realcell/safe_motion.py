@@ -57,7 +57,7 @@ from robofollow_ros.safety.controlled_stop import (
 from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.home_path import plan_home
 from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
-from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
+from robofollow_ros.safety.profile_limits import COMMAND_ACCELERATION_FRACTION, limits_from_profile, profile_tcp
 from robofollow_ros.state_layout import ACTION_DIM, GRIP_COLUMNS, GRIP_INDEX
 
 ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column not in GRIP_INDEX.values()])
@@ -154,6 +154,7 @@ class SafeMotion:
             velocity_mode=profile.velocity_limits,
             max_state_age_s=settings.max_state_age,
             gripper_velocity=settings.gripper_velocity,
+            acceleration_fraction=COMMAND_ACCELERATION_FRACTION,
         )
         self.tcp = profile_tcp(profile)
         self.path_samples = (

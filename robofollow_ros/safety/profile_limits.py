@@ -20,6 +20,11 @@ from robofollow_ros.state_layout import ARMS, GRIP_INDEX, Arm
 
 DEFAULT_GRIPPER_VELOCITY = 2.0
 """Normalised gripper units per second (fully open to closed in 0.5 s) for a profile without a robot description."""
+COMMAND_ACCELERATION_FRACTION = 0.85
+"""The fraction of a profile's acceleration limits the real-time bridge plans its commands to. Rows at the limit
+reached the arms at up to 1.15 times it (the 10,000-chunk fuzz, session 13): a JointTrajectoryController times each
+window from its arrival, and a position stream's late tick makes up its lag at the velocity limit, so the timing
+of delivery, not the plan, decides the last few percent."""
 
 
 def limits_from_profile(
@@ -29,6 +34,7 @@ def limits_from_profile(
     max_state_age_s: float = 0.2,
     max_stretch: float = 4.0,
     gripper_velocity: float | None = None,
+    acceleration_fraction: float = 1.0,
 ) -> SafetyLimits:
     """The ``SafetyLimits`` a profile states: its joint, velocity and acceleration limits (none on the grippers: a
     gripper's command is a target its own controller closes on at its speed), its workspace box, its ``joint_limits``
@@ -37,7 +43,8 @@ def limits_from_profile(
     ``velocity_mode`` overrides the profile's ``velocity_limits`` when given.
 
     ``gripper_velocity`` (normalised units per second) defaults to the URDF finger's speed over its travel when the
-    profile names a robot, else ``DEFAULT_GRIPPER_VELOCITY``.
+    profile names a robot, else ``DEFAULT_GRIPPER_VELOCITY``. ``acceleration_fraction`` scales the profile's
+    acceleration limits (the bridge's ``COMMAND_ACCELERATION_FRACTION``: a margin for the commands' delivery).
 
     Raises:
         SafetyError: a limit is not usable.
@@ -49,7 +56,7 @@ def limits_from_profile(
         spec = profile.arms[arm]
         grip = GRIP_INDEX[arm]
         velocity[grip - len(spec.velocity) : grip] = spec.velocity
-        acceleration[grip - len(spec.acceleration) : grip] = spec.acceleration
+        acceleration[grip - len(spec.acceleration) : grip] = np.asarray(spec.acceleration) * acceleration_fraction
         velocity[grip] = gripper_velocity if gripper_velocity is not None else _gripper_velocity(profile, arm)
         names += [*spec.joints, spec.gripper.command.joint]
     return SafetyLimits(
