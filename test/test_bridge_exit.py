@@ -1,5 +1,6 @@
 """An exiting bridge's last stop reaches the driver before the bridge may end (``SafeMotion.halt`` drains its
-driver): the fault bench saw a failing bridge's hold lost with its process, and the arms ran out their window."""
+driver): the fault bench saw a failing bridge's hold lost with its process, and the arms ran out their window. Also
+the motion layer's margins: the acceleration it plans to, and when it looks for a gap in the measured state."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros.realcell.drivers import JtcDriver, StreamedDriver
-from robofollow_ros.realcell.safe_motion import EXIT_DRAIN_MARGIN, MotionSettings, SafeMotion
+from robofollow_ros.realcell.safe_motion import (
+    EXIT_DRAIN_MARGIN,
+    PAUSE_LOOK_AFTER,
+    STATE_WATCH_SECONDS,
+    MotionSettings,
+    SafeMotion,
+)
 from robofollow_ros.robot.profiles import load_profile
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import MeasuredState
@@ -68,6 +75,23 @@ def test_the_bridge_plans_to_a_fraction_of_the_profiles_acceleration(
             kinds = [item.kind for item in decision.interventions]
             assert ('over_acceleration' in kinds) == refused, (fraction, decision.summary())
             time.sleep(4 * motion.row_period + 0.1)
+
+
+def test_a_gap_in_the_measured_state_is_looked_for_just_after_it_would_pass_the_pause(
+    ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
+        pause = motion.settings.state_pause
+        for age, look in (
+            (0.0, STATE_WATCH_SECONDS),
+            (pause - 0.005, 0.005 + PAUSE_LOOK_AFTER),
+            (pause, PAUSE_LOOK_AFTER),
+        ):
+            monkeypatch.setattr(motion, 'state_age', lambda age=age: age)
+            assert motion.next_look(watching=True) == pytest.approx(look), age
+            assert motion.next_look(watching=False) == STATE_WATCH_SECONDS  # a hold's rows: no gap to look for
+        monkeypatch.setattr(motion, 'state_age', lambda: float('inf'))  # no state yet
+        assert motion.next_look(watching=True) == pytest.approx(PAUSE_LOOK_AFTER)
 
 
 def turning_chunk(start: np.ndarray, row_period: float) -> np.ndarray:
