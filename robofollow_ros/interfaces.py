@@ -51,6 +51,29 @@ def definitions_folder() -> Path | None:
     return next((folder for folder in candidates if (folder / 'Result.msg').is_file()), None)
 
 
+DRIVER_INTERFACE_PACKAGES = ('interbotix_xs_msgs',)
+"""Interface packages of the real drivers whose commands a bag may hold, outside ROS 2's standard messages."""
+
+
+def driver_message_definitions() -> dict[str, str]:
+    """``{type name: .msg text}`` of the ``DRIVER_INTERFACE_PACKAGES`` messages installed in this environment's prefix
+    or one on ``AMENT_PREFIX_PATH`` (empty for a package not installed)."""
+    prefixes = [sys.prefix, *os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)]
+    found: dict[str, str] = {}
+    for package in DRIVER_INTERFACE_PACKAGES:
+        folder = next(
+            (
+                Path(p) / 'share' / package / 'msg'
+                for p in prefixes
+                if p and (Path(p) / 'share' / package / 'msg').is_dir()
+            ),
+            None,
+        )
+        if folder is not None:
+            found.update({f'{package}/msg/{path.stem}': path.read_text() for path in sorted(folder.glob('*.msg'))})
+    return found
+
+
 def message_definitions() -> dict[str, str]:
     """``{type name: .msg text}`` of every message of the package (empty when the definitions are not found)."""
     folder = definitions_folder()

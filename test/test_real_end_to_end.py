@@ -12,12 +12,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from graph_helpers import read_records, run_launch
+from rosbags.highlevel import AnyReader
 
+from robofollow_ros.bags.cdr import default_typestore
 from robofollow_ros.cli.score import score_path
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
-from robofollow_ros.robot.profiles import load_profile
+from robofollow_ros.robot.profiles import RobotProfile, arm_command_topics, load_profile
+from robofollow_ros.safety.jtc import check_trajectory
 
 pytestmark = pytest.mark.ros
 
@@ -79,6 +83,32 @@ def test_the_expert_over_fake_hardware_scores_as_in_process(profile: str, tmp_pa
         rescored = score_path(out / record['episode_file'])
         assert [rescored[key] for key in SCORES] == [record[key] for key in SCORES], task
         assert _stages(rescored) == _stages(record), task
+        _assert_arm_commands_recorded(out / record['episode_file'], load_profile(profile))
+
+
+def _assert_arm_commands_recorded(bag: Path, profile: RobotProfile) -> None:
+    """The bag holds what reached the arms: every command and gripper topic of the profile, all finite, and on a
+    JointTrajectoryController each message within its interface (``check_trajectory``)."""
+    commands = arm_command_topics(str(profile.path))
+    joints = {spec.command.topic: spec.joints for spec in profile.arms.values()}
+    joints |= {spec.gripper.interface.topic: (spec.gripper.command.joint,) for spec in profile.arms.values()}
+    counts = dict.fromkeys(commands, 0)
+    with AnyReader([bag], default_typestore=default_typestore()) as reader:
+        connections = [c for c in reader.connections if c.topic in commands]
+        assert {c.topic: c.msgtype for c in connections} == commands
+        for connection, log_ns, raw in reader.messages(connections=connections):
+            message = reader.deserialize(raw, connection.msgtype)
+            counts[connection.topic] += 1
+            if connection.msgtype == 'trajectory_msgs/msg/JointTrajectory':
+                problems = check_trajectory(message, controller_joints=joints[connection.topic], received_ns=log_ns)
+                assert not problems, (connection.topic, problems)
+                values = [v for point in message.points for v in point.positions]
+            elif connection.msgtype == 'sensor_msgs/msg/JointState':
+                values = list(message.position)
+            else:
+                values = list(np.atleast_1d(message.cmd))
+            assert values and np.isfinite(values).all(), (connection.topic, values)
+    assert all(counts.values()), counts
 
 
 def test_an_xs_sdk_cell_whose_grippers_were_not_set_up_never_moves_and_the_run_says_why(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from robofollow_ros.interfaces import (
     EPISODE_SPEC_FIELDS,
     RESULT,
     VERSIONS,
+    driver_message_definitions,
     message_definitions,
     record_of_result,
     result_fields,
@@ -51,10 +52,12 @@ QUAT_WXYZ_COLUMNS = [6, 3, 4, 5]
 @functools.cache
 def typestore_for(store: Stores) -> Typestore:
     """The rosbags typestore of a ROS distribution with the ``robofollow_interfaces`` messages registered from
-    their ``.msg`` files when these are found (``interfaces.definitions_folder``; cached)."""
+    their ``.msg`` files when these are found (``interfaces.definitions_folder``), and the real drivers' command
+    messages installed here (``interfaces.driver_message_definitions``: a bag of a real cell holds its arm
+    commands); cached."""
     typestore = get_typestore(store)
     types: dict[str, Any] = {}
-    for name, text in message_definitions().items():
+    for name, text in {**driver_message_definitions(), **message_definitions()}.items():
         types.update(get_types_from_msg(text, name))
     typestore.register(types)
     return typestore

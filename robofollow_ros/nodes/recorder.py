@@ -33,12 +33,14 @@ from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
 from robofollow_ros import topics
-from robofollow_ros.bags.cdr import header_stamp_ns
+from robofollow_ros.bags.cdr import default_typestore, header_stamp_ns
 from robofollow_ros.bags.conventions import IMAGE, JOINT_STATE, MARKER_ARRAY, POSE_STAMPED
 from robofollow_ros.bags.writer import EpisodeBagWriter
-from robofollow_ros.errors import RoboFollowError
+from robofollow_ros.errors import GraphError, RoboFollowError
 from robofollow_ros.evaluation.episode_files import EPISODES_DIR, episode_stem
 from robofollow_ros.evaluation.episode_spec import EpisodeSpec
+from robofollow_ros.realcell.drivers import message_class
+from robofollow_ros.robot.profiles import arm_command_topics
 from robofollow_ros.robot.specs import DEFAULT_ROBOT, get_robot_spec
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import from_time
@@ -127,6 +129,11 @@ class RecorderNode(Node):
             self._raw(PoseStamped, topic, POSE_STAMPED, pose_profiles.get(topic, qos.STATE))
         for name in topics.all_object_names():  # fake hardware's truth beside a tracker (publish_truth_poses)
             self._raw(PoseStamped, topics.truth_pose_topic(name), POSE_STAMPED, qos.STATE)
+        profile = str(
+            param(self, 'robot_profile', '', description="a real cell's robot profile: its arm commands are recorded")
+        )
+        for topic, msgtype in arm_command_topics(profile).items():
+            self._command(topic, msgtype)
         if bool(param(self, 'images', False, description='record the camera images and CameraInfo')):
             for camera in CAMERAS:
                 self._raw(Image, topics.image_topic(camera), IMAGE, qos.SENSOR)
@@ -135,6 +142,25 @@ class RecorderNode(Node):
 
     def _raw(self, kind: type, topic: str, msgtype: str, profile: QoSProfile) -> None:
         self.create_subscription(kind, topic, lambda data: self.on_message(topic, msgtype, data), profile, raw=True)
+
+    def _command(self, topic: str, msgtype: str) -> None:
+        """Record the arm commands on ``topic`` stamped with their arrival (a JointTrajectory's stamp zero means
+        "now", and a driver's group command has no header), when this environment can read and write the type."""
+        if msgtype not in default_typestore().fielddefs:
+            self.get_logger().warning(f'{topic} is not recorded: no definition of {msgtype} is installed')
+            return
+        try:
+            kind = message_class(msgtype)
+        except GraphError as error:
+            self.get_logger().warning(f'{topic} is not recorded: {error}')
+            return
+        self.create_subscription(
+            kind,
+            topic,
+            lambda data: self.on_message(topic, msgtype, data, stamp=self.get_clock().now().nanoseconds),
+            qos.ARM_COMMANDS,
+            raw=True,
+        )
 
     def on_episode(self, message: EpisodeSpecMessage) -> None:
         spec = read_episode(self, message)

@@ -560,3 +560,21 @@ class _Reader(FieldReader):
         if not isinstance(value, str) or not value.startswith('/') or any(c.isspace() for c in value):
             self.fail(field, f'must be an absolute ROS name like /joint_states, got {value!r}')
         return value
+
+
+def arm_command_topics(name: str) -> dict[str, str]:
+    """``{topic: message type}`` of every arm and gripper command of the robot profile ``name`` (a shipped name or a
+    path; empty for ``''``).
+
+    Raises:
+        ProfileError: the profile is unknown or wrong.
+    """
+    if not name:
+        return {}
+    profile = load_profile(name)
+    found: dict[str, str] = {}
+    for arm in ARMS:
+        spec = profile.arms[arm]
+        found[spec.command.topic] = spec.command.type
+        found[spec.gripper.interface.topic] = spec.gripper.interface.type
+    return found
