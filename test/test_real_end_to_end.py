@@ -18,6 +18,7 @@ from graph_helpers import read_records, run_launch
 from rosbags.highlevel import AnyReader
 
 from robofollow_ros.bags.cdr import default_typestore
+from robofollow_ros.cli.audit import audit_bag
 from robofollow_ros.cli.score import score_path
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
 from robofollow_ros.robot.profiles import RobotProfile, arm_command_topics, load_profile
@@ -109,6 +110,9 @@ def _assert_arm_commands_recorded(bag: Path, profile: RobotProfile) -> None:
                 values = list(np.atleast_1d(message.cmd))
             assert values and np.isfinite(values).all(), (connection.topic, values)
     assert all(counts.values()), counts
+    line, violations = audit_bag(bag, None)  # the profile the bag's record names
+    assert not violations and line.endswith(f'({profile.name}): clean'), (line, violations[:5])
+    assert f'{sum(counts.values())} commands' in line, (line, counts)
 
 
 def test_an_xs_sdk_cell_whose_grippers_were_not_set_up_never_moves_and_the_run_says_why(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     'tasks': 'robofollow_ros.cli.tasks',
     'entropy': 'robofollow_ros.cli.entropy',
     'score': 'robofollow_ros.cli.score',
+    'audit': 'robofollow_ros.cli.audit',
     'report': 'robofollow_ros.cli.report',
     'compare': 'robofollow_ros.cli.compare',
     'eval': 'robofollow_ros.cli.eval',

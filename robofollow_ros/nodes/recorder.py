@@ -129,10 +129,10 @@ class RecorderNode(Node):
             self._raw(PoseStamped, topic, POSE_STAMPED, pose_profiles.get(topic, qos.STATE))
         for name in topics.all_object_names():  # fake hardware's truth beside a tracker (publish_truth_poses)
             self._raw(PoseStamped, topics.truth_pose_topic(name), POSE_STAMPED, qos.STATE)
-        profile = str(
+        self.robot_profile = str(
             param(self, 'robot_profile', '', description="a real cell's robot profile: its arm commands are recorded")
         )
-        for topic, msgtype in arm_command_topics(profile).items():
+        for topic, msgtype in arm_command_topics(self.robot_profile).items():
             self._command(topic, msgtype)
         if bool(param(self, 'images', False, description='record the camera images and CameraInfo')):
             for camera in CAMERAS:
@@ -182,6 +182,8 @@ class RecorderNode(Node):
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         meta = {**spec.to_dict(), 'robot': self.robot, 'frames_are_rows': True}
+        if self.robot_profile:
+            meta['robot_profile'] = self.robot_profile  # whose topics and units the arm commands are in
         try:
             writer = EpisodeBagWriter(
                 staging / path.name,

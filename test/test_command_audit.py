@@ -1,0 +1,114 @@
+"""``safety.command_audit``: recorded arm commands checked after the fact, each rule shown to catch its breach (the
+clean path over real bags of every profile is ``test_real_end_to_end.py``), and ``robofollow audit``'s answers."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robofollow_ros.cli import main
+from robofollow_ros.robot.profiles import load_profile
+from robofollow_ros.safety.command_audit import ArmCommand, AuditReport, audit_commands
+from robofollow_ros.safety.limits import WorkspaceBox
+from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
+from robofollow_ros.state_layout import ARM_SLICE
+
+PROFILE = load_profile('aloha_ros2_control')
+LIMITS = limits_from_profile(PROFILE)
+HOME = PROFILE.home_state()
+LEFT = HOME[ARM_SLICE['left']]
+ROW = PROFILE.row_period
+NS = 1_000_000_000
+WAIST_SPEED = float(LIMITS.velocity[0])
+
+
+def turning(log_s: float, *, speed: float, rows: int = 5, start: np.ndarray = LEFT) -> ArmCommand:
+    """A JTC message logged at ``log_s`` turning the left waist at ``speed`` rad/s from ``start`` for ``rows`` rows."""
+    times = ROW * np.arange(1, rows + 1)
+    joints = np.tile(start, (rows, 1))
+    joints[:, 0] += speed * times
+    return ArmCommand('/left_arm_controller/joint_trajectory', 'left', round(log_s * NS), times, joints=joints)
+
+
+def audit(*commands: ArmCommand, limits=LIMITS) -> AuditReport:
+    return audit_commands(commands, limits, tcp=profile_tcp(PROFILE), home=HOME)
+
+
+def test_a_motion_within_the_limits_followed_by_its_continuation_is_clean() -> None:
+    first = turning(0.0, speed=0.5 * WAIST_SPEED)
+    # The next window, logged one row later, goes on from where the first commands the arm then.
+    going_on = turning(ROW, speed=0.5 * WAIST_SPEED, start=first.joints[0])
+    report = audit(first, going_on)
+    assert report.clean, report.violations
+    assert report.messages == {first.topic: 2} and report.points == 10
+
+
+def test_a_message_that_jumps_from_where_the_last_one_left_the_arm_is_too_fast() -> None:
+    first = turning(0.0, speed=0.5 * WAIST_SPEED)
+    jumped = turning(ROW, speed=0.5 * WAIST_SPEED, start=first.joints[-1] + 0.3)  # 0.3 rad ahead of the reference
+    report = audit(first, jumped)
+    assert len(report.violations) == 1 and 'point 0:' in report.violations[0], report.violations
+    within = audit(turning(0.0, speed=0.5 * WAIST_SPEED, rows=1), turning(0.0, speed=1.04 * WAIST_SPEED))
+    assert within.clean, within.violations  # the log's 5 % slack
+    # A first message: where point 0 starts from is unknown, its later segments are judged.
+    first_only = audit(turning(0.0, speed=1.1 * WAIST_SPEED)).violations
+    assert len(first_only) == 4 and 'point 1:' in first_only[0], first_only
+
+
+def test_points_outside_the_joint_limits_or_the_box_or_not_finite_are_found() -> None:
+    beyond = turning(0.0, speed=0.0, rows=2)
+    beyond.joints[1, 1] = LIMITS.upper[1] + 0.01
+    assert any('outside the joint limits' in item for item in audit(beyond).violations)
+    box = WorkspaceBox(lower=(-0.1, -0.1, 2.0), upper=(0.1, 0.1, 2.5))  # far above the home TCP
+    assert any(
+        'outside the workspace box' in item
+        for item in audit(turning(0.0, speed=0.0), limits=dataclasses.replace(LIMITS, workspace=box)).violations
+    )
+    broken = turning(0.0, speed=0.0, rows=2)
+    broken.joints[0, 3] = np.nan
+    assert audit(broken).violations == (f'{broken.topic} at 0 point 0: not 6 finite joint positions',)
+
+
+def test_a_gripper_outside_its_range_or_faster_than_its_speed_is_found() -> None:
+    topic, speed = '/left_gripper_controller/joint_trajectory', float(LIMITS.velocity[6])
+    times = ROW * np.arange(1, 4)
+
+    def gripper(log_s: float, grips: list[float]) -> ArmCommand:
+        return ArmCommand(topic, 'left', round(log_s * NS), times[: len(grips)], grips=np.array(grips))
+
+    assert audit(gripper(0.0, [1.0, 1.0, 1.01])).violations[0].endswith('outside 0..1')
+    slow = [1.0 - 0.5 * speed * t for t in times]
+    assert audit(gripper(0.0, [1.0, 1.0, 1.0]), gripper(0.1, slow)).clean
+    fast = [1.0 - 1.5 * speed * ROW]
+    assert 'gripper point 0:' in audit(gripper(0.0, [1.0, 1.0, 1.0]), gripper(0.1, fast)).violations[0]
+
+
+def test_a_streamed_target_is_judged_by_its_step_over_one_control_period_whatever_its_log_time() -> None:
+    period = 1.0 / PROFILE.control_rate
+    step = WAIST_SPEED * period
+
+    def target(log_s: float, waist: float) -> ArmCommand:
+        joints = LEFT.copy()
+        joints[0] = waist
+        return ArmCommand(
+            '/stream', 'left', round(log_s * NS), np.array([period]), joints=joints[None, :], streamed=True
+        )
+
+    # Two targets logged 0.2 ms apart (a late reader) each one step on: clean, as a servo takes them.
+    assert audit(target(0.0, 0.0), target(0.0002, step), target(0.0004, 2 * step)).clean
+    over = audit(target(0.0, 0.0), target(period, 1.2 * step)).violations
+    assert len(over) == 1 and '(x1.2000)' in over[0], over
+    # After the stream was idle, a new plan starts from nothing known.
+    assert audit(target(0.0, 0.0), target(10 * period, 1.2 * step)).clean
+
+
+def test_the_audit_command_says_why_it_cannot_audit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(['audit', str(tmp_path / 'missing')]) == 2
+    assert 'no such bag' in capsys.readouterr().err
+    empty = tmp_path / 'episodes'
+    empty.mkdir()
+    assert main(['audit', str(empty)]) == 2
+    assert 'no episode bag in it' in capsys.readouterr().err
