@@ -19,7 +19,12 @@ from robofollow_ros.robot.profiles import load_profile, parse_profile, profile_n
 from robofollow_ros.safety.chunk_limits import GripperReach
 from robofollow_ros.safety.command_filter import MeasuredState, filter_chunk
 from robofollow_ros.safety.limits import SafetyLimits
-from robofollow_ros.safety.profile_limits import DEFAULT_GRIPPER_VELOCITY, limits_from_profile, profile_tcp
+from robofollow_ros.safety.profile_limits import (
+    COMMAND_ACCELERATION_FRACTION,
+    DEFAULT_GRIPPER_VELOCITY,
+    limits_from_profile,
+    profile_tcp,
+)
 
 LOWERED = {'aloha_ros2_control': (0.7, 0.2), 'aloha_interbotix': (0.7, 0.2), 'piper': (2.9, -1.1)}
 """Left joint2 and joint3 that put the TCP below the table top (ALOHA: shoulder forward, z 0.716; Piper: upper arm
@@ -96,6 +101,17 @@ def test_a_profile_without_a_robot_has_no_tcp_function():
     assert without.robot is None
     with pytest.raises(SafetyError, match=r'no_robot.*names no robot'):
         profile_tcp(without)
+
+
+def test_the_bridge_keeps_a_margin_below_the_profiles_acceleration_for_the_timing_of_delivery() -> None:
+    profile = load_profile('aloha_ros2_control')
+    stated = limits_from_profile(profile).acceleration
+    planned = limits_from_profile(profile, acceleration_fraction=COMMAND_ACCELERATION_FRACTION).acceleration
+    arms = np.isfinite(stated)
+    np.testing.assert_allclose(planned[arms], COMMAND_ACCELERATION_FRACTION * stated[arms])
+    assert np.isinf(planned[~arms]).all() and (~arms).sum() == 2  # the grippers: no acceleration limit
+    # Rows planned at the margin reached the arms at up to 1.15 times it (docs/safety.md): still within the limit.
+    assert COMMAND_ACCELERATION_FRACTION * 1.15 <= 1.0 and COMMAND_ACCELERATION_FRACTION >= 0.8
 
 
 @pytest.mark.parametrize('mode', ['refuse', 'stretch'])
