@@ -94,6 +94,24 @@ def test_a_gap_in_the_measured_state_is_looked_for_just_after_it_would_pass_the_
         assert motion.next_look(watching=True) == pytest.approx(PAUSE_LOOK_AFTER)
 
 
+def test_the_grippers_in_the_state_are_where_the_running_command_has_them_not_where_it_ends(
+    ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk following a state gap's stop mid-way started its grippers where that stop would end: the stream jumped
+    them there (x2.5 of their speed in one control period, the fuzz)."""
+    with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
+        start = motion.profile.home_state()
+        closing = np.tile(start, (10, 1))
+        closing[:, 6] = np.linspace(0.95, 0.5, 10)  # the left gripper closes over 10 rows
+        decision = motion.send_chunk(closing, what='test')
+        assert decision.rows_sent == 10, decision.summary()
+        time.sleep(4 * motion.row_period)
+        grip = motion.with_commanded_grips(start)[6]
+        assert 0.5 + 0.05 < grip < 0.95, grip  # on its way, not at the command's end
+        time.sleep(7 * motion.row_period)
+        assert motion.with_commanded_grips(start)[6] == pytest.approx(0.5)  # the end once it is over
+
+
 def turning_chunk(start: np.ndarray, row_period: float) -> np.ndarray:
     """20 rows turning the left waist at ``WAIST_SPEED`` towards the middle of its range (the home waist's side)."""
     rows = np.tile(start, (20, 1))

@@ -28,7 +28,7 @@ from robofollow_ros.realcell.drivers import (
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import Command
-from robofollow_ros.safety.controlled_stop import controlled_stop, stop_decelerations
+from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN, controlled_stop, stop_decelerations
 from robofollow_ros.safety.jtc import check_command_qos, check_trajectory
 from robofollow_ros.safety.profile_limits import limits_from_profile
 
@@ -305,6 +305,37 @@ def test_a_late_tick_moves_no_further_than_the_velocity_limit_over_one_control_p
         with driver.lock:
             time.sleep(0.05)  # the next tick comes 2.5 periods late
         last = float(rows[-1, 0])
+        wait_until(lambda: got and got[-1].position[0] == pytest.approx(last), timeout=30, what='the last row')
+    finally:
+        driver.close()
+    waist = [message.position[0] for message in got]
+    assert max(np.diff(waist)) <= 1.0 * period + 1e-9, max(np.diff(waist)) / period
+
+
+def test_a_chunk_that_starts_where_the_plan_has_the_arm_goes_on_from_a_stream_left_behind_by_a_late_tick(
+    ros: Node,
+) -> None:
+    """A late tick leaves the stream behind its plan; the bridge starts the next chunk where the plan has the arm
+    now. Taken for an arm that does not follow (more than ``FOLLOWING_WITHIN`` from the last target), the chunk's
+    first target jumped the lag in one period (the fuzz: x1.16 of the limit). It now goes on from the last target."""
+    profile = load_profile('piper')
+    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
+    home = profile.home_state()
+    period = 1.0 / profile.control_rate
+    rows = np.tile(home, (20, 1))
+    rows[:, 0] = home[0] + np.arange(1, 21) * 0.06  # exactly the limit: 1 rad/s over 60 ms rows
+    try:
+        driver.send(Command(positions=rows, times=np.arange(1, 21) * 0.06, hold=False), start=home)
+        time.sleep(0.15)
+        with driver.lock:
+            time.sleep(0.1)  # the stream falls 0.1 rad behind its plan
+            assert driver.plan is not None and driver.last is not None
+            planned = driver.target(time.monotonic() - driver.plan[0])[0]
+            assert planned[0] - driver.last[0] > FOLLOWING_WITHIN  # the lag this test is about
+            onwards = np.tile(planned, (3, 1))
+            onwards[:, 0] = planned[0] + np.arange(1, 4) * 0.06
+            driver.send(Command(positions=onwards, times=np.arange(1, 4) * 0.06, hold=False), start=planned)
+        last = float(onwards[-1, 0])
         wait_until(lambda: got and got[-1].position[0] == pytest.approx(last), timeout=30, what='the last row')
     finally:
         driver.close()

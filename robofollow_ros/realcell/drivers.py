@@ -307,12 +307,19 @@ class StreamedDriver:
             self.lock.notify_all()
 
     def origin(self, command: Command, start: np.ndarray) -> np.ndarray:
-        """Where ``command`` streams from: the last target while the arm (``start``, measured) is within
-        ``FOLLOWING_WITHIN`` of it, else ``start``; a hold always from ``start``."""
+        """Where ``command`` streams from: the last target while the arm (``start``) is within ``FOLLOWING_WITHIN`` of
+        it or of where the running plan has it now, else ``start``; a hold always from ``start``. A late tick leaves
+        the stream behind its plan (each target moves at most the velocity limit over a period), and the bridge
+        starts a chunk where the plan has the arm: taken for an arm that does not follow, the chunk's first target
+        jumped the lag at once (x1.16 of the limit in one period, the fuzz)."""
         last = self.last
         if command.hold or last is None or not np.isfinite(start).all():
             return start
-        return last.copy() if float(np.abs(start - last).max()) <= FOLLOWING_WITHIN else start
+        near = [last]
+        if self.plan is not None:
+            near.append(self.target(time.monotonic() - self.plan[0])[0])
+        following = min(float(np.abs(start - point).max()) for point in near) <= FOLLOWING_WITHIN
+        return last.copy() if following else start
 
     def target(self, elapsed: float) -> tuple[np.ndarray, bool]:
         """The interpolated 14-D target ``elapsed`` seconds into the plan, and whether the plan is over."""

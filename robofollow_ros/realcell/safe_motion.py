@@ -177,7 +177,6 @@ class SafeMotion:
         self.settle_error = math.inf
         self.interventions: Counter[str] = Counter()
         self.counts_lock = threading.Lock()
-        self.commanded_grips: np.ndarray | None = None
         self.closed = False
         self.watcher = threading.Thread(target=self.watch, name='dead-man', daemon=True)
         self.watcher.start()
@@ -210,12 +209,15 @@ class SafeMotion:
                 self.condition.wait(min(remaining, 0.05))
 
     def with_commanded_grips(self, state: np.ndarray) -> np.ndarray:
-        """A measured 14-D ``state`` with the grippers at their last command (as the simulated cell's state holds
-        them: measured joints, commanded grips), or as it is before any command."""
-        if self.commanded_grips is None:
+        """A measured 14-D ``state`` with the grippers where the last command has them now (as the simulated cell's
+        state holds them: measured joints, commanded grips), or as it is before any command. Not the command's end
+        while it runs: a chunk that followed a state gap's stop mid-way started its grippers from where that stop
+        would end, and the stream jumped them there (x2.5 of their speed in one control period, the fuzz)."""
+        sent = self.sent
+        if sent is None:
             return state
         positions = np.array(state, dtype=np.float64)
-        positions[GRIP_COLUMNS] = self.commanded_grips
+        positions[GRIP_COLUMNS] = commanded_at(sent, time.monotonic())[0][GRIP_COLUMNS]
         return positions
 
     # --- commands ---------------------------------------------------------------------------------------------
@@ -253,7 +255,6 @@ class SafeMotion:
             self.driver.send(command, start=start)
             start = np.asarray(start, dtype=np.float64)
             self.sent = SentCommand(start=start, command=command, sent_at=time.monotonic())
-            self.commanded_grips = command.positions[-1, GRIP_COLUMNS].copy()
         return command
 
     def controlled(
