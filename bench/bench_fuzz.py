@@ -106,6 +106,8 @@ PROGRESS_SECONDS = 60.0
 VELOCITY_BANDS = (1.0, 1.05, 1.5, 3.0)
 OFF_COMMAND = 0.05
 """rad: an arm measured this far from its command does not follow it (blocked: the arms in contact, the table)."""
+MEASURED_WITHIN = 0.05
+"""s: a measurement this recent tells where a stream's target may start from (a new plan from the measured arm)."""
 FROM_REST_SPEED = 0.5
 """rad/s: a hold or stop that sets a resting arm moving faster than this is counted (a hold at a measured position
 a few mrad from the commanded one moves at a fraction of it)."""
@@ -834,6 +836,12 @@ class Analysis:
         share = (stamp - times[j]) / (times[j + 1] - times[j])
         return before + share * (states[j + 1][1][ARM_SLICE[arm]] - before)
 
+    def measured_recently(self, stamp: int) -> bool:
+        """Whether the arms were measured within ``MEASURED_WITHIN`` before ``stamp`` (ns): not across a gap of the
+        measurements, where the last one may be far from the arm."""
+        j = int(np.searchsorted(self.state_times, stamp, side='right')) - 1
+        return j >= 0 and stamp - int(self.state_times[j]) <= MEASURED_WITHIN * NS
+
     def from_rest(self, message: Message, start: np.ndarray) -> None:
         """A hold or stop that sets a resting arm moving (faster than ``FROM_REST_SPEED``)."""
         speed = float((np.abs(message.points[0] - start) / max(float(message.times[0]), 1e-9)).max())
@@ -903,13 +911,14 @@ class Analysis:
 
     def stream_steps(self, line: Polyline, limit: np.ndarray, period: float, arm: str, what: str) -> None:
         """A position stream's targets, one per control period: each within the limit times the period of the one
-        before (what a servo is asked to travel in a period, whatever the transport's timing); a new plan's first
-        target, sent between two ticks, from the one before or from where the arm is measured (a hold there)."""
+        before (what a servo is asked to travel in a period, whatever the transport's timing), or of where the arm is
+        measured: a new plan from there (a hold, a home move planned from an arm that lags its target; its first
+        target may go out on the tick grid, so this is not told by the kind of the knot alone)."""
         for k in range(1, len(line.t)):
             step = np.abs(line.q[k] - line.q[k - 1])
             kind = line.starts.get(k, 'stream')
-            if kind in ('plan_start', 'resume') and what == 'arm' and len(self.state_times):
-                stamp = round(line.t[k] * NS)
+            stamp = round(line.t[k] * NS)
+            if what == 'arm' and self.measured_recently(stamp):
                 here = self.measured_at(self.states, self.state_times, stamp, arm, line.q[k - 1])
                 step = np.minimum(step, np.abs(line.q[k] - here))
             if self.profile.driver == 'interbotix_xs':
