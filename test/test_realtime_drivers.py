@@ -341,3 +341,28 @@ def test_a_chunk_that_starts_where_the_plan_has_the_arm_goes_on_from_a_stream_le
         driver.close()
     waist = [message.position[0] for message in got]
     assert max(np.diff(waist)) <= 1.0 * period + 1e-9, max(np.diff(waist)) / period
+
+
+def test_a_hold_at_the_end_of_a_plan_the_stream_is_behind_goes_there_within_the_velocity_limit(ros: Node) -> None:
+    """The bridge holds at the last commanded point once a plan's time is over; a stream behind that plan (late ticks)
+    jumped there in one period (the fuzz: a gripper at x2.05 of its speed). It now goes on there at the limit."""
+    profile = load_profile('piper')
+    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
+    home = profile.home_state()
+    period = 1.0 / profile.control_rate
+    rows = np.tile(home, (5, 1))
+    rows[:, 0] = home[0] + np.arange(1, 6) * 0.06
+    try:
+        driver.send(Command(positions=rows, times=np.arange(1, 6) * 0.06, hold=False), start=home)
+        time.sleep(0.1)
+        with driver.lock:
+            time.sleep(0.25)  # the plan's time is over; the stream is far behind its end
+            assert driver.plan is not None and driver.last is not None
+            assert rows[-1, 0] - driver.last[0] > FOLLOWING_WITHIN
+            driver.send(Command(positions=rows[-1:], times=np.array([0.06]), hold=True), start=rows[-1])
+        last = float(rows[-1, 0])
+        wait_until(lambda: got and got[-1].position[0] == pytest.approx(last), timeout=30, what='the hold')
+    finally:
+        driver.close()
+    waist = [message.position[0] for message in got]
+    assert max(np.diff(waist)) <= 1.0 * period + 1e-9, max(np.diff(waist)) / period

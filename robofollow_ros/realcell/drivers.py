@@ -308,16 +308,17 @@ class StreamedDriver:
 
     def origin(self, command: Command, start: np.ndarray) -> np.ndarray:
         """Where ``command`` streams from: the last target while the arm (``start``) is within ``FOLLOWING_WITHIN`` of
-        it or of where the running plan has it now, else ``start``; a hold always from ``start``. A late tick leaves
-        the stream behind its plan (each target moves at most the velocity limit over a period), and the bridge
-        starts a chunk where the plan has the arm: taken for an arm that does not follow, the chunk's first target
-        jumped the lag at once (x1.16 of the limit in one period, the fuzz)."""
+        it or of where the running plan has it now or at its end, else ``start`` (an arm that does not follow: a hold
+        where it stands, a chunk from there). A late tick leaves the stream behind its plan (each target moves at
+        most the velocity limit over a period), and the bridge starts a chunk where the plan has the arm, or holds at
+        the plan's end once its time is over: taken for an arm that does not follow, the first target jumped the lag
+        at once (x1.16 of the limit in one period for a chunk, x2.05 for a gripper's hold, the fuzz)."""
         last = self.last
-        if command.hold or last is None or not np.isfinite(start).all():
+        if last is None or not np.isfinite(start).all():
             return start
         near = [last]
         if self.plan is not None:
-            near.append(self.target(time.monotonic() - self.plan[0])[0])
+            near += [self.target(time.monotonic() - self.plan[0])[0], self.plan[2][-1]]
         following = min(float(np.abs(start - point).max()) for point in near) <= FOLLOWING_WITHIN
         return last.copy() if following else start
 
