@@ -20,8 +20,10 @@ profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins
   starts from the last target streamed (the servos' reference), not the measured state, while the arm is measured
   within ``FOLLOWING_WITHIN`` of it: a measurement lagging its target made every new chunk pull the reference back
   (the fuzz counted 1,086 reference steps over the velocity limit, up to 5.8 times it). Its first segment is
-  lengthened when the reference is further from the first row than the velocity limits allow in one row. Holds
-  (and an arm further off, blocked or moved by hand) start where the caller says: the measured state. (On a ROS
+  lengthened when the reference is further from the first row than the velocity limits allow in one row. A chunk
+  or a hold that starts where the running plan has the arm (now, or at its end) goes on from the last target too:
+  a late tick leaves the stream behind its plan, and a jump to the plan would ask the servos for more than their
+  limit. An arm further off (blocked, moved by hand) starts where the caller says: the measured state. (On a ROS
   timer the stream waited behind every other callback of the bridge, which one events executor runs one at a time:
   camera images, joint states, poses.)
 """
