@@ -112,3 +112,70 @@ def test_the_audit_command_says_why_it_cannot_audit(tmp_path: Path, capsys: pyte
     empty.mkdir()
     assert main(['audit', str(empty)]) == 2
     assert 'no episode bag in it' in capsys.readouterr().err
+
+
+BASE_S = 1_800_000_000.0
+"""A wall-clock log time, as a bag holds (nanoseconds since 1970: ~1.8e18)."""
+
+
+def test_each_arm_is_followed_on_its_own_and_every_violation_is_kept_with_its_exact_words() -> None:
+    right = ArmCommand(
+        '/right_arm_controller/joint_trajectory',
+        'right',
+        round(BASE_S * NS),
+        ROW * np.arange(1, 3),
+        joints=np.tile(HOME[ARM_SLICE['right']], (2, 1)),
+    )
+    left = turning(BASE_S, speed=0.0, rows=2)
+    # The right arm 0.5 rad away from the left's reference: judged from its own, it is at rest.
+    right_moved = dataclasses.replace(right, log_ns=right.log_ns + round(ROW * NS))
+    assert audit(left, right, right_moved).clean
+    beyond = dataclasses.replace(left, joints=left.joints.copy())
+    beyond.joints[1, 5] = 3.2  # the wrist's rotation, limit 3.14158 (the TCP stays on its axis, in the box)
+    report = audit(beyond, beyond)
+    shown = np.round(beyond.joints[1], 4).tolist()
+    assert report.violations == (f'{left.topic} at {left.log_ns} point 1: {shown} outside the joint limits',) * 2
+    assert report.points == 4
+
+
+def test_the_limits_themselves_pass_and_a_hair_beyond_them_does_not() -> None:
+    at_limits = turning(0.0, speed=0.0, rows=2)
+    at_limits.joints[0, 1] = LIMITS.upper[1]
+    at_limits.joints[1, 1] = LIMITS.lower[1]
+    at_limits.joints[:, 0] = 0.0
+    report = audit(at_limits, limits=dataclasses.replace(LIMITS, velocity=np.full(14, 1e6), workspace=None))
+    assert report.clean, report.violations
+    tcp = profile_tcp(PROFILE)(HOME)[0]
+    exact = WorkspaceBox(lower=tuple(tcp), upper=tuple(tcp + 0.1))  # the home TCP on the box's lower corner
+    assert audit(turning(0.0, speed=0.0, rows=1), limits=dataclasses.replace(LIMITS, workspace=exact)).clean
+    below = WorkspaceBox(lower=tuple(tcp + 1e-4), upper=tuple(tcp + 0.1))
+    (item,) = audit(turning(0.0, speed=0.0, rows=1), limits=dataclasses.replace(LIMITS, workspace=below)).violations
+    assert item.endswith(f'point 0: TCP {np.round(tcp, 4).tolist()} outside the workspace box'), item
+    topic = '/left_gripper_controller/joint_trajectory'
+    closed = ArmCommand(topic, 'left', 0, ROW * np.arange(1, 3), grips=np.array([0.0, 0.0]))
+    assert audit(closed).clean and audit(closed).points == 2
+    for broken in ([np.nan, 0.0], [0.0, -1e-3]):
+        assert audit(dataclasses.replace(closed, grips=np.array(broken))).violations[0].endswith('outside 0..1')
+
+
+def test_a_segment_at_the_slack_passes_and_the_words_name_its_speed_and_span() -> None:
+    limit = WAIST_SPEED * 1.05 + 1e-3
+    first = turning(0.0, speed=0.0, rows=1)
+    assert audit(first, turning(ROW, speed=limit - 5e-4, rows=1)).clean
+    (item,) = audit(first, turning(ROW, speed=limit + 5e-4, rows=1)).violations
+    assert item.endswith(f'point 0: {limit + 5e-4:.4f} per s over 60.0 ms (limit {WAIST_SPEED:g})'), item
+
+
+def test_a_streamed_target_exactly_one_period_of_the_limit_passes_and_a_late_one_over_it_does_not() -> None:
+    period = 1.0 / PROFILE.control_rate
+    step = WAIST_SPEED * period
+
+    def target(log_s: float, waist: float) -> ArmCommand:
+        joints = LEFT.copy()
+        joints[0] = waist
+        when = round((BASE_S + log_s) * NS)
+        return ArmCommand('/stream', 'left', when, np.array([period]), joints=joints[None, :], streamed=True)
+
+    assert audit(target(0.0, 0.0), target(period, step), target(2 * period, 2 * step)).clean
+    (item,) = audit(target(0.0, 0.0), target(period + 0.002, 1.5 * step)).violations  # a tick 2 ms late
+    assert item.endswith(f'target: {1.5 * step:.5f} in one control period of {period * 1e3:.1f} ms (x1.5000)'), item

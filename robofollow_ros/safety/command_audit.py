@@ -22,7 +22,7 @@ import numpy as np
 
 from robofollow_ros.safety.command_filter import TcpFunction
 from robofollow_ros.safety.limits import SafetyLimits
-from robofollow_ros.state_layout import ARM_SLICE, ARMS, GRIP_INDEX, Arm
+from robofollow_ros.state_layout import ACTION_DIM, ARM_SLICE, ARMS, GRIP_INDEX, Arm
 
 NS_PER_S = 1_000_000_000
 VELOCITY_SLACK = 1.05
@@ -74,7 +74,7 @@ class AuditReport:
 
 @dataclass
 class _Reference:
-    knots_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    knots_ns: np.ndarray = field(default_factory=lambda: np.zeros(0))
     values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     def at(self, when_ns: int) -> np.ndarray | None:
@@ -89,31 +89,33 @@ def audit_commands(
     """Check ``commands`` (in log order) against ``limits`` and its workspace box by ``tcp``; ``home`` (14,) fills
     the other arm's values for the TCP function (an arm's TCP depends on its own joints only)."""
     counts: Counter[str] = Counter()
-    references: dict[tuple[Arm, str], _Reference] = {}
+    joint_references: dict[Arm, _Reference] = {arm: _Reference() for arm in ARMS}
+    grip_references: dict[Arm, _Reference] = {arm: _Reference() for arm in ARMS}
     found: list[str] = []
     points = 0
     for command in commands:
         counts[command.topic] += 1
         where = f'{command.topic} at {command.log_ns}'
-        due = command.log_ns + np.round(np.asarray(command.times, dtype=np.float64) * NS_PER_S).astype(np.int64)
+        due = command.log_ns + command.times * NS_PER_S
         if command.joints is not None:
-            joints = np.asarray(command.joints, dtype=np.float64)
-            points += len(joints)
-            columns = np.arange(ARM_SLICE[command.arm].start, GRIP_INDEX[command.arm])
-            problems = _arm_points(command.arm, joints, limits, columns, tcp=tcp, home=home)
+            points += len(command.joints)
+            columns = np.arange(ACTION_DIM)[ARM_SLICE[command.arm]]
+            problems = _arm_points(command.arm, command.joints, limits, columns, tcp=tcp, home=home)
             if not problems:
-                reference = references.setdefault((command.arm, 'joints'), _Reference())
-                problems = _speeds(reference, command, due, joints, limits.velocity[columns])
+                reference = joint_references[command.arm]
+                problems = _speeds(reference, command, due, command.joints, limits.velocity[columns])
             found += [f'{where} {item}' for item in problems]
         if command.grips is not None:
-            grips = np.asarray(command.grips, dtype=np.float64)[:, None]
+            grips = command.grips[:, None]
             points += len(grips)
-            if not np.isfinite(grips).all() or (grips < -LIMIT_TOLERANCE).any() or (grips > 1 + LIMIT_TOLERANCE).any():
+            if not (
+                np.isfinite(grips).all() and (grips >= -LIMIT_TOLERANCE).all() and (grips <= 1 + LIMIT_TOLERANCE).all()
+            ):
                 found.append(f'{where} gripper {grips[:, 0].tolist()} outside 0..1')
             else:
-                reference = references.setdefault((command.arm, 'grip'), _Reference())
-                column = [GRIP_INDEX[command.arm]]
-                speeds = _speeds(reference, command, due, grips, limits.velocity[column])
+                speeds = _speeds(
+                    grip_references[command.arm], command, due, grips, limits.velocity[[GRIP_INDEX[command.arm]]]
+                )
                 found += [f'{where} gripper {item}' for item in speeds]
     return AuditReport(messages=dict(counts), points=points, violations=tuple(found))
 
@@ -132,11 +134,11 @@ def _arm_points(
         ).any():
             problems.append(f'point {i}: {np.round(row, 4).tolist()} outside the joint limits')
         if box is not None:
-            state = np.array(home, dtype=np.float64)
+            state = home.copy()
             state[columns] = row
-            point = np.asarray(tcp(state)[ARMS.index(arm)], dtype=np.float64)
-            if (point < np.asarray(box.lower) - LIMIT_TOLERANCE).any() or (
-                point > np.asarray(box.upper) + LIMIT_TOLERANCE
+            point = tcp(state)[ARMS.index(arm)]
+            if (point < np.subtract(box.lower, LIMIT_TOLERANCE)).any() or (
+                point > np.add(box.upper, LIMIT_TOLERANCE)
             ).any():
                 problems.append(f'point {i}: TCP {np.round(point, 4).tolist()} outside the workspace box')
     return problems
