@@ -179,3 +179,20 @@ def test_a_streamed_target_exactly_one_period_of_the_limit_passes_and_a_late_one
     assert audit(target(0.0, 0.0), target(period, step), target(2 * period, 2 * step)).clean
     (item,) = audit(target(0.0, 0.0), target(period + 0.002, 1.5 * step)).violations  # a tick 2 ms late
     assert item.endswith(f'target: {1.5 * step:.5f} in one control period of {period * 1e3:.1f} ms (x1.5000)'), item
+
+
+def test_a_message_with_the_arm_and_its_gripper_counts_and_reports_both() -> None:
+    """A Piper command carries both: each part is counted and each violation kept."""
+    period = 1.0 / PROFILE.control_rate
+    joints = LEFT.copy()[None, :]
+    first = ArmCommand('/stream', 'left', 0, np.array([period]), joints=joints, grips=np.array([1.0]), streamed=True)
+    joints_beyond = joints.copy()
+    joints_beyond[0, 5] = 3.2
+    second = dataclasses.replace(first, log_ns=round(period * NS), joints=joints_beyond, grips=np.array([0.0]))
+    report = audit(first, second)
+    assert report.points == 4
+    ratio = 1.0 / (LIMITS.velocity[6] * period)
+    assert [item.split(' ', 3)[-1] for item in report.violations] == [
+        f'point 0: {np.round(joints_beyond[0], 4).tolist()} outside the joint limits',
+        f'gripper target: 1.00000 in one control period of {period * 1e3:.1f} ms (x{ratio:.4f})',
+    ], report.violations
