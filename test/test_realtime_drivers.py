@@ -3,6 +3,7 @@ topics."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -289,27 +290,40 @@ def test_a_stream_goes_on_from_its_last_target_while_the_arm_follows_it_and_keep
         driver.close()
 
 
+def waist_ramp(home: np.ndarray, rows: int) -> Command:
+    """The left waist from ``home`` at exactly the 1 rad/s limit, over ``rows`` rows of 60 ms."""
+    positions = np.tile(home, (rows, 1))
+    positions[:, 0] = home[0] + np.arange(1, rows + 1) * 0.06
+    return Command(positions=positions, times=np.arange(1, rows + 1) * 0.06, hold=False)
+
+
+@contextlib.contextmanager
+def ramping_piper(ros: Node, rows: int) -> Iterator[tuple[StreamedDriver, Command]]:
+    """A Piper stream at 1 rad/s sent ``waist_ramp``; on leaving, the streamed waist targets are checked: each within
+    the limit times one control period of the one before, however the test delayed the stream."""
+    profile = load_profile('piper')
+    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
+    ramp = waist_ramp(profile.home_state(), rows)
+    try:
+        driver.send(ramp, start=profile.home_state())
+        yield driver, ramp
+        last = float(driver.plan[2][-1][0]) if driver.plan is not None else float(ramp.positions[-1, 0])
+        wait_until(lambda: got and got[-1].position[0] == pytest.approx(last), timeout=30, what='the last target')
+    finally:
+        driver.close()
+    waist = [message.position[0] for message in got]
+    period = 1.0 / profile.control_rate
+    assert max(np.diff(waist)) <= 1.0 * period + 1e-9, max(np.diff(waist)) / period
+
+
 def test_a_late_tick_moves_no_further_than_the_velocity_limit_over_one_control_period(ros: Node) -> None:
     """A tick that comes late (the thread kept from the lock, a loaded machine) took the plan as far as its clock
     had gone: the fuzz saw stream targets up to 0.5 % over the limit per control period, and a tick 50 ms late
     asked the servos for 2.5 periods' travel in one. Each target now moves at most the limit times the period."""
-    profile = load_profile('piper')
-    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
-    home = profile.home_state()
-    period = 1.0 / profile.control_rate
-    rows = np.tile(home, (10, 1))
-    rows[:, 0] = home[0] + np.arange(1, 11) * 0.06  # exactly the limit: 1 rad/s over 60 ms rows
-    try:
-        driver.send(Command(positions=rows, times=np.arange(1, 11) * 0.06, hold=False), start=home)
+    with ramping_piper(ros, 10) as (driver, _ramp):
         time.sleep(0.15)
         with driver.lock:
             time.sleep(0.05)  # the next tick comes 2.5 periods late
-        last = float(rows[-1, 0])
-        wait_until(lambda: got and got[-1].position[0] == pytest.approx(last), timeout=30, what='the last row')
-    finally:
-        driver.close()
-    waist = [message.position[0] for message in got]
-    assert max(np.diff(waist)) <= 1.0 * period + 1e-9, max(np.diff(waist)) / period
 
 
 def test_a_chunk_that_starts_where_the_plan_has_the_arm_goes_on_from_a_stream_left_behind_by_a_late_tick(
@@ -318,14 +332,7 @@ def test_a_chunk_that_starts_where_the_plan_has_the_arm_goes_on_from_a_stream_le
     """A late tick leaves the stream behind its plan; the bridge starts the next chunk where the plan has the arm
     now. Taken for an arm that does not follow (more than ``FOLLOWING_WITHIN`` from the last target), the chunk's
     first target jumped the lag in one period (the fuzz: x1.16 of the limit). It now goes on from the last target."""
-    profile = load_profile('piper')
-    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
-    home = profile.home_state()
-    period = 1.0 / profile.control_rate
-    rows = np.tile(home, (20, 1))
-    rows[:, 0] = home[0] + np.arange(1, 21) * 0.06  # exactly the limit: 1 rad/s over 60 ms rows
-    try:
-        driver.send(Command(positions=rows, times=np.arange(1, 21) * 0.06, hold=False), start=home)
+    with ramping_piper(ros, 20) as (driver, _ramp):
         time.sleep(0.15)
         with driver.lock:
             time.sleep(0.1)  # the stream falls 0.1 rad behind its plan
@@ -335,34 +342,16 @@ def test_a_chunk_that_starts_where_the_plan_has_the_arm_goes_on_from_a_stream_le
             onwards = np.tile(planned, (3, 1))
             onwards[:, 0] = planned[0] + np.arange(1, 4) * 0.06
             driver.send(Command(positions=onwards, times=np.arange(1, 4) * 0.06, hold=False), start=planned)
-        last = float(onwards[-1, 0])
-        wait_until(lambda: got and got[-1].position[0] == pytest.approx(last), timeout=30, what='the last row')
-    finally:
-        driver.close()
-    waist = [message.position[0] for message in got]
-    assert max(np.diff(waist)) <= 1.0 * period + 1e-9, max(np.diff(waist)) / period
 
 
 def test_a_hold_at_the_end_of_a_plan_the_stream_is_behind_goes_there_within_the_velocity_limit(ros: Node) -> None:
     """The bridge holds at the last commanded point once a plan's time is over; a stream behind that plan (late ticks)
     jumped there in one period (the fuzz: a gripper at x2.05 of its speed). It now goes on there at the limit."""
-    profile = load_profile('piper')
-    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
-    home = profile.home_state()
-    period = 1.0 / profile.control_rate
-    rows = np.tile(home, (5, 1))
-    rows[:, 0] = home[0] + np.arange(1, 6) * 0.06
-    try:
-        driver.send(Command(positions=rows, times=np.arange(1, 6) * 0.06, hold=False), start=home)
+    with ramping_piper(ros, 5) as (driver, ramp):
         time.sleep(0.1)
         with driver.lock:
             time.sleep(0.25)  # the plan's time is over; the stream is far behind its end
             assert driver.plan is not None and driver.last is not None
-            assert rows[-1, 0] - driver.last[0] > FOLLOWING_WITHIN
-            driver.send(Command(positions=rows[-1:], times=np.array([0.06]), hold=True), start=rows[-1])
-        last = float(rows[-1, 0])
-        wait_until(lambda: got and got[-1].position[0] == pytest.approx(last), timeout=30, what='the hold')
-    finally:
-        driver.close()
-    waist = [message.position[0] for message in got]
-    assert max(np.diff(waist)) <= 1.0 * period + 1e-9, max(np.diff(waist)) / period
+            end = ramp.positions[-1]
+            assert end[0] - driver.last[0] > FOLLOWING_WITHIN
+            driver.send(Command(positions=end[None, :], times=np.array([0.06]), hold=True), start=end)

@@ -25,6 +25,17 @@ NS = 1_000_000_000
 WAIST_SPEED = float(LIMITS.velocity[0])
 
 
+PERIOD = 1.0 / PROFILE.control_rate
+"""The stream's control period."""
+
+
+def streamed(log_s: float, waist: float) -> ArmCommand:
+    """A streamed target of the left arm, its waist at ``waist``, logged at ``log_s``."""
+    joints = LEFT.copy()
+    joints[0] = waist
+    return ArmCommand('/stream', 'left', round(log_s * NS), np.array([PERIOD]), joints=joints[None, :], streamed=True)
+
+
 def turning(log_s: float, *, speed: float, rows: int = 5, start: np.ndarray = LEFT) -> ArmCommand:
     """A JTC message logged at ``log_s`` turning the left waist at ``speed`` rad/s from ``start`` for ``rows`` rows."""
     times = ROW * np.arange(1, rows + 1)
@@ -87,15 +98,7 @@ def test_a_gripper_outside_its_range_or_faster_than_its_speed_is_found() -> None
 
 
 def test_a_streamed_target_is_judged_by_its_step_over_one_control_period_whatever_its_log_time() -> None:
-    period = 1.0 / PROFILE.control_rate
-    step = WAIST_SPEED * period
-
-    def target(log_s: float, waist: float) -> ArmCommand:
-        joints = LEFT.copy()
-        joints[0] = waist
-        return ArmCommand(
-            '/stream', 'left', round(log_s * NS), np.array([period]), joints=joints[None, :], streamed=True
-        )
+    period, step, target = PERIOD, WAIST_SPEED * PERIOD, streamed
 
     # Two targets logged 0.2 ms apart (a late reader) each one step on: clean, as a servo takes them.
     assert audit(target(0.0, 0.0), target(0.0002, step), target(0.0004, 2 * step)).clean
@@ -167,14 +170,10 @@ def test_a_segment_at_the_slack_passes_and_the_words_name_its_speed_and_span() -
 
 
 def test_a_streamed_target_exactly_one_period_of_the_limit_passes_and_a_late_one_over_it_does_not() -> None:
-    period = 1.0 / PROFILE.control_rate
-    step = WAIST_SPEED * period
+    period, step = PERIOD, WAIST_SPEED * PERIOD
 
     def target(log_s: float, waist: float) -> ArmCommand:
-        joints = LEFT.copy()
-        joints[0] = waist
-        when = round((BASE_S + log_s) * NS)
-        return ArmCommand('/stream', 'left', when, np.array([period]), joints=joints[None, :], streamed=True)
+        return streamed(BASE_S + log_s, waist)
 
     assert audit(target(0.0, 0.0), target(period, step), target(2 * period, 2 * step)).clean
     (item,) = audit(target(0.0, 0.0), target(period + 0.002, 1.5 * step)).violations  # a tick 2 ms late
