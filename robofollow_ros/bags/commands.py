@@ -69,7 +69,7 @@ def _command(
             driver = np.array([[row.get(joint, np.nan) for joint in spec.joints] for row in rows]).reshape(-1, ARM_DOF)
             return ArmCommand(topic, arm, log_ns, times, joints=(driver - spec.offsets) * spec.signs)
         grips = np.array([row.get(scale.joint, np.nan) for row in rows])
-        return ArmCommand(topic, arm, log_ns, times, grips=_opening(scale.closed, scale.open, grips))
+        return ArmCommand(topic, arm, log_ns, times, grips=scale.opening(grips))
     ahead = np.array([period])
     if msgtype == 'sensor_msgs/msg/JointState':  # piper_ros joint_ctrl_single: six joints, then the gripper
         values = np.asarray(message.position, dtype=np.float64)
@@ -81,16 +81,11 @@ def _command(
             log_ns,
             ahead,
             joints=(joints - spec.offsets) * spec.signs,
-            grips=_opening(scale.closed, scale.open, grip),
+            grips=scale.opening(grip),
             streamed=True,
         )
     cmd = np.atleast_1d(np.asarray(message.cmd, dtype=np.float64))
     if role == 'arm':  # xs_sdk JointGroupCommand: the group's six joints
         joints = cmd[None, :] if len(cmd) == ARM_DOF else np.full((1, ARM_DOF), np.nan)
         return ArmCommand(topic, arm, log_ns, ahead, joints=(joints - spec.offsets) * spec.signs, streamed=True)
-    return ArmCommand(topic, arm, log_ns, ahead, grips=_opening(scale.closed, scale.open, cmd[:1]), streamed=True)
-
-
-def _opening(closed: float, opened: float, values: np.ndarray) -> np.ndarray:
-    """Normalised openings of driver values, not clipped (a command outside the range must show)."""
-    return (np.asarray(values, dtype=np.float64) - closed) / (opened - closed)
+    return ArmCommand(topic, arm, log_ns, ahead, grips=scale.opening(cmd[:1]), streamed=True)

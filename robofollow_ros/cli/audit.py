@@ -33,10 +33,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _bags(path: Path) -> list[Path]:
-    """``path`` itself, or the bags of a folder of them (a folder holding metadata.yaml is one bag)."""
-    if path.is_dir() and not (path / 'metadata.yaml').exists() and not any(path.glob('*.mcap')):
-        return sorted(child for child in path.iterdir() if not child.name.startswith('.') and child.is_dir())
-    return [path]
+    """``path`` itself, or the bags of a folder of them (``robofollow score``'s ``episode_paths``, without the
+    trajectory files, which hold no commands); none for a folder without bags."""
+    from robofollow_ros.cli.score import episode_paths
+
+    if not path.is_dir():
+        return [path]
+    try:
+        return [episode for episode in episode_paths(path) if episode.suffix != '.json']
+    except RoboFollowError:
+        return []
 
 
 def audit_bag(path: Path, profile_name: str | None) -> tuple[str, list[str]]:

@@ -66,9 +66,13 @@ class GripperScale:
         """Driver value for a normalised gripper opening (0 closed, 1 open)."""
         return self.closed + float(normalised) * (self.open - self.closed)
 
+    def opening(self, values: float | Numbers) -> np.ndarray:
+        """Normalised openings of driver values, not clipped (a command outside the range shows as such)."""
+        return (np.asarray(values, dtype=np.float64) - self.closed) / (self.open - self.closed)
+
     def from_driver(self, value: float) -> float:
         """Normalised opening for a driver value, clipped to 0..1 (a measured gripper overshoots its range)."""
-        return float(np.clip((float(value) - self.closed) / (self.open - self.closed), 0.0, 1.0))
+        return float(np.clip(self.opening(float(value)), 0.0, 1.0))
 
 
 @dataclass(frozen=True)
