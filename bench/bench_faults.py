@@ -56,6 +56,7 @@ from graph_launch import ROOT, graph_env, launch_command
 from robofollow_ros.realcell.drivers import WINDOW_SECONDS
 from robofollow_ros.realcell.safe_motion import MotionSettings
 from robofollow_ros.robot.profiles import RobotProfile, arm_from_driver, arm_state_from_joint_state, load_profile
+from robofollow_ros.safety.jtc import seconds_due
 from robofollow_ros.state_layout import ARM_SLICE, ARMS, GRIP_INDEX
 from robofollow_ros.topics import all_object_names, object_pose_topic
 
@@ -71,6 +72,9 @@ MOVING_SPEED = 0.3
 """rad/s: the arms count as moving (a fault is injected) once a joint is this fast."""
 JUMP = 0.5
 """rad/s: a change of commanded velocity between consecutive control ticks larger than this is a discontinuity."""
+COMMAND_STEP = 0.2
+"""rad/s: a change of the commanded reference's velocity between consecutive control periods larger than this is a
+step (the expert's own rows change by less; a window meeting the reference off the chunk's timeline by more)."""
 DWELL = 0.1
 """s: the arms at rest this long between two motions is a dwell."""
 IDLE_PERIODS = 3.0
@@ -247,7 +251,7 @@ def listen(profile: RobotProfile, heard: Heard, stop: threading.Event, domain: i
     def on_trajectory(topic: str, arm: str, message: Any, info: Any) -> None:
         spec = profile.arms[arm]
         names = list(message.joint_names)
-        times = [p.time_from_start.sec + p.time_from_start.nanosec / NS for p in message.points]
+        times = seconds_due(message, after_ns=info['source_timestamp']).tolist()
         points = []
         for point in message.points:
             by_name = dict(zip(names, point.positions, strict=True))
@@ -393,17 +397,13 @@ def tcp_travel(checker: Checker, states: np.ndarray) -> float:
     return longest
 
 
-def commanded_rest(
-    commands: list[tuple[int, str, list[float], np.ndarray]], fault_ns: int, end_ns: int, *, streamed_period: float
-) -> float | None:
-    """Seconds from the fault to the moment the commanded reference of every arm stops moving (None when nothing was
-    heard). Each arm's reference follows its messages as the fake controllers do: a trajectory from where the
-    reference stood when it arrived through its points, linearly; a streamed target (``streamed_period`` > 0) reached
-    within one period. Sampled every 5 ms up to ``end_ns``."""
-    grid = np.arange(fault_ns - NS // 2, end_ns, 5_000_000)
-    if not commands or len(grid) < 2:
-        return None
-    last_moving = None
+def commanded_references(
+    commands: list[tuple[int, str, list[float], np.ndarray]], grid: np.ndarray, *, streamed_period: float
+) -> dict[str, np.ndarray]:
+    """Each command topic's commanded arm reference (6 joints) at ``grid`` (ns), as the fake controllers follow their
+    messages: a trajectory from where the reference stood when it was sent through its points, linearly; a streamed
+    target (``streamed_period`` > 0) reached within one period."""
+    references = {}
     for topic in {command[1] for command in commands}:
         mine = sorted((c for c in commands if c[1] == topic), key=lambda command: command[0])
         plans: list[tuple[np.ndarray, np.ndarray]] = []
@@ -425,11 +425,47 @@ def commanded_rest(
             active = int(np.searchsorted(starts, t, side='right')) - 1
             knots, values = plans[max(active, 0)]
             reference[i] = [np.interp(t, knots, values[:, j]) for j in range(6)]
+        references[topic] = reference
+    return references
+
+
+def commanded_rest(
+    commands: list[tuple[int, str, list[float], np.ndarray]], fault_ns: int, end_ns: int, *, streamed_period: float
+) -> float | None:
+    """Seconds from the fault to the moment the commanded reference of every arm stops moving (None when nothing was
+    heard; ``commanded_references``, sampled every 5 ms up to ``end_ns``)."""
+    grid = np.arange(fault_ns - NS // 2, end_ns, 5_000_000)
+    if not commands or len(grid) < 2:
+        return None
+    last_moving = None
+    for reference in commanded_references(commands, grid, streamed_period=streamed_period).values():
         speed = np.abs(np.diff(reference, axis=0)).max(axis=1) / 0.005
         moving = np.flatnonzero((speed > REST_SPEED) & (grid[1:] >= fault_ns))
         if moving.size:
             last_moving = max(last_moving or 0, int(grid[moving[-1] + 1]))
     return 0.0 if last_moving is None else max(0.0, (last_moving - fault_ns) / NS)
+
+
+def commanded_steps(
+    commands: list[tuple[int, str, list[float], np.ndarray]],
+    start_ns: int,
+    end_ns: int,
+    *,
+    period: float,
+    streamed_period: float,
+) -> tuple[int, float]:
+    """The commanded reference's velocity steps between consecutive control periods over ``COMMAND_STEP`` (count,
+    both arms) and the largest step (rad/s), between two wall-clock times: what the controller is asked to follow."""
+    grid = np.arange(start_ns, end_ns, round(period * NS))
+    if not commands or len(grid) < 3:
+        return 0, 0.0
+    count, largest = 0, 0.0
+    for reference in commanded_references(commands, grid, streamed_period=streamed_period).values():
+        velocity = np.diff(reference, axis=0) / period
+        steps = np.abs(np.diff(velocity, axis=0)).max(axis=1)
+        count += int((steps > COMMAND_STEP).sum())
+        largest = max(largest, float(steps.max()))
+    return count, largest
 
 
 # --- the graph -------------------------------------------------------------------------------------------------
@@ -446,6 +482,7 @@ class Cell:
     tasks: str
     images: bool
     window: float
+    stamped: bool = MotionSettings.stamped_windows
     state_watchdog: float = MotionSettings.state_watchdog
     state_pause: float = MotionSettings.state_pause
     stop_seconds: float = MotionSettings.stop_seconds
@@ -487,6 +524,7 @@ class Cell:
             rounds='50',
             layout_check='false',
             command_window=str(self.window),
+            stamped_windows=str(self.stamped).lower(),
             state_watchdog=str(self.state_watchdog),
             state_pause=str(self.state_pause),
             stop_seconds=str(self.stop_seconds),
@@ -862,14 +900,22 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
                 outcomes.append(outcome)
                 print(f'  {name} {fault} #{repeat + 1}: {row(outcome)}', flush=True)
         if args.expert:
-            for window in (0.0, args.command_window):
-                per_episode = expert_motion(cell, heard, window=window, episodes=args.expert, period=period)
-                dwells = [d for d, _ in per_episode]
-                jumps = [j for _, j in per_episode]
+            settings = [(0.0, True), (args.command_window, False), (args.command_window, True)]
+            if profile.driver != 'ros2_control':
+                settings = settings[::2]  # windows and their stamps are a trajectory controller's
+            for window, stamped in settings:
+                per_episode = expert_motion(
+                    cell, heard, window=window, stamped=stamped, episodes=args.expert, period=period
+                )
+                dwells, jumps, steps = ([episode[k] for episode in per_episode] for k in range(3))
+                largest = max((episode[3] for episode in per_episode), default=0.0)
                 print(
-                    f'  {name} expert, command window {window:g} s: {len(per_episode)} episodes, dwells per episode '
-                    f'{np.mean(dwells):.1f} (max {max(dwells, default=0)}), velocity discontinuities per episode '
-                    f'{np.mean(jumps):.1f} (max {max(jumps, default=0)})',
+                    f'  {name} expert, command window {window:g} s{"" if stamped else " stamped zero"}: '
+                    f'{len(per_episode)} episodes, dwells per episode {np.mean(dwells):.1f} '
+                    f'(max {max(dwells, default=0)}), measured velocity discontinuities per episode '
+                    f'{np.mean(jumps):.1f} (max {max(jumps, default=0)})'
+                    f', commanded velocity steps over {COMMAND_STEP:g} rad/s per episode {np.mean(steps):.1f} (max '
+                    f'{max(steps, default=0)}, largest {largest:.2f} rad/s)',
                     flush=True,
                 )
     finally:
@@ -897,16 +943,21 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
     return outcomes
 
 
-def expert_motion(cell: Cell, heard: Heard, *, window: float, episodes: int, period: float) -> list[tuple[int, int]]:
-    """Run ``episodes`` expert trials with ``command_window`` ``window``; per episode (fake hardware's reset to the
-    bridge's end), the dwells and the velocity discontinuities of the measured motion."""
+def expert_motion(
+    cell: Cell, heard: Heard, *, window: float, stamped: bool, episodes: int, period: float
+) -> list[tuple[int, int, int, float]]:
+    """Run ``episodes`` expert trials with ``command_window`` ``window`` (``stamped`` windows or not); per episode
+    (fake hardware's reset to the bridge's end), the dwells and the velocity discontinuities of the measured motion,
+    and the commanded reference's velocity steps and the largest of them (``commanded_steps``)."""
     cell.stop_graph()
-    cell.window, cell.policy, cell.run_name = window, 'expert', f'expert-window-{window:g}'
+    cell.window, cell.stamped, cell.policy = window, stamped, 'expert'
+    cell.run_name = f'expert-window-{window:g}' + ('' if stamped else '-stamped-zero')
     with heard.lock:
         first = len(heard.ends)
     cell.launch()
     wait_for(lambda: len(heard.ends) >= first + episodes or not cell.alive(), 120.0 * episodes)
     cell.stop_graph()
+    streamed = 0.0 if cell.profile.driver == 'ros2_control' else 1.0 / cell.profile.control_rate
     found = []
     with heard.lock:
         ends, resets = heard.ends[first:], sorted(heard.resets)
@@ -914,7 +965,9 @@ def expert_motion(cell: Cell, heard: Heard, *, window: float, episodes: int, per
         started = [at for at in resets if at < end]
         if started:
             dwells, jumps = episode_motion(heard, started[-1], end, period)
-            found.append((dwells, jumps))
+            commands = heard.commands_between(started[-1], end)
+            steps, largest = commanded_steps(commands, started[-1], end, period=period, streamed_period=streamed)
+            found.append((dwells, jumps, steps, largest))
     return found
 
 

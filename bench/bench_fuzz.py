@@ -78,6 +78,7 @@ from robofollow_ros.realcell.drivers import WINDOW_SECONDS
 from robofollow_ros.realcell.safe_motion import MotionSettings
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN
+from robofollow_ros.safety.jtc import seconds_due
 from robofollow_ros.state_layout import ARM_SLICE, ARMS
 
 sys.path.insert(0, str(HOOKS))
@@ -227,7 +228,7 @@ def listen_commands(
 
     def on_trajectory(topic: str, message: Any, info: Any) -> None:
         names = list(message.joint_names)
-        times = np.array([p.time_from_start.sec + p.time_from_start.nanosec / NS for p in message.points])
+        times = seconds_due(message, after_ns=info['source_timestamp'])
         for arm in ARMS:
             spec = profile.arms[arm]
             if spec.command.topic == topic and set(spec.joints) <= set(names):

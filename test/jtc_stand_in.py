@@ -1,13 +1,13 @@
 """A stand-in for a ros2_control cell in the real-time bridge's tests: JointTrajectory commands in, /joint_states out.
 
-Each controller topic of a ``ros2_control`` profile is subscribed; a trajectory (stamp zero: "now") replaces that
-controller's points from the moment it was *sent* (its DDS source timestamp), and each point's positions become the
-measured joints at its ``time_from_start`` after that (a jump, no interpolation). Timing a trajectory from its
-arrival instead measured this process's executor: on a loaded machine a command handled 100 ms late left the
-stand-in 100 ms behind the bridge's clock, and the next command, exact on the bridge's timeline, read as a jump of
-two rows. A timer publishes every joint on the profile's ``joint_states`` topic at ``rate`` Hz, stamped ``lag``
-seconds in the past (a stale driver). Every command is kept with its arrival and send times and the measured 14-D
-state at the moment it was sent, for the tests to check what reached the arms.
+Each controller topic of a ``ros2_control`` profile is subscribed; a trajectory replaces that controller's points
+from the moment it was *sent* (its DDS source timestamp; the points due from its stamp, or from then for a stamp of
+zero), and each point's positions become the measured joints when it is due (a jump, no interpolation). Timing a
+trajectory from its arrival instead measured this process's executor: on a loaded machine a command handled 100 ms
+late left the stand-in 100 ms behind the bridge's clock, and the next command, exact on the bridge's timeline, read
+as a jump of two rows. A timer publishes every joint on the profile's ``joint_states`` topic at ``rate`` Hz, stamped
+``lag`` seconds in the past (a stale driver). Every command is kept with its arrival and send times and the measured
+14-D state at the moment it was sent, for the tests to check what reached the arms.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from trajectory_msgs.msg import JointTrajectory
 from robofollow_ros.robot.profiles import RobotProfile, arm_state_from_joint_state, to_driver
 from robofollow_ros.ros import qos
 from robofollow_ros.ros.messages import joint_state_message
+from robofollow_ros.safety.jtc import seconds_due
 from robofollow_ros.state_layout import ARMS
 
 NS_PER_S = 1_000_000_000
@@ -122,19 +123,18 @@ class JtcStandIn:
                 self.trajectories[topic] = [(due, values) for due, values in points if due > now]
 
     def on_command(self, topic: str, message: JointTrajectory, info: MessageInfo) -> None:
-        arrived = time.monotonic()
-        sent = arrived
+        arrived, wall_ns = time.monotonic(), time.time_ns()
+        sent, sent_ns = arrived, wall_ns
         if info['source_timestamp'] > 0:
-            sent = min(arrived, arrived - (time.time_ns() - info['source_timestamp']) / NS_PER_S)
+            sent = min(arrived, arrived - (wall_ns - info['source_timestamp']) / NS_PER_S)
+            sent_ns = min(wall_ns, info['source_timestamp'])
+        due = seconds_due(message, after_ns=sent_ns)
         with self.lock:
             base = self.positions_at(sent)
             self.update(self.start, {joint: base[joint] for joint in self.topics[topic]})
             self.trajectories[topic] = [
-                (
-                    sent + point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S,
-                    dict(zip(message.joint_names, point.positions, strict=True)),
-                )
-                for point in message.points
+                (sent + float(after), dict(zip(message.joint_names, point.positions, strict=True)))
+                for after, point in zip(due, message.points, strict=True)
             ]
         self.received.append(Received(topic, arrived, self.state(sent), message, sent))
 

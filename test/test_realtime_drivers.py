@@ -8,6 +8,7 @@ import itertools
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,8 +31,9 @@ from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import Command
 from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN, controlled_stop, stop_decelerations
-from robofollow_ros.safety.jtc import check_command_qos, check_trajectory
+from robofollow_ros.safety.jtc import check_command_qos, check_trajectory, seconds_due, trajectory_view
 from robofollow_ros.safety.profile_limits import limits_from_profile
+from robofollow_ros.units import NS_PER_S
 
 pytestmark = pytest.mark.ros
 NOMINAL_DOMAIN = 56
@@ -44,8 +46,8 @@ def stop_from(profile: RobotProfile) -> StopFrom:
     return lambda p, v: controlled_stop(p, v, limits, deceleration=deceleration, row_period_s=profile.row_period)
 
 
-def driver_for(node: Node, profile: RobotProfile, **window: float) -> JtcDriver | StreamedDriver:
-    return make_driver(node, profile, stop_from=stop_from(profile), **window)
+def driver_for(node: Node, profile: RobotProfile, **options: Any) -> JtcDriver | StreamedDriver:
+    return make_driver(node, profile, stop_from=stop_from(profile), **options)
 
 
 @pytest.fixture
@@ -90,48 +92,68 @@ def test_ros2_control_driver_writes_one_trajectory_per_controller_in_driver_unit
 
 def test_a_long_chunk_goes_to_a_jtc_in_short_windows_that_each_end_at_rest(ros: Node) -> None:
     # A 3 s chunk sent whole keeps the arm moving 3 s after the bridge dies; in windows it stops within the window
-    # and the controlled stop that closes it.
+    # and the controlled stop that closes it. Stamped with the chunk's start, every window puts each row at the time
+    # the chunk has it, whenever the window arrives; stamped zero, each is timed from its arrival.
     profile = load_profile('aloha_ros2_control')
     topic = profile.arms['left'].command.topic
     start = profile.home_state()
     rows = np.tile(start, (50, 1))
     rows[:, 0] += 0.05 * np.arange(1, 51)  # the left waist at 0.83 rad/s
     command = Command(positions=rows, times=0.06 * np.arange(1, 51), hold=False)
-    got: list[tuple[float, JointTrajectory]] = []
+    got: list[tuple[float, int, JointTrajectory]] = []
     for other in ('left_gripper', 'right_arm', 'right_gripper'):
         ros.create_subscription(
             JointTrajectory, f'/{other}_controller/joint_trajectory', lambda m: None, qos.ARM_COMMANDS
         )
     reader = ros.create_subscription(
-        JointTrajectory, topic, lambda m: got.append((time.monotonic(), m)), qos.ARM_COMMANDS
+        JointTrajectory,
+        topic,
+        lambda m, info: got.append((time.monotonic(), info['source_timestamp'], m)),
+        qos.ARM_COMMANDS,
     )
-    drivers = {window: driver_for(ros, profile, window=window) for window in (0.0, WINDOW_SECONDS)}
+    settings = ((0.0, True), (WINDOW_SECONDS, True), (WINDOW_SECONDS, False))
+    drivers = [driver_for(ros, profile, window=window, stamped=stamped) for window, stamped in settings]
     wait_until(
-        lambda: all(d.connected() for d in drivers.values()) and reader.get_publisher_count() == 2,
+        lambda: all(d.connected() for d in drivers) and reader.get_publisher_count() == len(drivers),
         timeout=60,
         what='the readers and writers to match',
     )
-    for window, driver in drivers.items():
+    for (window, stamped), driver in zip(settings, drivers, strict=True):
         got.clear()
         try:
+            sent_ns = ros.get_clock().now().nanoseconds
             driver.send(command, start=start)
             time.sleep(1.0)
         finally:
             driver.close()  # the bridge dies: no window after this
         closed = time.monotonic()
         time.sleep(0.3)
-        horizons = [m.points[-1].time_from_start.sec + m.points[-1].time_from_start.nanosec / 1e9 for _, m in got]
+        horizons = [float(seconds_due(m, after_ns=published_ns)[-1]) for _, published_ns, m in got]
         if window == 0.0:
-            assert len(got) == 1 and len(got[0][1].points) == 50 and horizons == [pytest.approx(3.0)]
+            assert len(got) == 1 and len(got[0][2].points) == 50 and horizons == [pytest.approx(3.0, abs=0.01)]
             continue
         sends = 1 + 1.0 / (WINDOW_SECONDS / WINDOWS_PER_HORIZON)  # the first at once, then one every 50 ms for 1 s
         assert 0.6 * sends <= len(got) <= sends + 1, len(got)
-        for message in (m for _, m in got):
-            assert check_trajectory(message, controller_joints=driver.controller_joints()[topic]) == ()
+        stamps = {trajectory_view(m).stamp_ns for _, _, m in got}
+        if stamped:
+            (stamp,) = stamps
+            assert sent_ns <= stamp <= sent_ns + 50_000_000  # the chunk's start, on the ROS clock
+        else:
+            assert stamps == {0}
+        for _, published_ns, message in got:  # each window's first point still ahead when it is sent
+            assert (
+                check_trajectory(message, controller_joints=driver.controller_joints()[topic], received_ns=published_ns)
+                == ()
+            )
             waist = [p.positions[0] for p in message.points]
             steps = np.diff(waist)
             assert (steps >= -1e-9).all() and steps[-1] < steps[0]  # on along the chunk, slowing into the stop
-        arrival, last = got[-1]
+            if stamped:
+                row = round((waist[0] - start[0]) / 0.05)  # the first point is a row of the chunk, due when it has it
+                assert 1 <= row <= 50 and waist[0] == pytest.approx(start[0] + 0.05 * row, abs=1e-9)
+                first = message.points[0].time_from_start
+                assert abs(first.sec * NS_PER_S + first.nanosec - row * 60_000_000) <= 1
+        arrival, _, last = got[-1]
         ends_at = arrival + horizons[-1]
         assert ends_at - closed < WINDOW_SECONDS + 0.5 + 0.1  # the window, the stop, and the transport
         started = got[0][0]

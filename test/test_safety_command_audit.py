@@ -69,6 +69,26 @@ def test_a_message_that_jumps_from_where_the_last_one_left_the_arm_is_too_fast()
     assert len(first_only) == 4 and 'point 1:' in first_only[0], first_only
 
 
+def test_a_window_logged_after_its_first_point_was_due_joins_its_chunk_where_the_chunk_is() -> None:
+    """Windows of one chunk are stamped with its start: one the recorder logged after its first point was due is
+    taken up where the chunk is then (as a JTC does), which is where the window before had the arm."""
+    chunk = turning(BASE_S, speed=0.9 * WAIST_SPEED, rows=10)
+    first = dataclasses.replace(chunk, times=chunk.times[:4], joints=chunk.joints[:4])
+    late = round(0.15 * NS)  # the rows due at 0.06 and 0.12 s have passed when the second window is logged
+    second = dataclasses.replace(
+        chunk, log_ns=chunk.log_ns + late, times=chunk.times[1:6] - late / NS, joints=chunk.joints[1:6]
+    )
+    report = audit(first, second)
+    assert report.clean, report.violations
+    elsewhere = dataclasses.replace(second, joints=second.joints + np.array([0.01, 0, 0, 0, 0, 0]))
+    assert audit(first, elsewhere).violations == (
+        f'{chunk.topic} at {second.log_ns} point 1: joins its trajectory 0.0100 away from where the last one had it',
+    )
+    ended = dataclasses.replace(second, times=second.times - 1.0)  # the controller drops it: the reference stays
+    after = turning(BASE_S + 0.3, speed=0.9 * WAIST_SPEED, rows=2, start=chunk.joints[3])
+    assert audit(first, ended, after).clean
+
+
 def test_points_outside_the_joint_limits_or_the_box_or_not_finite_are_found() -> None:
     beyond = turning(0.0, speed=0.0, rows=2)
     beyond.joints[1, 1] = LIMITS.upper[1] + 0.01

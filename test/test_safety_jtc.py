@@ -16,6 +16,7 @@ from robofollow_ros.safety.jtc import (
     TrajectoryView,
     check_command_qos,
     check_trajectory,
+    seconds_due,
     trajectory_view,
 )
 from robofollow_ros.state_layout import ARMS, GENERIC_LAYOUT
@@ -94,6 +95,17 @@ def test_todays_hold_an_empty_trajectory_is_caught(build):
 
 
 @BUILDERS
+def test_points_are_due_after_their_stamp_or_after_arrival_for_a_stamp_of_zero(build):
+    """A window stamped with its chunk's start has its points due on the chunk's timeline whenever it arrives; one
+    stamped zero is timed from its arrival (a bag's log time, a listener's source timestamp)."""
+    arrival = 1_700_000_000 * NS_PER_S
+    now = build(np.zeros((2, 7)), stamp_ns=0, times_s=[0.06, 0.12])
+    assert seconds_due(now, after_ns=arrival) == pytest.approx([0.06, 0.12], abs=1e-9)
+    window = build(np.zeros((2, 7)), stamp_ns=arrival - 250_000_000, times_s=[0.3, 0.36])
+    assert seconds_due(window, after_ns=arrival) == pytest.approx([0.05, 0.11], abs=1e-9)
+
+
+@BUILDERS
 def test_todays_stamp_the_answered_observations_time_is_caught(build):
     """The bridge stamps each chunk with the stamp of the observation it answers; on a wall clock that time has
     passed by the policy's latency when the chunk arrives, so the JTC starts the chunk in the past (it skips to the
@@ -102,11 +114,14 @@ def test_todays_stamp_the_answered_observations_time_is_caught(build):
     times = [ROW * (i + 1) for i in range(50)]
     late = build(np.zeros((50, 7)), stamp_ns=observation_ns, times_s=times)
     assert kinds(check_trajectory(late, controller_joints=JOINTS, received_ns=observation_ns + NS_PER_S // 3)) == [
-        'stamp_in_past'
+        'point_in_past'
     ]
+    # A window of a chunk stamped with the chunk's start: its first point still ahead, nothing is skipped.
+    window = build(np.zeros((3, 7)), stamp_ns=observation_ns, times_s=[0.36, 0.42, 0.48])
+    assert check_trajectory(window, controller_joints=JOINTS, received_ns=observation_ns + NS_PER_S // 3) == ()
     as_id = build(np.zeros((50, 7)), stamp_ns=7, times_s=times)
     assert kinds(check_trajectory(as_id, controller_joints=JOINTS, received_ns=observation_ns)) == [
-        'stamp_in_past',
+        'point_in_past',
         'ends_in_past',
     ]
 

@@ -570,20 +570,27 @@ def test_a_stamp_is_judged_against_the_arrival_to_the_nanosecond():
     arrival = 100 * NS_PER_S
     now = message([point(0.06)], stamp_ns=arrival)
     assert check_trajectory(now, controller_joints=JOINTS, received_ns=arrival) == ()
-    third = message([point(0.5)], stamp_ns=arrival - NS_PER_S // 3)
+    due_on_arrival = message([point(0.06)], stamp_ns=arrival - 60_000_000)
+    assert check_trajectory(due_on_arrival, controller_joints=JOINTS, received_ns=arrival) == ()
+    due_before = message([point(0.06), point(0.12)], stamp_ns=arrival - 60_000_001)
+    assert [
+        kind for kind, *_ in violations(check_trajectory(due_before, controller_joints=JOINTS, received_ns=arrival))
+    ] == ['point_in_past']
+    third = message([point(0.3), point(0.5)], stamp_ns=arrival - NS_PER_S // 3)
     assert violations(check_trajectory(third, controller_joints=JOINTS, received_ns=arrival)) == [
         (
-            'stamp_in_past',
+            'point_in_past',
             None,
-            'header.stamp is 0.333333 s before the message arrived: the JTC takes it as a start time in the past '
-            '(send zero for "now", or a future time)',
+            'the first point was due 0.033333 s before the message arrived: the JTC skips the points already due '
+            'and jumps onto the trajectory where it stands now (stamp zero for "now", or a start whose first point is '
+            'still ahead)',
         )
     ]
     ends_on_arrival = message([point(0.5), point(1.0)], stamp_ns=arrival - NS_PER_S)
     assert [
         kind
         for kind, *_ in violations(check_trajectory(ends_on_arrival, controller_joints=JOINTS, received_ns=arrival))
-    ] == ['stamp_in_past']
+    ] == ['point_in_past']
     ended = message([point(0.5), point(1.0)], stamp_ns=arrival - 2 * NS_PER_S)
     assert violations(check_trajectory(ended, controller_joints=JOINTS, received_ns=arrival))[1:] == [
         ('ends_in_past', None, 'the whole trajectory ends before it arrived: rejected')

@@ -2,8 +2,9 @@
 
 The real-mode graph's recorder writes every command the bridge sent to the arms during an episode, on the robot
 profile's topics and in the driver's types and units (docs/bags.md). Read back here into ``ArmCommand`` for
-``safety.command_audit``: a JointTrajectory's points at their ``time_from_start``, a position stream's target (an
-xs_sdk JointGroupCommand or JointSingleCommand, a Piper joint_ctrl_single JointState) one control period ahead.
+``safety.command_audit``: a JointTrajectory's points when they are due (``time_from_start`` after its stamp, or after
+its log time for a stamp of zero), a position stream's target (an xs_sdk JointGroupCommand or JointSingleCommand, a
+Piper joint_ctrl_single JointState) one control period ahead.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from robofollow_ros.bags.storage import read_raw
 from robofollow_ros.errors import BagError
 from robofollow_ros.robot.profiles import RobotProfile
 from robofollow_ros.safety.command_audit import ArmCommand
+from robofollow_ros.safety.jtc import seconds_due
 from robofollow_ros.state_layout import ARM_DOF, ARMS, Arm
-
-NS_PER_S = 1_000_000_000
 
 
 def read_arm_commands(path: str | Path, profile: RobotProfile) -> list[ArmCommand]:
@@ -63,7 +63,7 @@ def _command(
     scale = spec.gripper.command
     if msgtype == 'trajectory_msgs/msg/JointTrajectory':
         names = list(message.joint_names)
-        times = np.array([p.time_from_start.sec + p.time_from_start.nanosec / NS_PER_S for p in message.points])
+        times = seconds_due(message, after_ns=log_ns)
         rows = [dict(zip(names, p.positions, strict=False)) for p in message.points]
         if role == 'arm':
             driver = np.array([[row.get(joint, np.nan) for joint in spec.joints] for row in rows]).reshape(-1, ARM_DOF)

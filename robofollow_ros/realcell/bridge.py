@@ -91,6 +91,14 @@ def motion_settings(node: Node) -> tuple[MotionSettings, float]:
                 maximum=5.0,
             )
         ),
+        stamped_windows=bool(
+            param(
+                node,
+                'stamped_windows',
+                defaults.stamped_windows,
+                description="stamp a trajectory controller's windows with their chunk's start (false: stamp zero)",
+            )
+        ),
         gripper_velocity=float(
             param(
                 node,

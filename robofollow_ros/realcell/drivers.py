@@ -5,14 +5,19 @@ due ``times`` seconds from now) and writes it in the driver's names and units (`
 profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins late never executes an old command).
 
 * ``ros2_control``: one JointTrajectory per arm controller and per gripper controller (merged when the profile puts
-  the gripper on the arm's topic), ``header.stamp`` zero ("start now"), every joint of the controller. A chunk goes
-  out in windows (``window`` seconds, 0.2 by default): the rows due within the window, then a controlled stop from
-  the window's last row at its speed; a thread of the driver's own sends the next window every quarter of a window,
-  each replacing the last on the JTC. While the bridge lives the arm follows the chunk; when it dies (SIGKILL, out of
-  memory, a lost host) the arm finishes the window it has and decelerates to rest, at most ``window`` plus the stop
-  later, instead of running out a 3 s chunk. ``window`` 0 sends each chunk whole, as one trajectory. Holds and
-  controlled stops go out whole (they end at rest). A hold is one point: never an empty trajectory (the JTC rejects
-  it and keeps moving, ros2_controllers#902).
+  the gripper on the arm's topic), every joint of the controller. A chunk goes out in windows (``window`` seconds,
+  0.2 by default): the rows due within the window, then a controlled stop from the window's last row at its speed;
+  a thread of the driver's own sends the next window every quarter of a window, each replacing the last on the JTC.
+  While the bridge lives the arm follows the chunk; when it dies (SIGKILL, out of memory, a lost host) the arm
+  finishes the window it has and decelerates to rest, at most ``window`` plus the stop later, instead of running out
+  a 3 s chunk. Every window of a chunk carries the chunk's start on the ROS clock in ``header.stamp``
+  (``stamped``), its points due from there: a JTC times a trajectory from its stamp, so each window continues the
+  one before exactly, where a window stamped zero is timed from the controller's next update after it arrives and
+  met the arm's reference up to a controller period off the bridge's clock, a velocity step at every window (up to
+  1.28 times a row's speed on the fuzz). ``stamped`` False stamps every window zero, for a controller whose clock
+  does not agree with the bridge's. ``window`` 0 sends each chunk whole, as one trajectory. Holds and controlled
+  stops go out whole, stamped zero (they end at rest). A hold is one point: never an empty trajectory (the JTC
+  rejects it and keeps moving, ros2_controllers#902).
 * ``piper`` (sensor_msgs/JointState on ``joint_ctrl_single``: six joints and the gripper in ``position``, the speed
   percent in ``velocity[6]``) and ``interbotix_xs`` (JointGroupCommand ``arm`` and JointSingleCommand ``gripper``):
   position streams, so the rows are streamed at the profile's ``control_rate`` by a thread of the driver's own,
@@ -118,9 +123,11 @@ def duration(seconds: float) -> Duration:
     return Duration(sec=int(sec), nanosec=int(nanosec))
 
 
-def trajectory(joints: tuple[str, ...], rows: np.ndarray, times: np.ndarray) -> JointTrajectory:
-    """A JointTrajectory starting now (stamp zero) through ``rows`` (N, len(joints)) due ``times`` (N,) seconds."""
+def trajectory(joints: tuple[str, ...], rows: np.ndarray, times: np.ndarray, *, stamp_ns: int = 0) -> JointTrajectory:
+    """A JointTrajectory through ``rows`` (N, len(joints)) due ``times`` (N,) seconds after ``stamp_ns`` (ROS time;
+    0: when the controller takes it up)."""
     message = JointTrajectory(joint_names=list(joints))
+    message.header.stamp.sec, message.header.stamp.nanosec = divmod(int(stamp_ns), NS_PER_S)
     message.points = [
         JointTrajectoryPoint(positions=[float(v) for v in row], time_from_start=duration(t))
         for row, t in zip(rows, times, strict=True)
@@ -132,10 +139,20 @@ class JtcDriver:
     """ros2_control JointTrajectoryControllers: a chunk in windows that each end in a controlled stop (module
     docstring); ``stop_from`` makes that stop, ``window`` 0 sends each command whole."""
 
-    def __init__(self, node: Node, profile: RobotProfile, *, stop_from: StopFrom, window: float = WINDOW_SECONDS):
+    def __init__(
+        self,
+        node: Node,
+        profile: RobotProfile,
+        *,
+        stop_from: StopFrom,
+        window: float = WINDOW_SECONDS,
+        stamped: bool = True,
+    ) -> None:
         self.profile = profile
         self.stop_from = stop_from
         self.window = float(window)
+        self.stamped = stamped
+        self.clock = node.get_clock()
         self.joints: dict[str, list[str]] = {}
         for arm in ARMS:
             spec = profile.arms[arm]
@@ -148,6 +165,8 @@ class JtcDriver:
         self.plan: tuple[float, np.ndarray, np.ndarray] | None = None
         """(start, monotonic; knot times from 0, seconds; the 14-D points at them, the start state first), while
         windows of it remain to be sent."""
+        self.origin_ns = 0
+        """The plan's start on the ROS clock: its windows' ``header.stamp`` when ``stamped``."""
         self.closed = False
         self.streamer = threading.Thread(target=self.stream, name='driver-windows', daemon=True)
         self.streamer.start()
@@ -177,6 +196,7 @@ class JtcDriver:
         points = np.vstack([np.asarray(start, dtype=np.float64)[None, :], np.asarray(command.positions, np.float64)])
         with self.lock:
             self.plan = (time.monotonic(), knots, points)
+            self.origin_ns = self.clock.now().nanoseconds
             if command.hold or self.window <= 0.0:
                 self.plan = None
                 self.publish(np.asarray(command.times, dtype=np.float64), points[1:])
@@ -185,32 +205,37 @@ class JtcDriver:
             self.lock.notify_all()
 
     def window_at(self, elapsed: float) -> tuple[np.ndarray, np.ndarray, bool]:
-        """The plan's window ``elapsed`` seconds in: the times (from now) and 14-D rows to send, and whether it holds
-        the plan's last row (no later window is needed)."""
+        """The plan's window ``elapsed`` seconds in: the times (from the plan's start) and 14-D rows to send, and
+        whether it holds the plan's last row (no later window is needed)."""
         assert self.plan is not None
         _, knots, points = self.plan
         # A point due at once would have the controller jump from where it stands to it within a tick or two.
         ahead = np.flatnonzero(knots > elapsed + (FIRST_POINT_LEAD if elapsed > 0.0 else 1e-9))
         if ahead.size == 0:  # the plan's last point is due within the lead, or was due already
-            return np.array([max(float(knots[-1]) - elapsed, FIRST_POINT_LEAD)]), points[-1:], True
+            return np.array([max(float(knots[-1]), elapsed + FIRST_POINT_LEAD)]), points[-1:], True
         inside = ahead[knots[ahead] <= elapsed + self.window + 1e-9]
         if inside.size == ahead.size:
-            return knots[ahead] - elapsed, points[ahead], True
+            return knots[ahead], points[ahead], True
         last = int(inside[-1]) if inside.size else int(ahead[0])
         kept = ahead[ahead <= last]
         velocity = (points[last] - points[last - 1]) / (knots[last] - knots[last - 1])
         stop = self.stop_from(points[last], velocity)
-        times = np.concatenate([knots[kept] - elapsed, knots[last] - elapsed + np.asarray(stop.times)])
+        times = np.concatenate([knots[kept], knots[last] + np.asarray(stop.times)])
         return times, np.vstack([points[kept], stop.positions]), False
 
     def send_window(self, *, elapsed: float | None = None) -> None:
-        """Publish the plan's window ``elapsed`` seconds in (default: now; the lock held); the plan is done once a
-        window held its last row."""
+        """Publish the plan's window ``elapsed`` seconds in (default: now; the lock held), stamped with the plan's
+        start (``stamped``) or zero, its times then counted from now; the plan is done once a window held its last
+        row."""
         assert self.plan is not None
-        times, rows, last = self.window_at(time.monotonic() - self.plan[0] if elapsed is None else elapsed)
+        elapsed = time.monotonic() - self.plan[0] if elapsed is None else elapsed
+        times, rows, last = self.window_at(elapsed)
         if last:
             self.plan = None
-        self.publish(times, rows)
+        if self.stamped:
+            self.publish(times, rows, stamp_ns=self.origin_ns)
+        else:
+            self.publish(times - elapsed, rows)
 
     def stream(self) -> None:
         """The window thread: a new window every ``1 / WINDOWS_PER_HORIZON`` of a window while the plan lasts (a window
@@ -227,8 +252,9 @@ class JtcDriver:
                     continue
                 self.send_window()
 
-    def publish(self, times: np.ndarray, rows: np.ndarray) -> None:
-        """One trajectory per controller through ``rows`` (N, 14) due ``times`` (N,) seconds from now."""
+    def publish(self, times: np.ndarray, rows: np.ndarray, *, stamp_ns: int = 0) -> None:
+        """One trajectory per controller through ``rows`` (N, 14) due ``times`` (N,) seconds after ``stamp_ns`` (0:
+        now)."""
         values: dict[str, list[np.ndarray]] = {topic: [] for topic in self.joints}
         for row in rows:
             per_arm = to_driver(self.profile, row)
@@ -241,7 +267,8 @@ class JtcDriver:
             for topic, joints in self.joints.items():
                 values[topic].append(np.array([by_topic[topic][joint] for joint in joints]))
         messages = {
-            topic: trajectory(tuple(self.joints[topic]), np.array(rows_of), times) for topic, rows_of in values.items()
+            topic: trajectory(tuple(self.joints[topic]), np.array(rows_of), times, stamp_ns=stamp_ns)
+            for topic, rows_of in values.items()
         }
         for topic, message in messages.items():  # built first, then written back to back
             self.pubs[topic].publish(message)
@@ -416,14 +443,15 @@ def make_driver(
     *,
     stop_from: StopFrom,
     window: float = WINDOW_SECONDS,
+    stamped: bool = True,
     velocity: np.ndarray | None = None,
 ) -> JtcDriver | StreamedDriver:
-    """The driver writers a profile's ``driver`` kind needs (``stop_from`` and ``window``: a JTC's windows;
-    ``velocity``, 14-D: the limits a position stream's first segment keeps).
+    """The driver writers a profile's ``driver`` kind needs (``stop_from``, ``window`` and ``stamped``: a JTC's
+    windows; ``velocity``, 14-D: the limits a position stream's first segment keeps).
 
     Raises:
         GraphError: the driver's message package is not installed.
     """
     if profile.driver == 'ros2_control':
-        return JtcDriver(node, profile, stop_from=stop_from, window=window)
+        return JtcDriver(node, profile, stop_from=stop_from, window=window, stamped=stamped)
     return StreamedDriver(node, profile, velocity=velocity)

@@ -103,6 +103,9 @@ class MotionSettings:
             deceleration: the velocity limit over this).
         command_window: how far ahead (s) a JointTrajectoryController is sent a chunk's rows, each window ending in
             a controlled stop (``realcell/drivers.py``); 0 sends each chunk whole.
+        stamped_windows: each window of a chunk carries the chunk's start on the ROS clock in ``header.stamp``, so
+            the controller continues one window from the next exactly (the controller's clock must agree with the
+            bridge's within a few milliseconds); False stamps them zero ("when taken up").
         state_pause: while a chunk's rows run, a measured state older than this (s) brings the arms to a controlled
             stop along their commanded motion and drops the rest of the chunk (``state_gap``): the bridge does not
             drive an arm it cannot see for longer. A state younger than this arriving within ``state_watchdog`` lets
@@ -120,6 +123,7 @@ class MotionSettings:
     gripper_velocity: float | None = None
     stop_seconds: float = STOP_SECONDS
     command_window: float = WINDOW_SECONDS
+    stamped_windows: bool = True
     state_pause: float = 0.1
     state_watchdog: float = 0.5
 
@@ -165,7 +169,12 @@ class SafeMotion:
         """A position stream sends the points between the rows too: the workspace rule checks each."""
         self.deceleration = stop_decelerations(self.limits, stop_seconds=settings.stop_seconds)
         self.driver = make_driver(
-            node, profile, stop_from=self.stop_from, window=settings.command_window, velocity=self.limits.velocity
+            node,
+            profile,
+            stop_from=self.stop_from,
+            window=settings.command_window,
+            stamped=settings.stamped_windows,
+            velocity=self.limits.velocity,
         )
         self.sent: SentCommand | None = None
         self.stopped = False

@@ -3,13 +3,14 @@
 A recorded episode (``record:=bag`` on the real-mode graph) holds every arm and gripper command as it was sent
 (``bags/commands.py`` reads them into ``ArmCommand``). The audit follows each arm's commanded reference as a
 controller does: a message replaces the reference from where it stood when the message was logged, through its
-points (linear in between); a streamed target is one point one control period ahead. Every point must be finite,
-within the joint limits, with the arm's TCP inside the workspace box, and every segment within the velocity limits
-(``VELOCITY_SLACK`` for the log's arrival times, which carry the transport's jitter); a gripper's opening must lie
-in 0..1 and move within its speed. A position stream's targets (``ArmCommand.streamed``) are judged as a servo
-takes them, whatever the transport's timing: each within the velocity limit times one control period of the one
-before (float32 targets keep half an ulp at each end). Accelerations are not judged: the log's timing jitter
-dominates them.
+points (linear in between), each due ``time_from_start`` after its stamp (``safety.jtc.seconds_due``; points already
+due when it was logged are skipped, the reference joining the trajectory where it is then, as a JTC does); a
+streamed target is one point one control period ahead. Every point must be finite, within the joint limits, with
+the arm's TCP inside the workspace box, and every segment within the velocity limits (``VELOCITY_SLACK`` for the
+log's arrival times, which carry the transport's jitter); a gripper's opening must lie in 0..1 and move within its
+speed. A position stream's targets (``ArmCommand.streamed``) are judged as a servo takes them, whatever the
+transport's timing: each within the velocity limit times one control period of the one before (float32 targets
+keep half an ulp at each end). Accelerations are not judged: the log's timing jitter dominates them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ IDLE_PERIODS = 3.0
 SPEED_FLOOR = 1e-3
 """Absolute slack (rad/s; strokes/s for grippers) for segments of a few microseconds."""
 LIMIT_TOLERANCE = 1e-6
+JOIN_TOLERANCE = 1e-3
+"""rad (strokes for grippers): how far a message whose first points were already due when it was logged may take
+up its trajectory from where the reference stood (windows of one chunk share its timeline: they join exactly)."""
 
 
 @dataclass(frozen=True)
@@ -164,16 +168,33 @@ def _speeds(
         ratio = float((step / (limit * period)).max())
         return [f'target: {step.max():.5f} in one control period of {period * 1e3:.1f} ms (x{ratio:.4f})']
     start = reference.at(command.log_ns)
+    skipped = 0
+    problems = []
+    if start is not None and due[0] <= command.log_ns:
+        if due[-1] < command.log_ns:
+            return []  # the controller drops a trajectory that ended before it arrived: the reference stays
+        # A window logged after its first point was due (the recorder's arrival trails the publication): the
+        # controller takes it up where the trajectory is at that moment, skipping the points already due.
+        skipped = int(np.searchsorted(due, command.log_ns, side='right'))
+        if skipped == len(due):  # its last point due as it arrived: the controller holds there
+            joined = values[-1]
+        else:
+            share = (command.log_ns - due[skipped - 1]) / (due[skipped] - due[skipped - 1])
+            joined = values[skipped - 1] + share * (values[skipped] - values[skipped - 1])
+        jump = float(np.abs(joined - start).max())
+        if jump > JOIN_TOLERANCE:
+            problems.append(f'point {skipped}: joins its trajectory {jump:.4f} away from where the last one had it')
+        start, due, values = joined, due[skipped:], values[skipped:]
     knots = np.concatenate([[command.log_ns], due]) if start is not None else due
     path = np.vstack([start[None, :], values]) if start is not None else values
     reference.knots_ns, reference.values = knots, path
     if len(knots) < 2:
-        return []
+        return problems
     spans = np.maximum(np.diff(knots) / NS_PER_S, 1e-9)
     speed = np.abs(np.diff(path, axis=0)) / spans[:, None]
     over = speed > limit * VELOCITY_SLACK + SPEED_FLOOR
-    arriving = 0 if start is not None else 1
-    return [
+    arriving = skipped if start is not None else 1
+    return problems + [
         f'point {i + arriving}: {speed[i].max():.4f} per s over {spans[i] * 1e3:.1f} ms (limit {limit.max():g})'
         for i in np.flatnonzero(over.any(axis=1))
     ]

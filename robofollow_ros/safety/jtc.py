@@ -2,8 +2,9 @@
 
 What the JTC documents and enforces on ``~/joint_trajectory`` (its user documentation, ros2_controllers#902):
 ``header.stamp`` zero means "start now", anything else is the start time (a trajectory that has ended by the time
-it arrives is dropped; one that started in the past is followed from the time already elapsed, so its first rows
-are skipped: here a non-zero stamp must be a future time); every joint of the controller named once (unless the
+it arrives is dropped; one that started in the past is followed from the time already elapsed: it moves from where
+the arm stands to its first point still ahead, and points already due are skipped, so here a non-zero stamp's first
+point must be due after the message arrives); every joint of the controller named once (unless the
 controller allows partial goals); at least one point (an empty trajectory is rejected and does not stop the arm);
 each point's ``time_from_start`` positive and strictly increasing (positive is this check's rule); one position
 per joint, velocities and accelerations either absent or one per joint; finite numbers; the last point at rest
@@ -57,7 +58,7 @@ class JtcViolation:
     """One way a trajectory (or a command topic) breaks the JTC's interface.
 
     Attributes:
-        kind: a short code (``empty_trajectory``, ``stamp_in_past``, ``time_not_increasing``, ...).
+        kind: a short code (``empty_trajectory``, ``point_in_past``, ``time_not_increasing``, ...).
         point: the point it concerns, ``None`` for the whole message.
         detail: one line for people.
     """
@@ -98,6 +99,15 @@ def trajectory_view(message: Any) -> TrajectoryView:
     )
 
 
+def seconds_due(message: Any, *, after_ns: int) -> np.ndarray:
+    """When each point of a JointTrajectory (rclpy, rosbags or ``TrajectoryView``) is due, in seconds after
+    ``after_ns`` (ROS time, when the controller takes it up): its ``time_from_start`` after its ``header.stamp``, or
+    after ``after_ns`` for a stamp of zero."""
+    view = trajectory_view(message)
+    start_ns = view.stamp_ns or after_ns
+    return np.array([(start_ns - after_ns + point.time_from_start_ns) / NS_PER_S for point in view.points])
+
+
 def arm_trajectories(
     positions: np.ndarray, times_s: np.ndarray, layout: JointLayout, *, stamp_ns: int = 0
 ) -> dict[Arm, TrajectoryView]:
@@ -128,8 +138,9 @@ def check_trajectory(
     Args:
         message: the trajectory.
         controller_joints: the joints of the controller that receives it.
-        received_ns: when it arrived on the receiver's clock (a bag's log time); with it, a non-zero stamp before
-            that time is reported (``stamp_in_past``, and ``ends_in_past`` when the JTC would drop it whole).
+        received_ns: when it arrived on the receiver's clock (a bag's log time); with it, a non-zero stamp whose first
+            point was due before that time is reported (``point_in_past``, and ``ends_in_past`` when the JTC would
+            drop it whole).
         allow_partial_joints: the controller's ``allow_partial_joints_goal``.
         allow_nonzero_end_velocity: the controller's ``allow_nonzero_velocity_at_trajectory_end``.
     """
@@ -168,15 +179,16 @@ def _check_joints(names: tuple[str, ...], controller_joints: Sequence[str], allo
 
 
 def _check_stamp(view: TrajectoryView, received_ns: int | None) -> list[JtcViolation]:
-    if view.stamp_ns == 0 or received_ns is None or view.stamp_ns >= received_ns:
+    if view.stamp_ns == 0 or received_ns is None or view.stamp_ns + view.points[0].time_from_start_ns >= received_ns:
         return []
-    late = (received_ns - view.stamp_ns) / NS_PER_S
+    late = (received_ns - view.stamp_ns - view.points[0].time_from_start_ns) / NS_PER_S
     problems = [
         JtcViolation(
-            'stamp_in_past',
+            'point_in_past',
             None,
-            f'header.stamp is {late:.6f} s before the message arrived: the JTC takes it as a start time in the past '
-            '(send zero for "now", or a future time)',
+            f'the first point was due {late:.6f} s before the message arrived: the JTC skips the points already due '
+            'and jumps onto the trajectory where it stands now (stamp zero for "now", or a start whose first point is '
+            'still ahead)',
         )
     ]
     if view.stamp_ns + view.points[-1].time_from_start_ns < received_ns:
