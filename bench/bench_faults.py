@@ -72,9 +72,9 @@ MOVING_SPEED = 0.3
 """rad/s: the arms count as moving (a fault is injected) once a joint is this fast."""
 JUMP = 0.5
 """rad/s: a change of commanded velocity between consecutive control ticks larger than this is a discontinuity."""
-COMMAND_STEP = 0.2
-"""rad/s: a change of the commanded reference's velocity between consecutive control periods larger than this is a
-step (the expert's own rows change by less; a window meeting the reference off the chunk's timeline by more)."""
+JOIN_DEVIATION = 0.02
+"""rad/s: a window joining its chunk's reference at a speed further than this from the chunk's own
+(``window_joins``)."""
 DWELL = 0.1
 """s: the arms at rest this long between two motions is a dwell."""
 IDLE_PERIODS = 3.0
@@ -446,26 +446,38 @@ def commanded_rest(
     return 0.0 if last_moving is None else max(0.0, (last_moving - fault_ns) / NS)
 
 
-def commanded_steps(
-    commands: list[tuple[int, str, list[float], np.ndarray]],
-    start_ns: int,
-    end_ns: int,
-    *,
-    period: float,
-    streamed_period: float,
-) -> tuple[int, float]:
-    """The commanded reference's velocity steps between consecutive control periods over ``COMMAND_STEP`` (count,
-    both arms) and the largest step (rad/s), between two wall-clock times: what the controller is asked to follow."""
-    grid = np.arange(start_ns, end_ns, round(period * NS))
-    if not commands or len(grid) < 3:
-        return 0, 0.0
-    count, largest = 0, 0.0
-    for reference in commanded_references(commands, grid, streamed_period=streamed_period).values():
-        velocity = np.diff(reference, axis=0) / period
-        steps = np.abs(np.diff(velocity, axis=0)).max(axis=1)
-        count += int((steps > COMMAND_STEP).sum())
-        largest = max(largest, float(steps.max()))
-    return count, largest
+def window_joins(commands: list[tuple[int, str, list[float], np.ndarray]]) -> tuple[int, int, float]:
+    """How the trajectories that re-send a chunk (their first point a row of the message before on their topic: a
+    JTC's windows) join the reference that message left: the velocity of the segment from where the reference stood
+    when the window was sent to its first row, against the velocity the reference had there (the step a controller
+    following it sees), for windows whose first row is the reference's next knot (one that skips a knot within its
+    lead joins along a chord across it, a step of the chunk's own rows, whatever the timing). Returns (such joins
+    while the reference moved, those stepping by more than ``JOIN_DEVIATION``, the largest step in rad/s, any
+    joint)."""
+    joins = off = 0
+    largest = 0.0
+    for topic in {command[1] for command in commands}:
+        mine = sorted((c for c in commands if c[1] == topic), key=lambda command: command[0])
+        knots: np.ndarray | None = None
+        values = np.zeros((0, 6))
+        rows = np.zeros((0, 6))
+        due = np.zeros(0)
+        for sent_ns, _, times, points in mine:
+            stood = None if knots is None else np.array([np.interp(sent_ns, knots, values[:, j]) for j in range(6)])
+            first = points[0, :6]
+            matches = np.flatnonzero(np.abs(rows - first).max(axis=1) < 1e-9) if len(rows) else np.zeros(0, int)
+            if knots is not None and stood is not None and matches.size and matches[0] > 0:
+                i = min(int(np.searchsorted(knots, sent_ns, side='right')) - 1, len(knots) - 2)
+                moving = (values[i + 1] - values[i]) / ((knots[i + 1] - knots[i]) / NS)
+                if np.abs(values[i + 1] - first).max() < 1e-9 and np.abs(moving).max() >= 0.1:
+                    deviation = float(np.abs((first - stood) / float(times[0]) - moving).max())
+                    joins += 1
+                    off += deviation > JOIN_DEVIATION
+                    largest = max(largest, deviation)
+            rows, due = points[:, :6], sent_ns + np.round(np.asarray(times) * NS)
+            start = first if stood is None else stood
+            knots, values = np.concatenate([[sent_ns], due]), np.vstack([start[None, :], rows])
+    return joins, off, largest
 
 
 # --- the graph -------------------------------------------------------------------------------------------------
@@ -907,15 +919,15 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
                 per_episode = expert_motion(
                     cell, heard, window=window, stamped=stamped, episodes=args.expert, period=period
                 )
-                dwells, jumps, steps = ([episode[k] for episode in per_episode] for k in range(3))
-                largest = max((episode[3] for episode in per_episode), default=0.0)
+                dwells, jumps, joins, off = ([episode[k] for episode in per_episode] for k in range(4))
+                largest = max((episode[4] for episode in per_episode), default=0.0)
                 print(
                     f'  {name} expert, command window {window:g} s{"" if stamped else " stamped zero"}: '
                     f'{len(per_episode)} episodes, dwells per episode {np.mean(dwells):.1f} '
                     f'(max {max(dwells, default=0)}), measured velocity discontinuities per episode '
-                    f'{np.mean(jumps):.1f} (max {max(jumps, default=0)})'
-                    f', commanded velocity steps over {COMMAND_STEP:g} rad/s per episode {np.mean(steps):.1f} (max '
-                    f'{max(steps, default=0)}, largest {largest:.2f} rad/s)',
+                    f'{np.mean(jumps):.1f} (max {max(jumps, default=0)}); windows joining a moving chunk '
+                    f'{sum(joins)}, {sum(off)} of them off its speed by over {JOIN_DEVIATION:g} rad/s, by at most '
+                    f'{largest:.3f} rad/s',
                     flush=True,
                 )
     finally:
@@ -945,10 +957,10 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
 
 def expert_motion(
     cell: Cell, heard: Heard, *, window: float, stamped: bool, episodes: int, period: float
-) -> list[tuple[int, int, int, float]]:
+) -> list[tuple[int, int, int, int, float]]:
     """Run ``episodes`` expert trials with ``command_window`` ``window`` (``stamped`` windows or not); per episode
     (fake hardware's reset to the bridge's end), the dwells and the velocity discontinuities of the measured motion,
-    and the commanded reference's velocity steps and the largest of them (``commanded_steps``)."""
+    and how the windows joined their chunks (``window_joins``)."""
     cell.stop_graph()
     cell.window, cell.stamped, cell.policy = window, stamped, 'expert'
     cell.run_name = f'expert-window-{window:g}' + ('' if stamped else '-stamped-zero')
@@ -957,7 +969,6 @@ def expert_motion(
     cell.launch()
     wait_for(lambda: len(heard.ends) >= first + episodes or not cell.alive(), 120.0 * episodes)
     cell.stop_graph()
-    streamed = 0.0 if cell.profile.driver == 'ros2_control' else 1.0 / cell.profile.control_rate
     found = []
     with heard.lock:
         ends, resets = heard.ends[first:], sorted(heard.resets)
@@ -965,9 +976,7 @@ def expert_motion(
         started = [at for at in resets if at < end]
         if started:
             dwells, jumps = episode_motion(heard, started[-1], end, period)
-            commands = heard.commands_between(started[-1], end)
-            steps, largest = commanded_steps(commands, started[-1], end, period=period, streamed_period=streamed)
-            found.append((dwells, jumps, steps, largest))
+            found.append((dwells, jumps, *window_joins(heard.commands_between(started[-1], end))))
     return found
 
 
