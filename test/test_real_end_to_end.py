@@ -21,6 +21,7 @@ from robofollow_ros.bags.cdr import default_typestore
 from robofollow_ros.cli.audit import audit_bag
 from robofollow_ros.cli.score import score_path
 from robofollow_ros.evaluation.suite import SuiteOptions, run_suite
+from robofollow_ros.realcell.drivers import PLAN_LEAD
 from robofollow_ros.robot.profiles import RobotProfile, arm_command_topics, load_profile
 from robofollow_ros.safety.jtc import check_trajectory, trajectory_view
 from robofollow_ros.units import NS_PER_S
@@ -107,11 +108,13 @@ def _assert_arm_commands_recorded(bag: Path, profile: RobotProfile) -> None:
             if connection.msgtype == 'trajectory_msgs/msg/JointTrajectory':
                 # Judged without its log time: the recorder's arrival trails the publication by tens of milliseconds
                 # under load, and a window joins its chunk's timeline wherever it arrives (the audit below follows
-                # it so); a stamp is its chunk's start, never an observation's time or an id.
+                # it so); a stamp is its chunk's start, a lead after the chunk was sent, never an observation's time
+                # or an id.
                 problems = check_trajectory(message, controller_joints=joints[connection.topic])
                 assert not problems, (connection.topic, problems)
                 stamp = trajectory_view(message).stamp_ns
-                assert stamp == 0 or 0 < log_ns - stamp < 5 * NS_PER_S, (connection.topic, stamp, log_ns)
+                sent_by = stamp - round(PLAN_LEAD * NS_PER_S)
+                assert stamp == 0 or 0 < log_ns - sent_by < 5 * NS_PER_S, (connection.topic, stamp, log_ns)
                 values = [v for point in message.points for v in point.positions]
             elif connection.msgtype == 'sensor_msgs/msg/JointState':
                 values = list(message.position)

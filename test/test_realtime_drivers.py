@@ -19,6 +19,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robofollow_ros.errors import GraphError
 from robofollow_ros.realcell.drivers import (
+    PLAN_LEAD,
     WINDOW_SECONDS,
     WINDOWS_PER_HORIZON,
     JtcDriver,
@@ -137,7 +138,8 @@ def test_a_long_chunk_goes_to_a_jtc_in_short_windows_that_each_end_at_rest(ros: 
         stamps = {trajectory_view(m).stamp_ns for _, _, m in got}
         if stamped:
             (stamp,) = stamps
-            assert sent_ns <= stamp <= sent_ns + 50_000_000  # the chunk's start, on the ROS clock
+            # The chunk's start on the ROS clock, a lead after it was sent: the first window arrives before it.
+            assert sent_ns + PLAN_LEAD * NS_PER_S <= stamp <= sent_ns + PLAN_LEAD * NS_PER_S + 50_000_000
         else:
             assert stamps == {0}
         for _, published_ns, message in got:  # each window's first point still ahead when it is sent

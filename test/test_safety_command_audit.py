@@ -84,6 +84,15 @@ def test_a_window_logged_after_its_first_point_was_due_joins_its_chunk_where_the
     assert audit(first, elsewhere).violations == (
         f'{chunk.topic} at {second.log_ns} point 1: joins its trajectory 0.0100 away from where the last one had it',
     )
+    # A window of the same chunk (its stamp): the log's time, not the sending, was late (a recorder that lags): it
+    # joins where the chunk is, the rest of its segments judged from there.
+    stamped = {'stamp_ns': round(BASE_S * NS)}
+    same_chunk = audit(dataclasses.replace(first, **stamped), dataclasses.replace(elsewhere, **stamped))
+    assert same_chunk.clean, same_chunk.violations
+    other_chunk = audit(
+        dataclasses.replace(first, **stamped), dataclasses.replace(elsewhere, stamp_ns=stamped['stamp_ns'] + 1)
+    )
+    assert len(other_chunk.violations) == 1 and 'joins its trajectory' in other_chunk.violations[0]
     ended = dataclasses.replace(second, times=second.times - 1.0)  # the controller drops it: the reference stays
     after = turning(BASE_S + 0.3, speed=0.9 * WAIST_SPEED, rows=2, start=chunk.joints[3])
     assert audit(first, ended, after).clean

@@ -58,6 +58,19 @@ def test_a_moving_joint_decelerates_along_its_motion_to_rest():
     np.testing.assert_array_equal(command.positions[:, 1:], np.tile(home()[1:], (len(command.times), 1)))
 
 
+@pytest.mark.parametrize('over', [0.0, 2e-9, 1e-7, 1e-3])
+def test_a_stop_a_hair_longer_than_whole_row_periods_keeps_its_times_apart_to_the_nanosecond(over: float) -> None:
+    # A stop lasting 4 row periods and 0.12 ns ended in two points 0.12 ns apart: the same time_from_start once
+    # written in nanoseconds, which a JTC refuses whole (the fuzz met it in one window of 10,000 chunks).
+    velocity = np.zeros(14)
+    velocity[0] = 4.0 * ROW * (1.0 + over / 4.0) * DECELERATION[0]
+    command = controlled_stop(home(), velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW)
+    nanoseconds = np.round(command.times * 1e9).astype(np.int64)
+    assert (np.diff(nanoseconds) > 0).all(), command.times
+    assert command.times[-1] == pytest.approx(4.0 * ROW * (1.0 + over / 4.0), abs=1e-12)
+    assert len(command.times) == (4 if over < 1e-6 else 5)
+
+
 def test_every_joint_reaches_rest_together_none_above_its_deceleration():
     velocity = np.linspace(-0.8, 0.8, 14) * LIMITS.velocity
     command = controlled_stop(home(), velocity, LIMITS, deceleration=DECELERATION, row_period_s=ROW)

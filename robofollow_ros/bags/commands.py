@@ -19,7 +19,7 @@ from robofollow_ros.bags.storage import read_raw
 from robofollow_ros.errors import BagError
 from robofollow_ros.robot.profiles import RobotProfile
 from robofollow_ros.safety.command_audit import ArmCommand
-from robofollow_ros.safety.jtc import seconds_due
+from robofollow_ros.safety.jtc import seconds_due, trajectory_view
 from robofollow_ros.state_layout import ARM_DOF, ARMS, Arm
 
 
@@ -64,12 +64,14 @@ def _command(
     if msgtype == 'trajectory_msgs/msg/JointTrajectory':
         names = list(message.joint_names)
         times = seconds_due(message, after_ns=log_ns)
+        stamp_ns = trajectory_view(message).stamp_ns
         rows = [dict(zip(names, p.positions, strict=False)) for p in message.points]
         if role == 'arm':
             driver = np.array([[row.get(joint, np.nan) for joint in spec.joints] for row in rows]).reshape(-1, ARM_DOF)
-            return ArmCommand(topic, arm, log_ns, times, joints=(driver - spec.offsets) * spec.signs)
+            joints = (driver - spec.offsets) * spec.signs
+            return ArmCommand(topic, arm, log_ns, times, joints=joints, stamp_ns=stamp_ns)
         grips = np.array([row.get(scale.joint, np.nan) for row in rows])
-        return ArmCommand(topic, arm, log_ns, times, grips=scale.opening(grips))
+        return ArmCommand(topic, arm, log_ns, times, grips=scale.opening(grips), stamp_ns=stamp_ns)
     ahead = np.array([period])
     if msgtype == 'sensor_msgs/msg/JointState':  # piper_ros joint_ctrl_single: six joints, then the gripper
         values = np.asarray(message.position, dtype=np.float64)

@@ -14,8 +14,9 @@ profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins
   (``stamped``), its points due from there: a JTC times a trajectory from its stamp, so each window continues the
   one before exactly, where a window stamped zero is timed from the controller's next update after it arrives and
   met the arm's reference up to a controller period off the bridge's clock, a velocity step at every window (up to
-  1.28 times a row's speed on the fuzz). ``stamped`` False stamps every window zero, for a controller whose clock
-  does not agree with the bridge's. ``window`` 0 sends each chunk whole, as one trajectory. Holds and controlled
+  1.28 times a row's speed on the fuzz). The chunk's start is ``PLAN_LEAD`` after it is sent (``lead``): the first
+  window arrives before the chunk's time begins. ``stamped`` False stamps every window zero, for a controller whose
+  clock does not agree with the bridge's. ``window`` 0 sends each chunk whole, as one trajectory. Holds and controlled
   stops go out whole, stamped zero (they end at rest). A hold is one point: never an empty trajectory (the JTC
   rejects it and keeps moving, ros2_controllers#902).
 * ``piper`` (sensor_msgs/JointState on ``joint_ctrl_single``: six joints and the gripper in ``position``, the speed
@@ -63,6 +64,10 @@ WINDOWS_PER_HORIZON = 4
 """How many windows are sent while one window's rows run."""
 FIRST_POINT_LEAD = 0.03
 """A re-sent window's first point is due at least this long (s) after it is sent."""
+PLAN_LEAD = 0.03
+"""A chunk sent in stamped windows starts this long (s) after it is sent: its first window reaches the controller
+before the chunk's time begins (stamped at the moment of sending, the first segment ran up to a sixth faster on the
+fuzz, by the time the window took to arrive)."""
 StopFrom = Callable[[np.ndarray, np.ndarray], Command]
 """The controlled stop from a 14-D position moving at a 14-D velocity (``safety.controlled_stop``)."""
 INTERBOTIX_ARM_GROUP = 'arm'
@@ -72,8 +77,13 @@ INTERBOTIX_GRIPPER = 'gripper'
 class Driver(Protocol):
     """What the bridge sends commands through."""
 
-    def send(self, command: Command, *, start: np.ndarray) -> None:
-        """Write ``command`` now; ``start`` is the measured 14-D state it begins from."""
+    def send(self, command: Command, *, start: np.ndarray) -> float:
+        """Write ``command``; ``start`` is the 14-D state it begins from. Returns when (monotonic seconds) its
+        ``times`` count from: now, or ``lead`` later."""
+
+    @property
+    def lead(self) -> float:
+        """How long after it is sent a moving command's time begins (0: at once)."""
 
     def connected(self) -> bool:
         """Whether every command topic has a reader (commands are not replayed to a late one)."""
@@ -191,18 +201,25 @@ class JtcDriver:
     def drain(self, *, timeout: float) -> bool:
         return acknowledged(self.pubs.values(), deadline=time.monotonic() + timeout)
 
-    def send(self, command: Command, *, start: np.ndarray) -> None:
+    @property
+    def lead(self) -> float:
+        return PLAN_LEAD if self.stamped and self.window > 0.0 else 0.0
+
+    def send(self, command: Command, *, start: np.ndarray) -> float:
         knots = np.concatenate([[0.0], np.asarray(command.times, dtype=np.float64)])
         points = np.vstack([np.asarray(start, dtype=np.float64)[None, :], np.asarray(command.positions, np.float64)])
         with self.lock:
-            self.plan = (time.monotonic(), knots, points)
-            self.origin_ns = self.clock.now().nanoseconds
+            now, now_ns = time.monotonic(), self.clock.now().nanoseconds
             if command.hold or self.window <= 0.0:
                 self.plan = None
                 self.publish(np.asarray(command.times, dtype=np.float64), points[1:])
-            else:
-                self.send_window(elapsed=0.0)
+                self.lock.notify_all()
+                return now
+            self.plan = (now + self.lead, knots, points)
+            self.origin_ns = now_ns + round(self.lead * NS_PER_S)
+            self.send_window(elapsed=-self.lead)
             self.lock.notify_all()
+            return now + self.lead
 
     def window_at(self, elapsed: float) -> tuple[np.ndarray, np.ndarray, bool]:
         """The plan's window ``elapsed`` seconds in: the times (from the plan's start) and 14-D rows to send, and
@@ -210,7 +227,7 @@ class JtcDriver:
         assert self.plan is not None
         _, knots, points = self.plan
         # A point due at once would have the controller jump from where it stands to it within a tick or two.
-        ahead = np.flatnonzero(knots > elapsed + (FIRST_POINT_LEAD if elapsed > 0.0 else 1e-9))
+        ahead = np.flatnonzero(knots > (elapsed + FIRST_POINT_LEAD if elapsed > 0.0 else 1e-9))
         if ahead.size == 0:  # the plan's last point is due within the lead, or was due already
             return np.array([max(float(knots[-1]), elapsed + FIRST_POINT_LEAD)]), points[-1:], True
         inside = ahead[knots[ahead] <= elapsed + self.window + 1e-9]
@@ -321,7 +338,11 @@ class StreamedDriver:
             played = self.plan is None
         return acknowledged(self.pubs.values(), deadline=deadline) and played
 
-    def send(self, command: Command, *, start: np.ndarray) -> None:
+    @property
+    def lead(self) -> float:
+        return 0.0
+
+    def send(self, command: Command, *, start: np.ndarray) -> float:
         with self.lock:
             origin = self.origin(command, np.asarray(start, dtype=np.float64))
             knots = np.concatenate([[0.0], np.asarray(command.times, dtype=np.float64)])
@@ -329,11 +350,12 @@ class StreamedDriver:
             if self.velocity is not None:
                 needed = float((np.abs(points[1] - points[0]) / self.velocity).max())
                 knots[1:] += max(0.0, needed - knots[1])
-            self.plan = (time.monotonic(), knots, points)
+            self.plan = (now := time.monotonic(), knots, points)
             # The first target goes out now, not one period later (a stop holds at once), and under the lock: no row
             # of the plan it replaces can follow it.
             self.tick()
             self.lock.notify_all()
+            return now
 
     def origin(self, command: Command, start: np.ndarray) -> np.ndarray:
         """Where ``command`` streams from: the last target while the arm (``start``) is within ``FOLLOWING_WITHIN`` of

@@ -171,7 +171,7 @@ class RealTimeEnvironment(GraphEpisode):
             self.motion.count([silent.kind])
             self.log(f'safety: {what}: dropped, answered after the dead-man deadline (the arms hold)')
         else:
-            sent_at = time.monotonic()
+            sent_at = time.monotonic() + self.motion.driver.lead  # when the chunk's time begins
             decision = self.motion.send_chunk(chunk, what=what)
             try:
                 reached = self.motion.wait_executed(decision, sent_at=sent_at)

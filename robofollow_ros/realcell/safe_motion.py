@@ -261,9 +261,9 @@ class SafeMotion:
         ``lock``."""
         command, start = self.controlled(decision, state, start=start)
         if command is not None:
-            self.driver.send(command, start=start)
+            begins = self.driver.send(command, start=start)
             start = np.asarray(start, dtype=np.float64)
-            self.sent = SentCommand(start=start, command=command, sent_at=time.monotonic())
+            self.sent = SentCommand(start=start, command=command, sent_at=begins)
         return command
 
     def controlled(
@@ -313,7 +313,8 @@ class SafeMotion:
         if self.stopped or self.exiting:
             raise MotionStoppedError(self.refusal())
         state = self.measured()
-        start = chunk_start(self.sent, state, now=time.monotonic(), row_period_s=self.row_period)
+        # Where the arms are commanded to be when the chunk's time begins (the driver's lead after now).
+        start = chunk_start(self.sent, state, now=time.monotonic() + self.driver.lead, row_period_s=self.row_period)
         decision = filter_chunk(
             chunk,
             state=state,

@@ -1,16 +1,17 @@
 """``audit_commands``: the commands that reached a real cell's arms, checked after the fact against its limits.
 
-A recorded episode (``record:=bag`` on the real-mode graph) holds every arm and gripper command as it was sent
-(``bags/commands.py`` reads them into ``ArmCommand``). The audit follows each arm's commanded reference as a
-controller does: a message replaces the reference from where it stood when the message was logged, through its
-points (linear in between), each due ``time_from_start`` after its stamp (``safety.jtc.seconds_due``; points already
-due when it was logged are skipped, the reference joining the trajectory where it is then, as a JTC does); a
-streamed target is one point one control period ahead. Every point must be finite, within the joint limits, with
-the arm's TCP inside the workspace box, and every segment within the velocity limits (``VELOCITY_SLACK`` for the
-log's arrival times, which carry the transport's jitter); a gripper's opening must lie in 0..1 and move within its
-speed. A position stream's targets (``ArmCommand.streamed``) are judged as a servo takes them, whatever the
-transport's timing: each within the velocity limit times one control period of the one before (float32 targets
-keep half an ulp at each end). Accelerations are not judged: the log's timing jitter dominates them.
+A recorded episode (``record:=bag`` on the real-mode graph) holds every arm and gripper command as it was sent, at
+the time it was sent (``bags/commands.py`` reads them into ``ArmCommand``). The audit follows each arm's commanded
+reference as a controller does: a message replaces the reference from where it stood when the message was logged,
+through its points (linear in between), each due ``time_from_start`` after its stamp (``safety.jtc.seconds_due``;
+points already due when it was logged are skipped, the reference joining the trajectory where it is then, as a JTC
+does); a streamed target is one point one control period ahead. Every point must be finite, within the joint
+limits, with the arm's TCP inside the workspace box, and every segment within the velocity limits
+(``VELOCITY_SLACK``: a controller takes a message up a little after it was sent); a gripper's opening must lie in
+0..1 and move within its speed. A position stream's targets (``ArmCommand.streamed``) are judged as a servo takes
+them, whatever the transport's timing: each within the velocity limit times one control period of the one before
+(float32 targets keep half an ulp at each end). Accelerations are not judged: the log's timing jitter dominates
+them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from robofollow_ros.state_layout import ACTION_DIM, ARM_SLICE, ARMS, GRIP_INDEX,
 
 NS_PER_S = 1_000_000_000
 VELOCITY_SLACK = 1.05
-"""Relative slack of the velocity check across messages: their log times are arrival times at the recorder."""
+"""Relative slack of the velocity check across messages: their log times are when they were sent, not when the
+controller took them up."""
 STREAM_SLACK = 1.0 + 1e-6
 """A streamed target's step is exact (one control period of the limit at most): rounding only."""
 IDLE_PERIODS = 3.0
@@ -61,6 +63,8 @@ class ArmCommand:
     grips: np.ndarray | None = None
     streamed: bool = False
     """A position stream's target: ``times`` is one control period."""
+    stamp_ns: int = 0
+    """A JointTrajectory's ``header.stamp`` (0: "now"): windows of one chunk share their chunk's start."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class AuditReport:
 class _Reference:
     knots_ns: np.ndarray = field(default_factory=lambda: np.zeros(0))
     values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    stamp_ns: int = 0
 
     def at(self, when_ns: int) -> np.ndarray | None:
         if not len(self.knots_ns):
@@ -173,8 +178,8 @@ def _speeds(
     if start is not None and due[0] <= command.log_ns:
         if due[-1] < command.log_ns:
             return []  # the controller drops a trajectory that ended before it arrived: the reference stays
-        # A window logged after its first point was due (the recorder's arrival trails the publication): the
-        # controller takes it up where the trajectory is at that moment, skipping the points already due.
+        # A window logged after its first point was due (a bag recorded with arrival times, whose recorder lagged):
+        # the controller takes it up where the trajectory is at that moment, skipping the points already due.
         skipped = int(np.searchsorted(due, command.log_ns, side='right'))
         if skipped == len(due):  # its last point due as it arrived: the controller holds there
             joined = values[-1]
@@ -182,12 +187,16 @@ def _speeds(
             share = (command.log_ns - due[skipped - 1]) / (due[skipped] - due[skipped - 1])
             joined = values[skipped - 1] + share * (values[skipped] - values[skipped - 1])
         jump = float(np.abs(joined - start).max())
-        if jump > JOIN_TOLERANCE:
+        # A window of the chunk the last one carried joins it where the chunk is: whether the controller took it up
+        # before the last one's closing stop began, which log times taken at the recorder cannot tell, only the
+        # sending can (a window every 50 ms, 0.15 s before that stop).
+        continues = command.stamp_ns != 0 and command.stamp_ns == reference.stamp_ns
+        if jump > JOIN_TOLERANCE and not continues:
             problems.append(f'point {skipped}: joins its trajectory {jump:.4f} away from where the last one had it')
         start, due, values = joined, due[skipped:], values[skipped:]
     knots = np.concatenate([[command.log_ns], due]) if start is not None else due
     path = np.vstack([start[None, :], values]) if start is not None else values
-    reference.knots_ns, reference.values = knots, path
+    reference.knots_ns, reference.values, reference.stamp_ns = knots, path, command.stamp_ns
     if len(knots) < 2:
         return problems
     spans = np.maximum(np.diff(knots) / NS_PER_S, 1e-9)

@@ -38,6 +38,8 @@ REST_SPEED = 1e-6
 FOLLOWING_WITHIN = 0.05
 """rad (normalised units for grippers): an arm measured within this of where it was commanded to be at the
 measurement's time follows its command."""
+SAME_ROW = 1e-6
+"""Row periods: a stop this little longer than whole row periods ends on the last of them (60 ns on a 60 ms row)."""
 HARDER_STOPS = (1.0, 2.0, 4.0)
 """The decelerations ``stop_in_workspace`` tries, in multiples of the limits', to keep the TCPs in the box."""
 
@@ -173,7 +175,9 @@ def controlled_stop(
         clipped_time = float((np.abs(target - position) / limits.velocity).max())
         return Command(positions=target[None, :], times=np.array([max(period, clipped_time)]), hold=True)
     duration = max(duration, period)  # a slow joint stops over one row period, more gently than it could
-    steps = max(1, math.ceil(duration / period - 1e-9))
+    # A stop a hair longer than whole row periods ends on the last of them: a point a nanosecond after another has
+    # the same time_from_start once written in nanoseconds, which a JTC refuses whole.
+    steps = max(1, math.ceil(duration / period - SAME_ROW))
     times = np.minimum(np.arange(1, steps + 1, dtype=np.float64) * period, duration)
     times[-1] = duration
     # Uniform deceleration of every joint over ``duration``: p(t) = p0 + v t - v t^2 / (2 duration).
