@@ -98,6 +98,23 @@ def test_a_window_logged_after_its_first_point_was_due_joins_its_chunk_where_the
     assert audit(first, ended, after).clean
 
 
+def test_a_window_whose_last_point_alone_is_not_yet_past_is_taken_up_not_dropped() -> None:
+    """Dropped is only a trajectory all of whose points were due before it was logged (the JTC refuses it); one whose
+    last point is due as it is logged, or after, is taken up there: a join off the reference is reported."""
+    first = turning(BASE_S, speed=0.5 * WAIST_SPEED, rows=4)
+    log_ns = first.log_ns + round(0.3 * NS)  # the first window has ended: the reference rests on its last row
+    rest = first.joints[-1]
+    points = np.tile(rest, (3, 1))
+    points[:2, 0] -= [0.3, 0.2]  # points already past, far from the reference: skipped
+    on_time = ArmCommand(first.topic, 'left', log_ns, np.array([-0.12, -0.06, 0.0]), joints=points)
+    assert audit(first, on_time).clean  # its last point, due now, is where the reference rests: no jump
+    aside = dataclasses.replace(on_time, joints=points + np.array([0.01, 0, 0, 0, 0, 0]))
+    just_after = dataclasses.replace(aside, times=np.array([-0.12, -0.06, 0.001]))  # joins 1/61 short of point 2
+    for late, jump in ((aside, '0.0100'), (just_after, '0.0067')):
+        (violation,) = audit(first, late).violations
+        assert violation.endswith(f'point 2: joins its trajectory {jump} away from where the last one had it')
+
+
 def test_points_outside_the_joint_limits_or_the_box_or_not_finite_are_found() -> None:
     beyond = turning(0.0, speed=0.0, rows=2)
     beyond.joints[1, 1] = LIMITS.upper[1] + 0.01

@@ -192,7 +192,8 @@ def _speeds(
         # sending can (a window every 50 ms, 0.15 s before that stop).
         continues = command.stamp_ns != 0 and command.stamp_ns == reference.stamp_ns
         if jump > JOIN_TOLERANCE and not continues:
-            problems.append(f'point {skipped}: joins its trajectory {jump:.4f} away from where the last one had it')
+            point = min(skipped, len(due) - 1)
+            problems.append(f'point {point}: joins its trajectory {jump:.4f} away from where the last one had it')
         start, due, values = joined, due[skipped:], values[skipped:]
     knots = np.concatenate([[command.log_ns], due]) if start is not None else due
     path = np.vstack([start[None, :], values]) if start is not None else values
