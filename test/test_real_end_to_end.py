@@ -32,7 +32,7 @@ TASKS = {
     'aloha_ros2_control': ('L0_place_yellow_block_2_behind_green_sphere', 'L1_scene3_1__r_pick2_via4_to6_short_front'),
     'aloha_interbotix': ('L1_s11_pick_right_of_red',),
     'aloha_xsarm_ros_control': ('L0_s41_l_pick_red_sphere',),
-    'piper': ('L0_place_yellow_block_3_behind_red_cylinder', 'L1_scene3_1__l_pick4_around2_to1_short_right'),
+    'piper': ('L0_place_yellow_block_3_behind_red_cylinder', 'L1_s11_pick_right_of_red'),
 }
 DOMAINS = {'aloha_ros2_control': 46, 'aloha_interbotix': 47, 'aloha_xsarm_ros_control': 48, 'piper': 14}
 SCORES = ('intent_score', 'exec_score', 'completion_ok')
