@@ -58,6 +58,7 @@ NOMINAL_DOMAIN = 55
 CLAMP_DOMAIN = 54
 TEST_PROFILE = ROOT / 'test' / 'data' / 'robots' / 'aloha_refuse_test.yaml'
 NS_PER_S = 1_000_000_000
+TEST_CONTROL_RATE = load_profile(str(TEST_PROFILE)).control_rate
 PARAMETERS = {
     'runtime': 'real',
     'robot_profile': str(TEST_PROFILE),
@@ -243,7 +244,7 @@ def assert_safe(received: list[Received]) -> int:
         previous, previous_t = item.state[columns], 0.0
         for point in item.message.points:
             q = np.array(point.positions)
-            t = point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S
+            t = seconds_from_start(point)
             assert np.all(q >= lower[columns] - 1e-9) and np.all(q <= upper[columns] + 1e-9)
             position = fk.tcp_pose(arm, q).position
             assert np.all(position >= profile.workspace_min) and np.all(position <= profile.workspace_max)
@@ -289,6 +290,11 @@ def is_hold(item: Received) -> bool:
     )
 
 
+def seconds_from_start(point: Any) -> float:
+    """A trajectory point's ``time_from_start`` in seconds."""
+    return point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S
+
+
 def stopped_along_the_chunk(item: Received, chunk: Received) -> bool:
     """``item`` is a controlled stop of the motion ``chunk`` commanded: every point lies on the chunk's way (between
     its start and its last row, joint by joint: onwards, never back to an older measured position), and each row's
@@ -299,7 +305,7 @@ def stopped_along_the_chunk(item: Received, chunk: Received) -> bool:
     points = np.array([point.positions for point in item.message.points])
     if not np.all((points >= low) & (points <= high)):
         return False
-    times = [point.time_from_start.sec + point.time_from_start.nanosec / NS_PER_S for point in item.message.points]
+    times = [seconds_from_start(point) for point in item.message.points]
     speeds = np.abs(np.diff(points, axis=0)) / np.diff(times)[:, None] if len(points) > 1 else np.zeros((0, 6))
     return bool(np.all(np.diff(speeds, axis=0) <= 1e-6))
 
@@ -323,7 +329,7 @@ def test_unsafe_rows_stale_state_and_a_silent_policy_never_reach_the_arms(cell: 
         for item, rows in zip(commands[2:4], GAUNTLET_ROWS[2:4], strict=True):
             assert item.points > rows
             points = np.array([point.positions for point in item.message.points])
-            times = [p.time_from_start.sec + p.time_from_start.nanosec / NS_PER_S for p in item.message.points]
+            times = [seconds_from_start(p) for p in item.message.points]
             speeds = np.abs(np.diff(points, axis=0)).max(axis=1) / np.diff(times)
             assert (np.diff(speeds[rows - 1 :]) <= 1e-6).all(), speeds  # from the last row sent on, only slower
 
@@ -425,6 +431,8 @@ def test_a_pause_in_the_joint_states_stops_the_arms_and_the_episode_goes_on_from
         stop = next(item for item in arm_commands(received, arm) if item.arrived > silenced)
         assert stopped_along_the_chunk(stop, first_chunk) and stop.arrived < later[0].arrived
         assert stop.arrived - silenced < 0.5  # 0.1 s, a 20 ms look, the transport: before the watchdog's 0.5 s
+        # A brisk stop: the slow ramp stops within one control period, not over the gentle stop's row period.
+        assert seconds_from_start(stop.message.points[-1]) == pytest.approx(1.0 / TEST_CONTROL_RATE)
     released, _ = call(cell, topics.RELEASE)
     assert released.success, released.message
 

@@ -17,6 +17,7 @@ from robofollow_ros.safety.command_filter import Command
 from robofollow_ros.safety.controlled_stop import (
     STOP_SECONDS,
     SentCommand,
+    brisk_decelerations,
     commanded_at,
     controlled_stop,
     stop_decelerations,
@@ -79,6 +80,42 @@ def test_every_joint_reaches_rest_together_none_above_its_deceleration():
     assert duration <= STOP_SECONDS + 1e-9
     used = np.abs(velocity) / duration
     assert np.all(used <= DECELERATION + 1e-9)
+
+
+ACCELERATED = aloha_limits(acceleration=np.where(np.isin(np.arange(14), [6, 13]), np.inf, 42.5))
+"""The cell's limits with an acceleration limit on the arm joints (the grippers have none)."""
+
+
+def test_a_brisk_stop_decelerates_the_arms_at_their_acceleration_limit_and_the_grippers_gently():
+    brisk = brisk_decelerations(ACCELERATED)
+    gentle = stop_decelerations(ACCELERATED)
+    arms = np.isfinite(ACCELERATED.acceleration)
+    np.testing.assert_array_equal(brisk[arms], 42.5)
+    np.testing.assert_array_equal(brisk[~arms], gentle[~arms])
+    assert np.all(gentle[arms] < brisk[arms])
+    np.testing.assert_array_equal(brisk_decelerations(LIMITS), stop_decelerations(LIMITS))  # no limit: as gentle
+
+
+@pytest.mark.parametrize('speed', [0.3, 0.84, 2.0, 3.0])
+def test_a_brisk_stop_ends_as_soon_as_its_deceleration_allows_not_a_row_period_later(speed: float) -> None:
+    velocity = np.zeros(14)
+    velocity[0] = speed
+    deceleration = brisk_decelerations(ACCELERATED)
+    control_period = 0.01
+    brisk = controlled_stop(
+        home(), velocity, ACCELERATED, deceleration=deceleration, row_period_s=ROW, shortest=control_period
+    )
+    duration = max(speed / 42.5, control_period)
+    assert brisk.hold and brisk.times[-1] == pytest.approx(duration)
+    assert brisk.positions[-1, 0] == pytest.approx(home()[0] + 0.5 * speed * duration)
+    assert np.all(np.diff(brisk.times) > 0) and np.all(np.diff(brisk.times)[:-1] == pytest.approx(ROW))
+    usual = controlled_stop(home(), velocity, ACCELERATED, deceleration=deceleration, row_period_s=ROW)
+    assert usual.times[-1] == pytest.approx(max(duration, ROW))  # without ``shortest``: at least one row period
+    assert controlled_stop(
+        home(), np.zeros(14), ACCELERATED, deceleration=deceleration, row_period_s=ROW, shortest=control_period
+    ).times.tolist() == [ROW]  # an arm at rest holds one row period ahead, brisk or not
+    with pytest.raises(SafetyError, match='positive number of seconds'):
+        controlled_stop(home(), velocity, ACCELERATED, deceleration=deceleration, row_period_s=ROW, shortest=0.0)
 
 
 def test_the_stop_point_is_clipped_into_the_joint_limits():

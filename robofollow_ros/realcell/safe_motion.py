@@ -46,6 +46,7 @@ from robofollow_ros.safety.command_filter import (
 from robofollow_ros.safety.controlled_stop import (
     STOP_SECONDS,
     SentCommand,
+    brisk_decelerations,
     chunk_start,
     commanded_at,
     hold_after,
@@ -168,6 +169,9 @@ class SafeMotion:
         )
         """A position stream sends the points between the rows too: the workspace rule checks each."""
         self.deceleration = stop_decelerations(self.limits, stop_seconds=settings.stop_seconds)
+        self.brisk_deceleration = brisk_decelerations(self.limits, stop_seconds=settings.stop_seconds)
+        """A state gap's stop: the arms were driven unseen for ``state_pause`` already, so they stop at the
+        acceleration the bridge plans commands to (the fault bench's sweep travelled 23 [26] mm at the gentle one)."""
         self.driver = make_driver(
             node,
             profile,
@@ -244,22 +248,28 @@ class SafeMotion:
         )
 
     def write(
-        self, decision: SafetyDecision, state: MeasuredState, *, moving: bool, start: np.ndarray | None = None
+        self,
+        decision: SafetyDecision,
+        state: MeasuredState,
+        *,
+        moving: bool,
+        start: np.ndarray | None = None,
+        brisk: bool = False,
     ) -> Command | None:
         """Send the decision's command, unless it moves the arms while stopped (``MotionStoppedError``); a hold goes
-        out as a controlled stop (``controlled``). ``start``: where the rows start from (default: the measured
-        state). Returns what was written."""
+        out as a controlled stop (``controlled``; ``brisk``: at ``brisk_deceleration``). ``start``: where the rows
+        start from (default: the measured state). Returns what was written."""
         with self.lock:
             if moving and (self.stopped or self.exiting):
                 raise MotionStoppedError(self.refusal())
-            return self._send(decision, state, start=start)
+            return self._send(decision, state, start=start, brisk=brisk)
 
     def _send(
-        self, decision: SafetyDecision, state: MeasuredState, *, start: np.ndarray | None = None
+        self, decision: SafetyDecision, state: MeasuredState, *, start: np.ndarray | None = None, brisk: bool = False
     ) -> Command | None:
         """Write the decision's command (a hold as a controlled stop) and return what was written; the caller holds
         ``lock``."""
-        command, start = self.controlled(decision, state, start=start)
+        command, start = self.controlled(decision, state, start=start, brisk=brisk)
         if command is not None:
             begins = self.driver.send(command, start=start)
             start = np.asarray(start, dtype=np.float64)
@@ -267,14 +277,15 @@ class SafeMotion:
         return command
 
     def controlled(
-        self, decision: SafetyDecision, state: MeasuredState, *, start: np.ndarray | None = None
+        self, decision: SafetyDecision, state: MeasuredState, *, start: np.ndarray | None = None, brisk: bool = False
     ) -> tuple[Command | None, np.ndarray]:
         """The command to write for ``decision`` and the 14-D state it starts from (``start``, default the measured
         state). A hold (or a refusal for want of a usable measured state) while a trajectory sent earlier is still
         running becomes a controlled stop from where that trajectory commands the arms to be now, at the velocity it
         commands (``safety.controlled_stop``): never a jump back to a measured position up to ``max_state_age`` old.
         An arm whose last trajectory has ended holds at its last point while it follows it, else where it is
-        measured (``hold_after``)."""
+        measured (``hold_after``). ``brisk``: the stop decelerates at ``brisk_deceleration``, ending as soon as the
+        driver's control period allows."""
         sent = self.sent
         holding = decision.command is None or decision.held
         now = time.monotonic()
@@ -287,7 +298,7 @@ class SafeMotion:
             # An arm measured a little past a limit (it overshot) streams from the limit, never beyond it.
             return decision.command, np.clip(origin, self.limits.lower, self.limits.upper)
         position, velocity = commanded_at(sent, now)
-        stop = self.stop_from(position, velocity)
+        stop = self.stop_from(position, velocity, brisk=brisk)
         rest = remaining_of(sent, now)
         if rest is not None and rest.times[-1] <= stop.times[-1] and within_travel(position, rest, stop):
             # The trajectory comes to rest on its last point sooner, and no further, than a stop along it would (a
@@ -296,16 +307,18 @@ class SafeMotion:
             return rest, position
         return stop, position
 
-    def stop_from(self, position: np.ndarray, velocity: np.ndarray) -> Command:
-        """The controlled stop from ``position`` moving at ``velocity`` (14-D each), inside the workspace box."""
+    def stop_from(self, position: np.ndarray, velocity: np.ndarray, *, brisk: bool = False) -> Command:
+        """The controlled stop from ``position`` moving at ``velocity`` (14-D each), inside the workspace box;
+        ``brisk``: at ``brisk_deceleration``, as short as one control period of the driver."""
         return stop_in_workspace(
             position,
             velocity,
             self.limits,
-            deceleration=self.deceleration,
+            deceleration=self.brisk_deceleration if brisk else self.deceleration,
             row_period_s=self.row_period,
             tcp=self.tcp,
             path_samples=self.path_samples,
+            shortest=1.0 / self.profile.control_rate if brisk else None,
         )
 
     def send_chunk(self, chunk: np.ndarray, *, what: str) -> SafetyDecision:
@@ -352,13 +365,16 @@ class SafeMotion:
             hold=False,
         )
 
-    def hold(self, *, reasons: tuple[Intervention, ...] = (), what: str = 'hold') -> SafetyDecision:
-        """Both arms hold (written even when stopped): a controlled stop while a trajectory runs, else one point at the
-        measured position. The decision returned carries the command written."""
+    def hold(
+        self, *, reasons: tuple[Intervention, ...] = (), what: str = 'hold', brisk: bool = False
+    ) -> SafetyDecision:
+        """Both arms hold (written even when stopped): a controlled stop while a trajectory runs (``brisk``: at
+        ``brisk_deceleration``), else one point at the measured position. The decision returned carries the command
+        written."""
         state = self.measured()
         decision = hold_command(state, self.limits, row_period_s=self.row_period, reasons=reasons)
         self.record(decision, what)
-        return dataclasses.replace(decision, command=self.write(decision, state, moving=False))
+        return dataclasses.replace(decision, command=self.write(decision, state, moving=False, brisk=brisk))
 
     def stop(self) -> SafetyDecision:
         """Hold both arms now and refuse every motion until ``release``."""
@@ -497,7 +513,7 @@ class SafeMotion:
         age = self.state_age()
         if age <= pause:
             return
-        self.hold(reasons=(Intervention('state_gap', None, None, float(age), pause),), what='a state gap')
+        self.hold(reasons=(Intervention('state_gap', None, None, float(age), pause),), what='a state gap', brisk=True)
         while (age := self.state_age()) > pause:
             if age > watchdog:
                 self.count(['stale_state'])

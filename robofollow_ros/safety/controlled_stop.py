@@ -7,7 +7,8 @@ moving at speed was commanded back to where it had been, and to a standstill wit
 where the arm is commanded to be now, with the velocity it is commanded to have, and decelerates every joint
 uniformly (all joints reach rest together, none faster than its ``deceleration``) to a standstill, sampled every row
 period, the last point at rest (a stop shorter than one row period takes one row period, decelerating more gently
-than it could). The stop point is clipped into the joint limits. Pure: positions, velocities and
+than it could, unless a ``shortest`` duration is given: a brisk stop's). The stop point is clipped into the joint
+limits. Pure: positions, velocities and
 times in, a ``Command`` out.
 """
 
@@ -146,6 +147,15 @@ def stop_decelerations(limits: SafetyLimits, *, stop_seconds: float = STOP_SECON
     return np.minimum(np.asarray(limits.velocity, dtype=np.float64) / stop_seconds, limits.acceleration)
 
 
+def brisk_decelerations(limits: SafetyLimits, *, stop_seconds: float = STOP_SECONDS) -> np.ndarray:
+    """Each value's deceleration (14,) for a brisk stop: its acceleration limit where it has one, else (the grippers)
+    its velocity limit over ``stop_seconds``. Still a controlled stop: along the commanded motion, at most what a
+    command may ask of the arm."""
+    gentle = stop_decelerations(limits, stop_seconds=stop_seconds)
+    acceleration = np.asarray(limits.acceleration, dtype=np.float64)
+    return np.where(np.isfinite(acceleration), acceleration, gentle)
+
+
 def controlled_stop(
     position: np.ndarray,
     velocity: np.ndarray,
@@ -153,8 +163,11 @@ def controlled_stop(
     *,
     deceleration: np.ndarray,
     row_period_s: float,
+    shortest: float | None = None,
 ) -> Command:
     """Decelerate from ``position`` at ``velocity`` to rest (see the module docstring); a ``hold`` ``Command``.
+    ``shortest``: the least duration (s) of a stop (default one row period; a driver's control period for a brisk
+    stop, which should end as soon as it may).
 
     Raises:
         SafetyError: a position, velocity or deceleration that is not 14 finite numbers (decelerations positive).
@@ -174,7 +187,8 @@ def controlled_stop(
         target = np.clip(position, limits.lower, limits.upper)
         clipped_time = float((np.abs(target - position) / limits.velocity).max())
         return Command(positions=target[None, :], times=np.array([max(period, clipped_time)]), hold=True)
-    duration = max(duration, period)  # a slow joint stops over one row period, more gently than it could
+    least = period if shortest is None else min(check_row_period(shortest), period)
+    duration = max(duration, least)  # a slow joint stops over one row period, more gently than it could
     # A stop a hair longer than whole row periods ends on the last of them: a point a nanosecond after another has
     # the same time_from_start once written in nanoseconds, which a JTC refuses whole.
     steps = max(1, math.ceil(duration / period - SAME_ROW))
@@ -195,22 +209,31 @@ def stop_in_workspace(
     row_period_s: float,
     tcp: TcpFunction | None,
     path_samples: int = 1,
+    shortest: float | None = None,
 ) -> Command:
     """A controlled stop whose every point (and ``path_samples`` points along the way to each, in joint space, the
     last the point) keeps both TCPs (``tcp``) in ``limits.workspace``: at ``deceleration``,
     else two or four times as hard (the box comes first: an arm moving towards its side at speed stops beyond it at
     the gentle deceleration), else a hold where the arms are. Without a box or a ``tcp`` function, the plain stop.
+    ``shortest``: as for ``controlled_stop``.
 
     Raises:
         SafetyError: as ``controlled_stop``.
     """
     box = limits.workspace
-    command = controlled_stop(position, velocity, limits, deceleration=deceleration, row_period_s=row_period_s)
+    command = controlled_stop(
+        position, velocity, limits, deceleration=deceleration, row_period_s=row_period_s, shortest=shortest
+    )
     if box is None or tcp is None:
         return command
     for harder in HARDER_STOPS:
         command = controlled_stop(
-            position, velocity, limits, deceleration=np.asarray(deceleration) * harder, row_period_s=row_period_s
+            position,
+            velocity,
+            limits,
+            deceleration=np.asarray(deceleration) * harder,
+            row_period_s=row_period_s,
+            shortest=shortest,
         )
         if all(
             box.contains(point) for row in path_points(position, command.positions, path_samples) for point in tcp(row)
