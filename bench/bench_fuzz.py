@@ -181,8 +181,7 @@ class Recording:
 
 
 def driver_arm(profile: RobotProfile, arm: str, values: list[float]) -> np.ndarray:
-    spec = profile.arms[arm]
-    return (np.asarray(values, dtype=np.float64) - spec.offsets) * spec.signs
+    return profile.arms[arm].joints_from_driver(values)
 
 
 def opening(profile: RobotProfile, arm: str, value: float) -> float:

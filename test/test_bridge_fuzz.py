@@ -232,7 +232,7 @@ def test_every_command_of_a_hostile_fuzz_keeps_the_limits(fuzz: Fuzz, kinematics
             for i, (point, t) in enumerate(zip(message.points, times, strict=True)):
                 names = list(message.joint_names)
                 q = np.array([point.positions[names.index(joint)] for joint in spec.joints])
-                q = (q - spec.offsets) * spec.signs
+                q = spec.joints_from_driver(q)
                 points += 1
                 if not np.isfinite(q).all():
                     found.append(f'{where} point {i}: not finite {q.tolist()}')

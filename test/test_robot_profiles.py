@@ -133,6 +133,11 @@ def test_policy_to_driver_and_back_round_trips(name: str) -> None:
                 assert commands[arm].joints == spec.joints
                 back = arm_from_driver(profile, arm, commands[arm].positions, commands[arm].gripper)
                 np.testing.assert_allclose(back, action[ARM_COLUMNS[arm]], atol=1e-12)
+                rows = np.vstack([joints, joints[::-1], np.full(6, np.nan)])  # an audit's rows, broken ones too
+                in_driver = spec.joints_to_driver(rows)
+                np.testing.assert_allclose(in_driver[:2], spec.signs * rows[:2] + spec.offsets)
+                np.testing.assert_allclose(spec.joints_from_driver(in_driver), rows, atol=1e-12)
+                assert np.isnan(spec.joints_from_driver(in_driver)[2]).all()
 
 
 @pytest.mark.parametrize('name', SHIPPED)

@@ -68,8 +68,7 @@ def _command(
         rows = [dict(zip(names, p.positions, strict=False)) for p in message.points]
         if role == 'arm':
             driver = np.array([[row.get(joint, np.nan) for joint in spec.joints] for row in rows]).reshape(-1, ARM_DOF)
-            joints = (driver - spec.offsets) * spec.signs
-            return ArmCommand(topic, arm, log_ns, times, joints=joints, stamp_ns=stamp_ns)
+            return ArmCommand(topic, arm, log_ns, times, joints=spec.joints_from_driver(driver), stamp_ns=stamp_ns)
         grips = np.array([row.get(scale.joint, np.nan) for row in rows])
         return ArmCommand(topic, arm, log_ns, times, grips=scale.opening(grips), stamp_ns=stamp_ns)
     ahead = np.array([period])
@@ -82,12 +81,12 @@ def _command(
             arm,
             log_ns,
             ahead,
-            joints=(joints - spec.offsets) * spec.signs,
+            joints=spec.joints_from_driver(joints),
             grips=scale.opening(grip),
             streamed=True,
         )
     cmd = np.atleast_1d(np.asarray(message.cmd, dtype=np.float64))
     if role == 'arm':  # xs_sdk JointGroupCommand: the group's six joints
         joints = cmd[None, :] if len(cmd) == ARM_DOF else np.full((1, ARM_DOF), np.nan)
-        return ArmCommand(topic, arm, log_ns, ahead, joints=(joints - spec.offsets) * spec.signs, streamed=True)
+        return ArmCommand(topic, arm, log_ns, ahead, joints=spec.joints_from_driver(joints), streamed=True)
     return ArmCommand(topic, arm, log_ns, ahead, grips=scale.opening(cmd[:1]), streamed=True)

@@ -126,6 +126,15 @@ class ArmProfile:
     gripper: GripperProfile
     acceleration: np.ndarray = dataclasses.field(default_factory=lambda: np.full(ARM_DOF, np.inf))
 
+    def joints_to_driver(self, joints: Numbers) -> np.ndarray:
+        """Joint positions in policy units (..., 6) in the driver's (no check: non-finite values pass through)."""
+        return self.signs * np.asarray(joints, dtype=np.float64) + self.offsets
+
+    def joints_from_driver(self, positions: Numbers) -> np.ndarray:
+        """The driver's joint positions (..., 6) in policy units (no check: non-finite values pass through, for an
+        audit to report)."""
+        return (np.asarray(positions, dtype=np.float64) - self.offsets) * self.signs
+
 
 @dataclass(frozen=True)
 class UpstreamDriver:
@@ -219,7 +228,7 @@ def arm_to_driver(profile: RobotProfile, arm: Arm, values: Numbers) -> DriverArm
     spec = profile.arms[arm]
     return DriverArmCommand(
         joints=spec.joints,
-        positions=spec.signs * row[:ARM_DOF] + spec.offsets,
+        positions=spec.joints_to_driver(row[:ARM_DOF]),
         gripper_joint=spec.gripper.command.joint,
         gripper=spec.gripper.command.to_driver(row[ARM_DOF]),
     )
@@ -235,7 +244,7 @@ def arm_from_driver(profile: RobotProfile, arm: Arm, positions: Numbers, gripper
     joints = _finite(positions, size=ARM_DOF, what=f'{arm} arm driver positions')
     grip = _finite([gripper], size=1, what=f'{arm} gripper driver value')[0]
     spec = profile.arms[arm]
-    return np.append((joints - spec.offsets) * spec.signs, spec.gripper.command.from_driver(grip))
+    return np.append(spec.joints_from_driver(joints), spec.gripper.command.from_driver(grip))
 
 
 def to_driver(profile: RobotProfile, action: Numbers) -> dict[Arm, DriverArmCommand]:
@@ -270,7 +279,7 @@ def arm_state_from_joint_state(
     if any(name not in by_name for name in needed):
         return None
     values = _finite([by_name[name] for name in needed], size=ARM_DOF + 1, what=f'{arm} joint state')
-    return np.append((values[:ARM_DOF] - spec.offsets) * spec.signs, spec.gripper.feedback.from_driver(values[-1]))
+    return np.append(spec.joints_from_driver(values[:ARM_DOF]), spec.gripper.feedback.from_driver(values[-1]))
 
 
 def _finite(values: Numbers, *, size: int, what: str) -> np.ndarray:
