@@ -27,6 +27,7 @@ from robofollow_ros.realcell.safe_motion import (
 from robofollow_ros.robot.profiles import load_profile
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import MeasuredState
+from robofollow_ros.safety.controlled_stop import commanded_at
 from robofollow_ros.safety.profile_limits import COMMAND_ACCELERATION_FRACTION
 
 pytestmark = pytest.mark.ros
@@ -50,7 +51,9 @@ def following_motion(node: Node, profile_name: str, monkeypatch: pytest.MonkeyPa
     home = profile.home_state()
 
     def measured() -> MeasuredState:
-        last = getattr(motion.driver, 'last', None)
+        last = getattr(motion.driver, 'last', None)  # a stream's last target; a JTC: where its trajectory has them
+        if last is None and motion.sent is not None:
+            last, _ = commanded_at(motion.sent, time.monotonic())
         return MeasuredState(positions=(home if last is None else last).copy(), age_s=0.0)
 
     monkeypatch.setattr(motion, 'measured', measured)
@@ -110,6 +113,26 @@ def test_the_grippers_in_the_state_are_where_the_running_command_has_them_not_wh
         assert 0.5 + 0.05 < grip < 0.95, grip  # on its way, not at the command's end
         time.sleep(7 * motion.row_period)
         assert motion.with_commanded_grips(start)[6] == pytest.approx(0.5)  # the end once it is over
+
+
+def test_a_chunk_sent_with_a_lead_keeps_the_plan_it_replaces_for_its_lead(
+    ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
+        assert motion.driver.lead > 0.0
+        start = motion.profile.home_state()
+        chunk = turning_chunk(start, motion.row_period)
+        assert motion.send_chunk(chunk[:10], what='test').rows_sent == 10
+        first = motion.sent
+        assert first is not None and first.before is None
+        time.sleep(3 * motion.row_period)
+        sending = time.monotonic()
+        position, _ = commanded_at(first, sending + motion.driver.lead)
+        assert motion.send_chunk(np.tile(position, (5, 1)), what='test').rows_sent == 5  # the waist comes to rest
+        second = motion.sent
+        assert second is not None and second.sent_at >= sending + motion.driver.lead
+        assert second.before is not None and second.before.sent_at == first.sent_at
+        np.testing.assert_array_equal(second.before.command.positions, first.command.positions)
 
 
 def turning_chunk(start: np.ndarray, row_period: float) -> np.ndarray:

@@ -47,6 +47,29 @@ def test_an_arm_at_rest_holds_where_it_is_commanded_one_row_period_ahead():
     np.testing.assert_array_equal(command.positions[0], home())
 
 
+def test_before_a_plan_sent_with_a_lead_begins_the_arms_are_where_the_plan_it_replaced_has_them() -> None:
+    # A JTC chunk begins 30 ms after it is sent (PLAN_LEAD); a stop within those 30 ms started where the new chunk
+    # begins, 30 ms ahead of the arm, at its first segment's speed.
+    start = home()
+    turning = start.copy()
+    turning[0] += 1.0  # the left waist at 1 rad/s for 1 s
+    first = SentCommand(start=start, command=Command(turning[None, :], np.array([1.0]), hold=False), sent_at=10.0)
+    begin, _ = commanded_at(first, 10.53)
+    ahead = begin.copy()
+    ahead[0] += 0.12  # then at 2 rad/s for 0.06 s
+    second = SentCommand(start=begin, command=Command(ahead[None, :], np.array([0.06]), hold=False), sent_at=10.53)
+    chained = second.after(first)
+    assert chained.before is not None and chained.before.before is None and second.before is None
+    for now, expected_position, expected_speed in ((10.505, 0.505, 1.0), (10.53, 0.53, 2.0), (10.56, 0.59, 2.0)):
+        position, velocity = commanded_at(chained, now)
+        assert position[0] - start[0] == pytest.approx(expected_position)
+        assert velocity[0] == pytest.approx(expected_speed)
+    alone, speed = commanded_at(second, 10.505)  # nothing before it: at its start, at rest
+    np.testing.assert_array_equal(alone, begin)
+    np.testing.assert_array_equal(speed, np.zeros(14))
+    assert chained.after(second).before is not None and chained.after(second).before.before is None  # one deep
+
+
 def test_a_moving_joint_decelerates_along_its_motion_to_rest():
     velocity = np.zeros(14)
     velocity[0] = 1.0  # left waist at 1 rad/s

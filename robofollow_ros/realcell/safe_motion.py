@@ -273,7 +273,7 @@ class SafeMotion:
         if command is not None:
             begins = self.driver.send(command, start=start)
             start = np.asarray(start, dtype=np.float64)
-            self.sent = SentCommand(start=start, command=command, sent_at=begins)
+            self.sent = SentCommand(start=start, command=command, sent_at=begins).after(self.sent)
         return command
 
     def controlled(

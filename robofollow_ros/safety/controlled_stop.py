@@ -14,6 +14,7 @@ times in, a ``Command`` out.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -48,23 +49,35 @@ HARDER_STOPS = (1.0, 2.0, 4.0)
 @dataclass(frozen=True)
 class SentCommand:
     """A trajectory written to the arms: from ``start`` (14,), its ``command``'s points due ``command.times`` seconds
-    after ``sent_at`` (monotonic seconds)."""
+    after ``sent_at`` (monotonic seconds). ``before``: the trajectory it replaced, which the arms still follow until
+    ``sent_at`` when that lies ahead of the sending (a plan sent with a lead, ``Driver.lead``)."""
 
     start: np.ndarray
     command: Command
     sent_at: float
+    before: SentCommand | None = None
+
+    def after(self, previous: SentCommand | None) -> SentCommand:
+        """This trajectory, sent while ``previous`` ran (kept one deep: a plan sent within the lead of another is
+        taken to start from that one's start)."""
+        kept = None if previous is None else dataclasses.replace(previous, before=None)
+        return dataclasses.replace(self, before=kept)
 
 
 def commanded_at(sent: SentCommand, now: float) -> tuple[np.ndarray, np.ndarray]:
     """The position and velocity the arms are commanded to have at ``now``: a trajectory of position-only points is
     followed piecewise linearly (a JointTrajectoryController's interpolation of position-only points), at rest after
-    its last point."""
+    its last point; before ``sent.sent_at``, where the trajectory it replaced has them (a stop within a plan's lead
+    started 30 ms ahead of the arm, at the plan's first segment's speed), else at its start, at rest."""
+    if now < sent.sent_at:
+        if sent.before is not None:
+            return commanded_at(sent.before, now)
+        return np.asarray(sent.start, dtype=np.float64).copy(), np.zeros(np.shape(sent.start))
     knots = np.concatenate([[0.0], np.asarray(sent.command.times, dtype=np.float64)])
     points = np.vstack([np.asarray(sent.start, dtype=np.float64)[None, :], sent.command.positions])
     elapsed = now - sent.sent_at
     if elapsed >= knots[-1]:
         return points[-1].copy(), np.zeros(points.shape[1])
-    elapsed = max(elapsed, 0.0)
     segment = int(np.searchsorted(knots, elapsed, side='right'))
     before, after = segment - 1, segment
     span = knots[after] - knots[before]
