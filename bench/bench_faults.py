@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import pickle
@@ -397,34 +398,60 @@ def tcp_travel(checker: Checker, states: np.ndarray) -> float:
     return longest
 
 
+@dataclass(frozen=True)
+class Followed:
+    """One command message as the fake controllers follow it: sent at ``sent_ns``, its arm rows (N, 6), from where the
+    reference ``stood`` when it was sent (None for a topic's first message, which starts at its first row) along
+    ``knots`` (ns) through ``values``."""
+
+    sent_ns: int
+    rows: np.ndarray
+    times: np.ndarray
+    stood: np.ndarray | None
+    knots: np.ndarray
+    values: np.ndarray
+
+
+def followed(
+    commands: list[tuple[int, str, list[float], np.ndarray]], *, streamed_period: float = 0.0
+) -> dict[str, list[Followed]]:
+    """Each command topic's messages in sending order, each a plan from where the one before had the reference when
+    it was sent through its rows, linearly (a trajectory's rows when due; a streamed target, ``streamed_period`` > 0,
+    one period after it was sent)."""
+    plans: dict[str, list[Followed]] = {}
+    for topic in sorted({command[1] for command in commands}):
+        mine = plans.setdefault(topic, [])
+        for sent_ns, _, times, points in sorted((c for c in commands if c[1] == topic), key=lambda c: c[0]):
+            rows = points[:, :6]
+            before = mine[-1] if mine else None
+            stood = None if before is None else interpolate(sent_ns, before.knots, before.values)
+            if streamed_period > 0:
+                due = np.array([sent_ns + round(streamed_period * NS)])
+            else:
+                due = sent_ns + np.round(np.asarray(times) * NS).astype(np.int64)
+            start = rows[0] if stood is None else stood
+            knots, values = np.concatenate([[sent_ns], due]), np.vstack([start[None, :], rows])
+            mine.append(Followed(sent_ns, rows, np.asarray(times, dtype=np.float64), stood, knots, values))
+    return plans
+
+
+def interpolate(t: float, knots: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` (K, 6) at ``t``, linearly between ``knots``, held outside them."""
+    return np.array([np.interp(t, knots, values[:, j]) for j in range(values.shape[1])])
+
+
 def commanded_references(
     commands: list[tuple[int, str, list[float], np.ndarray]], grid: np.ndarray, *, streamed_period: float
 ) -> dict[str, np.ndarray]:
     """Each command topic's commanded arm reference (6 joints) at ``grid`` (ns), as the fake controllers follow their
-    messages: a trajectory from where the reference stood when it was sent through its points, linearly; a streamed
-    target (``streamed_period`` > 0) reached within one period."""
+    messages (``followed``)."""
     references = {}
-    for topic in {command[1] for command in commands}:
-        mine = sorted((c for c in commands if c[1] == topic), key=lambda command: command[0])
-        plans: list[tuple[np.ndarray, np.ndarray]] = []
-        for published, _, times, points in mine:
-            joints = points[:, :6]
-            if plans:
-                knots, values = plans[-1]
-                start = np.array([np.interp(published, knots, values[:, j]) for j in range(6)])
-            else:
-                start = joints[0]
-            if streamed_period > 0:
-                due = np.array([published + round(streamed_period * NS)])
-            else:
-                due = published + np.round(np.asarray(times) * NS).astype(np.int64)
-            plans.append((np.concatenate([[published], due]), np.vstack([start[None, :], joints])))
-        starts = np.array([knots[0] for knots, _ in plans])
+    for topic, plans in followed(commands, streamed_period=streamed_period).items():
+        starts = np.array([plan.sent_ns for plan in plans])
         reference = np.empty((len(grid), 6))
         for i, t in enumerate(grid):
-            active = int(np.searchsorted(starts, t, side='right')) - 1
-            knots, values = plans[max(active, 0)]
-            reference[i] = [np.interp(t, knots, values[:, j]) for j in range(6)]
+            plan = plans[max(int(np.searchsorted(starts, t, side='right')) - 1, 0)]
+            reference[i] = interpolate(t, plan.knots, plan.values)
         references[topic] = reference
     return references
 
@@ -456,27 +483,20 @@ def window_joins(commands: list[tuple[int, str, list[float], np.ndarray]]) -> tu
     joint)."""
     joins = off = 0
     largest = 0.0
-    for topic in {command[1] for command in commands}:
-        mine = sorted((c for c in commands if c[1] == topic), key=lambda command: command[0])
-        knots: np.ndarray | None = None
-        values = np.zeros((0, 6))
-        rows = np.zeros((0, 6))
-        due = np.zeros(0)
-        for sent_ns, _, times, points in mine:
-            stood = None if knots is None else np.array([np.interp(sent_ns, knots, values[:, j]) for j in range(6)])
-            first = points[0, :6]
-            matches = np.flatnonzero(np.abs(rows - first).max(axis=1) < 1e-9) if len(rows) else np.zeros(0, int)
-            if knots is not None and stood is not None and matches.size and matches[0] > 0:
-                i = min(int(np.searchsorted(knots, sent_ns, side='right')) - 1, len(knots) - 2)
-                moving = (values[i + 1] - values[i]) / ((knots[i + 1] - knots[i]) / NS)
-                if np.abs(values[i + 1] - first).max() < 1e-9 and np.abs(moving).max() >= 0.1:
-                    deviation = float(np.abs((first - stood) / float(times[0]) - moving).max())
-                    joins += 1
-                    off += deviation > JOIN_DEVIATION
-                    largest = max(largest, deviation)
-            rows, due = points[:, :6], sent_ns + np.round(np.asarray(times) * NS)
-            start = first if stood is None else stood
-            knots, values = np.concatenate([[sent_ns], due]), np.vstack([start[None, :], rows])
+    for plans in followed(commands).values():
+        for before, plan in itertools.pairwise(plans):
+            first = plan.rows[0]
+            matches = np.flatnonzero(np.abs(before.rows - first).max(axis=1) < 1e-9)
+            if plan.stood is None or not matches.size or matches[0] == 0:
+                continue
+            knots, values = before.knots, before.values
+            i = min(int(np.searchsorted(knots, plan.sent_ns, side='right')) - 1, len(knots) - 2)
+            moving = (values[i + 1] - values[i]) / ((knots[i + 1] - knots[i]) / NS)
+            if np.abs(values[i + 1] - first).max() < 1e-9 and np.abs(moving).max() >= 0.1:
+                deviation = float(np.abs((first - plan.stood) / float(plan.times[0]) - moving).max())
+                joins += 1
+                off += deviation > JOIN_DEVIATION
+                largest = max(largest, deviation)
     return joins, off, largest
 
 
