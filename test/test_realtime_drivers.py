@@ -34,6 +34,7 @@ from robofollow_ros.safety.command_filter import Command
 from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN, controlled_stop, stop_decelerations
 from robofollow_ros.safety.jtc import check_command_qos, check_trajectory, seconds_due, trajectory_view
 from robofollow_ros.safety.profile_limits import limits_from_profile
+from robofollow_ros.state_layout import GRIP_INDEX
 from robofollow_ros.units import NS_PER_S
 
 pytestmark = pytest.mark.ros
@@ -379,3 +380,41 @@ def test_a_hold_at_the_end_of_a_plan_the_stream_is_behind_goes_there_within_the_
             end = ramp.positions[-1]
             assert end[0] - driver.last[0] > FOLLOWING_WITHIN
             driver.send(Command(positions=end[None, :], times=np.array([0.06]), hold=True), start=end)
+
+
+def test_a_hold_for_an_arm_that_does_not_follow_streams_the_grippers_on_from_their_last_targets(ros: Node) -> None:
+    """The fuzz (the Piper under load): a hold for an arm measured far from its command streamed from where it was
+    measured, as it should, and took the grippers along: a gripper left behind by late ticks jumped to its command's
+    end, x3.4 of its speed in one control period. The grippers now go there from their last targets at their speed."""
+    profile = load_profile('piper')
+    driver, got = piper_stream_at_one_radian_per_second(ros, profile)
+    home = profile.home_state()
+    grip = GRIP_INDEX['left']
+    closing = np.tile(home, (5, 1))
+    closing[:, grip] = home[grip] - np.arange(1, 6) * 0.06  # the left gripper closing at its 1-per-second limit
+    try:
+        driver.send(Command(positions=closing, times=np.arange(1, 6) * 0.06, hold=False), start=home)
+        time.sleep(0.1)
+        with driver.lock:
+            time.sleep(0.25)  # the plan's time is over; the stream's gripper is far behind its end
+            assert driver.last is not None and driver.last[grip] - closing[-1, grip] > FOLLOWING_WITHIN
+            elsewhere = closing[-1].copy()
+            elsewhere[0] += 0.2  # the arm measured far from its command: it does not follow
+            driver.send(Command(positions=elsewhere[None, :], times=np.array([0.06]), hold=True), start=elsewhere)
+        wait_until(
+            lambda: got and got[-1].position[6] == pytest.approx(got_gripper(profile, closing[-1, grip])),
+            timeout=30,
+            what='the gripper at its target',
+        )
+    finally:
+        driver.close()
+    grippers = np.array([profile.arms['left'].gripper.command.opening(message.position[6]) for message in got])
+    waists = np.array([message.position[0] for message in got])
+    period = 1.0 / profile.control_rate
+    assert np.abs(np.diff(grippers)).max() <= 1.0 * period + 1e-9, np.abs(np.diff(grippers)).max() / period
+    assert np.abs(np.diff(waists)).max() == pytest.approx(0.2, abs=1e-9)  # the arm: held where it is measured
+
+
+def got_gripper(profile: RobotProfile, opening: float) -> float:
+    """The Piper's gripper command value (metres) for an ``opening`` (0..1)."""
+    return float(profile.arms['left'].gripper.command.to_driver(opening))

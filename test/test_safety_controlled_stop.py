@@ -274,6 +274,31 @@ def test_after_its_last_trajectory_an_arm_that_follows_holds_at_its_last_point_n
         hold_after(sent, MeasuredState(np.full(14, np.nan), 0.0), LIMITS, now=11.0, row_period_s=ROW)
 
 
+def test_a_hold_while_the_arm_is_still_settling_after_its_trajectory_stays_at_the_last_point() -> None:
+    """The fuzz under load: a hold 50 ms after a state gap's brisk stop found the arm 0.155 rad behind the stop's end
+    (a servo lagging a stream that starved) and held it where it had been measured: the reference jumped back, x2.7
+    of the velocity limit in one control period. Within ``settling_s`` of the end the arm is still reaching it."""
+    from robofollow_ros.safety.command_filter import MeasuredState
+    from robofollow_ros.safety.controlled_stop import SentCommand, hold_after
+
+    start = home()
+    target = start.copy()
+    target[0] += 0.3
+    sent = SentCommand(start=start, command=Command(target[None, :], np.array([0.5]), hold=False), sent_at=10.0)
+    lagging = target.copy()
+    lagging[0] -= 0.155
+    for now, expected in ((10.55, target), (10.99, target), (11.0, lagging), (12.0, lagging)):
+        hold = hold_after(sent, MeasuredState(lagging, 0.02), LIMITS, now=now, row_period_s=ROW, settling_s=0.5)
+        np.testing.assert_array_equal(hold.positions[0], expected)
+    np.testing.assert_array_equal(
+        hold_after(sent, MeasuredState(lagging, 0.02), LIMITS, now=10.55, row_period_s=ROW).positions[0], lagging
+    )  # without settling: where it is measured at once
+    settling = hold_after(
+        sent, MeasuredState(np.full(14, np.nan), 0.0), LIMITS, now=10.6, row_period_s=ROW, settling_s=0.5
+    )
+    np.testing.assert_array_equal(settling.positions[0], target)  # nothing measured is needed to hold there
+
+
 @pytest.mark.parametrize('age', [0.2 + 1e-9, 0.5, math.inf, math.nan])
 def test_a_hold_after_a_state_too_old_to_tell_stays_at_the_last_commanded_point(age: float) -> None:
     """Fake hardware's joint states went quiet while a chunk ran: the bridge stopped the arms along their motion,

@@ -55,7 +55,7 @@ from robofollow_ros.robot.profiles import RobotProfile, to_driver
 from robofollow_ros.ros import qos
 from robofollow_ros.safety.command_filter import Command
 from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN
-from robofollow_ros.state_layout import ARMS
+from robofollow_ros.state_layout import ARMS, GRIP_COLUMNS
 from robofollow_ros.units import NS_PER_S
 
 WINDOW_SECONDS = 0.2
@@ -363,7 +363,9 @@ class StreamedDriver:
         where it stands, a chunk from there). A late tick leaves the stream behind its plan (each target moves at
         most the velocity limit over a period), and the bridge starts a chunk where the plan has the arm, or holds at
         the plan's end once its time is over: taken for an arm that does not follow, the first target jumped the lag
-        at once (x1.16 of the limit in one period for a chunk, x2.05 for a gripper's hold, the fuzz)."""
+        at once (x1.16 of the limit in one period for a chunk, x2.05 for a gripper's hold, the fuzz). The grippers go
+        on from their last targets whatever the arms do: an arm that did not follow made the grippers jump too (x3.4,
+        the fuzz)."""
         last = self.last
         if last is None or not np.isfinite(start).all():
             return start
@@ -371,7 +373,9 @@ class StreamedDriver:
         if self.plan is not None:
             near += [self.target(time.monotonic() - self.plan[0])[0], self.plan[2][-1]]
         following = min(float(np.abs(start - point).max()) for point in near) <= FOLLOWING_WITHIN
-        return last.copy() if following else start
+        origin = last.copy() if following else start.copy()
+        origin[GRIP_COLUMNS] = last[GRIP_COLUMNS]
+        return origin
 
     def target(self, elapsed: float) -> tuple[np.ndarray, bool]:
         """The interpolated 14-D target ``elapsed`` seconds into the plan, and whether the plan is over."""

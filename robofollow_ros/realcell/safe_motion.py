@@ -291,7 +291,9 @@ class SafeMotion:
         now = time.monotonic()
         ended = sent is None or now >= sent.sent_at + float(sent.command.times[-1])
         if holding and decision.command is not None and sent is not None and ended:
-            hold = hold_after(sent, state, self.limits, now=now, row_period_s=self.row_period)
+            hold = hold_after(
+                sent, state, self.limits, now=now, row_period_s=self.row_period, settling_s=self.settings.settle_timeout
+            )
             return hold, hold.positions[0]
         if not holding or sent is None or ended:
             origin = state.positions if start is None or holding else start

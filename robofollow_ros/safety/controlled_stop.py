@@ -132,7 +132,13 @@ def chunk_start(sent: SentCommand | None, state: MeasuredState, *, now: float, r
 
 
 def hold_after(
-    sent: SentCommand, state: MeasuredState, limits: SafetyLimits, *, now: float, row_period_s: float
+    sent: SentCommand,
+    state: MeasuredState,
+    limits: SafetyLimits,
+    *,
+    now: float,
+    row_period_s: float,
+    settling_s: float = 0.0,
 ) -> Command:
     """The hold for arms whose last trajectory ``sent`` has ended: at its last point while the arms follow it
     (``chunk_start``), so an arm that overshot its last target is brought back to it rather than held wherever the
@@ -140,13 +146,18 @@ def hold_after(
     position (``hold_command``) when the arms do not follow it (blocked, moved by hand). A measured state older than
     ``limits.max_state_age_s`` (or of unknown age) cannot tell: the hold is at the last point, where the arms were
     last commanded to go (a hold at a measurement taken before a stop commanded the arms back to where they had
-    been: 6 cm and 2.5 rad/s on fake hardware when its joint states went quiet).
+    been: 6 cm and 2.5 rad/s on fake hardware when its joint states went quiet). Within ``settling_s`` of the
+    trajectory's end the arms are still reaching its last point (a servo lags its reference; a stream behind its plan
+    after late ticks catches up), so the hold is there whatever the measurement says (the fuzz: a hold 50 ms after a
+    state gap's brisk stop commanded an arm lagging 0.155 rad behind it back to where it had been measured, x2.7 of
+    its velocity limit in one control period).
 
     Raises:
         SafetyError: a measured state young enough to tell is not 14 finite numbers (nothing to tell following by).
     """
     too_old = not state.age_s <= limits.max_state_age_s
-    position = sent.command.positions[-1] if too_old else chunk_start(sent, state, now=now).position
+    settling = now < sent.sent_at + float(sent.command.times[-1]) + settling_s
+    position = sent.command.positions[-1] if too_old or settling else chunk_start(sent, state, now=now).position
     held = hold_command(MeasuredState(position, 0.0), limits, row_period_s=row_period_s)
     if held.command is None:
         raise SafetyError('hold: the measured state is not 14 finite numbers')
