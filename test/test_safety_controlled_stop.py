@@ -117,6 +117,8 @@ def test_a_brisk_stop_decelerates_the_arms_at_their_acceleration_limit_and_the_g
     np.testing.assert_array_equal(brisk[~arms], gentle[~arms])
     assert np.all(gentle[arms] < brisk[arms])
     np.testing.assert_array_equal(brisk_decelerations(LIMITS), stop_decelerations(LIMITS))  # no limit: as gentle
+    quicker = brisk_decelerations(ACCELERATED, stop_seconds=0.25)
+    np.testing.assert_allclose(quicker[~arms], np.asarray(ACCELERATED.velocity)[~arms] / 0.25)
 
 
 @pytest.mark.parametrize('speed', [0.3, 0.84, 2.0, 3.0])
@@ -139,6 +141,17 @@ def test_a_brisk_stop_ends_as_soon_as_its_deceleration_allows_not_a_row_period_l
     ).times.tolist() == [ROW]  # an arm at rest holds one row period ahead, brisk or not
     with pytest.raises(SafetyError, match='positive number of seconds'):
         controlled_stop(home(), velocity, ACCELERATED, deceleration=deceleration, row_period_s=ROW, shortest=0.0)
+
+
+def test_a_brisk_stop_kept_in_the_workspace_ends_as_soon_as_a_plain_one() -> None:
+    velocity = np.zeros(14)
+    velocity[0] = 0.84
+    deceleration = brisk_decelerations(ACCELERATED)
+    for limits, kinematics in ((ACCELERATED, tcp), (ACCELERATED, None), (aloha_limits(workspace=None), tcp)):
+        kept = stop_in_workspace(
+            home(), velocity, limits, deceleration=deceleration, row_period_s=ROW, tcp=kinematics, shortest=0.01
+        )
+        assert kept.times.tolist() == [pytest.approx(0.84 / 42.5)], kept.times  # not one row period
 
 
 def test_the_stop_point_is_clipped_into_the_joint_limits():

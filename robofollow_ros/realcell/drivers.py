@@ -29,7 +29,8 @@ profile's topics, RELIABLE + VOLATILE (``qos.ARM_COMMANDS``: a driver that joins
   lengthened when the reference is further from the first row than the velocity limits allow in one row. A chunk
   or a hold that starts where the running plan has the arm (now, or at its end) goes on from the last target too:
   a late tick leaves the stream behind its plan, and a jump to the plan would ask the servos for more than their
-  limit. An arm further off (blocked, moved by hand) starts where the caller says: the measured state. (On a ROS
+  limit. An arm further off (blocked, moved by hand) starts where the caller says: the measured state; the grippers
+  go on from their last targets either way (the bridge knows a gripper by its command, not by a measurement). (On a ROS
   timer the stream waited behind every other callback of the bridge, which one events executor runs one at a time:
   camera images, joint states, poses.)
 """
