@@ -232,12 +232,12 @@ def test_a_message_with_the_arm_and_its_gripper_counts_and_reports_both() -> Non
     joints = LEFT.copy()[None, :]
     first = ArmCommand('/stream', 'left', 0, np.array([period]), joints=joints, grips=np.array([1.0]), streamed=True)
     joints_beyond = joints.copy()
-    joints_beyond[0, 5] = 3.2
+    joints_beyond[0, 5] = 3.212345  # shown to 4 decimals: 3.2123
     second = dataclasses.replace(first, log_ns=round(period * NS), joints=joints_beyond, grips=np.array([0.0]))
     report = audit(first, second)
     assert report.points == 4
     ratio = 1.0 / (LIMITS.velocity[6] * period)
     assert [item.split(' ', 3)[-1] for item in report.violations] == [
-        f'point 0: {np.round(joints_beyond[0], 4).tolist()} outside the joint limits',
+        f'point 0: {[*np.round(joints_beyond[0, :5], 4).tolist(), 3.2123]} outside the joint limits',
         f'gripper target: 1.00000 in one control period of {period * 1e3:.1f} ms (x{ratio:.4f})',
     ], report.violations

@@ -66,8 +66,10 @@ def test_before_a_plan_sent_with_a_lead_begins_the_arms_are_where_the_plan_it_re
         assert velocity[0] == pytest.approx(expected_speed)
     alone, speed = commanded_at(second, 10.505)  # nothing before it: at its start, at rest
     np.testing.assert_array_equal(alone, begin)
-    np.testing.assert_array_equal(speed, np.zeros(14))
-    assert chained.after(second).before is not None and chained.after(second).before.before is None  # one deep
+    assert speed.shape == (14,) and not speed.any()
+    deeper = chained.after(chained).before  # one deep: what the plan before replaced is not kept
+    assert deeper is not None and deeper.sent_at == chained.sent_at and deeper.before is None
+    assert second.after(None).before is None and second.after(None).sent_at == second.sent_at
 
 
 def test_a_moving_joint_decelerates_along_its_motion_to_rest():
