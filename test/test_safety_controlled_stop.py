@@ -292,7 +292,8 @@ def test_after_its_last_trajectory_an_arm_that_follows_holds_at_its_last_point_n
 def test_a_hold_while_the_arm_is_still_settling_after_its_trajectory_stays_at_the_last_point() -> None:
     """The fuzz under load: a hold 50 ms after a state gap's brisk stop found the arm 0.155 rad behind the stop's end
     (a servo lagging a stream that starved) and held it where it had been measured: the reference jumped back, x2.7
-    of the velocity limit in one control period. Within ``settling_s`` of the end the arm is still reaching it."""
+    of the velocity limit in one control period. Within ``settling_s`` of the end an arm behind on its own way is
+    still reaching it; an arm off that way (a cell reset, a hand: test_bridge_fuzz's stand-in) holds where it is."""
     from robofollow_ros.safety.command_filter import MeasuredState
     from robofollow_ros.safety.controlled_stop import SentCommand, hold_after
 
@@ -301,17 +302,28 @@ def test_a_hold_while_the_arm_is_still_settling_after_its_trajectory_stays_at_th
     target[0] += 0.3
     sent = SentCommand(start=start, command=Command(target[None, :], np.array([0.5]), hold=False), sent_at=10.0)
     lagging = target.copy()
-    lagging[0] -= 0.155
-    for now, expected in ((10.55, target), (10.99, target), (11.0, lagging), (12.0, lagging)):
-        hold = hold_after(sent, MeasuredState(lagging, 0.02), LIMITS, now=now, row_period_s=ROW, settling_s=0.5)
+    lagging[0] -= 0.06  # where the command had it at 10.4 s
+    moved = target.copy()
+    moved[1] += 0.3  # off the way
+    started = start.copy()  # where the way began, 0.5 s before: an arm put back there (a reset), not one behind
+    for now, measured, expected in (
+        (10.52, lagging, target),  # 0.1 s behind: catching up
+        (10.60, lagging, target),  # 0.18 s behind
+        (10.75, lagging, lagging),  # over max_state_age_s (0.2 s) behind: it does not follow
+        (10.52, moved, moved),
+        (10.52, started, started),
+        (11.0, lagging, lagging),  # settled: as before
+    ):
+        hold = hold_after(sent, MeasuredState(measured, 0.02), LIMITS, now=now, row_period_s=ROW, settling_s=0.5)
         np.testing.assert_array_equal(hold.positions[0], expected)
-    np.testing.assert_array_equal(
-        hold_after(sent, MeasuredState(lagging, 0.02), LIMITS, now=10.55, row_period_s=ROW).positions[0], lagging
-    )  # without settling: where it is measured at once
-    settling = hold_after(
-        sent, MeasuredState(np.full(14, np.nan), 0.0), LIMITS, now=10.6, row_period_s=ROW, settling_s=0.5
-    )
-    np.testing.assert_array_equal(settling.positions[0], target)  # nothing measured is needed to hold there
+    at_once = hold_after(sent, MeasuredState(lagging, 0.02), LIMITS, now=10.52, row_period_s=ROW)
+    np.testing.assert_array_equal(at_once.positions[0], lagging)  # without settling: where it is measured
+    gripped = lagging.copy()
+    gripped[6] = 0.0  # a gripper's value is its command's, not a measurement: it does not decide
+    held = hold_after(sent, MeasuredState(gripped, 0.02), LIMITS, now=10.52, row_period_s=ROW, settling_s=0.5)
+    np.testing.assert_array_equal(held.positions[0], target)
+    with pytest.raises(SafetyError, match='14 finite'):
+        hold_after(sent, MeasuredState(np.full(14, np.nan), 0.0), LIMITS, now=10.6, row_period_s=ROW, settling_s=0.5)
 
 
 @pytest.mark.parametrize('age', [0.2 + 1e-9, 0.5, math.inf, math.nan])

@@ -31,6 +31,7 @@ from robofollow_ros.safety.command_filter import (
     path_points,
 )
 from robofollow_ros.safety.limits import SafetyLimits
+from robofollow_ros.state_layout import GRIP_COLUMNS
 
 STOP_SECONDS = 0.5
 """Default stopping time from full speed: each joint's deceleration is its velocity limit over this (a bounded
@@ -42,6 +43,8 @@ FOLLOWING_WITHIN = 0.05
 measurement's time follows its command."""
 SAME_ROW = 1e-6
 """Row periods: a stop this little longer than whole row periods ends on the last of them (60 ns on a 60 ms row)."""
+LAG_STEP = 0.005
+"""Seconds between the moments ``lagging_along`` compares a measurement with."""
 HARDER_STOPS = (1.0, 2.0, 4.0)
 """The decelerations ``stop_in_workspace`` tries, in multiples of the limits', to keep the TCPs in the box."""
 
@@ -147,21 +150,43 @@ def hold_after(
     ``limits.max_state_age_s`` (or of unknown age) cannot tell: the hold is at the last point, where the arms were
     last commanded to go (a hold at a measurement taken before a stop commanded the arms back to where they had
     been: 6 cm and 2.5 rad/s on fake hardware when its joint states went quiet). Within ``settling_s`` of the
-    trajectory's end the arms are still reaching its last point (a servo lags its reference; a stream behind its plan
-    after late ticks catches up), so the hold is there whatever the measurement says (the fuzz: a hold 50 ms after a
-    state gap's brisk stop commanded an arm lagging 0.155 rad behind it back to where it had been measured, x2.7 of
-    its velocity limit in one control period).
+    trajectory's end, arms measured at most ``limits.max_state_age_s`` behind on their own way (``lagging_along``: a
+    servo lags its reference, a stream behind its plan after late ticks catches up) are still reaching its last
+    point, and the hold is there (the fuzz:
+    a hold 50 ms after a state gap's brisk stop commanded an arm lagging 0.155 rad behind it back to where it had
+    been measured, x2.7 of its velocity limit in one control period); arms measured off that way, or further behind
+    (moved, reset: an arm put home between episodes lies on the way every episode began from), hold where they are.
 
     Raises:
         SafetyError: a measured state young enough to tell is not 14 finite numbers (nothing to tell following by).
     """
     too_old = not state.age_s <= limits.max_state_age_s
     settling = now < sent.sent_at + float(sent.command.times[-1]) + settling_s
-    position = sent.command.positions[-1] if too_old or settling else chunk_start(sent, state, now=now).position
+    if too_old or (settling and lagging_along(sent, state, now=now, within_s=limits.max_state_age_s)):
+        position = sent.command.positions[-1]
+    else:
+        position = chunk_start(sent, state, now=now).position
     held = hold_command(MeasuredState(position, 0.0), limits, row_period_s=row_period_s)
     if held.command is None:
         raise SafetyError('hold: the measured state is not 14 finite numbers')
     return held.command
+
+
+def lagging_along(sent: SentCommand, state: MeasuredState, *, now: float, within_s: float) -> bool:
+    """Whether the arm joints were measured within ``FOLLOWING_WITHIN`` of where ``sent`` (or the trajectory it
+    replaced) commanded them at some moment of the ``within_s`` before the measurement: behind on their own way,
+    sampled every ``LAG_STEP``."""
+    measured = np.asarray(state.positions, dtype=np.float64)
+    if measured.shape != np.shape(sent.start) or not np.isfinite(measured).all():
+        return False
+    taken = now - max(float(state.age_s), 0.0) if math.isfinite(state.age_s) else now
+    arms = np.ones(measured.shape, dtype=bool)
+    arms[GRIP_COLUMNS] = False
+    for moment in np.linspace(taken - within_s, taken, max(2, math.ceil(within_s / LAG_STEP) + 1)):
+        position, _ = commanded_at(sent, float(moment))
+        if float(np.abs(measured - position)[arms].max()) <= FOLLOWING_WITHIN:
+            return True
+    return False
 
 
 def stop_decelerations(limits: SafetyLimits, *, stop_seconds: float = STOP_SECONDS) -> np.ndarray:
