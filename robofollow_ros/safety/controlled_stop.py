@@ -8,8 +8,7 @@ where the arm is commanded to be now, with the velocity it is commanded to have,
 uniformly (all joints reach rest together, none faster than its ``deceleration``) to a standstill, sampled every row
 period, the last point at rest (a stop shorter than one row period takes one row period, decelerating more gently
 than it could, unless a ``shortest`` duration is given: a brisk stop's). The stop point is clipped into the joint
-limits. Pure: positions, velocities and
-times in, a ``Command`` out.
+limits. Pure: positions, velocities and times in, a ``Command`` out.
 """
 
 from __future__ import annotations
