@@ -36,6 +36,9 @@ GRIP_INDEX: dict[Arm, int] = {'left': 6, 'right': 13}
 GRIP_COLUMNS = np.array([GRIP_INDEX[arm] for arm in ARMS])
 """The grippers' columns in the 14-vector, in arm order (an index array)."""
 GRIP_COLUMNS.flags.writeable = False
+ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column not in GRIP_INDEX.values()])
+"""Both arms' twelve joint columns in the 14-vector, the grippers left out (an index array)."""
+ARM_JOINT_COLUMNS.flags.writeable = False
 ARM_COLUMNS: dict[Arm, slice] = {'left': slice(0, 7), 'right': slice(7, 14)}
 """Each arm's seven columns (six joints and its gripper) in the 14-vector."""
 HEAD_CAMERA = 'cam_high'

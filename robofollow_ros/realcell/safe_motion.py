@@ -59,10 +59,8 @@ from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.home_path import plan_home
 from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
 from robofollow_ros.safety.profile_limits import COMMAND_ACCELERATION_FRACTION, limits_from_profile, profile_tcp
-from robofollow_ros.state_layout import ACTION_DIM, GRIP_COLUMNS, GRIP_INDEX
+from robofollow_ros.state_layout import ACTION_DIM, ARM_JOINT_COLUMNS, GRIP_COLUMNS
 
-ARM_JOINT_COLUMNS = np.array([column for column in range(ACTION_DIM) if column not in GRIP_INDEX.values()])
-"""The 12 arm joints of the 14-D layout (the settle check leaves the grippers out)."""
 STOPPED_MESSAGE = 'stopped by /robofollow/stop: motion refused until the operator releases it (/robofollow/release)'
 """What every refusal of motion after a stop says (the evaluator recognises a stopped bridge by it)."""
 EXITING_MESSAGE = 'the policy bridge is exiting: the arms hold, and no further motion is sent'

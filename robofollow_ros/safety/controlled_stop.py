@@ -30,7 +30,7 @@ from robofollow_ros.safety.command_filter import (
     path_points,
 )
 from robofollow_ros.safety.limits import SafetyLimits
-from robofollow_ros.state_layout import GRIP_COLUMNS
+from robofollow_ros.state_layout import ARM_JOINT_COLUMNS
 
 STOP_SECONDS = 0.5
 """Default stopping time from full speed: each joint's deceleration is its velocity limit over this (a bounded
@@ -179,11 +179,9 @@ def lagging_along(sent: SentCommand, state: MeasuredState, *, now: float, within
     if measured.shape != np.shape(sent.start) or not np.isfinite(measured).all():
         return False
     taken = now - max(float(state.age_s), 0.0) if math.isfinite(state.age_s) else now
-    arms = np.ones(measured.shape, dtype=bool)
-    arms[GRIP_COLUMNS] = False
     for moment in np.linspace(taken - within_s, taken, max(2, math.ceil(within_s / LAG_STEP) + 1)):
         position, _ = commanded_at(sent, float(moment))
-        if float(np.abs(measured - position)[arms].max()) <= FOLLOWING_WITHIN:
+        if float(np.abs(measured - position)[ARM_JOINT_COLUMNS].max()) <= FOLLOWING_WITHIN:
             return True
     return False
 
@@ -269,11 +267,10 @@ def stop_in_workspace(
         SafetyError: as ``controlled_stop``.
     """
     box = limits.workspace
-    command = controlled_stop(
-        position, velocity, limits, deceleration=deceleration, row_period_s=row_period_s, shortest=shortest
-    )
     if box is None or tcp is None:
-        return command
+        return controlled_stop(
+            position, velocity, limits, deceleration=deceleration, row_period_s=row_period_s, shortest=shortest
+        )
     for harder in HARDER_STOPS:
         command = controlled_stop(
             position,
