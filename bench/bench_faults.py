@@ -517,6 +517,7 @@ class Cell:
     stamped: bool = MotionSettings.stamped_windows
     state_watchdog: float = MotionSettings.state_watchdog
     state_pause: float = MotionSettings.state_pause
+    blind_travel: float = MotionSettings.blind_travel
     stop_seconds: float = MotionSettings.stop_seconds
     policy: str = 'fault_policy:sweep'
     run_name: str = 'run'
@@ -559,6 +560,7 @@ class Cell:
             stamped_windows=str(self.stamped).lower(),
             state_watchdog=str(self.state_watchdog),
             state_pause=str(self.state_pause),
+            blind_travel=str(self.blind_travel),
             stop_seconds=str(self.stop_seconds),
             out=str(self.out / self.run_name),
         )
@@ -872,6 +874,7 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
         args.command_window,
         state_watchdog=args.state_watchdog,
         state_pause=args.state_pause,
+        blind_travel=args.blind_travel,
         stop_seconds=args.stop_seconds,
     )
     heard = Heard()
@@ -1103,6 +1106,12 @@ def main() -> int:
         help="the bridge's state_pause (s): how long it drives arms it does not see",
     )
     parser.add_argument(
+        '--blind-travel',
+        type=float,
+        default=MotionSettings.blind_travel,
+        help="the bridge's blind_travel (m): how far it drives a TCP unseen once the state is half the pause old",
+    )
+    parser.add_argument(
         '--stop-seconds',
         type=float,
         default=MotionSettings.stop_seconds,
@@ -1118,7 +1127,7 @@ def main() -> int:
     print(
         f'load {os.getloadavg()[0]:.1f}; {args.repeats} repeats; faults {args.faults}; '
         f'command window {args.command_window:g} s; state watchdog {args.state_watchdog:g} s, '
-        f'state pause {args.state_pause:g} s; stop seconds {args.stop_seconds:g}',
+        f'state pause {args.state_pause:g} s, blind travel {args.blind_travel:g} m; stop seconds {args.stop_seconds:g}',
         flush=True,
     )
     results: dict[str, list[Outcome] | str] = {}

@@ -16,11 +16,13 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from robofollow_ros.errors import MotionPausedError
 from robofollow_ros.realcell.drivers import JtcDriver, StreamedDriver
 from robofollow_ros.realcell.safe_motion import (
     EXIT_DRAIN_MARGIN,
     PAUSE_LOOK_AFTER,
     STATE_WATCH_SECONDS,
+    TRAVEL_LOOK_SECONDS,
     MotionSettings,
     SafeMotion,
 )
@@ -80,14 +82,16 @@ def test_the_bridge_plans_to_a_fraction_of_the_profiles_acceleration(
             time.sleep(4 * motion.row_period + 0.1)
 
 
-def test_a_gap_in_the_measured_state_is_looked_for_just_after_it_would_pass_the_pause(
+def test_a_gap_in_the_measured_state_is_looked_for_just_after_it_would_pass_half_the_pause_and_the_pause(
     ros: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
         pause = motion.settings.state_pause
         for age, look in (
             (0.0, STATE_WATCH_SECONDS),
-            (pause - 0.005, 0.005 + PAUSE_LOOK_AFTER),
+            (pause / 2 - 0.005, 0.005 + PAUSE_LOOK_AFTER),
+            (pause / 2 + 0.01, TRAVEL_LOOK_SECONDS),  # the commanded travel is looked at closely from half the pause
+            (pause - 0.002, 0.002 + PAUSE_LOOK_AFTER),
             (pause, PAUSE_LOOK_AFTER),
         ):
             monkeypatch.setattr(motion, 'state_age', lambda age=age: age)
@@ -95,6 +99,49 @@ def test_a_gap_in_the_measured_state_is_looked_for_just_after_it_would_pass_the_
             assert motion.next_look(watching=False) == STATE_WATCH_SECONDS  # a hold's rows: no gap to look for
         monkeypatch.setattr(motion, 'state_age', lambda: float('inf'))  # no state yet
         assert motion.next_look(watching=True) == pytest.approx(PAUSE_LOOK_AFTER)
+
+
+def test_a_fast_arm_driven_unseen_stops_at_the_blind_travel_a_slow_one_at_the_pause(
+    ros: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 0.1 s unseen the streams' arms travelled up to 22-27 mm before they came to rest (the fault bench, joint
+    states silenced): past half the pause, a TCP the command moved further than ``blind_travel`` stops the arms."""
+    with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
+        pause, blind = motion.settings.state_pause, motion.settings.blind_travel
+        start = motion.profile.home_state()
+        assert motion.send_chunk(turning_chunk(start, motion.row_period), what='test').rows_sent == 20
+        time.sleep(0.3)
+        assert motion.state_gap(pause / 2) is None  # however fast: not before half the pause
+        arm, travel = motion.unseen_travel(0.06)
+        assert arm == 'left' and blind < travel < WAIST_SPEED * 0.06 * 1.0  # the waist's reach is under 1 m
+        assert motion.unseen_travel(0.03)[1] == pytest.approx(travel / 2, rel=0.1)  # along the command, in time
+        fast = motion.state_gap(0.06)
+        assert fast is not None and (fast.kind, fast.joint, fast.limit) == ('state_gap', 'left_tcp', blind)
+        assert fast.value > blind
+        time.sleep(1.5)  # the chunk has ended: at rest, nothing travels
+        assert motion.unseen_travel(0.09)[1] == 0.0 and motion.state_gap(0.09) is None
+        slow = motion.measured().positions
+        creeping = np.tile(slow, (20, 1))
+        creeping[:, 0] += (-np.sign(slow[0]) or 1.0) * 0.05 * motion.row_period * np.arange(1, 21)  # 0.05 rad/s
+        assert motion.send_chunk(creeping, what='test').rows_sent == 20
+        time.sleep(0.3)
+        assert motion.unseen_travel(0.09)[1] < blind and motion.state_gap(0.09) is None
+        late = motion.state_gap(pause + 0.01)
+        assert late is not None and late.joint is None and late.value == pytest.approx(pause + 0.01)
+
+
+def test_a_stop_at_the_blind_travel_is_brisk_and_ends_the_chunk(ros: Node, monkeypatch: pytest.MonkeyPatch) -> None:
+    with following_motion(ros, 'aloha_ros2_control', monkeypatch) as motion:
+        start = motion.profile.home_state()
+        assert motion.send_chunk(turning_chunk(start, motion.row_period), what='test').rows_sent == 20
+        time.sleep(0.3)
+        ages = iter([0.06, 0.06, 0.01])  # past half the pause, moving fast; then a fresh state
+        monkeypatch.setattr(motion, 'state_age', lambda: next(ages))
+        with pytest.raises(MotionPausedError, match='left_tcp'):
+            motion.pause_on_state_gap()
+        stop = motion.sent
+        assert stop is not None and stop.command.times[-1] < 0.1  # brisk: not the gentle stop's half second
+        assert motion.intervention_counts().get('state_gap') == 1
 
 
 def test_the_grippers_in_the_state_are_where_the_running_command_has_them_not_where_it_ends(

@@ -78,6 +78,15 @@ def motion_settings(node: Node) -> tuple[MotionSettings, float]:
         state_pause=seconds(
             'state_pause', defaults.state_pause, 'seconds the measured state may be old before the moving arms stop'
         ),
+        blind_travel=float(
+            param(
+                node,
+                'blind_travel',
+                defaults.blind_travel,
+                description='metres a TCP may be driven unseen once the joint state is half state_pause old',
+                minimum=0.001,
+            )
+        ),
         state_watchdog=seconds(
             'state_watchdog', defaults.state_watchdog, 'seconds the measured state may be old before the episode ends'
         ),

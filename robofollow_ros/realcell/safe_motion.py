@@ -59,7 +59,7 @@ from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.home_path import plan_home
 from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
 from robofollow_ros.safety.profile_limits import COMMAND_ACCELERATION_FRACTION, limits_from_profile, profile_tcp
-from robofollow_ros.state_layout import ACTION_DIM, ARM_JOINT_COLUMNS, GRIP_COLUMNS
+from robofollow_ros.state_layout import ACTION_DIM, ARM_JOINT_COLUMNS, ARMS, GRIP_COLUMNS
 
 STOPPED_MESSAGE = 'stopped by /robofollow/stop: motion refused until the operator releases it (/robofollow/release)'
 """What every refusal of motion after a stop says (the evaluator recognises a stopped bridge by it)."""
@@ -81,7 +81,10 @@ EXIT_DRAIN_MARGIN = 0.25
 STATE_WATCH_SECONDS = 0.02
 """How often the measured state's age is looked at while a chunk's rows run (at the longest)."""
 PAUSE_LOOK_AFTER = 0.001
-"""Seconds after the latest state would pass ``state_pause`` that the gap is looked for."""
+"""Seconds after the latest state would pass ``state_pause`` (or half of it) that the gap is looked for."""
+TRAVEL_LOOK_SECONDS = 0.005
+"""How often the commanded travel since the latest state is looked at once that state is half ``state_pause`` old
+(1 mm of TCP between looks at 0.2 m/s)."""
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,12 @@ class MotionSettings:
             bridge's within a few milliseconds); False stamps them zero ("when taken up").
         state_pause: while a chunk's rows run, a measured state older than this (s) brings the arms to a controlled
             stop along their commanded motion and drops the rest of the chunk (``state_gap``): the bridge does not
-            drive an arm it cannot see for longer. A state younger than this arriving within ``state_watchdog`` lets
-            the episode go on from where the arms stopped.
+            drive an arm it cannot see for longer (nor, fast, over ``blind_travel``). A state no older than half this
+            arriving within ``state_watchdog`` lets the episode go on from where the arms stopped.
+        blind_travel: once the measured state is half ``state_pause`` old, the arms stop as soon as their commanded
+            motion has taken either TCP this far (m, straight) from where it had it when that state arrived: a fast
+            arm is not driven on unseen for the whole pause (at 0.1 s, the streams' arms travelled up to 22-27 mm
+            before they were at rest), a slow one rides out a late message as before.
         state_watchdog: a measured state older than this (s) ends the episode (``stale_state``, a driver gone
             quiet; the arms already stopped at ``state_pause``). Longer than ``max_state_age``, which judges the state
             a chunk starts from: under load a driver's messages arrived up to 0.2 s late with the driver alive.
@@ -124,6 +131,7 @@ class MotionSettings:
     command_window: float = WINDOW_SECONDS
     stamped_windows: bool = True
     state_pause: float = 0.1
+    blind_travel: float = 0.01
     state_watchdog: float = 0.5
 
 
@@ -493,16 +501,45 @@ class SafeMotion:
 
     def next_look(self, *, watching: bool) -> float:
         """Seconds until the measured state is next looked at while rows run: every ``STATE_WATCH_SECONDS``, and,
-        ``watching`` for a gap, just after the latest state would pass ``state_pause`` (a look on a fixed beat found a
-        gap up to one beat late: 20 ms more of an arm driven unseen)."""
+        ``watching`` for a gap, just after the latest state would be half ``state_pause`` old, then every
+        ``TRAVEL_LOOK_SECONDS`` and just after it would pass ``state_pause`` (a look on a fixed beat found a gap up to
+        one beat late: 20 ms more of an arm driven unseen)."""
         if not watching:
             return STATE_WATCH_SECONDS
-        until_pause = self.settings.state_pause - self.state_age()
-        return min(STATE_WATCH_SECONDS, max(until_pause, 0.0) + PAUSE_LOOK_AFTER)
+        pause = self.settings.state_pause
+        age = self.state_age()
+        if age < pause / 2:
+            return min(STATE_WATCH_SECONDS, pause / 2 - age + PAUSE_LOOK_AFTER)
+        return min(TRAVEL_LOOK_SECONDS, max(pause - age, 0.0) + PAUSE_LOOK_AFTER)
+
+    def unseen_travel(self, age: float) -> tuple[str, float]:
+        """The arm whose TCP the commanded motion has taken furthest (straight, m) over the last ``age`` seconds, and
+        how far: where the arms went since a state ``age`` old was measured, had they followed their command."""
+        sent = self.sent
+        if sent is None:
+            return ARMS[0], 0.0
+        now = time.monotonic()
+        then_and_now = np.array([commanded_at(sent, now - age)[0], commanded_at(sent, now)[0]])
+        travel = np.linalg.norm(np.diff(self.tcp.many(then_and_now), axis=0)[0], axis=-1)
+        furthest = int(np.argmax(travel))
+        return ARMS[furthest], float(travel[furthest])
+
+    def state_gap(self, age: float) -> Intervention | None:
+        """Why the arms must stop for want of a measured state ``age`` seconds old while rows run, if they must: it is
+        older than ``state_pause``, or older than half that while their commanded motion took a TCP further than
+        ``blind_travel`` since (``unseen_travel``)."""
+        pause, blind = self.settings.state_pause, self.settings.blind_travel
+        if age > pause:
+            return Intervention('state_gap', None, None, float(age), pause)
+        if age <= pause / 2:
+            return None
+        arm, travel = self.unseen_travel(age)
+        return Intervention('state_gap', None, f'{arm}_tcp', travel, blind) if travel > blind else None
 
     def pause_on_state_gap(self) -> None:
-        """While a chunk's rows run: once the measured state is older than ``state_pause``, stop the arms (a
-        controlled stop along their commanded motion) and wait for a state younger than it.
+        """While a chunk's rows run: once the measured state is too old (``state_gap``), stop the arms (a controlled
+        stop along their commanded motion) and wait for a state no older than half ``state_pause`` (one the travel rule
+        would not stop at either).
 
         Raises:
             MotionPausedError: a fresh state came back within ``state_watchdog``: the chunk ends here.
@@ -511,19 +548,24 @@ class SafeMotion:
         """
         pause, watchdog = self.settings.state_pause, self.settings.state_watchdog
         age = self.state_age()
-        if age <= pause:
+        gap = self.state_gap(age)
+        if gap is None:
             return
-        self.hold(reasons=(Intervention('state_gap', None, None, float(age), pause),), what='a state gap', brisk=True)
-        while (age := self.state_age()) > pause:
+        age_at_stop = age
+        self.hold(reasons=(gap,), what=f'a state gap ({age:.3g} s old)', brisk=True)
+        while (age := self.state_age()) > pause / 2:
             if age > watchdog:
                 self.count(['stale_state'])
                 raise GraphError(
                     f'the measured joint state went stale while a chunk ran ({age:.3g} s old, limit {watchdog:g} s; '
-                    f'the arms stopped once it was {pause:g} s old)'
+                    f'the arms stopped once it was {age_at_stop:.3g} s old)'
                 )
             if self.stop_event.wait(STATE_WATCH_SECONDS):
                 raise MotionStoppedError(self.ended_by())
-        raise MotionPausedError(f'the measured joint state paused (over {pause:g} s): the arms stopped, the chunk ends')
+        raise MotionPausedError(
+            f'the measured joint state paused ({age_at_stop:.3g} s old, {gap.describe()}): the arms stopped, the chunk '
+            'ends'
+        )
 
     def connected(self) -> bool:
         """Whether every command topic has a reader."""
