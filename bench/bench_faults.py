@@ -526,6 +526,17 @@ class Cell:
     logs: list[Path] = field(default_factory=list)
     hardware_started: float = 0.0
 
+    def bridge_arguments(self) -> dict[str, str]:
+        """The bridge's launch arguments this cell sets."""
+        return {
+            'command_window': str(self.window),
+            'stamped_windows': str(self.stamped).lower(),
+            'state_watchdog': str(self.state_watchdog),
+            'state_pause': str(self.state_pause),
+            'blind_travel': str(self.blind_travel),
+            'stop_seconds': str(self.stop_seconds),
+        }
+
     def env(self) -> dict[str, str]:
         env = graph_env(self.domain, python_path=(ROOT, HOOKS))
         env['ROBOFOLLOW_FAULTS'] = str(self.control)
@@ -556,12 +567,7 @@ class Cell:
             task_ids=self.tasks,
             rounds='50',
             layout_check='false',
-            command_window=str(self.window),
-            stamped_windows=str(self.stamped).lower(),
-            state_watchdog=str(self.state_watchdog),
-            state_pause=str(self.state_pause),
-            blind_travel=str(self.blind_travel),
-            stop_seconds=str(self.stop_seconds),
+            **self.bridge_arguments(),
             out=str(self.out / self.run_name),
         )
         log = self.out / f'launch-{len(self.logs):03d}.log'
@@ -871,11 +877,7 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> list[Outcom
         control,
         tasks,
         args.images,
-        args.command_window,
-        state_watchdog=args.state_watchdog,
-        state_pause=args.state_pause,
-        blind_travel=args.blind_travel,
-        stop_seconds=args.stop_seconds,
+        **bridge_settings(args),
     )
     heard = Heard()
     os.environ.update({k: v for k, v in cell.env().items() if k.startswith(('ROS_', 'FASTDDS', 'FASTRTPS', 'RMW'))})
@@ -1082,14 +1084,9 @@ def analyse(folder: Path) -> None:
         summary(dump_file.parent.name, outcomes)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--profiles', default='aloha_ros2_control,aloha_interbotix,piper')
-    parser.add_argument('--faults', default='all', help=f'all, or some of: {",".join(FAULTS)}')
-    parser.add_argument('--repeats', type=int, default=5)
-    parser.add_argument('--expert', type=int, default=0, help='expert episodes per command window (0: none)')
-    parser.add_argument('--hold', type=float, default=3.0, help='seconds a silenced topic stays silent')
-    parser.add_argument('--images', action='store_true', help='the policy asks for camera images')
+def add_bridge_options(parser: argparse.ArgumentParser) -> None:
+    """The bridge's launch arguments a bench sets on its ``Cell`` (``bridge_settings``): ``--command-window``,
+    ``--state-watchdog``, ``--state-pause``, ``--blind-travel``, ``--stop-seconds``, each defaulting to the bridge's."""
     parser.add_argument(
         '--command-window', type=float, default=WINDOW_SECONDS, help="the bridge's command_window (0: whole chunks)"
     )
@@ -1117,6 +1114,36 @@ def main() -> int:
         default=MotionSettings.stop_seconds,
         help="the bridge's stop_seconds: a controlled stop brings a joint at full speed to rest in this time",
     )
+
+
+def bridge_settings(args: argparse.Namespace) -> dict[str, float]:
+    """The ``Cell`` fields ``add_bridge_options``'s arguments set."""
+    return {
+        'window': args.command_window,
+        'state_watchdog': args.state_watchdog,
+        'state_pause': args.state_pause,
+        'blind_travel': args.blind_travel,
+        'stop_seconds': args.stop_seconds,
+    }
+
+
+def bridge_description(args: argparse.Namespace) -> str:
+    """``add_bridge_options``'s arguments in one line."""
+    return (
+        f'command window {args.command_window:g} s; state watchdog {args.state_watchdog:g} s, '
+        f'state pause {args.state_pause:g} s, blind travel {args.blind_travel:g} m; stop seconds {args.stop_seconds:g}'
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--profiles', default='aloha_ros2_control,aloha_interbotix,piper')
+    parser.add_argument('--faults', default='all', help=f'all, or some of: {",".join(FAULTS)}')
+    parser.add_argument('--repeats', type=int, default=5)
+    parser.add_argument('--expert', type=int, default=0, help='expert episodes per command window (0: none)')
+    parser.add_argument('--hold', type=float, default=3.0, help='seconds a silenced topic stays silent')
+    parser.add_argument('--images', action='store_true', help='the policy asks for camera images')
+    add_bridge_options(parser)
     parser.add_argument('--domain', type=int, default=120)
     parser.add_argument('--out', default='/tmp/bench_faults')
     parser.add_argument('--analyse', action='store_true', help="print --out's results again, from its recordings")
@@ -1125,9 +1152,7 @@ def main() -> int:
         analyse(Path(args.out))
         return 0
     print(
-        f'load {os.getloadavg()[0]:.1f}; {args.repeats} repeats; faults {args.faults}; '
-        f'command window {args.command_window:g} s; state watchdog {args.state_watchdog:g} s, '
-        f'state pause {args.state_pause:g} s, blind travel {args.blind_travel:g} m; stop seconds {args.stop_seconds:g}',
+        f'load {os.getloadavg()[0]:.1f}; {args.repeats} repeats; faults {args.faults}; ' + bridge_description(args),
         flush=True,
     )
     results: dict[str, list[Outcome] | str] = {}

@@ -70,11 +70,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_faults import HOOKS, NS, RESET_TOPIC, SIDE_TOPIC, Cell, Checker, Heard, MeasuredArms, spin_in_thread
+from bench_faults import (
+    HOOKS,
+    NS,
+    RESET_TOPIC,
+    SIDE_TOPIC,
+    Cell,
+    Checker,
+    Heard,
+    MeasuredArms,
+    add_bridge_options,
+    bridge_description,
+    bridge_settings,
+    spin_in_thread,
+)
 from graph_launch import ROOT, launch_command
 from hostile_chunks import ChunkFile, generate, save
 
-from robofollow_ros.realcell.drivers import WINDOW_SECONDS
 from robofollow_ros.realcell.safe_motion import MotionSettings
 from robofollow_ros.robot.profiles import RobotProfile, load_profile
 from robofollow_ros.safety.controlled_stop import FOLLOWING_WITHIN
@@ -139,8 +151,8 @@ class FuzzCell(Cell):
             rounds=str(self.rounds),
             max_queries=str(self.max_queries),
             layout_check='false',
-            command_window=str(self.window),
             progress='false',
+            **self.bridge_arguments(),
             out=str(self.out / 'run'),
         )
         log = self.out / f'launch-{len(self.logs):03d}.log'
@@ -1056,7 +1068,7 @@ def run_profile(name: str, args: argparse.Namespace, domain: int) -> dict[str, A
         control,
         ','.join(tasks),
         False,
-        args.command_window,
+        **bridge_settings(args),
         chunks=path,
         max_queries=args.max_queries,
         rounds=math.ceil(args.chunks / len(tasks)) + 1,
@@ -1292,13 +1304,7 @@ def main() -> int:
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--max-rows', type=int, default=60)
     parser.add_argument('--max-queries', type=int, default=10)
-    parser.add_argument('--command-window', type=float, default=WINDOW_SECONDS)
-    parser.add_argument(
-        '--stop-seconds',
-        type=float,
-        default=MotionSettings.stop_seconds,
-        help="the graph's stop_seconds (deceleration)",
-    )
+    add_bridge_options(parser)
     parser.add_argument(
         '--home-speed', type=float, default=MotionSettings.home_speed, help="the bridge's home_speed (fraction)"
     )
@@ -1315,7 +1321,7 @@ def main() -> int:
     names = args.profiles.split(',')
     print(
         f'load {os.getloadavg()[0]:.1f}; {args.chunks} chunks per profile, seed {args.seed}, max rows '
-        f'{args.max_rows}, max queries {args.max_queries}, command window {args.command_window:g} s',
+        f'{args.max_rows}, max queries {args.max_queries}; ' + bridge_description(args),
         flush=True,
     )
     for index, name in enumerate(names):
