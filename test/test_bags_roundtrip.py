@@ -14,7 +14,14 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores
 from test_bags_support import META, OBJECTS, synthetic_trajectory
 
-from robofollow_ros.bags import GENERIC_LAYOUT, load_episode, read_episode_bag, read_episode_result, write_episode_bag
+from robofollow_ros.bags import (
+    GENERIC_LAYOUT,
+    load_episode,
+    read_episode_bag,
+    read_episode_meta,
+    read_episode_result,
+    write_episode_bag,
+)
 from robofollow_ros.referee.trajectory import Trajectory
 from robofollow_ros.robot.description import joint_layout, load_robot
 from robofollow_ros.robot.specs import robot_names
@@ -184,6 +191,7 @@ def test_the_episode_is_the_typed_spec_a_fresh_reader_decodes(tmp_path, storage)
     assert {name: getattr(spec, name) for name in META} == META
     assert extra == {'extra': {'robot': 'aloha'}, 'absent': []}  # the spec's fields are not repeated
     assert read_episode_bag(bag)[0] == meta
+    assert read_episode_meta(bag) == meta  # the meta alone, as the whole read has it
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from robofollow_ros.bags.reader import (
     EpisodeRecording,
     load_episode,
     read_episode_bag,
+    read_episode_meta,
     read_episode_result,
 )
 from robofollow_ros.bags.writer import write_episode_bag
@@ -26,6 +27,7 @@ __all__ = [
     'JointLayout',
     'load_episode',
     'read_episode_bag',
+    'read_episode_meta',
     'read_episode_result',
     'write_episode_bag',
 ]

@@ -114,6 +114,17 @@ def read_episode_bag(
     return recording.meta, recording.trajectory
 
 
+def read_episode_meta(path: str | Path) -> dict[str, Any]:
+    """The meta data of an episode bag alone (``read_episode_bag``'s first value), none of its samples read: what a
+    tool needs to know which profile or task a bag is of.
+
+    Raises:
+        BagError: not a bag, unknown storage, no /robofollow/episode, or a meta message that cannot be read.
+    """
+    raw = read_raw(path, wanted=lambda topic: topic in (EPISODE_TOPIC, EPISODE_META_TOPIC))
+    return _Assembler(Path(path), raw, default_typestore(), max_gap=MAX_GAP_S).meta()
+
+
 def read_episode_result(path: str | Path) -> dict[str, Any] | None:
     """The last /robofollow/result record of a bag, ``None`` if it has none.
 

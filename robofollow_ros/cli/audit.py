@@ -52,13 +52,13 @@ def audit_bag(path: Path, profile_name: str | None) -> tuple[str, list[str]]:
         RoboFollowError: the bag or its profile cannot be read.
     """
     from robofollow_ros.bags.commands import read_arm_commands
-    from robofollow_ros.bags.reader import read_episode_bag, read_episode_result
+    from robofollow_ros.bags.reader import read_episode_meta, read_episode_result
     from robofollow_ros.robot.profiles import load_profile
     from robofollow_ros.safety.command_audit import audit_commands
     from robofollow_ros.safety.profile_limits import limits_from_profile, profile_tcp
 
     if profile_name is None:
-        profile_name = read_episode_bag(path)[0].get('robot_profile') or (read_episode_result(path) or {}).get(
+        profile_name = read_episode_meta(path).get('robot_profile') or (read_episode_result(path) or {}).get(
             'robot_profile'
         )
         if not profile_name:
