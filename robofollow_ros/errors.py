@@ -80,8 +80,9 @@ class MotionStoppedError(RoboFollowError):
 
 
 class MotionPausedError(RoboFollowError):
-    """The measured joint state paused longer than ``state_pause`` while a chunk ran and came back: the arms were
-    brought to a controlled stop, the rest of the chunk dropped; the episode goes on from where they stopped."""
+    """The measured joint state paused while a chunk ran (longer than ``state_pause``, or half that with the arms
+    moving fast: ``blind_travel``) and came back: the arms were brought to a controlled stop, the rest of the chunk
+    dropped; the episode goes on from where they stopped."""
 
 
 class PoseMissingError(GraphError):

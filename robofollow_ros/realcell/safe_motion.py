@@ -547,23 +547,22 @@ class SafeMotion:
             MotionStoppedError: ``stop`` or ``halt`` was called meanwhile.
         """
         pause, watchdog = self.settings.state_pause, self.settings.state_watchdog
-        age = self.state_age()
-        gap = self.state_gap(age)
+        found = self.state_age()
+        gap = self.state_gap(found)
         if gap is None:
             return
-        age_at_stop = age
-        self.hold(reasons=(gap,), what=f'a state gap ({age:.3g} s old)', brisk=True)
+        self.hold(reasons=(gap,), what=f'a state gap ({found:.3g} s old)', brisk=True)
         while (age := self.state_age()) > pause / 2:
             if age > watchdog:
                 self.count(['stale_state'])
                 raise GraphError(
                     f'the measured joint state went stale while a chunk ran ({age:.3g} s old, limit {watchdog:g} s; '
-                    f'the arms stopped once it was {age_at_stop:.3g} s old)'
+                    f'the arms stopped once it was {found:.3g} s old)'
                 )
             if self.stop_event.wait(STATE_WATCH_SECONDS):
                 raise MotionStoppedError(self.ended_by())
         raise MotionPausedError(
-            f'the measured joint state paused ({age_at_stop:.3g} s old, {gap.describe()}): the arms stopped, the chunk '
+            f'the measured joint state paused ({found:.3g} s old, {gap.describe()}): the arms stopped, the chunk '
             'ends'
         )
 
