@@ -562,8 +562,7 @@ class SafeMotion:
             if self.stop_event.wait(STATE_WATCH_SECONDS):
                 raise MotionStoppedError(self.ended_by())
         raise MotionPausedError(
-            f'the measured joint state paused ({found:.3g} s old, {gap.describe()}): the arms stopped, the chunk '
-            'ends'
+            f'the measured joint state paused ({found:.3g} s old, {gap.describe()}): the arms stopped, the chunk ends'
         )
 
     def connected(self) -> bool:
