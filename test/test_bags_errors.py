@@ -22,7 +22,7 @@ from test_bags_support import (
     write_raw_bag,
 )
 
-from robofollow_ros.bags import read_episode_bag, read_episode_result, write_episode_bag
+from robofollow_ros.bags import read_episode_bag, read_episode_meta, read_episode_result, write_episode_bag
 from robofollow_ros.errors import BagError, TrajectoryError
 from robofollow_ros.referee.trajectory import Trajectory
 
@@ -250,8 +250,16 @@ def test_a_typed_episode_without_its_meta_topic_reads_its_fields(tmp_path):
 )
 def test_a_broken_episode_meta_topic_is_a_clear_error(tmp_path, companion, problem):
     messages = [TYPED_EPISODE, ('/robofollow/episode_meta', STRING, 0, string_cdr(companion)), GRIPPERS, LEFT, RIGHT]
+    bag = write_raw_bag(tmp_path / 'bag', messages)
     with pytest.raises(BagError, match=problem):
-        read_episode_bag(write_raw_bag(tmp_path / 'bag', messages))
+        read_episode_bag(bag)
+    with pytest.raises(BagError, match=problem):  # the meta read alone says the same
+        read_episode_meta(bag)
+
+
+def test_the_meta_alone_of_a_bag_without_an_episode_is_a_clear_error(tmp_path):
+    with pytest.raises(BagError, match=r'no /robofollow/episode message, so it is not an episode bag'):
+        read_episode_meta(write_raw_bag(tmp_path / 'bag', [GRIPPERS, LEFT, RIGHT]))
 
 
 def test_a_typed_episode_of_another_version_or_type_is_a_clear_error(tmp_path):
