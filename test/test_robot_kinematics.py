@@ -107,3 +107,24 @@ def test_the_batched_tcp_positions_are_the_single_state_poses(robot: str) -> Non
         fk.tcp_positions(bad)
     with pytest.raises(SimulationError, match=r'\(N, 14\)'):
         fk.tcp_positions(states[0])
+
+
+@pytest.mark.parametrize('robot', robot_names())
+def test_the_joint_reach_bounds_every_tcp_move_and_is_not_loose_at_the_first_joint(robot: str) -> None:
+    """``joint_reach`` lets the bridge skip forward kinematics while a late state's commanded motion cannot have taken
+    a TCP far: it must bound every move, and be near what the arm can do (else the exact check runs every time)."""
+    fk = forward_kinematics(robot)
+    rng = np.random.default_rng(11)
+    states = rng.uniform(-3.0, 3.0, (500, 14))
+    turned = states + rng.uniform(-0.2, 0.2, states.shape)
+    moved = np.linalg.norm(fk.tcp_positions(turned) - fk.tcp_positions(states), axis=-1)
+    for index, arm in enumerate(ARMS):
+        reach = fk.joint_reach(arm)
+        assert reach.shape == (6,) and np.all(reach > 0.0) and np.all(np.diff(reach) <= 0.0)  # shorter towards the TCP
+        bound = np.abs(turned - states)[:, ARM_SLICE[arm]] @ reach
+        assert np.all(moved[:, index] <= bound + 1e-12), robot
+        # A turn of the first joint alone: the TCP moves on a circle about its axis, at most the reach away.
+        alone = states.copy()
+        alone[:, ARM_SLICE[arm].start] += 0.01
+        first = np.linalg.norm(fk.tcp_positions(alone)[:, index] - fk.tcp_positions(states)[:, index], axis=-1)
+        assert first.max() <= 0.01 * reach[0] + 1e-12 and first.max() >= 0.01 * reach[0] / 2, (first.max(), reach[0])

@@ -59,7 +59,7 @@ from robofollow_ros.safety.deadman import DeadMan
 from robofollow_ros.safety.home_path import plan_home
 from robofollow_ros.safety.limits import POSITION_TOLERANCE, Intervention
 from robofollow_ros.safety.profile_limits import COMMAND_ACCELERATION_FRACTION, limits_from_profile, profile_tcp
-from robofollow_ros.state_layout import ACTION_DIM, ARM_JOINT_COLUMNS, ARMS, GRIP_COLUMNS
+from robofollow_ros.state_layout import ACTION_DIM, ARM_JOINT_COLUMNS, ARM_SLICE, ARMS, GRIP_COLUMNS
 
 STOPPED_MESSAGE = 'stopped by /robofollow/stop: motion refused until the operator releases it (/robofollow/release)'
 """What every refusal of motion after a stop says (the evaluator recognises a stopped bridge by it)."""
@@ -170,6 +170,7 @@ class SafeMotion:
             acceleration_fraction=COMMAND_ACCELERATION_FRACTION,
         )
         self.tcp = profile_tcp(profile)
+        self.reach = self.tcp.reach()
         self.path_samples = (
             1 if profile.driver == 'ros2_control' else path_samples_for(self.row_period, profile.control_rate)
         )
@@ -512,14 +513,20 @@ class SafeMotion:
             return min(STATE_WATCH_SECONDS, pause / 2 - age + PAUSE_LOOK_AFTER)
         return min(TRAVEL_LOOK_SECONDS, max(pause - age, 0.0) + PAUSE_LOOK_AFTER)
 
+    def commanded_since(self, age: float) -> np.ndarray | None:
+        """Where the sent trajectory had the arms ``age`` seconds ago and has them now (2, 14); None before any."""
+        sent = self.sent
+        if sent is None:
+            return None
+        now = time.monotonic()
+        return np.array([commanded_at(sent, now - age)[0], commanded_at(sent, now)[0]])
+
     def unseen_travel(self, age: float) -> tuple[str, float]:
         """The arm whose TCP the commanded motion has taken furthest (straight, m) over the last ``age`` seconds, and
         how far: where the arms went since a state ``age`` old was measured, had they followed their command."""
-        sent = self.sent
-        if sent is None:
+        then_and_now = self.commanded_since(age)
+        if then_and_now is None:
             return ARMS[0], 0.0
-        now = time.monotonic()
-        then_and_now = np.array([commanded_at(sent, now - age)[0], commanded_at(sent, now)[0]])
         travel = np.linalg.norm(np.diff(self.tcp.many(then_and_now), axis=0)[0], axis=-1)
         furthest = int(np.argmax(travel))
         return ARMS[furthest], float(travel[furthest])
@@ -527,11 +534,18 @@ class SafeMotion:
     def state_gap(self, age: float) -> Intervention | None:
         """Why the arms must stop for want of a measured state ``age`` seconds old while rows run, if they must: it is
         older than ``state_pause``, or older than half that while their commanded motion took a TCP further than
-        ``blind_travel`` since (``unseen_travel``)."""
+        ``blind_travel`` since (``unseen_travel``; its forward kinematics only once the joints' reach allows that
+        far: looked at every 5 ms of a late state, under load it took a loaded bridge 2.6 ms a time)."""
         pause, blind = self.settings.state_pause, self.settings.blind_travel
         if age > pause:
             return Intervention('state_gap', None, None, float(age), pause)
         if age <= pause / 2:
+            return None
+        then_and_now = self.commanded_since(age)
+        if then_and_now is None:
+            return None
+        turned = self.reach * np.abs(then_and_now[1] - then_and_now[0])
+        if max(float(turned[ARM_SLICE[arm]].sum()) for arm in ARMS) <= blind:
             return None
         arm, travel = self.unseen_travel(age)
         return Intervention('state_gap', None, f'{arm}_tcp', travel, blind) if travel > blind else None

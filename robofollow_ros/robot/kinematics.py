@@ -181,6 +181,17 @@ class ForwardKinematics:
                 rotation = rotation @ axis_angle_matrix(link.axis, float(joints[link.column]))
         return TcpPose(position=position, rotation=rotation)
 
+    def joint_reach(self, arm: Arm) -> np.ndarray:
+        """For each of ``arm``'s six joints, an upper bound (m) on its TCP's distance from the joint's axis: the
+        lengths of the chain's links beyond it added up. A turn of ``dq`` rad at joint ``i`` moves the TCP at most
+        ``reach[i] * |dq|``, whatever the other joints (a bound with no forward kinematics to compute)."""
+        reach = np.zeros(ARM_DOF)
+        chain = self.chains[arm]
+        for index, link in enumerate(chain):
+            if link.column is not None:
+                reach[link.column] = sum(float(np.linalg.norm(later.translation)) for later in chain[index + 1 :])
+        return reach
+
     def tcp_poses(self, state: Numbers) -> dict[Arm, TcpPose]:
         """Both TCP poses for a 14-D state (grippers ignored).
 

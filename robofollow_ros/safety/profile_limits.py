@@ -16,7 +16,7 @@ from robofollow_ros.robot.description import load_robot
 from robofollow_ros.robot.kinematics import forward_kinematics
 from robofollow_ros.robot.profiles import RobotProfile
 from robofollow_ros.safety.limits import SafetyLimits, VelocityMode, WorkspaceBox
-from robofollow_ros.state_layout import ARMS, GRIP_INDEX, Arm
+from robofollow_ros.state_layout import ARM_SLICE, ARMS, GRIP_INDEX, STATE_DIM, Arm
 
 DEFAULT_GRIPPER_VELOCITY = 2.0
 """Normalised gripper units per second (fully open to closed in 0.5 s) for a profile without a robot description."""
@@ -101,6 +101,14 @@ class ProfileTcp:
     def many(self, states: np.ndarray) -> np.ndarray:
         """Both TCP positions (N, 2, 3) of ``states`` (N, 14)."""
         return self.kinematics.tcp_positions(states)
+
+    def reach(self) -> np.ndarray:
+        """Per value of a 14-D state (14,), how far (m) a turn of one radian there moves its arm's TCP at most
+        (``ForwardKinematics.joint_reach``; 0 for the grippers)."""
+        reach = np.zeros(STATE_DIM)
+        for arm in ARMS:
+            reach[ARM_SLICE[arm]] = self.kinematics.joint_reach(arm)
+        return reach
 
 
 def profile_tcp(profile: RobotProfile) -> ProfileTcp:
