@@ -369,6 +369,27 @@ def test_a_chunk_that_starts_where_the_plan_has_the_arm_goes_on_from_a_stream_le
             driver.send(Command(positions=onwards, times=np.arange(1, 4) * 0.06, hold=False), start=planned)
 
 
+def test_a_stop_ahead_of_a_stream_behind_its_plan_goes_on_from_the_last_target(ros: Node) -> None:
+    """The bridge stops the arms from where its plan has them; a stream behind that plan (late ticks) is further back
+    than ``FOLLOWING_WITHIN`` from there, and from where the plan has the arm on the stream's own clock (its first
+    segment lengthened): taken for an arm that does not follow, the stop jumped the lag at once (the fuzz under
+    load, x2.7 in one period). On the plan's way, the stop goes on from the last target."""
+    with ramping_piper(ros, 20) as (driver, _ramp):
+        time.sleep(0.15)
+        with driver.lock:
+            time.sleep(0.1)  # the stream falls 0.1 rad behind its plan
+            assert driver.plan is not None and driver.last is not None
+            planned = driver.target(time.monotonic() - driver.plan[0])[0]
+            ahead = planned.copy()
+            ahead[0] += 0.1  # further along the plan's way than the stream and its plan's clock
+            assert ahead[0] - planned[0] > FOLLOWING_WITHIN and ahead[0] - driver.last[0] > FOLLOWING_WITHIN
+            assert ahead[0] < driver.plan[2][-1][0] - FOLLOWING_WITHIN  # and short of its end
+            stop = np.tile(ahead, (2, 1))
+            stop[1, 0] += 0.02
+            driver.send(Command(positions=stop, times=np.array([0.04, 0.08]), hold=True), start=ahead)
+            assert driver.last is not None and driver.last[0] < planned[0]  # its first target: the last one
+
+
 def test_a_hold_at_the_end_of_a_plan_the_stream_is_behind_goes_there_within_the_velocity_limit(ros: Node) -> None:
     """The bridge holds at the last commanded point once a plan's time is over; a stream behind that plan (late ticks)
     jumped there in one period (the fuzz: a gripper at x2.05 of its speed). It now goes on there at the limit."""

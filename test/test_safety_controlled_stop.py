@@ -326,6 +326,33 @@ def test_a_hold_while_the_arm_is_still_settling_after_its_trajectory_stays_at_th
         hold_after(sent, MeasuredState(np.full(14, np.nan), 0.0), LIMITS, now=10.6, row_period_s=ROW, settling_s=0.5)
 
 
+def test_a_chunk_after_a_stop_starts_where_the_arm_is_commanded_while_it_lags_along_its_way() -> None:
+    """The fuzz under load: the chunk after a state gap's brisk stop started where a servo lagging its starved stream
+    had been measured 50 ms before, and the stream went back there at once (32 times, up to x3.3 of the velocity
+    limit in one control period). Measured behind on the way the trajectory took within ``lag_s``, the arm follows."""
+    from robofollow_ros.safety.command_filter import MeasuredState
+    from robofollow_ros.safety.controlled_stop import SentCommand, chunk_start
+
+    start = home()
+    target = start.copy()
+    target[0] += 0.3
+    sent = SentCommand(start=start, command=Command(target[None, :], np.array([0.5]), hold=False), sent_at=10.0)
+    lagging = start.copy()
+    lagging[0] += 0.3 * 0.2 / 0.5  # where the command had it at 10.2 s
+    moved = lagging.copy()
+    moved[1] += 0.3  # off the way
+    for now, measured, lag, following in (
+        (10.35, lagging, 0.2, True),  # measured at 10.33, 0.13 s behind: lagging along
+        (10.35, lagging, 0.0, False),  # without the allowance: 0.08 rad off where it was commanded: at rest there
+        (10.6, lagging, 0.2, False),  # 0.38 s behind: over the allowance
+        (10.35, moved, 0.2, False),
+    ):
+        begun = chunk_start(sent, MeasuredState(measured, 0.02), now=now, lag_s=lag)
+        expected, _ = commanded_at(sent, now)
+        np.testing.assert_array_equal(begun.position, expected if following else measured)
+        assert (float(np.abs(begun.velocity).max()) > 0.0) == following, (now, lag)
+
+
 @pytest.mark.parametrize('age', [0.2 + 1e-9, 0.5, math.inf, math.nan])
 def test_a_hold_after_a_state_too_old_to_tell_stays_at_the_last_commanded_point(age: float) -> None:
     """Fake hardware's joint states went quiet while a chunk ran: the bridge stopped the arms along their motion,

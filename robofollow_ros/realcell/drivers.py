@@ -69,6 +69,9 @@ PLAN_LEAD = 0.03
 """A chunk sent in stamped windows starts this long (s) after it is sent: its first window reaches the controller
 before the chunk's time begins (stamped at the moment of sending, the first segment ran up to a sixth faster on the
 fuzz, by the time the window took to arrive)."""
+PATH_STEP = 0.005
+"""Seconds of a stream's plan between the points its way is sampled at to tell an arm that follows it (at the 3.14
+rad/s velocity limit, 0.016 rad apart, well inside ``FOLLOWING_WITHIN``)."""
 StopFrom = Callable[[np.ndarray, np.ndarray], Command]
 """The controlled stop from a 14-D position moving at a 14-D velocity (``safety.controlled_stop``)."""
 INTERBOTIX_ARM_GROUP = 'arm'
@@ -360,23 +363,28 @@ class StreamedDriver:
 
     def origin(self, command: Command, start: np.ndarray) -> np.ndarray:
         """Where ``command`` streams from: the last target while the arm (``start``) is within ``FOLLOWING_WITHIN`` of
-        it or of where the running plan has it now or at its end, else ``start`` (an arm that does not follow: a hold
-        where it stands, a chunk from there). A late tick leaves the stream behind its plan (each target moves at
-        most the velocity limit over a period), and the bridge starts a chunk where the plan has the arm, or holds at
+        it or of the running plan's way (``plan_path``), else ``start`` (an arm that does not follow: a hold where it
+        stands, a chunk from there). A late tick leaves the stream behind its plan (each target moves at most the
+        velocity limit over a period), and the bridge starts a chunk or a stop where the plan has the arm, or holds at
         the plan's end once its time is over: taken for an arm that does not follow, the first target jumped the lag
-        at once (x1.16 of the limit in one period for a chunk, x2.05 for a gripper's hold, the fuzz). The grippers go
-        on from their last targets whatever the arms do: an arm that did not follow made the grippers jump too (x3.4,
-        the fuzz)."""
+        at once (x1.16 of the limit in one period for a chunk, x2.05 for a gripper's hold; a stop during a stop the
+        stream was 0.16 rad behind, x2.7: the fuzz). The grippers go on from their last targets whatever the arms
+        do: an arm that did not follow made the grippers jump too (x3.4, the fuzz)."""
         last = self.last
         if last is None or not np.isfinite(start).all():
             return start
-        near = [last]
-        if self.plan is not None:
-            near += [self.target(time.monotonic() - self.plan[0])[0], self.plan[2][-1]]
-        following = min(float(np.abs(start - point).max()) for point in near) <= FOLLOWING_WITHIN
+        near = last[None, :] if self.plan is None else np.vstack([last[None, :], self.plan_path()])
+        following = float(np.abs(near - start).max(axis=1).min()) <= FOLLOWING_WITHIN
         origin = last.copy() if following else start.copy()
         origin[GRIP_COLUMNS] = last[GRIP_COLUMNS]
         return origin
+
+    def plan_path(self) -> np.ndarray:
+        """The running plan's way (N, 14), sampled every ``PATH_STEP`` seconds of its clock and at its knots."""
+        assert self.plan is not None
+        _, knots, points = self.plan
+        times = np.union1d(np.arange(0.0, float(knots[-1]), PATH_STEP), knots)
+        return np.stack([np.interp(times, knots, points[:, c]) for c in range(points.shape[1])], axis=1)
 
     def target(self, elapsed: float) -> tuple[np.ndarray, bool]:
         """The interpolated 14-D target ``elapsed`` seconds into the plan, and whether the plan is over."""

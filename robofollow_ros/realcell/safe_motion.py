@@ -336,7 +336,13 @@ class SafeMotion:
             raise MotionStoppedError(self.refusal())
         state = self.measured()
         # Where the arms are commanded to be when the chunk's time begins (the driver's lead after now).
-        start = chunk_start(self.sent, state, now=time.monotonic() + self.driver.lead, row_period_s=self.row_period)
+        start = chunk_start(
+            self.sent,
+            state,
+            now=time.monotonic() + self.driver.lead,
+            row_period_s=self.row_period,
+            lag_s=self.settings.max_state_age,
+        )
         decision = filter_chunk(
             chunk,
             state=state,
