@@ -351,22 +351,30 @@ def test_a_late_tick_moves_no_further_than_the_velocity_limit_over_one_control_p
             time.sleep(0.05)  # the next tick comes 2.5 periods late
 
 
-def test_a_chunk_that_starts_where_the_plan_has_the_arm_goes_on_from_a_stream_left_behind_by_a_late_tick(
-    ros: Node,
-) -> None:
-    """A late tick leaves the stream behind its plan; the bridge starts the next chunk where the plan has the arm
-    now. Taken for an arm that does not follow (more than ``FOLLOWING_WITHIN`` from the last target), the chunk's
-    first target jumped the lag in one period (the fuzz: x1.16 of the limit). It now goes on from the last target."""
+@contextlib.contextmanager
+def stream_behind_its_plan(ros: Node) -> Iterator[tuple[StreamedDriver, np.ndarray]]:
+    """``ramping_piper`` whose stream a late tick left more than ``FOLLOWING_WITHIN`` behind its plan: the driver (its
+    lock held) and where the plan has the arm now."""
     with ramping_piper(ros, 20) as (driver, _ramp):
         time.sleep(0.15)
         with driver.lock:
             time.sleep(0.1)  # the stream falls 0.1 rad behind its plan
             assert driver.plan is not None and driver.last is not None
             planned = driver.target(time.monotonic() - driver.plan[0])[0]
-            assert planned[0] - driver.last[0] > FOLLOWING_WITHIN  # the lag this test is about
-            onwards = np.tile(planned, (3, 1))
-            onwards[:, 0] = planned[0] + np.arange(1, 4) * 0.06
-            driver.send(Command(positions=onwards, times=np.arange(1, 4) * 0.06, hold=False), start=planned)
+            assert planned[0] - driver.last[0] > FOLLOWING_WITHIN  # the lag these tests are about
+            yield driver, planned
+
+
+def test_a_chunk_that_starts_where_the_plan_has_the_arm_goes_on_from_a_stream_left_behind_by_a_late_tick(
+    ros: Node,
+) -> None:
+    """A late tick leaves the stream behind its plan; the bridge starts the next chunk where the plan has the arm
+    now. Taken for an arm that does not follow (more than ``FOLLOWING_WITHIN`` from the last target), the chunk's
+    first target jumped the lag in one period (the fuzz: x1.16 of the limit). It now goes on from the last target."""
+    with stream_behind_its_plan(ros) as (driver, planned):
+        onwards = np.tile(planned, (3, 1))
+        onwards[:, 0] = planned[0] + np.arange(1, 4) * 0.06
+        driver.send(Command(positions=onwards, times=np.arange(1, 4) * 0.06, hold=False), start=planned)
 
 
 def test_a_stop_ahead_of_a_stream_behind_its_plan_goes_on_from_the_last_target(ros: Node) -> None:
@@ -374,20 +382,15 @@ def test_a_stop_ahead_of_a_stream_behind_its_plan_goes_on_from_the_last_target(r
     than ``FOLLOWING_WITHIN`` from there, and from where the plan has the arm on the stream's own clock (its first
     segment lengthened): taken for an arm that does not follow, the stop jumped the lag at once (the fuzz under
     load, x2.7 in one period). On the plan's way, the stop goes on from the last target."""
-    with ramping_piper(ros, 20) as (driver, _ramp):
-        time.sleep(0.15)
-        with driver.lock:
-            time.sleep(0.1)  # the stream falls 0.1 rad behind its plan
-            assert driver.plan is not None and driver.last is not None
-            planned = driver.target(time.monotonic() - driver.plan[0])[0]
-            ahead = planned.copy()
-            ahead[0] += 0.1  # further along the plan's way than the stream and its plan's clock
-            assert ahead[0] - planned[0] > FOLLOWING_WITHIN and ahead[0] - driver.last[0] > FOLLOWING_WITHIN
-            assert ahead[0] < driver.plan[2][-1][0] - FOLLOWING_WITHIN  # and short of its end
-            stop = np.tile(ahead, (2, 1))
-            stop[1, 0] += 0.02
-            driver.send(Command(positions=stop, times=np.array([0.04, 0.08]), hold=True), start=ahead)
-            assert driver.last is not None and driver.last[0] < planned[0]  # its first target: the last one
+    with stream_behind_its_plan(ros) as (driver, planned):
+        assert driver.plan is not None
+        ahead = planned.copy()
+        ahead[0] += 0.1  # further along the plan's way than the stream and its plan's clock
+        assert ahead[0] < driver.plan[2][-1][0] - FOLLOWING_WITHIN  # and short of its end
+        stop = np.tile(ahead, (2, 1))
+        stop[1, 0] += 0.02
+        driver.send(Command(positions=stop, times=np.array([0.04, 0.08]), hold=True), start=ahead)
+        assert driver.last is not None and driver.last[0] < planned[0]  # its first target: the last one
 
 
 def test_a_hold_at_the_end_of_a_plan_the_stream_is_behind_goes_there_within_the_velocity_limit(ros: Node) -> None:
