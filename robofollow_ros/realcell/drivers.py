@@ -382,17 +382,22 @@ class StreamedDriver:
     def plan_path(self) -> np.ndarray:
         """The running plan's way (N, 14), sampled every ``PATH_STEP`` seconds of its clock and at its knots."""
         assert self.plan is not None
+        knots = self.plan[1]
+        return self.plan_at(np.union1d(np.arange(0.0, float(knots[-1]), PATH_STEP), knots))
+
+    def plan_at(self, times: np.ndarray) -> np.ndarray:
+        """The running plan's 14-D points (N, 14) ``times`` (N,) seconds into it, interpolated linearly."""
+        assert self.plan is not None
         _, knots, points = self.plan
-        times = np.union1d(np.arange(0.0, float(knots[-1]), PATH_STEP), knots)
         return np.stack([np.interp(times, knots, points[:, c]) for c in range(points.shape[1])], axis=1)
 
     def target(self, elapsed: float) -> tuple[np.ndarray, bool]:
         """The interpolated 14-D target ``elapsed`` seconds into the plan, and whether the plan is over."""
         assert self.plan is not None
-        _, knots, points = self.plan
-        if elapsed >= knots[-1]:
+        points = self.plan[2]
+        if elapsed >= self.plan[1][-1]:
             return points[-1], True
-        return np.array([np.interp(elapsed, knots, points[:, c]) for c in range(points.shape[1])]), False
+        return self.plan_at(np.array([elapsed]))[0], False
 
     def tick(self) -> None:
         """Publish the plan's current target (the lock held); the plan ends once its last row went out.

@@ -531,8 +531,10 @@ class SafeMotion:
         """The arm whose TCP the commanded motion has taken furthest (straight, m) over the last ``age`` seconds, and
         how far: where the arms went since a state ``age`` old was measured, had they followed their command."""
         then_and_now = self.commanded_since(age)
-        if then_and_now is None:
-            return ARMS[0], 0.0
+        return (ARMS[0], 0.0) if then_and_now is None else self.tcp_travel(then_and_now)
+
+    def tcp_travel(self, then_and_now: np.ndarray) -> tuple[str, float]:
+        """The arm whose TCP moves furthest (straight, m) between two 14-D states (2, 14), and how far."""
         travel = np.linalg.norm(np.diff(self.tcp.many(then_and_now), axis=0)[0], axis=-1)
         furthest = int(np.argmax(travel))
         return ARMS[furthest], float(travel[furthest])
@@ -553,7 +555,7 @@ class SafeMotion:
         turned = self.reach * np.abs(then_and_now[1] - then_and_now[0])
         if max(float(turned[ARM_SLICE[arm]].sum()) for arm in ARMS) <= blind:
             return None
-        arm, travel = self.unseen_travel(age)
+        arm, travel = self.tcp_travel(then_and_now)
         return Intervention('state_gap', None, f'{arm}_tcp', travel, blind) if travel > blind else None
 
     def pause_on_state_gap(self) -> None:
